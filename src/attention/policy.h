@@ -1,0 +1,62 @@
+#pragma once
+// Attention policies. A policy is one predicate over (query position, key
+// position); the same predicate masks scores inside the kernel and decides
+// which KV pages a sequence may release. There is no second source of truth.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace stride {
+
+enum class PolicyKind { Dense, Window, RSWA };
+
+// How an R-SWA layer positions its sink tokens.
+//   Absolute: every key keeps its position in the text (as Mistral does).
+//   CacheRelative: positions are taken within the cache, as in StreamingLLM,
+//     so the query never sees a distance beyond sinks + window and decoding
+//     past the training length stays in distribution. The default.
+enum class PositionMode { Absolute, CacheRelative };
+
+struct PolicySpec {
+  PolicyKind kind = PolicyKind::Dense;
+  int64_t window = 0;  // Window, RSWA: query p sees keys (p - window, p]
+  int64_t sinks = 0;   // RSWA: keys [0, sinks) are always visible
+  PositionMode positions = PositionMode::CacheRelative;
+
+  bool operator==(const PolicySpec&) const = default;
+};
+
+// "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
+Expected<PolicySpec> parse_policy(std::string_view text);
+std::string policy_to_string(const PolicySpec& p);
+
+// The predicate: may the query at q_pos attend the key at k_pos? (causal included)
+inline bool policy_attends(const PolicySpec& p, int64_t q_pos, int64_t k_pos) {
+  if (k_pos > q_pos) return false;
+  switch (p.kind) {
+    case PolicyKind::Dense: return true;
+    case PolicyKind::Window: return k_pos > q_pos - p.window;
+    case PolicyKind::RSWA: return k_pos < p.sinks || k_pos > q_pos - p.window;
+  }
+  return false;
+}
+
+// May any future query (position >= next_q_pos) still attend k_pos? Every
+// policy here only loses keys as queries advance, so this is the predicate
+// evaluated at the earliest future query.
+inline bool policy_keeps(const PolicySpec& p, int64_t k_pos, int64_t next_q_pos) {
+  return policy_attends(p, next_q_pos > k_pos ? next_q_pos : k_pos, k_pos);
+}
+
+// Cache-relative mode: how far the query at q_pos is shifted back when it
+// looks at sink keys. Window keys keep their true distance to the query;
+// sinks are seen as if they sat right before the window.
+inline int64_t rswa_sink_shift(const PolicySpec& p, int64_t q_pos) {
+  if (p.kind != PolicyKind::RSWA || p.positions != PositionMode::CacheRelative) return 0;
+  const int64_t shift = q_pos - p.window + 1 - p.sinks;
+  return shift > 0 ? shift : 0;
+}
+
+}  // namespace stride

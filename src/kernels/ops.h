@@ -1,0 +1,43 @@
+#pragma once
+// Element-wise and row-wise kernels. Each fast kernel has a *_ref scalar twin
+// that the tests compare it against.
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace stride {
+
+// y[r] = x[r] / rms(x[r]) * w, rows of length n. y may alias x. w may be null (no scale).
+void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
+void rmsnorm_ref(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
+
+// Rotary embedding in place.
+//   x: [n_tok, n_heads, head_dim]; pos: [n_tok]
+//   rotates the first rot_dim dims of each head by angle pos * freq_scale * base^(-2i/rot_dim).
+//   neox: pairs (i, i + rot_dim/2); otherwise adjacent pairs (2i, 2i+1).
+void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
+          float base, float freq_scale, bool neox);
+void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
+              float base, float freq_scale, bool neox);
+
+// Gated activations: out[i] = act(gate[i]) * up[i]. out may alias gate.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+void silu_mul_ref(const float* gate, const float* up, float* out, int64_t n);
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
+void gelu_tanh_mul_ref(const float* gate, const float* up, float* out, int64_t n);
+
+// In-place softmax over n values.
+void softmax(float* x, int64_t n);
+void softmax_ref(float* x, int64_t n);
+
+// out[i, :] = dequantized row ids[i] of table ([n_vocab rows, n_embd cols]) * scale.
+// Returns false when an id is out of range (nothing is read past the table).
+bool embed_rows(const TensorView& table, const int32_t* ids, int64_t n, float scale, float* out);
+bool embed_rows_ref(const TensorView& table, const int32_t* ids, int64_t n, float scale, float* out);
+
+// y[i] += x[i]
+void add_inplace(float* y, const float* x, int64_t n);
+// x[i] = cap * tanh(x[i] / cap)
+void softcap(float* x, int64_t n, float cap);
+
+}  // namespace stride

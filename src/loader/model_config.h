@@ -1,0 +1,53 @@
+#pragma once
+// Architecture hyper-parameters, filled from GGUF metadata or an HF config.json.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stride {
+
+enum class Arch { Llama, Mistral, Qwen2, Gemma3 };
+enum class Activation { SiLU, GeluTanh };
+
+const char* arch_name(Arch a);
+
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  int n_vocab = 0;
+  int n_embd = 0;
+  int n_layer = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;    // key/query head size
+  int head_dim_v = 0;  // value head size
+  int n_ff = 0;
+  int n_ctx_train = 0;
+  float norm_eps = 1e-5f;
+
+  float rope_base = 10000.f;        // global (full-attention) layers
+  float rope_base_local = 10000.f;  // natively windowed layers (Gemma-3: 10k)
+  float rope_freq_scale = 1.f;      // linear position scaling
+  int rope_dim = 0;                 // rotated dims per head (== head_dim usually)
+  // true: rotate (x[i], x[i+d/2]) as HF/NeoX; false: adjacent pairs (x[2i], x[2i+1])
+  // as llama GGUF files, whose Q/K rows were permuted by the converter.
+  bool rope_neox = false;
+
+  int sliding_window = 0;                // 0: none
+  std::vector<uint8_t> layer_windowed;   // [n_layer] 1 = natively windowed layer
+
+  bool attn_qkv_bias = false;  // Qwen2
+  bool qk_norm = false;        // Gemma-3: RMSNorm on q and k per head
+  bool sandwich_norms = false; // Gemma-3: post-attention and post-FFN norms
+  Activation act = Activation::SiLU;
+  float embed_scale = 1.f;     // Gemma: sqrt(n_embd)
+  float attn_scale = 0.f;      // softmax scale; 0 means 1/sqrt(head_dim)
+  float attn_logit_softcap = 0.f;
+  float final_logit_softcap = 0.f;
+  bool tied_embeddings = false;  // output.weight absent: use token_embd
+
+  bool is_windowed(int layer) const {
+    return layer >= 0 && layer < (int)layer_windowed.size() && layer_windowed[layer];
+  }
+};
+
+}  // namespace stride

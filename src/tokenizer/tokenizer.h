@@ -1,0 +1,52 @@
+#pragma once
+// Tokenizers read from GGUF metadata: SentencePiece-style (llama, gemma: scores,
+// byte fallback) and byte-level BPE (gpt2 family, pre-tokenizer chosen by
+// tokenizer.ggml.pre). Behaviour matches llama.cpp's.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "loader/gguf_file.h"
+
+namespace stride {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  static Expected<std::unique_ptr<Tokenizer>> from_gguf(const GGUFFile& file);
+
+  // add_bos: prepend BOS if the model's rules say so (tokenizer.ggml.add_bos_token).
+  // parse_special: text like "<|im_start|>" becomes its special token id.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_bos,
+                                      bool parse_special = true) const = 0;
+  // The raw bytes of one token (may be a partial UTF-8 sequence).
+  virtual std::string token_to_piece(int32_t id) const = 0;
+  std::string decode(const std::vector<int32_t>& ids) const;
+
+  virtual int n_vocab() const = 0;
+  virtual int32_t bos_id() const = 0;  // -1 when none
+  virtual int32_t eos_id() const = 0;
+  virtual bool add_bos_default() const = 0;
+  // End-of-generation: EOS, EOT, <|im_end|>, <end_of_turn> ...
+  virtual bool is_eog(int32_t id) const = 0;
+  virtual bool is_special(int32_t id) const = 0;
+};
+
+// Turns a stream of token ids into text without splitting UTF-8 characters:
+// bytes of an incomplete character are held back until it completes.
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tok) : tok_(tok) {}
+  std::string push(int32_t id);  // newly completed text
+  std::string flush();           // whatever is left (invalid bytes as U+FFFD)
+
+ private:
+  const Tokenizer& tok_;
+  std::string pending_;
+};
+
+}  // namespace stride
