@@ -1,0 +1,63 @@
+#include "cli/cli_common.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace stride::cli {
+
+Expected<std::vector<int32_t>> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (std::isspace((unsigned char)text[i]) || text[i] == ',') {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && std::isdigit((unsigned char)text[j])) ++j;
+    if (j == i || j - i > 9) return InvalidArgument("bad token id near '" + text.substr(i, 12) + "'");
+    ids.push_back((int32_t)std::stol(text.substr(i, j - i)));
+    i = j;
+  }
+  return ids;
+}
+
+Expected<int64_t> parse_bytes(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(v) || v <= 0) return InvalidArgument("bad size '" + text + "'");
+  double mult = 1;
+  std::string suffix(end);
+  if (suffix == "" || suffix == "B") mult = 1;
+  else if (suffix == "K" || suffix == "KiB") mult = 1024.0;
+  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
+  else return InvalidArgument("bad size suffix in '" + text + "' (use K, M or G)");
+  const double bytes = v * mult;
+  if (bytes > 1e15) return InvalidArgument("size '" + text + "' is absurdly large");
+  return (int64_t)bytes;
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+int fail(const Status& status) { return fail(status.message()); }
+
+Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t tokens_needed) {
+  EngineOptions e;
+  e.model_path = o.model;
+  STRIDE_ASSIGN_OR_RETURN(e.attention, parse_policy(o.attention));
+  e.threads = o.threads;
+  e.page_size = o.page_size;
+  e.max_context = o.max_context > 0 ? o.max_context : std::max<int64_t>(tokens_needed, 1);
+  if (!o.kv_budget.empty()) {
+    STRIDE_ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_bytes(o.kv_budget));
+  }
+  return e;
+}
+
+}  // namespace stride::cli

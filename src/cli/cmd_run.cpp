@@ -1,0 +1,132 @@
+// `stride run`: generate text from a prompt, streaming it to stdout.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+
+namespace stride::cli {
+
+namespace {
+
+struct RunArgs {
+  ModelRunOptions model;
+  std::string prompt;
+  std::string prompt_ids;
+  int max_tokens = 128;
+  float temperature = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  float frequency_penalty = 0.f;
+  float presence_penalty = 0.f;
+  uint64_t seed = 0xC0FFEE;
+  std::vector<std::string> stop;
+  bool json = false;
+  bool no_bos = false;
+  bool ignore_eos = false;
+};
+
+int run(const RunArgs& a) {
+  if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of --prompt or --prompt-ids");
+  if (a.max_tokens < 0) return fail("--max-tokens must be >= 0");
+  auto engine_opts = to_engine_options(a.model, 0);
+  if (!engine_opts) return fail(engine_opts.status());
+
+  // The KV pool is sized once the prompt length is known.
+  std::vector<int32_t> prompt;
+  std::unique_ptr<Engine> engine;
+  if (!a.prompt_ids.empty()) {
+    auto ids = parse_ids(a.prompt_ids);
+    if (!ids) return fail(ids.status());
+    prompt = std::move(*ids);
+  }
+  const int64_t guess = (int64_t)(prompt.empty() ? a.prompt.size() + 8 : prompt.size()) + a.max_tokens;
+  if (a.model.max_context <= 0) engine_opts->max_context = guess;
+  auto created = Engine::create(*engine_opts);
+  if (!created) return fail(created.status());
+  engine = std::move(*created);
+  if (prompt.empty()) {
+    const Tokenizer* tok = engine->tokenizer();
+    if (!tok) return fail("this model has no tokenizer; use --prompt-ids");
+    prompt = tok->encode(a.prompt, !a.no_bos && tok->add_bos_default());
+  }
+  if ((int64_t)prompt.size() + a.max_tokens > engine_opts->max_context) {
+    return fail("prompt (" + std::to_string(prompt.size()) + " tokens) + max tokens exceeds the context (" +
+                std::to_string(engine_opts->max_context) + ")");
+  }
+
+  GenerateOptions g;
+  g.max_tokens = a.max_tokens;
+  g.ignore_eos = a.ignore_eos;
+  g.stop = a.stop;
+  g.sampling.temperature = a.temperature;
+  g.sampling.top_k = a.top_k;
+  g.sampling.top_p = a.top_p;
+  g.sampling.min_p = a.min_p;
+  g.sampling.repeat_penalty = a.repeat_penalty;
+  g.sampling.frequency_penalty = a.frequency_penalty;
+  g.sampling.presence_penalty = a.presence_penalty;
+  g.sampling.seed = a.seed;
+
+  auto result = engine->generate(prompt, g, [](const std::string& piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (!result) return fail(result.status());
+  const GenerateResult& r = *result;
+  std::fputc('\n', stdout);
+  if (a.json) {
+    nlohmann::json j;
+    j["generated_ids"] = r.generated_ids;
+    j["text"] = r.text;
+    j["finish_reason"] = finish_reason_name(r.finish);
+    j["prompt_tokens"] = r.prompt_tokens;
+    j["generated_tokens"] = r.generated_ids.size();
+    j["prefill_tok_s"] = r.prefill_seconds > 0 ? r.prompt_tokens / r.prefill_seconds : 0.0;
+    const size_t decoded = r.generated_ids.empty() ? 0 : r.generated_ids.size() - 1;
+    j["decode_tok_s"] = r.decode_seconds > 0 ? decoded / r.decode_seconds : 0.0;
+    j["prefill_seconds"] = r.prefill_seconds;
+    j["decode_seconds"] = r.decode_seconds;
+    j["peak_kv_bytes"] = r.peak_kv_bytes;
+    j["peak_rss_bytes"] = peak_rss_bytes();
+    j["attention"] = a.model.attention;
+    j["threads"] = engine->pool().size();
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
+  cmd->add_option("--model,-m", args->model.model, "GGUF file or HF folder")->required();
+  cmd->add_option("--prompt,-p", args->prompt, "prompt text");
+  cmd->add_option("--prompt-ids", args->prompt_ids, "prompt as token ids (\"1 2 3\"); no BOS is added");
+  cmd->add_option("--max-tokens,-n", args->max_tokens, "tokens to generate")->capture_default_str();
+  cmd->add_option("--temperature,-t", args->temperature, "0 = greedy")->capture_default_str();
+  cmd->add_option("--top-k", args->top_k)->capture_default_str();
+  cmd->add_option("--top-p", args->top_p)->capture_default_str();
+  cmd->add_option("--min-p", args->min_p)->capture_default_str();
+  cmd->add_option("--repeat-penalty", args->repeat_penalty)->capture_default_str();
+  cmd->add_option("--frequency-penalty", args->frequency_penalty)->capture_default_str();
+  cmd->add_option("--presence-penalty", args->presence_penalty)->capture_default_str();
+  cmd->add_option("--seed", args->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--stop", args->stop, "stop string (repeatable)");
+  cmd->add_option("--attention,-a", args->model.attention,
+                  "policy for global layers: dense | window:size=W | rswa:sinks=S,window=W")
+      ->capture_default_str();
+  cmd->add_option("--threads", args->model.threads, "0 = all cores")->capture_default_str();
+  cmd->add_option("--kv-budget", args->model.kv_budget, "KV pool size, e.g. 512M (default: sized for the context)");
+  cmd->add_option("--ctx-size,-c", args->model.max_context, "max tokens of context (default: prompt + max tokens)");
+  cmd->add_flag("--json", args->json, "end with one JSON object of ids and figures");
+  cmd->add_flag("--no-bos", args->no_bos, "do not add BOS even if the model asks for it");
+  cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past end-of-generation tokens");
+  cmd->callback([args, &exit_code] { exit_code = run(*args); });
+}
+
+}  // namespace stride::cli

@@ -1,0 +1,185 @@
+#include "engine/generator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace stride {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A removable KV sequence: freed on every exit path.
+class SequenceGuard {
+ public:
+  SequenceGuard(KVCache& kv, KVCache::SeqId id) : kv_(kv), id_(id) {}
+  ~SequenceGuard() { kv_.remove_sequence(id_); }
+  SequenceGuard(const SequenceGuard&) = delete;
+  SequenceGuard& operator=(const SequenceGuard&) = delete;
+  KVCache::SeqId id() const { return id_; }
+
+ private:
+  KVCache& kv_;
+  KVCache::SeqId id_;
+};
+
+// Position of the earliest stop string in `text` at or after `from`, or npos.
+size_t find_stop(const std::string& text, const std::vector<std::string>& stops, size_t from) {
+  size_t best = std::string::npos;
+  for (const auto& s : stops) {
+    if (s.empty()) continue;
+    const size_t start = from > s.size() ? from - s.size() : 0;
+    const size_t at = text.find(s, start);
+    if (at != std::string::npos && at < best) best = at;
+  }
+  return best;
+}
+
+// Longest suffix of `text` that is a proper prefix of some stop string: that
+// text is held back until we know it is not the start of a stop.
+size_t held_back(const std::string& text, const std::vector<std::string>& stops) {
+  size_t hold = 0;
+  for (const auto& s : stops) {
+    for (size_t len = std::min(s.size() - 1, text.size()); len > hold; --len) {
+      if (text.compare(text.size() - len, len, s, 0, len) == 0) {
+        hold = len;
+        break;
+      }
+    }
+  }
+  return hold;
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Length: return "length";
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Eos: return "stop";
+    case FinishReason::Error: return "error";
+  }
+  return "unknown";
+}
+
+int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size) {
+  const int64_t pages_per_layer = (tokens + page_size - 1) / page_size + 1;
+  const int64_t page_bytes =
+      (int64_t)page_size * c.n_head_kv * (c.head_dim + c.head_dim_v) * 2 /* f16 */;
+  return pages_per_layer * c.n_layer * page_bytes;
+}
+
+int64_t peak_rss_bytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  int64_t kb = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "VmHWM:", 6) == 0) {
+      kb = std::atoll(line + 6);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
+
+Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
+  std::unique_ptr<Engine> e(new Engine());
+  e->opts_ = opts;
+  STRIDE_ASSIGN_OR_RETURN(auto source, open_model(opts.model_path));
+  if (source->gguf()) {
+    STRIDE_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::from_gguf(*source->gguf()));
+  }
+  STRIDE_ASSIGN_OR_RETURN(e->model_, Transformer::create(std::move(source)));
+  e->model_->set_max_chunk(opts.prefill_chunk);
+  const ModelConfig& c = e->model_->config();
+  e->pool_ = std::make_unique<ThreadPool>(opts.threads);
+  e->layer_policies_ = resolve_layer_policies(c, opts.attention, opts.overrides);
+
+  KVCacheConfig kc;
+  kc.n_layer = c.n_layer;
+  kc.n_kv_heads = c.n_head_kv;
+  kc.head_dim_k = c.head_dim;
+  kc.head_dim_v = c.head_dim_v;
+  kc.page_size = opts.page_size;
+  kc.budget_bytes = opts.kv_budget_bytes > 0
+                        ? opts.kv_budget_bytes
+                        : kv_bytes_for_tokens(c, opts.max_context + opts.prefill_chunk, opts.page_size);
+  kc.layer_policies = e->layer_policies_;
+  STRIDE_ASSIGN_OR_RETURN(e->kv_, KVCache::create(kc));
+  return e;
+}
+
+Expected<std::vector<float>> Engine::score(const std::vector<int32_t>& ids) {
+  if (ids.empty()) return InvalidArgument("score: no tokens");
+  STRIDE_ASSIGN_OR_RETURN(KVCache::SeqId sid, kv_->add_sequence());
+  SequenceGuard seq(*kv_, sid);
+  std::vector<float> logits(ids.size() * (size_t)config().n_vocab);
+  STRIDE_RETURN_IF_ERROR(
+      model_->forward(*kv_, seq.id(), ids.data(), (int)ids.size(), true, logits.data(), *pool_));
+  return logits;
+}
+
+Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
+                                          const GenerateOptions& opts,
+                                          const std::function<void(const std::string&)>& on_text) {
+  if (prompt.empty()) return InvalidArgument("the prompt is empty");
+  if (!tokenizer_) return Unsupported("generation needs a tokenizer (GGUF model)");
+  GenerateResult r;
+  r.prompt_tokens = (int)prompt.size();
+  const int n_vocab = config().n_vocab;
+
+  STRIDE_ASSIGN_OR_RETURN(KVCache::SeqId sid, kv_->add_sequence());
+  SequenceGuard seq(*kv_, sid);
+  std::vector<float> logits(n_vocab);
+  auto t0 = Clock::now();
+  STRIDE_RETURN_IF_ERROR(
+      model_->forward(*kv_, seq.id(), prompt.data(), (int)prompt.size(), false, logits.data(), *pool_));
+  r.prefill_seconds = seconds_since(t0);
+
+  Sampler sampler(opts.sampling);
+  StreamDecoder decoder(*tokenizer_);
+  std::vector<int32_t> history = prompt;
+  std::string text;     // everything decoded so far
+  size_t emitted = 0;   // bytes of `text` passed to on_text
+  auto t1 = Clock::now();
+  r.finish = FinishReason::Length;
+  for (int step = 0; step < opts.max_tokens; ++step) {
+    const int32_t id = sampler.sample(logits.data(), n_vocab, history);
+    if (!opts.ignore_eos && tokenizer_->is_eog(id)) {
+      r.finish = FinishReason::Eos;
+      break;
+    }
+    r.generated_ids.push_back(id);
+    history.push_back(id);
+    const size_t before = text.size();
+    text += decoder.push(id);
+    const size_t stop_at = find_stop(text, opts.stop, before);
+    if (stop_at != std::string::npos) {
+      text.resize(stop_at);
+      r.finish = FinishReason::Stop;
+      break;
+    }
+    const size_t safe = text.size() - held_back(text, opts.stop);
+    if (safe > emitted && on_text) on_text(text.substr(emitted, safe - emitted));
+    emitted = std::max(emitted, safe);
+    if (step + 1 == opts.max_tokens) break;
+    Status st = model_->forward(*kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
+    if (!st.ok()) return st;
+  }
+  if (r.finish != FinishReason::Stop) text += decoder.flush();
+  if (text.size() > emitted && on_text) on_text(text.substr(emitted));
+  r.decode_seconds = seconds_since(t1);
+  r.text = std::move(text);
+  const KVCacheStats ks = kv_->stats();
+  r.peak_kv_bytes = ks.peak_pages_used * ks.bytes_per_page;
+  return r;
+}
+
+}  // namespace stride

@@ -1,0 +1,88 @@
+#pragma once
+// Single-sequence generation: prefill the prompt in chunks, then decode token
+// by token with the sampler, stopping at EOS, a stop string or max_tokens.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention/kv_cache.h"
+#include "attention/layer_policies.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "model/transformer.h"
+#include "sampler/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace stride {
+
+struct EngineOptions {
+  std::string model_path;
+  PolicySpec attention;             // user policy for the global layers
+  LayerPolicyOverrides overrides;   // per-layer policies
+  int threads = 0;                  // 0: all cores
+  int64_t kv_budget_bytes = 0;      // 0: sized for max_context tokens
+  int64_t max_context = 8192;       // tokens one sequence may hold
+  int page_size = 32;
+  int prefill_chunk = 256;
+};
+
+enum class FinishReason { Length, Stop, Eos, Error };
+const char* finish_reason_name(FinishReason r);
+
+struct GenerateOptions {
+  int max_tokens = 128;
+  bool ignore_eos = false;
+  std::vector<std::string> stop;  // stop strings (excluded from the text)
+  SamplingParams sampling;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> generated_ids;
+  std::string text;
+  FinishReason finish = FinishReason::Length;
+  int prompt_tokens = 0;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+  int64_t peak_kv_bytes = 0;
+};
+
+// Owns the model, tokenizer, thread pool and KV cache.
+class Engine {
+ public:
+  static Expected<std::unique_ptr<Engine>> create(const EngineOptions& opts);
+
+  const ModelConfig& config() const { return model_->config(); }
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null for HF folders
+  Transformer& model() { return *model_; }
+  KVCache& kv() { return *kv_; }
+  ThreadPool& pool() { return *pool_; }
+  const std::vector<PolicySpec>& layer_policies() const { return layer_policies_; }
+
+  // on_text receives each newly completed piece of text as it is decoded.
+  Expected<GenerateResult> generate(const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                    const std::function<void(const std::string&)>& on_text);
+
+  // Logits for every position of `ids` in one fresh sequence: [n, n_vocab].
+  Expected<std::vector<float>> score(const std::vector<int32_t>& ids);
+
+ private:
+  Engine() = default;
+  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<KVCache> kv_;
+  std::vector<PolicySpec> layer_policies_;
+  EngineOptions opts_;
+};
+
+// Bytes of KV the pool needs so one sequence can hold `tokens` tokens on
+// every layer (dense worst case), with page rounding.
+int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size);
+
+// Peak resident set size of this process, in bytes (VmHWM).
+int64_t peak_rss_bytes();
+
+}  // namespace stride

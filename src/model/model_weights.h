@@ -1,0 +1,32 @@
+#pragma once
+// Binds a ModelSource's tensors to the fields each transformer block uses,
+// checking presence and shapes once at load time.
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "loader/model_source.h"
+
+namespace stride {
+
+struct LayerWeights {
+  TensorView attn_norm;                  // [n_embd]
+  TensorView wq, wk, wv, wo;             // [n_head*hd, n_embd] ... [n_embd, n_head*hd_v]
+  TensorView bq, bk, bv;                 // optional biases (Qwen2)
+  TensorView q_norm, k_norm;             // optional per-head norms [hd] (Gemma-3)
+  TensorView post_attn_norm;             // optional (Gemma-3)
+  TensorView ffn_norm;                   // [n_embd]
+  TensorView w_gate, w_up, w_down;       // [n_ff, n_embd], [n_ff, n_embd], [n_embd, n_ff]
+  TensorView post_ffn_norm;              // optional (Gemma-3)
+};
+
+struct ModelWeights {
+  TensorView tok_embd;     // [n_vocab, n_embd]
+  TensorView output_norm;  // [n_embd]
+  TensorView output;       // [n_vocab, n_embd] (tok_embd when tied)
+  std::vector<LayerWeights> layers;
+};
+
+Expected<ModelWeights> bind_weights(const ModelSource& src);
+
+}  // namespace stride
