@@ -8,6 +8,7 @@
 //                       ResourceExhausted with nothing changed
 //   for each layer:  write(layer, seq, k, v, n); attend(layer, seq, q, n, out)
 //   commit(seq, n)   -> length += n; pages no future query can see are freed
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -31,7 +32,7 @@ struct KVCacheConfig {
 // Per-layer parameters of one attention call.
 struct AttentionParams {
   int n_head = 0;           // query heads (a multiple of n_kv_heads: GQA)
-  float scale = 0.f;        // softmax scale
+  float scale = 0.f;        // softmax scale; 0 means 1/sqrt(head_dim_k)
   float softcap = 0.f;      // 0: off; else cap * tanh(s / cap)
   // RoPE of this layer, so cache-relative R-SWA can re-rotate queries for sink keys.
   float rope_base = 10000.f;
@@ -40,13 +41,20 @@ struct AttentionParams {
   bool rope_neox = false;
 };
 
+// The softmax scale actually applied (0 in AttentionParams means the default).
+inline float attention_scale(const AttentionParams& p, int head_dim_k) {
+  return p.scale != 0.f ? p.scale : 1.f / std::sqrt((float)head_dim_k);
+}
+
 struct KVCacheStats {
   int64_t pages_total = 0;
   int64_t pages_used = 0;
   int64_t peak_pages_used = 0;
   int64_t bytes_per_page = 0;
-  int64_t pages_read = 0;     // summed over attend() calls
-  int64_t pages_present = 0;  // pages the sequence held at those calls
+  // Both summed over the query blocks of every attend() call (a decode call is
+  // one block): pages a block read, and pages its sequence held on that layer.
+  int64_t pages_read = 0;
+  int64_t pages_present = 0;
 };
 
 class KVCache {

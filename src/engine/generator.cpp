@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "model/weight_prefetch.h"
+
 namespace stride {
 
 namespace {
@@ -96,6 +98,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   if (source->gguf()) {
     STRIDE_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::from_gguf(*source->gguf()));
   }
+  prefetch_weights(*source, opts.show_progress);
   STRIDE_ASSIGN_OR_RETURN(e->model_, Transformer::create(std::move(source)));
   e->model_->set_max_chunk(opts.prefill_chunk);
   const ModelConfig& c = e->model_->config();

@@ -27,6 +27,7 @@ struct EngineOptions {
   int64_t max_context = 8192;       // tokens one sequence may hold
   int page_size = 32;
   int prefill_chunk = 256;
+  bool show_progress = true;        // progress bar while loading (terminals only)
 };
 
 enum class FinishReason { Length, Stop, Eos, Error };

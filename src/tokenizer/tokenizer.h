@@ -23,9 +23,16 @@ class Tokenizer {
   // parse_special: text like "<|im_start|>" becomes its special token id.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_bos,
                                       bool parse_special = true) const = 0;
-  // The raw bytes of one token (may be a partial UTF-8 sequence).
+  // The raw bytes of one token (may be a partial UTF-8 sequence). Control and
+  // unknown tokens render as "" (as in generated text).
   virtual std::string token_to_piece(int32_t id) const = 0;
+  // Like token_to_piece, but control tokens render as their text ("<|im_end|>").
+  virtual std::string token_to_piece_special(int32_t id) const { return token_to_piece(id); }
+  // The id of the token whose text is exactly `text`, or -1.
+  virtual int32_t find_token(std::string_view text) const { return -1; }
+  // Concatenated pieces as valid UTF-8 (malformed bytes become U+FFFD).
   std::string decode(const std::vector<int32_t>& ids) const;
+  std::string decode(const std::vector<int32_t>& ids, bool render_special) const;
 
   virtual int n_vocab() const = 0;
   virtual int32_t bos_id() const = 0;  // -1 when none
@@ -40,12 +47,14 @@ class Tokenizer {
 // bytes of an incomplete character are held back until it completes.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tok) : tok_(tok) {}
+  explicit StreamDecoder(const Tokenizer& tok, bool render_special = false)
+      : tok_(tok), render_special_(render_special) {}
   std::string push(int32_t id);  // newly completed text
   std::string flush();           // whatever is left (invalid bytes as U+FFFD)
 
  private:
   const Tokenizer& tok_;
+  bool render_special_ = false;
   std::string pending_;
 };
 

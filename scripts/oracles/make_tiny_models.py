@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Tiny random-weight models + their HF reference logits (the numerical oracle).
+
+Usage:
+  ~/.cache/stride/venv/bin/python scripts/oracles/make_tiny_models.py [--out DIR]
+
+For each architecture (llama, mistral, qwen2, gemma3) this writes, under
+DIR/<name>/ (default tests/data/generated/tiny):
+  config.json + model.safetensors   the HF folder (f32)
+  model-f32.gguf                    llama.cpp-convention GGUF (f32)
+  model-f16.gguf                    (llama only) 2-D weights in f16
+  ids.json                          the fixed token sequence (longer than windows)
+  logits.npy                        HF eager f32 logits [n_tokens, n_vocab]
+and DIR/manifest.json describing them. All weights are rounded to values that
+f16 represents exactly, so the f16 GGUF and the f32 HF folder are the same model.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiny_gguf import write_gguf  # noqa: E402
+
+SEQ_LEN = 40
+VOCAB = 256
+SEED = 1234
+
+
+def _common(**kw):
+    base = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                num_attention_heads=4, num_key_value_heads=2,
+                max_position_embeddings=128, tie_word_embeddings=False,
+                bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    base.update(kw)
+    return base
+
+
+def build_configs():
+    from transformers import Gemma3TextConfig, LlamaConfig, MistralConfig, Qwen2Config
+    return {
+        "llama": LlamaConfig(**_common(num_hidden_layers=3, rope_theta=10000.0,
+                                       rms_norm_eps=1e-5)),
+        # Window 8 < SEQ_LEN, so the window is exercised on most positions.
+        "mistral": MistralConfig(**_common(num_hidden_layers=2, rope_theta=50000.0,
+                                           rms_norm_eps=1e-5, sliding_window=8,
+                                           head_dim=16)),
+        # Qwen2 has q/k/v biases; tied embeddings exercise the shared output path.
+        "qwen2": Qwen2Config(**_common(num_hidden_layers=2, rope_theta=1000000.0,
+                                       rms_norm_eps=1e-6, use_sliding_window=False,
+                                       tie_word_embeddings=True)),
+        # head_dim 32 != hidden/heads (16), layers 0-4 windowed, layer 5 global.
+        "gemma3": Gemma3TextConfig(**_common(num_hidden_layers=6, head_dim=32,
+                                             sliding_window=8, query_pre_attn_scalar=32,
+                                             rope_theta=1000000.0,
+                                             rope_local_base_freq=10000.0,
+                                             rms_norm_eps=1e-6,
+                                             tie_word_embeddings=True,
+                                             bos_token_id=2, eos_token_id=1)),
+    }
+
+
+def randomize(model, gemma: bool, gen: torch.Generator):
+    """Non-trivial weights so that a wrong convention shows up in the logits."""
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if "norm" in name:
+                # Gemma stores (scale - 1): its RMSNorm multiplies by (1 + w).
+                center = 0.0 if gemma else 1.0
+                p.copy_(center + 0.2 * torch.randn(p.shape, generator=gen))
+            elif name.endswith(".bias"):
+                p.copy_(0.2 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(0.2 * torch.randn(p.shape, generator=gen))
+            # Exactly representable in f16: the f16 GGUF is then the same model.
+            p.copy_(p.half().float())
+
+
+# `--attention` policies apply to global (not natively windowed) layers; each
+# entry: policy string -> mask predicate over (query pos, key pos), absolute
+# positions. Natively windowed models (mistral) must ignore the policy.
+POLICIES = {
+    "llama": {"window:size=8": lambda q, k: k > q - 8,
+              "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
+    "qwen2": {"window:size=8": lambda q, k: k > q - 8},
+    "mistral": {"dense": None, "window:size=4": None, "rswa:sinks=2,window=4,pos=abs": None},
+    "gemma3": {"window:size=16": lambda q, k: k > q - 16,
+               "rswa:sinks=4,window=12,pos=abs": lambda q, k: (k < 4) | (k > q - 12)},
+}
+
+
+def policy_logits(model, cfg, ids, pred):
+    """HF logits with a policy mask on the global layers (windowed layers unchanged)."""
+    n = len(ids)
+    q, k = torch.arange(n)[:, None], torch.arange(n)[None, :]
+
+    def additive(allowed):
+        return torch.where(allowed, 0.0, torch.finfo(torch.float32).min)[None, None]
+
+    glob = additive((k <= q) & pred(q, k))
+    if getattr(cfg, "layer_types", None) and "sliding_attention" in cfg.layer_types:
+        w = cfg.sliding_window
+        mask = {"full_attention": glob, "sliding_attention": additive((k <= q) & (k > q - w))}
+    else:
+        mask = glob
+    with torch.no_grad():
+        return model(torch.tensor([ids]), attention_mask=mask, use_cache=False).logits[0].numpy()
+
+
+def legacy_config_keys(cfg_path, cfg):
+    """transformers 5 writes rope_parameters; older loaders read rope_theta."""
+    with open(cfg_path) as f:
+        j = json.load(f)
+    rp = j.get("rope_parameters") or {}
+    if "full_attention" in rp:
+        j.setdefault("rope_theta", rp["full_attention"]["rope_theta"])
+        j.setdefault("rope_local_base_freq", rp["sliding_attention"]["rope_theta"])
+    elif "rope_theta" in rp:
+        j.setdefault("rope_theta", rp["rope_theta"])
+    with open(cfg_path, "w") as f:
+        json.dump(j, f, indent=2, sort_keys=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--out", default=os.path.join(root, "tests/data/generated/tiny"))
+    args = ap.parse_args()
+
+    from transformers import AutoModelForCausalLM
+    torch.manual_seed(SEED)
+    torch.set_num_threads(2)
+    rng = np.random.default_rng(SEED)
+    ids = [int(x) for x in rng.integers(3, VOCAB, size=SEQ_LEN)]
+
+    manifest = {"seq_len": SEQ_LEN, "models": {}}
+    for i, (name, cfg) in enumerate(build_configs().items()):
+        cfg._attn_implementation = "eager"
+        cfg.torch_dtype = torch.float32
+        gen = torch.Generator().manual_seed(SEED + i)
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager",
+                                                 dtype=torch.float32)
+        randomize(model, name == "gemma3", gen)
+        model.eval()
+
+        d = os.path.join(args.out, name)
+        os.makedirs(d, exist_ok=True)
+        model.save_pretrained(d, safe_serialization=True)
+        legacy_config_keys(os.path.join(d, "config.json"), cfg)
+        if os.path.exists(os.path.join(d, "generation_config.json")):
+            os.remove(os.path.join(d, "generation_config.json"))
+
+        with torch.no_grad():
+            out = model(torch.tensor([ids]), use_cache=False)
+        logits = out.logits[0].float().numpy()  # [n_tokens, n_vocab]
+        np.save(os.path.join(d, "logits.npy"), logits)
+        with open(os.path.join(d, "ids.json"), "w") as f:
+            json.dump(ids, f)
+
+        state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+        ggufs = {"f32": "model-f32.gguf"}
+        write_gguf(os.path.join(d, ggufs["f32"]), name, cfg, state, f16=False)
+        if name == "llama":
+            ggufs["f16"] = "model-f16.gguf"
+            write_gguf(os.path.join(d, ggufs["f16"]), name, cfg, state, f16=True)
+
+        policies = {}
+        for j, (spec, pred) in enumerate(POLICIES[name].items()):
+            if pred is None:  # natively windowed everywhere: the policy changes nothing
+                policies[spec] = f"{name}/logits.npy"
+                continue
+            fname = f"logits_policy{j}.npy"
+            np.save(os.path.join(d, fname), policy_logits(model, cfg, ids, pred))
+            policies[spec] = f"{name}/{fname}"
+
+        window = getattr(cfg, "sliding_window", None) if name in ("mistral", "gemma3") else None
+        manifest["models"][name] = {"hf": name, "gguf": {k: f"{name}/{v}" for k, v in ggufs.items()},
+                                    "sliding_window": window, "policies": policies,
+                                    "n_vocab": VOCAB, "logit_absmax": float(np.abs(logits).max())}
+        print(f"tiny {name}: layers={cfg.num_hidden_layers} window={window} "
+              f"|logits|max={np.abs(logits).max():.3f} -> {d}")
+
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""HF state dict -> GGUF with llama.cpp's conventions (as convert_hf_to_gguf.py).
+
+Usage (library): write_gguf(path, name, hf_config, state_dict_numpy, f16=False)
+
+Conventions reproduced:
+  * tensor names token_embd / blk.N.attn_q ... / output_norm / output;
+  * llama & mistral: Q/K rows permuted so that llama.cpp's adjacent-pair RoPE
+    equals HF's rotate_half RoPE; mistral keeps arch "llama" (as llama.cpp's
+    converter) and records llama.attention.sliding_window;
+  * gemma3: +1 folded into every RMSNorm weight (HF multiplies by 1 + w);
+  * 1-D tensors stay f32 in the f16 file;
+  * a complete byte-level "gpt2" tokenizer: 255 byte tokens plus one merge
+    "Ġ Ġ" -> token 255 (byte 0xFF never occurs in UTF-8, so it is free).
+"""
+import numpy as np
+
+import gguf
+
+ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "gemma3": "gemma3"}
+
+
+def permute_qk(w: np.ndarray, n_head: int) -> np.ndarray:
+    """HF (half-split) rows -> llama.cpp (interleaved pairs) rows, per head."""
+    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def _bytes_to_unicode():
+    """GPT-2's printable stand-ins for the 256 byte values."""
+    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+          + list(range(ord("®"), ord("ÿ") + 1)))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def _map_name(name: str, arch_name: str) -> str | None:
+    if name == "model.embed_tokens.weight":
+        return "token_embd.weight"
+    if name == "model.norm.weight":
+        return "output_norm.weight"
+    if name == "lm_head.weight":
+        return "output.weight"
+    parts = name.split(".")
+    if parts[:2] != ["model", "layers"]:
+        raise ValueError(f"unexpected tensor {name}")
+    bid, rest = parts[2], ".".join(parts[3:])
+    gemma = arch_name == "gemma3"
+    table = {
+        "input_layernorm.weight": "attn_norm.weight",
+        "self_attn.q_proj.weight": "attn_q.weight",
+        "self_attn.k_proj.weight": "attn_k.weight",
+        "self_attn.v_proj.weight": "attn_v.weight",
+        "self_attn.q_proj.bias": "attn_q.bias",
+        "self_attn.k_proj.bias": "attn_k.bias",
+        "self_attn.v_proj.bias": "attn_v.bias",
+        "self_attn.o_proj.weight": "attn_output.weight",
+        "self_attn.q_norm.weight": "attn_q_norm.weight",
+        "self_attn.k_norm.weight": "attn_k_norm.weight",
+        "post_attention_layernorm.weight":
+            "post_attention_norm.weight" if gemma else "ffn_norm.weight",
+        "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+        "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+        "mlp.gate_proj.weight": "ffn_gate.weight",
+        "mlp.up_proj.weight": "ffn_up.weight",
+        "mlp.down_proj.weight": "ffn_down.weight",
+    }
+    if rest not in table:
+        raise ValueError(f"unexpected tensor {name}")
+    return f"blk.{bid}.{table[rest]}"
+
+
+def _rope_theta(cfg, layer_type="full_attention"):
+    rp = getattr(cfg, "rope_parameters", None) or {}
+    if layer_type in rp:
+        return float(rp[layer_type]["rope_theta"])
+    if "rope_theta" in rp:
+        return float(rp["rope_theta"])
+    return float(getattr(cfg, "rope_theta", 10000.0))
+
+
+def write_gguf(path: str, name: str, cfg, state: dict, f16: bool = False) -> None:
+    arch = ARCH[name]
+    n_head, n_head_kv = cfg.num_attention_heads, cfg.num_key_value_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // n_head
+
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name(f"stride-tiny-{name}")
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_rope_freq_base(_rope_theta(cfg))
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    if arch == "llama":
+        w.add_rope_dimension_count(head_dim)
+        w.add_vocab_size(cfg.vocab_size)
+    if name in ("mistral", "gemma3"):
+        w.add_sliding_window(cfg.sliding_window)
+
+    b2u = _bytes_to_unicode()
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    assert cfg.vocab_size == 256
+    space = b2u[ord(" ")]
+    tokens = [b2u[b] for b in range(255)] + [space + space]
+    w.add_token_list(tokens)
+    w.add_token_types([int(gguf.TokenType.NORMAL)] * cfg.vocab_size)
+    w.add_token_merges([f"{space} {space}"])  # llama.cpp requires a merges array
+    w.add_bos_token_id(cfg.bos_token_id)
+    w.add_eos_token_id(cfg.eos_token_id)
+    w.add_add_bos_token(False)
+
+    tied = bool(getattr(cfg, "tie_word_embeddings", False))
+    for hf_name in sorted(state):
+        if tied and hf_name == "lm_head.weight":
+            continue
+        t = np.ascontiguousarray(state[hf_name], dtype=np.float32)
+        if arch == "llama" and hf_name.endswith("self_attn.q_proj.weight"):
+            t = permute_qk(t, n_head)
+        elif arch == "llama" and hf_name.endswith("self_attn.k_proj.weight"):
+            t = permute_qk(t, n_head_kv)
+        if name == "gemma3" and hf_name.endswith("norm.weight"):
+            t = t + 1.0
+        if f16 and t.ndim == 2:
+            t = t.astype(np.float16)
+        w.add_tensor(_map_name(hf_name, name), np.ascontiguousarray(t))
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()

@@ -1,0 +1,226 @@
+#include "attention/attention_kernel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <vector>
+
+#include "attention/rope_shift.h"
+#include "attention/simd.h"
+
+namespace stride {
+
+namespace {
+
+// Per-thread buffers, reused across calls so decode does not allocate.
+struct Scratch {
+  std::vector<float> q;    // [rows, dk] scaled queries
+  std::vector<float> qs;   // [rows, dk] scaled queries shifted for sink keys (cache-relative)
+  std::vector<float> kf;   // [page_size, dk]
+  std::vector<float> vf;   // [page_size, dv]
+  std::vector<float> s;    // [page_size] scores of one row
+  std::vector<float> pr;   // [page_size] probabilities of one row
+  std::vector<float> m, d; // [rows]
+  std::vector<float> o;    // [rows, dv]
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+struct Geometry {
+  int n_kv, group, dk, dv, page_size;
+};
+
+// One work item: rows of query block b (all queries x the group's heads of kv
+// head h) over plan entries [e0, e1). Leaves the unnormalised state in sc.
+void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+              const AttentionParams& p, const Geometry& g, const float* q, int b, int h,
+              int64_t e0, int64_t e1, Scratch& sc, int& rows_out) {
+  const int q_first = b * plan.q_block;
+  const int nq = std::min(plan.q_block, plan.n_q - q_first);
+  const int rows = nq * g.group;
+  rows_out = rows;
+  const int dk = g.dk, dv = g.dv;
+  sc.q.resize((size_t)rows * dk);
+  sc.m.assign(rows, -INFINITY);
+  sc.d.assign(rows, 0.f);
+  sc.o.assign((size_t)rows * dv, 0.f);
+  sc.kf.resize((size_t)g.page_size * dk);
+  sc.vf.resize((size_t)g.page_size * dv);
+  sc.s.resize(g.page_size);
+  sc.pr.resize(g.page_size);
+
+  // Row r = query i * group + head-in-group j; the scale is folded into q.
+  const float scale = attention_scale(p, dk);
+  for (int i = 0; i < nq; ++i)
+    for (int j = 0; j < g.group; ++j) {
+      const float* src = q + ((int64_t)(q_first + i) * p.n_head + (int64_t)h * g.group + j) * dk;
+      float* dst = sc.q.data() + (int64_t)(i * g.group + j) * dk;
+      for (int t = 0; t < dk; ++t) dst[t] = src[t] * scale;
+    }
+  auto row_pos = [&](int r) { return plan.q_pos0 + q_first + r / g.group; };
+
+  // Cache-relative sinks: the query seen shifted back by delta for sink keys.
+  const bool shift = rswa_sink_shift(policy, plan.q_pos0 + q_first + nq - 1) > 0;
+  if (shift) {
+    sc.qs = sc.q;
+    const RopeParams rp{p.rope_base, p.rope_freq_scale, p.rope_dim, p.rope_neox};
+    for (int r = 0; r < rows; ++r)
+      rope_rotate_by(sc.qs.data() + (int64_t)r * dk, dk, -rswa_sink_shift(policy, row_pos(r)), rp);
+  }
+
+  for (int64_t e = e0; e < e1; ++e) {
+    const int32_t page = plan.page_ids[e];
+    const int n = plan.page_valid[e];
+    const bool full = plan.page_full[e] != 0;
+    const int32_t* kpos = pool.positions(page);
+    simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * dk);
+    simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * dv);
+    const bool has_sinks = shift && kpos[0] < policy.sinks;
+    for (int r = 0; r < rows; ++r) {
+      const float* qr = sc.q.data() + (int64_t)r * dk;
+      float* s = sc.s.data();
+      simd::dot_rows(qr, sc.kf.data(), n, dk, s);
+      if (has_sinks) {
+        const float* qsr = sc.qs.data() + (int64_t)r * dk;
+        for (int t = 0; t < n && kpos[t] < policy.sinks; ++t)
+          s[t] = simd::dot(qsr, sc.kf.data() + (int64_t)t * dk, dk);
+      }
+      if (p.softcap > 0.f)
+        for (int t = 0; t < n; ++t) s[t] = p.softcap * std::tanh(s[t] / p.softcap);
+      float mx = -INFINITY;
+      if (full) {
+        for (int t = 0; t < n; ++t) mx = std::max(mx, s[t]);
+      } else {
+        const int64_t qp = row_pos(r);
+        for (int t = 0; t < n; ++t) {
+          if (!policy_attends(policy, qp, kpos[t])) s[t] = -INFINITY;
+          mx = std::max(mx, s[t]);
+        }
+      }
+      if (mx == -INFINITY) continue;  // nothing visible to this row in this page
+      const float m_new = std::max(sc.m[r], mx);
+      const float alpha = std::exp(sc.m[r] - m_new);  // 0 on the first visible page
+      const float sum = simd::exp_shift_sum(s, m_new, sc.pr.data(), n);
+      sc.d[r] = sc.d[r] * alpha + sum;
+      sc.m[r] = m_new;
+      simd::pv_accumulate(sc.o.data() + (int64_t)r * dv, alpha, sc.pr.data(), sc.vf.data(), n, dv);
+    }
+  }
+}
+
+// out row of (query i, head) <- o / d.
+void write_rows(const Scratch& sc, const AttentionPlan& plan, const AttentionParams& p,
+                const Geometry& g, int b, int h, int rows, float* out) {
+  const int q_first = b * plan.q_block;
+  for (int r = 0; r < rows; ++r) {
+    const int i = r / g.group, j = r % g.group;
+    float* dst = out + ((int64_t)(q_first + i) * p.n_head + (int64_t)h * g.group + j) * g.dv;
+    const float* src = sc.o.data() + (int64_t)r * g.dv;
+    const float inv = sc.d[r] > 0.f ? 1.f / sc.d[r] : 0.f;
+    for (int t = 0; t < g.dv; ++t) dst[t] = src[t] * inv;
+  }
+}
+
+}  // namespace
+
+void softmax_merge(SoftmaxPartial& a, float* o, const SoftmaxPartial& b, const float* o2, int n) {
+  if (b.m == -INFINITY) return;
+  if (a.m == -INFINITY) {
+    a = b;
+    std::copy(o2, o2 + n, o);
+    return;
+  }
+  const float m = std::max(a.m, b.m);
+  const float ca = std::exp(a.m - m), cb = std::exp(b.m - m);
+  for (int t = 0; t < n; ++t) o[t] = o[t] * ca + o2[t] * cb;
+  a.d = a.d * ca + b.d * cb;
+  a.m = m;
+}
+
+void attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+                     const AttentionParams& p, const float* q, float* out, ThreadPool& threads) {
+  const KvPoolShape& shape = pool.shape();
+  const Geometry g{shape.n_kv_heads, p.n_head / shape.n_kv_heads, shape.head_dim_k,
+                   shape.head_dim_v, shape.page_size};
+  const int n_blocks = plan.n_blocks();
+  if (n_blocks <= 0) return;
+
+  // Split each block's page list when there are too few (block, head) items
+  // for the threads (decode); each split keeps >= kMinPages pages.
+  constexpr int64_t kMinPages = 8;
+  int64_t max_entries = 0;
+  for (int b = 0; b < n_blocks; ++b)
+    max_entries = std::max<int64_t>(max_entries, plan.indptr[b + 1] - plan.indptr[b]);
+  const int base_items = n_blocks * g.n_kv;
+  int splits = 1;
+  if (threads.size() > 1 && base_items < 2 * threads.size()) {
+    const int want = (4 * threads.size() + base_items - 1) / base_items;
+    splits = (int)std::max<int64_t>(1, std::min<int64_t>(want, max_entries / kMinPages));
+  }
+  const int n_items = base_items * splits;
+  const int max_rows = plan.q_block * g.group;
+
+  // Split partials: [n_items, max_rows] of (m, d) and [n_items, max_rows, dv] of o.
+  std::vector<SoftmaxPartial> part_md;
+  std::vector<float> part_o;
+  if (splits > 1) {
+    part_md.resize((size_t)n_items * max_rows);
+    part_o.resize((size_t)n_items * max_rows * g.dv);
+  }
+
+  // Tiny calls (short decode) run on the caller: waking workers costs more.
+  const int64_t work = plan.n_entries() * g.n_kv * max_rows * g.page_size * (g.dk + g.dv);
+  const bool inline_run = threads.size() == 1 || work < (int64_t)1 << 18;
+
+  std::atomic<int> next{0};
+  auto body = [&](int, int) {
+    Scratch& sc = scratch();
+    for (int item; (item = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
+      const int split = item % splits;
+      const int h = (item / splits) % g.n_kv;
+      const int b = item / splits / g.n_kv;
+      const int64_t lo = plan.indptr[b], hi = plan.indptr[b + 1];
+      const int64_t e0 = lo + (hi - lo) * split / splits;
+      const int64_t e1 = lo + (hi - lo) * (split + 1) / splits;
+      int rows = 0;
+      run_item(pool, plan, policy, p, g, q, b, h, e0, e1, sc, rows);
+      if (splits == 1) {
+        write_rows(sc, plan, p, g, b, h, rows, out);
+        continue;
+      }
+      for (int r = 0; r < rows; ++r) {
+        part_md[(size_t)item * max_rows + r] = {sc.m[r], sc.d[r]};
+        std::copy(sc.o.begin() + (int64_t)r * g.dv, sc.o.begin() + (int64_t)(r + 1) * g.dv,
+                  part_o.begin() + ((int64_t)item * max_rows + r) * g.dv);
+      }
+    }
+  };
+  if (inline_run) body(0, 1);
+  else threads.run(body);
+  if (splits == 1) return;
+
+  // Merge the splits of every (block, head) row exactly, then normalise.
+  std::vector<float> acc(g.dv);
+  for (int bh = 0; bh < base_items; ++bh) {
+    const int h = bh % g.n_kv, b = bh / g.n_kv;
+    const int nq = std::min(plan.q_block, plan.n_q - b * plan.q_block);
+    for (int r = 0; r < nq * g.group; ++r) {
+      SoftmaxPartial st;
+      std::fill(acc.begin(), acc.end(), 0.f);
+      for (int s = 0; s < splits; ++s) {
+        const size_t idx = (size_t)(bh * splits + s) * max_rows + r;
+        softmax_merge(st, acc.data(), part_md[idx], part_o.data() + idx * g.dv, g.dv);
+      }
+      const int i = r / g.group, j = r % g.group;
+      float* dst =
+          out + ((int64_t)(b * plan.q_block + i) * p.n_head + (int64_t)h * g.group + j) * g.dv;
+      const float inv = st.d > 0.f ? 1.f / st.d : 0.f;
+      for (int t = 0; t < g.dv; ++t) dst[t] = acc[t] * inv;
+    }
+  }
+}
+
+}  // namespace stride

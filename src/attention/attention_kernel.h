@@ -1,0 +1,33 @@
+#pragma once
+// The fused paged attention kernel: runs any AttentionPlan. For each
+// (query block, kv head[, kv split]) work item it streams the listed pages,
+// masks edge pages with policy_attends on the slots' stored positions, and
+// keeps an online softmax state (m, d, o) per query row. Split partial states
+// are merged exactly (flash-decoding), so a single decode query still keeps
+// several threads busy.
+#include <cmath>
+
+#include "attention/kv_cache.h"
+#include "attention/plan.h"
+#include "attention/policy.h"
+#include "core/thread_pool.h"
+#include "kv/kv_pool.h"
+
+namespace stride {
+
+// q:   [plan.n_q, p.n_head, head_dim_k] f32, RoPE applied at absolute positions
+// out: [plan.n_q, p.n_head, head_dim_v] f32
+// A query that sees no key at all gets a zero output.
+void attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+                     const AttentionParams& p, const float* q, float* out, ThreadPool& threads);
+
+// Softmax partial state of one query row over a subset of keys.
+struct SoftmaxPartial {
+  float m = -INFINITY;  // running max of scores
+  float d = 0.f;        // sum of exp(s - m)
+};
+
+// Exact merge of two partials: (m, d, o) <- (m, d, o) (+) (m2, d2, o2); o has n values.
+void softmax_merge(SoftmaxPartial& a, float* o, const SoftmaxPartial& b, const float* o2, int n);
+
+}  // namespace stride

@@ -1,0 +1,201 @@
+#include "attention/paged_kv_cache.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "attention/attention_kernel.h"
+#include "attention/plan.h"
+
+namespace stride {
+
+namespace {
+// A query position beyond any real one: keys kept for it are kept forever.
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max() / 4;
+}  // namespace
+
+PagedKVCache::PagedKVCache(const KVCacheConfig& cfg, std::unique_ptr<KvPool> pool)
+    : cfg_(cfg), pool_(std::move(pool)), pages_(pool_->n_pages()) {}
+
+bool PagedKVCache::valid(SeqId seq) const {
+  return seq >= 0 && seq < (SeqId)seqs_.size() && seqs_[seq].active;
+}
+
+bool PagedKVCache::valid(SeqId seq, int layer) const {
+  return valid(seq) && layer >= 0 && layer < cfg_.n_layer;
+}
+
+Expected<KVCache::SeqId> PagedKVCache::add_sequence() {
+  // Reuse the lowest free id; a reused id starts from a clean state.
+  SeqId id = 0;
+  while (id < (SeqId)seqs_.size() && seqs_[id].active) ++id;
+  if (id == (SeqId)seqs_.size()) {
+    if (seqs_.size() >= (size_t)std::numeric_limits<SeqId>::max())
+      return ResourceExhausted("KVCache: too many sequences");
+    seqs_.emplace_back();
+  }
+  Sequence& s = seqs_[id];
+  s = Sequence{};
+  s.active = true;
+  s.layers.resize(cfg_.n_layer);
+  return id;
+}
+
+void PagedKVCache::remove_sequence(SeqId seq) {
+  if (!valid(seq)) return;  // removing twice is harmless
+  for (LayerState& ls : seqs_[seq].layers)
+    for (int32_t page : ls.table)
+      if (page >= 0) pages_.release(page);
+  seqs_[seq] = Sequence{};
+}
+
+int64_t PagedKVCache::length(SeqId seq) const {
+  assert(valid(seq));
+  return valid(seq) ? seqs_[seq].length : 0;
+}
+
+int64_t PagedKVCache::capacity(const Sequence& s) const {
+  size_t min_pages = std::numeric_limits<size_t>::max();
+  for (const LayerState& ls : s.layers) min_pages = std::min(min_pages, ls.table.size());
+  return s.layers.empty() ? 0 : (int64_t)min_pages * cfg_.page_size;
+}
+
+Status PagedKVCache::reserve(SeqId seq, int n_new) {
+  if (!valid(seq)) return InvalidArgument("KVCache::reserve: unknown sequence " + std::to_string(seq));
+  if (n_new < 0) return InvalidArgument("KVCache::reserve: negative token count");
+  Sequence& s = seqs_[seq];
+  const int64_t end = s.length + n_new;
+  if (end > std::numeric_limits<int32_t>::max())
+    return InvalidArgument("KVCache::reserve: positions beyond int32 range");
+  const int64_t pages_for_end = (end + cfg_.page_size - 1) / cfg_.page_size;
+  std::vector<int64_t> need(cfg_.n_layer, 0);
+  int64_t total = 0;
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    need[l] = std::max<int64_t>(0, pages_for_end - (int64_t)s.layers[l].table.size());
+    total += need[l];
+  }
+  if (total == 0) return Status::Ok();
+  if (total > pages_.n_free())
+    return ResourceExhausted("KV pool exhausted: sequence " + std::to_string(seq) + " needs " +
+                             std::to_string(total) + " more pages for " + std::to_string(n_new) +
+                             " tokens, " + std::to_string(pages_.n_free()) + " free of " +
+                             std::to_string(pages_.n_total()));
+  std::vector<int32_t> got;
+  STRIDE_RETURN_IF_ERROR(pages_.allocate((int32_t)total, got));  // all or nothing
+  size_t next = 0;
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    LayerState& ls = s.layers[l];
+    for (int64_t i = 0; i < need[l]; ++i) ls.table.push_back(got[next++]);
+    ls.held += need[l];
+  }
+  peak_used_ = std::max<int64_t>(peak_used_, pages_.n_used());
+  return Status::Ok();
+}
+
+void PagedKVCache::write(int layer, SeqId seq, const float* k, const float* v, int n_new) {
+  assert(valid(seq, layer));
+  if (!valid(seq, layer) || n_new <= 0) return;
+  LayerState& ls = seqs_[seq].layers[layer];
+  const int64_t start = seqs_[seq].length;
+  const int ps = cfg_.page_size;
+  assert(start + n_new <= (int64_t)ls.table.size() * ps && "write beyond reserve()");
+  if (start + n_new > (int64_t)ls.table.size() * ps) return;
+  const int64_t k_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_k;
+  const int64_t v_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_v;
+  for (int t = 0; t < n_new;) {
+    const int64_t pos = start + t;
+    const int slot = (int)(pos % ps);
+    const int run = std::min(n_new - t, ps - slot);  // tokens that land in this page
+    const int32_t page = ls.table[pos / ps];
+    assert(page >= 0);
+    if (page >= 0) pool_->store(page, slot, run, k + t * k_row, k_row, v + t * v_row, v_row, pos);
+    t += run;
+  }
+}
+
+void PagedKVCache::attend(int layer, SeqId seq, const float* q, int n_new,
+                          const AttentionParams& p, float* out, ThreadPool& pool) {
+  const bool ok_params = p.n_head > 0 && p.n_head % cfg_.n_kv_heads == 0;
+  assert(valid(seq, layer) && ok_params);
+  if (n_new <= 0) return;
+  if (!valid(seq, layer) || !ok_params) {
+    if (p.n_head > 0)
+      std::memset(out, 0, sizeof(float) * (size_t)n_new * p.n_head * cfg_.head_dim_v);
+    return;
+  }
+  const Sequence& s = seqs_[seq];
+  const LayerState& ls = s.layers[layer];
+  const PolicySpec& policy = cfg_.layer_policies[layer];
+  const int64_t kv_len = std::min<int64_t>(s.length + n_new, (int64_t)ls.table.size() * cfg_.page_size);
+  const AttentionPlan plan = plan_attention(policy, ls.table, cfg_.page_size, kv_len, s.length,
+                                            n_new, default_q_block(n_new));
+#ifndef NDEBUG
+  const Status plan_ok = check_plan(plan, policy, cfg_.page_size, kv_len);
+  assert(plan_ok.ok());
+#endif
+  attention_paged(*pool_, plan, policy, p, q, out, pool);
+  pages_read_ += plan.n_entries();
+  pages_present_ += ls.held * plan.n_blocks();
+}
+
+void PagedKVCache::commit(SeqId seq, int n_new) {
+  assert(valid(seq));
+  if (!valid(seq) || n_new <= 0) return;
+  Sequence& s = seqs_[seq];
+  assert(s.length + n_new <= capacity(s) && "commit beyond reserve()");
+  s.length = std::min<int64_t>(s.length + n_new, capacity(s));
+  for (int l = 0; l < cfg_.n_layer; ++l) release_unseen(s, l);
+}
+
+// Frees every full page none of whose slots policy_keeps for the next query.
+void PagedKVCache::release_unseen(Sequence& s, int layer) {
+  LayerState& ls = s.layers[layer];
+  const PolicySpec& policy = cfg_.layer_policies[layer];
+  const int ps = cfg_.page_size;
+  const int64_t n_full = std::min<int64_t>(s.length / ps, (int64_t)ls.table.size());
+  int64_t first_unsettled = -1;
+  for (int64_t L = ls.scan_from; L < n_full; ++L) {
+    const int32_t page = ls.table[L];
+    bool settled = true;
+    if (page >= 0) {
+      const int32_t* pos = pool_->positions(page);
+      bool kept_now = false, kept_forever = false;
+      for (int t = 0; t < ps && !kept_forever; ++t) {
+        kept_now = kept_now || policy_keeps(policy, pos[t], s.length);
+        kept_forever = policy_keeps(policy, pos[t], kForever);
+      }
+      if (!kept_now) {
+        pages_.release(page);
+        ls.table[L] = -1;
+        --ls.held;
+      } else {
+        settled = kept_forever;
+      }
+    }
+    if (!settled && first_unsettled < 0) first_unsettled = L;
+  }
+  ls.scan_from = first_unsettled >= 0 ? first_unsettled : std::max(ls.scan_from, n_full);
+}
+
+KVCacheStats PagedKVCache::stats() const {
+  KVCacheStats st;
+  st.pages_total = pages_.n_total();
+  st.pages_used = pages_.n_used();
+  st.peak_pages_used = peak_used_;
+  st.bytes_per_page = pool_->shape().bytes_per_page();
+  st.pages_read = pages_read_;
+  st.pages_present = pages_present_;
+  return st;
+}
+
+int64_t PagedKVCache::pages_held(SeqId seq, int layer) const {
+  return valid(seq, layer) ? seqs_[seq].layers[layer].held : 0;
+}
+
+const std::vector<int32_t>* PagedKVCache::page_table(SeqId seq, int layer) const {
+  return valid(seq, layer) ? &seqs_[seq].layers[layer].table : nullptr;
+}
+
+}  // namespace stride

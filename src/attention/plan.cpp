@@ -1,0 +1,105 @@
+#include "attention/plan.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+namespace stride {
+
+bool policy_any_visible(const PolicySpec& p, int64_t q_first, int64_t q_last, int64_t k_first,
+                        int64_t k_last) {
+  if (k_first > q_last) return false;  // causal: every key is after every query
+  switch (p.kind) {
+    case PolicyKind::Dense: return true;
+    // Union over the block of the windows (q - W, q] is (q_first - W, q_last].
+    case PolicyKind::Window: return k_last > q_first - p.window;
+    case PolicyKind::RSWA: return k_first < p.sinks || k_last > q_first - p.window;
+  }
+  return false;
+}
+
+bool policy_all_visible(const PolicySpec& p, int64_t q_first, int64_t q_last, int64_t k_first,
+                        int64_t k_last) {
+  if (k_last > q_first) return false;  // the first query must already see the last key
+  switch (p.kind) {
+    case PolicyKind::Dense: return true;
+    // The last query's window is the tightest.
+    case PolicyKind::Window: return k_first > q_last - p.window;
+    // No key of the page may fall in the gap [sinks, q_last - W] between sinks and window.
+    case PolicyKind::RSWA:
+      return std::max(k_first, p.sinks) > std::min(k_last, q_last - p.window);
+  }
+  return false;
+}
+
+Status check_plan(const AttentionPlan& plan, const PolicySpec& p, int page_size, int64_t kv_len) {
+  for (int b = 0; b < plan.n_blocks(); ++b) {
+    const int64_t qa = plan.q_pos0 + (int64_t)b * plan.q_block;
+    const int64_t qb = plan.q_pos0 + std::min<int64_t>((int64_t)(b + 1) * plan.q_block, plan.n_q) - 1;
+    int64_t prev_first = -1;
+    for (int32_t e = plan.indptr[b]; e < plan.indptr[b + 1]; ++e) {
+      const int64_t ka = plan.page_first[e], kb = ka + plan.page_valid[e] - 1;
+      const std::string where = "plan block " + std::to_string(b) + " page@" + std::to_string(ka);
+      if (ka <= prev_first || ka % page_size != 0 || kb >= kv_len || kb < ka)
+        return Internal(where + ": bad page range");
+      prev_first = ka;
+      bool any = false, all = true;
+      for (int64_t q = qa; q <= qb; ++q)
+        for (int64_t k = ka; k <= kb; ++k) {
+          const bool vis = policy_attends(p, q, k);
+          any = any || vis;
+          all = all && vis;
+        }
+      if (!any) return Internal(where + ": listed page has no visible key");
+      if (plan.page_full[e] && !all) return Internal(where + ": marked full but has hidden keys");
+    }
+  }
+  return Status::Ok();
+}
+
+int default_q_block(int n_q) { return n_q <= 1 ? 1 : std::min(n_q, 32); }
+
+AttentionPlan plan_attention(const PolicySpec& p, const std::vector<int32_t>& page_table,
+                             int page_size, int64_t kv_len, int64_t q_pos0, int n_q, int q_block) {
+  AttentionPlan plan;
+  plan.q_block = std::max(1, q_block);
+  plan.n_q = n_q;
+  plan.q_pos0 = q_pos0;
+  const int n_blocks = n_q <= 0 ? 0 : (n_q + plan.q_block - 1) / plan.q_block;
+  plan.indptr.assign(1, 0);
+  const int64_t n_logical =
+      std::min<int64_t>((int64_t)page_table.size(), (kv_len + page_size - 1) / page_size);
+
+  auto consider = [&](int64_t L, int64_t qa, int64_t qb) {
+    const int64_t first = L * page_size;
+    const int64_t last = std::min<int64_t>(first + page_size, kv_len) - 1;
+    if (last < first || !policy_any_visible(p, qa, qb, first, last)) return;
+    const int32_t phys = page_table[L];
+    assert(phys >= 0 && "a visible page was released");
+    if (phys < 0) return;
+    plan.page_ids.push_back(phys);
+    plan.page_valid.push_back((int32_t)(last - first + 1));
+    plan.page_first.push_back(first);
+    plan.page_full.push_back(policy_all_visible(p, qa, qb, first, last) ? 1 : 0);
+  };
+
+  for (int b = 0; b < n_blocks; ++b) {
+    const int64_t qa = q_pos0 + (int64_t)b * plan.q_block;
+    const int64_t qb = q_pos0 + std::min<int64_t>((int64_t)(b + 1) * plan.q_block, n_q) - 1;
+    // Candidate logical pages, in ascending order; consider() filters exactly.
+    const int64_t last_page = std::min<int64_t>(n_logical - 1, qb / page_size);
+    int64_t window_from = 0;
+    int64_t sink_to = -1;  // inclusive
+    if (p.kind != PolicyKind::Dense) {
+      window_from = std::max<int64_t>(0, qa - p.window + 1) / page_size;
+      if (p.kind == PolicyKind::RSWA && p.sinks > 0)
+        sink_to = std::min<int64_t>(window_from - 1, (p.sinks - 1) / page_size);
+    }
+    for (int64_t L = 0; L <= std::min(sink_to, last_page); ++L) consider(L, qa, qb);
+    for (int64_t L = window_from; L <= last_page; ++L) consider(L, qa, qb);
+    plan.indptr.push_back((int32_t)plan.page_ids.size());
+  }
+  return plan;
+}
+
+}  // namespace stride

@@ -1,0 +1,127 @@
+// Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]".
+#include "attention/policy.h"
+
+#include <charconv>
+#include <string>
+#include <vector>
+
+namespace stride {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+struct KeyValue {
+  std::string_view key;
+  std::string_view value;
+};
+
+Expected<std::vector<KeyValue>> split_args(std::string_view kind, std::string_view args) {
+  std::vector<KeyValue> out;
+  while (!args.empty()) {
+    const size_t comma = args.find(',');
+    const std::string_view item = trim(args.substr(0, comma));
+    args = comma == std::string_view::npos ? std::string_view{} : args.substr(comma + 1);
+    const size_t eq = item.find('=');
+    if (item.empty() || eq == std::string_view::npos)
+      return InvalidArgument("policy '" + std::string(kind) + "': expected key=value, got '" +
+                             std::string(item) + "'");
+    const KeyValue kv{trim(item.substr(0, eq)), trim(item.substr(eq + 1))};
+    for (const auto& prev : out)
+      if (prev.key == kv.key)
+        return InvalidArgument("policy '" + std::string(kind) + "': key '" + std::string(kv.key) +
+                               "' given twice");
+    out.push_back(kv);
+  }
+  return out;
+}
+
+Expected<int64_t> parse_positive(std::string_view kind, const KeyValue& kv) {
+  int64_t v = 0;
+  const char* end = kv.value.data() + kv.value.size();
+  const auto res = std::from_chars(kv.value.data(), end, v);
+  if (kv.value.empty() || res.ec != std::errc() || res.ptr != end)
+    return InvalidArgument("policy '" + std::string(kind) + "': " + std::string(kv.key) +
+                           " must be an integer, got '" + std::string(kv.value) + "'");
+  if (v <= 0)
+    return InvalidArgument("policy '" + std::string(kind) + "': " + std::string(kv.key) +
+                           " must be positive, got " + std::to_string(v));
+  return v;
+}
+
+Status unknown_key(std::string_view kind, const KeyValue& kv, const char* allowed) {
+  return InvalidArgument("policy '" + std::string(kind) + "': unknown key '" +
+                         std::string(kv.key) + "' (allowed: " + allowed + ")");
+}
+
+}  // namespace
+
+Expected<PolicySpec> parse_policy(std::string_view text) {
+  text = trim(text);
+  const size_t colon = text.find(':');
+  const std::string_view kind = trim(text.substr(0, colon));
+  const std::string_view args =
+      colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
+  if (colon != std::string_view::npos && trim(args).empty())
+    return InvalidArgument("policy '" + std::string(kind) + "': nothing after ':'");
+  STRIDE_ASSIGN_OR_RETURN(const std::vector<KeyValue> kvs, split_args(kind, args));
+
+  PolicySpec spec;
+  if (kind == "dense") {
+    if (!kvs.empty()) return InvalidArgument("policy 'dense' takes no arguments");
+    spec.kind = PolicyKind::Dense;
+    return spec;
+  }
+  if (kind == "window") {
+    spec.kind = PolicyKind::Window;
+    for (const auto& kv : kvs) {
+      if (kv.key != "size") return unknown_key(kind, kv, "size");
+      STRIDE_ASSIGN_OR_RETURN(spec.window, parse_positive(kind, kv));
+    }
+    if (spec.window == 0) return InvalidArgument("policy 'window': missing size=W");
+    return spec;
+  }
+  if (kind == "rswa") {
+    spec.kind = PolicyKind::RSWA;
+    for (const auto& kv : kvs) {
+      if (kv.key == "sinks") {
+        STRIDE_ASSIGN_OR_RETURN(spec.sinks, parse_positive(kind, kv));
+      } else if (kv.key == "window") {
+        STRIDE_ASSIGN_OR_RETURN(spec.window, parse_positive(kind, kv));
+      } else if (kv.key == "pos") {
+        if (kv.value == "rel") spec.positions = PositionMode::CacheRelative;
+        else if (kv.value == "abs") spec.positions = PositionMode::Absolute;
+        else
+          return InvalidArgument("policy 'rswa': pos must be 'rel' or 'abs', got '" +
+                                 std::string(kv.value) + "'");
+      } else {
+        return unknown_key(kind, kv, "sinks, window, pos");
+      }
+    }
+    if (spec.sinks == 0) return InvalidArgument("policy 'rswa': missing sinks=S");
+    if (spec.window == 0) return InvalidArgument("policy 'rswa': missing window=W");
+    return spec;
+  }
+  if (kind == "topk" || kind == "strided")
+    return Unsupported("policy '" + std::string(kind) +
+                       "' is not available yet (available: dense, window, rswa)");
+  return InvalidArgument("unknown policy '" + std::string(kind) +
+                         "' (expected dense, window:size=W or rswa:sinks=S,window=W[,pos=rel|abs])");
+}
+
+std::string policy_to_string(const PolicySpec& p) {
+  switch (p.kind) {
+    case PolicyKind::Dense: return "dense";
+    case PolicyKind::Window: return "window:size=" + std::to_string(p.window);
+    case PolicyKind::RSWA:
+      return "rswa:sinks=" + std::to_string(p.sinks) + ",window=" + std::to_string(p.window) +
+             (p.positions == PositionMode::Absolute ? ",pos=abs" : ",pos=rel");
+  }
+  return "?";
+}
+
+}  // namespace stride

@@ -1,0 +1,32 @@
+#pragma once
+// Internal entry points of the matmul fast paths (see matmul.h for shapes).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace stride::detail {
+
+// Quantized weights: int8 activations and integer dot products.
+void matmul_quantized(const TensorView& w, const float* x, float* y, int64_t n_tok,
+                      ThreadPool& pool);
+// F32 / F16 / BF16 weights: FMA on f32.
+void matmul_float(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPool& pool);
+
+// Splits n_out rows x n_tok tokens into the part of thread ti of nt: a row range
+// (aligned to row_align) when there are enough rows, otherwise a token range.
+struct WorkRange {
+  int64_t r0, r1, t0, t1;
+};
+WorkRange split_work(int64_t n_out, int64_t n_tok, int64_t row_align, int ti, int nt);
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+}  // namespace stride::detail

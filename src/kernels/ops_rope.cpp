@@ -1,0 +1,132 @@
+// Rotary position embedding. Angles are formed in double precision because
+// positions reach 1e6+ and pos * theta in f32 would lose whole radians of phase.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/ops_vec.h"
+
+namespace stride {
+
+namespace {
+
+// Usable rotary width: even, and no wider than a head.
+int clamp_rot_dim(int rot_dim, int head_dim) { return std::min(rot_dim, head_dim) & ~1; }
+
+// theta_i = freq_scale * base^(-2i/rot_dim), i < rot_dim/2. Cached per thread
+// for the last (base, rot_dim, freq_scale): every layer of a step reuses it.
+const std::vector<double>& theta_table(float base, int rot_dim, float freq_scale) {
+  struct Cache {
+    float base = 0.0f, freq_scale = 0.0f;
+    int rot_dim = -1;
+    std::vector<double> theta;
+  };
+  thread_local Cache cache;
+  if (cache.rot_dim != rot_dim || cache.base != base || cache.freq_scale != freq_scale) {
+    cache.theta.resize(rot_dim / 2);
+    for (int i = 0; i < rot_dim / 2; ++i) {
+      cache.theta[i] = (double)freq_scale * std::pow((double)base, -2.0 * i / (double)rot_dim);
+    }
+    cache.base = base;
+    cache.freq_scale = freq_scale;
+    cache.rot_dim = rot_dim;
+  }
+  return cache.theta;
+}
+
+// Adjacent pairs (2i, 2i+1). cs/sn are expanded per lane: cs = [c0 c0 c1 c1 ..],
+// sn = [-s0 s0 -s1 s1 ..], so out = v * cs + swap_pairs(v) * sn.
+void rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim) {
+  int j = 0;
+#ifdef STRIDE_OPS_AVX2
+  for (; j + 8 <= rot_dim; j += 8) {
+    const __m256 a = _mm256_loadu_ps(v + j);
+    const __m256 sw = _mm256_permute_ps(a, 0xB1);  // (1,0,3,2) within each 128-bit lane
+    const __m256 r = _mm256_fmadd_ps(sw, _mm256_loadu_ps(sn + j),
+                                     _mm256_mul_ps(a, _mm256_loadu_ps(cs + j)));
+    _mm256_storeu_ps(v + j, r);
+  }
+#endif
+  for (; j < rot_dim; j += 2) {
+    const float x0 = v[j], x1 = v[j + 1];
+    v[j] = x0 * cs[j] + x1 * sn[j];
+    v[j + 1] = x1 * cs[j + 1] + x0 * sn[j + 1];
+  }
+}
+
+// NeoX pairs (i, i + half). cs/sn have `half` entries.
+void rotate_neox(float* v, const float* cs, const float* sn, int half) {
+  int i = 0;
+#ifdef STRIDE_OPS_AVX2
+  for (; i + 8 <= half; i += 8) {
+    const __m256 lo = _mm256_loadu_ps(v + i), hi = _mm256_loadu_ps(v + i + half);
+    const __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(sn + i);
+    _mm256_storeu_ps(v + i, _mm256_fnmadd_ps(hi, s, _mm256_mul_ps(lo, c)));
+    _mm256_storeu_ps(v + i + half, _mm256_fmadd_ps(lo, s, _mm256_mul_ps(hi, c)));
+  }
+#endif
+  for (; i < half; ++i) {
+    const float lo = v[i], hi = v[i + half];
+    v[i] = lo * cs[i] - hi * sn[i];
+    v[i + half] = lo * sn[i] + hi * cs[i];
+  }
+}
+
+}  // namespace
+
+void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
+          float base, float freq_scale, bool neox) {
+  rot_dim = clamp_rot_dim(rot_dim, head_dim);
+  if (rot_dim <= 0) return;
+  const int half = rot_dim / 2;
+  const std::vector<double>& theta = theta_table(base, rot_dim, freq_scale);
+  std::vector<float> cs(rot_dim), sn(rot_dim);  // per-token cos/sin, layout per pairing
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const double p = (double)pos[t];
+    for (int i = 0; i < half; ++i) {
+      const double a = p * theta[i];
+      const float c = (float)std::cos(a), s = (float)std::sin(a);
+      if (neox) {
+        cs[i] = c;
+        sn[i] = s;
+      } else {
+        cs[2 * i] = cs[2 * i + 1] = c;
+        sn[2 * i] = -s;
+        sn[2 * i + 1] = s;
+      }
+    }
+    float* xt = x + t * (int64_t)n_heads * head_dim;  // [n_heads, head_dim]
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = xt + (int64_t)h * head_dim;
+      if (neox) {
+        rotate_neox(v, cs.data(), sn.data(), half);
+      } else {
+        rotate_adjacent(v, cs.data(), sn.data(), rot_dim);
+      }
+    }
+  }
+}
+
+void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
+              float base, float freq_scale, bool neox) {
+  rot_dim = clamp_rot_dim(rot_dim, head_dim);
+  const int half = rot_dim / 2;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = x + (t * n_heads + h) * (int64_t)head_dim;  // [head_dim]
+      for (int i = 0; i < half; ++i) {
+        const double theta = (double)freq_scale * std::pow((double)base, -2.0 * i / rot_dim);
+        const double a = (double)pos[t] * theta;
+        const double c = std::cos(a), s = std::sin(a);
+        const int i0 = neox ? i : 2 * i;
+        const int i1 = neox ? i + half : 2 * i + 1;
+        const double x0 = v[i0], x1 = v[i1];
+        v[i0] = (float)(x0 * c - x1 * s);
+        v[i1] = (float)(x0 * s + x1 * c);
+      }
+    }
+  }
+}
+
+}  // namespace stride

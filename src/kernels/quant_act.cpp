@@ -1,0 +1,102 @@
+#include "kernels/quant_act.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+namespace stride {
+namespace {
+
+void resize(QuantizedActs& a, int64_t n_tok, int64_t n_in) {
+  a.n_tok = n_tok;
+  a.n_blocks = n_in / kActBlock;
+  a.row_blocks = (a.n_blocks + kActChunkBlocks - 1) / kActChunkBlocks * kActChunkBlocks;
+  a.q.resize((size_t)(n_tok * a.row_blocks * kActBlock));
+  a.d.resize((size_t)(n_tok * a.row_blocks));
+  a.s.resize((size_t)(n_tok * a.row_blocks));
+}
+
+// Zeroes the padding blocks of token t.
+void clear_padding(QuantizedActs& a, int64_t t) {
+  for (int64_t b = a.n_blocks; b < a.row_blocks; ++b) {
+    int8_t* q = a.q.data() + (t * a.row_blocks + b) * kActBlock;
+    for (int64_t j = 0; j < kActBlock; ++j) q[j] = 0;
+    a.d[(size_t)(t * a.row_blocks + b)] = 0.0f;
+    a.s[(size_t)(t * a.row_blocks + b)] = 0.0f;
+  }
+}
+
+}  // namespace
+
+void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out) {
+  resize(out, n_tok, n_in);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t b = 0; b < out.n_blocks; ++b) {
+      const float* xb = x + t * n_in + b * kActBlock;
+      float amax = 0.0f;
+      for (int64_t j = 0; j < kActBlock; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 127.0f / amax : 0.0f;
+      int8_t* q = out.q.data() + (t * out.row_blocks + b) * kActBlock;
+      int sum = 0;
+      for (int64_t j = 0; j < kActBlock; ++j) {
+        q[j] = (int8_t)std::nearbyint(xb[j] * id);
+        sum += q[j];
+      }
+      out.d[(size_t)(t * out.row_blocks + b)] = d;
+      out.s[(size_t)(t * out.row_blocks + b)] = d * (float)sum;
+    }
+    clear_padding(out, t);
+  }
+}
+
+void quantize_acts_prepare(int64_t n_tok, int64_t n_in, QuantizedActs& out) {
+  resize(out, n_tok, n_in);
+}
+
+void quantize_acts(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out) {
+  resize(out, n_tok, n_in);
+  quantize_acts_rows(x, 0, n_tok, out);
+}
+
+void quantize_acts_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out) {
+  const int64_t n_in = out.n_blocks * kActBlock;
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    for (int64_t b = 0; b < out.n_blocks; ++b) {
+      const float* xb = x + t * n_in + b * kActBlock;
+      __m256 v[4];
+      __m256 amax = _mm256_setzero_ps();
+      for (int k = 0; k < 4; ++k) {
+        v[k] = _mm256_loadu_ps(xb + 8 * k);
+        amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[k]));
+      }
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+      const float am = _mm_cvtss_f32(m4);
+      const float d = am / 127.0f;
+      const __m256 id = _mm256_set1_ps(d != 0.0f ? 127.0f / am : 0.0f);
+      // cvtps rounds half to even under the default MXCSR, as nearbyint does.
+      __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v[0], id));
+      __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v[1], id));
+      __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v[2], id));
+      __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v[3], id));
+      __m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+      // Pack 32 int32 -> 32 int8; packs interleave 128-bit lanes, undo with a permute.
+      __m256i p01 = _mm256_packs_epi32(i0, i1);
+      __m256i p23 = _mm256_packs_epi32(i2, i3);
+      __m256i p = _mm256_packs_epi16(p01, p23);
+      p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256((__m256i*)(out.q.data() + (t * out.row_blocks + b) * kActBlock), p);
+      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+      out.d[(size_t)(t * out.row_blocks + b)] = d;
+      out.s[(size_t)(t * out.row_blocks + b)] = d * (float)_mm_cvtsi128_si32(s4);
+    }
+    clear_padding(out, t);
+  }
+}
+
+}  // namespace stride

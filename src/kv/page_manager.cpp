@@ -1,0 +1,42 @@
+#include "kv/page_manager.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+namespace stride {
+
+PageManager::PageManager(int32_t n_pages) : ref_counts_((size_t)std::max<int32_t>(n_pages, 0), 0) {
+  free_list_.reserve(ref_counts_.size());
+  // Pushed in reverse so the first allocations hand out pages 0, 1, 2, ...
+  for (int32_t p = n_total() - 1; p >= 0; --p) free_list_.push_back(p);
+}
+
+Status PageManager::allocate(int32_t n, std::vector<int32_t>& out) {
+  if (n < 0) return InvalidArgument("PageManager::allocate: negative page count");
+  if (n > n_free())
+    return ResourceExhausted("KV pool exhausted: " + std::to_string(n) + " pages needed, " +
+                             std::to_string(n_free()) + " free of " + std::to_string(n_total()));
+  out.reserve(out.size() + (size_t)n);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t page = free_list_.back();
+    free_list_.pop_back();
+    ref_counts_[page] = 1;
+    out.push_back(page);
+  }
+  return Status::Ok();
+}
+
+void PageManager::retain(int32_t page) {
+  assert(page >= 0 && page < n_total() && ref_counts_[page] > 0);
+  if (page < 0 || page >= n_total() || ref_counts_[page] <= 0) return;
+  ++ref_counts_[page];
+}
+
+void PageManager::release(int32_t page) {
+  assert(page >= 0 && page < n_total() && ref_counts_[page] > 0);
+  if (page < 0 || page >= n_total() || ref_counts_[page] <= 0) return;  // double free: ignore
+  if (--ref_counts_[page] == 0) free_list_.push_back(page);
+}
+
+}  // namespace stride

@@ -1,0 +1,50 @@
+// ModelSource bookkeeping and the GGUF model path.
+#include "loader/model_source.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "loader/model_tensors.h"
+
+namespace stride {
+
+const TensorView* ModelSource::tensor(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+int64_t ModelSource::weight_bytes() const {
+  int64_t total = 0;
+  for (const auto& [name, t] : tensors_) total += t.nbytes;
+  return total;
+}
+
+uint8_t* ModelSource::own_buffer(size_t bytes) {
+  buffers_.push_back(std::make_unique<uint8_t[]>(bytes));
+  return buffers_.back().get();
+}
+
+Expected<std::unique_ptr<ModelSource>> open_gguf_model(const std::string& path) {
+  STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<GGUFFile> file, GGUFFile::open(path));
+  auto cfg = config_from_gguf(*file);
+  if (!cfg.ok()) {
+    return Status(cfg.status().code(), cfg.status().message() + " [" + path + "]");
+  }
+  auto src = std::make_unique<ModelSource>();
+  src->config = std::move(*cfg);
+  src->path = path;
+  src->format = "gguf";
+  for (const TensorView& t : file->tensors()) src->add_tensor(t);
+  src->own_gguf(std::move(file));  // views point into its map
+  Status st = check_model_tensors(*src);
+  if (!st.ok()) return Status(st.code(), st.message() + " [" + path + "]");
+  return src;
+}
+
+Expected<std::unique_ptr<ModelSource>> open_model(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return open_hf_folder(path);
+  return open_gguf_model(path);
+}
+
+}  // namespace stride

@@ -1,0 +1,148 @@
+// Byte-level BPE tokenization, as llama.cpp's llm_tokenizer_bpe.
+#include <cstdio>
+#include <queue>
+
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/utf8.h"
+#include "tokenizer/vocab_tokenizer.h"
+
+namespace stride {
+
+namespace {
+
+struct Symbol {
+  int prev, next;
+  size_t offset, n;  // n == 0 once merged away
+};
+
+struct Bigram {
+  int left, right;
+  int32_t rank;
+  size_t size;
+};
+
+// Lowest rank first; on ties, the leftmost pair.
+struct BigramOrder {
+  bool operator()(const Bigram& a, const Bigram& b) const {
+    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
+  }
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(Vocab vocab) {
+  auto spec = lookup_pre_tokenizer(vocab.pre);
+  if (!spec.ok()) return spec.status();
+  auto pre = PreTokenizer::compile(spec->regexes);
+  if (!pre.ok()) return pre.status();
+  auto pre_ptr = std::make_unique<PreTokenizer>(std::move(*pre));
+  return std::unique_ptr<BpeTokenizer>(
+      new BpeTokenizer(std::move(vocab), std::move(pre_ptr), spec->ignore_merges));
+}
+
+BpeTokenizer::BpeTokenizer(Vocab vocab, std::unique_ptr<PreTokenizer> pre, bool ignore_merges)
+    : VocabTokenizer(std::move(vocab)), pre_(std::move(pre)), ignore_merges_(ignore_merges) {
+  build_piece_cache();
+}
+
+BpeTokenizer::~BpeTokenizer() = default;
+
+std::string BpeTokenizer::render_normal(const std::string& text) const {
+  // Undo the GPT-2 byte mapping; llama.cpp marks unmappable characters visibly.
+  std::string out;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t len = 1;
+    const uint32_t cp = utf8::decode_lenient(text, pos, &len);
+    const int b = utf8::unicode_to_byte(cp);
+    if (b >= 0) {
+      out.push_back(static_cast<char>(b));
+    } else {
+      std::string enc;
+      utf8::append(enc, cp);
+      out += "[UNK_BYTE_0x";
+      for (char c : enc) {
+        char hex[3];
+        std::snprintf(hex, sizeof(hex), "%02x", static_cast<uint8_t>(c));
+        out += hex;
+      }
+      out += text + "]";
+    }
+    pos += len;
+  }
+  return out;
+}
+
+void BpeTokenizer::encode_fragments(const std::vector<Fragment>& fragments,
+                                    std::vector<int32_t>& out) const {
+  std::string word;
+  for (const Fragment& f : fragments) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      continue;
+    }
+    const std::string text = utf8::sanitize(f.text);
+    for (std::string_view w : pre_->split(text)) {
+      word.clear();
+      for (char c : w) word += utf8::byte_to_unicode(static_cast<uint8_t>(c));
+      encode_word(word, out);
+    }
+  }
+}
+
+void BpeTokenizer::encode_word(const std::string& word, std::vector<int32_t>& out) const {
+  if (ignore_merges_) {
+    const int32_t id = vocab_.find(word);
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
+  std::vector<Symbol> syms;
+  for (size_t off = 0; off < word.size();) {
+    const size_t n = std::min(utf8::seq_len(static_cast<uint8_t>(word[off])), word.size() - off);
+    const int idx = static_cast<int>(syms.size());
+    syms.push_back({idx - 1, off + n == word.size() ? -1 : idx + 1, off, n});
+    off += n;
+  }
+
+  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
+  const auto try_add = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    const std::string_view l(word.data() + syms[left].offset, syms[left].n);
+    const std::string_view r(word.data() + syms[right].offset, syms[right].n);
+    const int32_t rank = vocab_.find_merge(l, r);
+    if (rank < 0) return;
+    queue.push({left, right, rank, l.size() + r.size()});
+  };
+  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
+
+  while (!queue.empty()) {
+    const Bigram bg = queue.top();
+    queue.pop();
+    Symbol& l = syms[bg.left];
+    Symbol& r = syms[bg.right];
+    if (l.n == 0 || r.n == 0 || l.n + r.n != bg.size) continue;  // stale
+    l.n += r.n;
+    r.n = 0;
+    l.next = r.next;
+    if (r.next >= 0) syms[r.next].prev = bg.left;
+    try_add(l.prev, bg.left);
+    try_add(bg.left, l.next);
+  }
+
+  for (int i = syms.empty() ? -1 : 0; i >= 0; i = syms[i].next) {
+    const std::string_view s(word.data() + syms[i].offset, syms[i].n);
+    const int32_t id = vocab_.find(s);
+    if (id >= 0) {
+      out.push_back(id);
+      continue;
+    }
+    // llama.cpp then tries each single byte of the mapped text as a token.
+    for (char c : s) {
+      const int32_t b = vocab_.find(std::string_view(&c, 1));
+      if (b >= 0) out.push_back(b);
+    }
+  }
+}
+
+}  // namespace stride

@@ -1,0 +1,47 @@
+#pragma once
+// Byte-level BPE pre-tokenization: the text is cut into words by a sequence of
+// regexes chosen by tokenizer.ggml.pre (llama.cpp's table). Each regex splits
+// every piece left by the previous one; both matches and the gaps between
+// them become pieces, and a regex never sees past the end of its piece.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace stride {
+
+struct PreTokenizerSpec {
+  std::vector<std::string> regexes;
+  bool ignore_merges = false;  // a word that is already a token is emitted whole
+  bool add_bos = false;        // default for tokenizer.ggml.add_bos_token
+};
+
+// "" and "default" give llama.cpp's default; unknown names are an error.
+Expected<PreTokenizerSpec> lookup_pre_tokenizer(const std::string& pre);
+
+class PreTokenizer {
+ public:
+  PreTokenizer(PreTokenizer&&) noexcept;
+  PreTokenizer& operator=(PreTokenizer&&) noexcept;
+  ~PreTokenizer();
+
+  // Compiles the regexes with PCRE2 (UTF + UCP). `\s` / `\S` are rewritten to
+  // the exact whitespace set llama.cpp uses.
+  static Expected<PreTokenizer> compile(const std::vector<std::string>& regexes);
+
+  // `text` must be valid UTF-8 (see utf8::sanitize). Returns the words, in order,
+  // as views into `text`; together they cover it exactly.
+  std::vector<std::string_view> split(std::string_view text) const;
+
+ private:
+  struct Impl;
+  explicit PreTokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Exposed for tests: the PCRE2 pattern after the `\s` rewrite.
+std::string rewrite_whitespace_classes(const std::string& pattern);
+
+}  // namespace stride

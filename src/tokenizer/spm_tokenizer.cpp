@@ -1,0 +1,134 @@
+// SentencePiece-style tokenization, as llama.cpp's llm_tokenizer_spm.
+#include <queue>
+
+#include "tokenizer/utf8.h"
+#include "tokenizer/vocab_tokenizer.h"
+
+namespace stride {
+
+namespace {
+
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581 "▁"
+
+struct Symbol {
+  int prev, next;  // neighbours in the live chain, -1 at the ends
+  size_t offset, n;  // bytes of the text; n == 0 once merged away
+};
+
+struct Bigram {
+  int left, right;
+  float score;
+  size_t size;
+};
+
+// Highest score first; on ties, the leftmost pair.
+struct BigramOrder {
+  bool operator()(const Bigram& a, const Bigram& b) const {
+    return a.score < b.score || (a.score == b.score && a.left > b.left);
+  }
+};
+
+}  // namespace
+
+SpmTokenizer::SpmTokenizer(Vocab vocab) : VocabTokenizer(std::move(vocab)) { build_piece_cache(); }
+
+std::string SpmTokenizer::render_normal(const std::string& text) const {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
+      out.push_back(' ');
+      i += kSpaceMark.size();
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  return out;
+}
+
+int32_t SpmTokenizer::byte_token(uint8_t b) const {
+  static const char* hex = "0123456789ABCDEF";
+  const char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+  int32_t id = vocab_.find(std::string_view(name, 6));
+  if (id < 0) id = vocab_.find(std::string_view(reinterpret_cast<const char*>(&b), 1));
+  return id >= 0 ? id : vocab_.unk;
+}
+
+void SpmTokenizer::encode_fragments(const std::vector<Fragment>& fragments,
+                                    std::vector<int32_t>& out) const {
+  // llama.cpp prefixes a space to the first text and to text after a special token.
+  bool prev_special = true;
+  for (const Fragment& f : fragments) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      prev_special = true;
+    } else {
+      encode_text(f.text, vocab_.add_space_prefix && prev_special, out);
+      prev_special = false;
+    }
+  }
+}
+
+void SpmTokenizer::encode_text(std::string_view raw, bool prefix_space,
+                               std::vector<int32_t>& out) const {
+  std::string text;
+  text.reserve(raw.size() + 8);
+  if (prefix_space) text.append(kSpaceMark);
+  for (char c : raw) {
+    if (c == ' ') {
+      text.append(kSpaceMark);
+    } else {
+      text.push_back(c);
+    }
+  }
+
+  // One symbol per UTF-8 character (by lead byte only, never validated).
+  std::vector<Symbol> syms;
+  for (size_t off = 0; off < text.size();) {
+    const size_t n = std::min(utf8::seq_len(static_cast<uint8_t>(text[off])), text.size() - off);
+    const int idx = static_cast<int>(syms.size());
+    syms.push_back({idx - 1, off + n == text.size() ? -1 : idx + 1, off, n});
+    off += n;
+  }
+
+  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
+  const auto try_add = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    const std::string_view s(text.data() + syms[left].offset, syms[left].n + syms[right].n);
+    const int32_t id = vocab_.find(s);
+    if (id < 0) return;
+    queue.push({left, right, vocab_.score[id], s.size()});
+  };
+  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
+
+  while (!queue.empty()) {
+    const Bigram bg = queue.top();
+    queue.pop();
+    Symbol& l = syms[bg.left];
+    Symbol& r = syms[bg.right];
+    if (l.n == 0 || r.n == 0 || l.n + r.n != bg.size) continue;  // stale
+    l.n += r.n;
+    r.n = 0;
+    l.next = r.next;
+    if (r.next >= 0) syms[r.next].prev = bg.left;
+    try_add(l.prev, bg.left);
+    try_add(bg.left, l.next);
+  }
+
+  // Every merged symbol is a token; leftover single characters that are not
+  // fall back to their bytes.
+  for (int i = syms.empty() ? -1 : 0; i >= 0; i = syms[i].next) {
+    const std::string_view s(text.data() + syms[i].offset, syms[i].n);
+    const int32_t id = vocab_.find(s);
+    if (id >= 0) {
+      out.push_back(id);
+      continue;
+    }
+    for (char c : s) {
+      const int32_t b = byte_token(static_cast<uint8_t>(c));
+      if (b >= 0) out.push_back(b);
+    }
+  }
+}
+
+}  // namespace stride

@@ -1,0 +1,70 @@
+#pragma once
+// The vocabulary shared by both tokenizers: token texts, scores, attributes,
+// special ids and the end-of-generation set, loaded and validated from GGUF
+// metadata with llama.cpp's rules (defaults per model, auto-detected EOG tokens).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/status.h"
+#include "loader/gguf_file.h"
+
+namespace stride {
+
+// Token attributes (bit flags, as llama.cpp's llama_token_attr).
+enum TokenAttr : uint32_t {
+  kAttrUndefined = 0,
+  kAttrUnknown = 1u << 0,
+  kAttrUnused = 1u << 1,
+  kAttrNormal = 1u << 2,
+  kAttrControl = 1u << 3,
+  kAttrUserDefined = 1u << 4,
+  kAttrByte = 1u << 5,
+};
+
+enum class VocabType { kSpm, kBpe };
+
+// Hash that lets unordered_map<std::string, ...> be probed with a string_view.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using TokenIndex = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+struct Vocab {
+  VocabType type = VocabType::kSpm;
+  std::string pre;  // tokenizer.ggml.pre ("" when absent)
+
+  std::vector<std::string> text;  // [n_vocab]
+  std::vector<float> score;       // [n_vocab]
+  std::vector<uint32_t> attr;     // [n_vocab] TokenAttr bits
+  TokenIndex token_to_id;         // a text that occurs twice maps to its last id
+
+  // BPE merges: "left\xFFright" -> rank (the first occurrence wins).
+  TokenIndex merge_rank;
+
+  int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1;
+  bool add_bos = false;
+  bool add_space_prefix = false;
+  std::unordered_set<int32_t> eog;
+
+  // Control, user-defined and unknown tokens, longest text first: the order in
+  // which llama.cpp cuts them out of the input.
+  std::vector<int32_t> special_tokens;
+
+  int n_vocab() const { return static_cast<int>(text.size()); }
+  bool valid_id(int32_t id) const { return id >= 0 && id < n_vocab(); }
+  int32_t find(std::string_view s) const {
+    auto it = token_to_id.find(s);
+    return it == token_to_id.end() ? -1 : it->second;
+  }
+  int32_t find_merge(std::string_view left, std::string_view right) const;
+};
+
+// Reads tokenizer.ggml.* from a GGUF file. Errors name the offending key.
+Expected<Vocab> load_vocab(const GGUFFile& file);
+
+}  // namespace stride

@@ -1,0 +1,251 @@
+// Loading and validating tokenizer.ggml.* metadata into a Vocab.
+#include <algorithm>
+#include <array>
+
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/vocab.h"
+
+namespace stride {
+
+namespace {
+
+constexpr const char* kTokens = "tokenizer.ggml.tokens";
+constexpr const char* kScores = "tokenizer.ggml.scores";
+constexpr const char* kTypes = "tokenizer.ggml.token_type";
+constexpr const char* kMerges = "tokenizer.ggml.merges";
+
+uint32_t attr_from_type(int64_t type) {
+  switch (type) {
+    case 1: return kAttrNormal;
+    case 2: return kAttrUnknown;
+    case 3: return kAttrControl;
+    case 4: return kAttrUserDefined;
+    case 5: return kAttrUnused;
+    case 6: return kAttrByte;
+    default: return kAttrUndefined;
+  }
+}
+
+// Optional special id: absent keeps `*id`; present must be inside the vocabulary.
+Status read_special_id(const GGUFFile& f, const std::string& key, int n_vocab, int32_t* id) {
+  if (!f.has(key)) return Status::Ok();
+  auto v = f.get_int(key);
+  if (!v.ok()) return v.status();
+  if (*v < 0 || *v >= n_vocab) {
+    return InvalidArgument("GGUF metadata '" + key + "' = " + std::to_string(*v) +
+                           " is outside the vocabulary (" + std::to_string(n_vocab) + " tokens)");
+  }
+  *id = static_cast<int32_t>(*v);
+  return Status::Ok();
+}
+
+bool contains(std::initializer_list<std::string_view> list, std::string_view s) {
+  return std::find(list.begin(), list.end(), s) != list.end();
+}
+
+// Texts llama.cpp treats as end-of-generation (and forces to control type).
+const std::initializer_list<std::string_view> kEogTexts = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+    "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>", "[e~["};
+const std::initializer_list<std::string_view> kEotTexts = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+    "<EOT>", "_<EOT>", "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>",
+    "<end_of_utterance>"};
+// FIM pad / repo / file-separator tokens also end generation in llama.cpp.
+const std::initializer_list<std::string_view> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>",
+                                                              "<fim_pad>", "<PAD>", "[PAD]"};
+const std::initializer_list<std::string_view> kFimRepTexts = {
+    "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
+const std::initializer_list<std::string_view> kFimSepTexts = {"<|file_sep|>"};
+const std::initializer_list<std::string_view> kFimOtherTexts = {
+    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xE2\x96\x81<PRE>",
+    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xE2\x96\x81<SUF>",
+    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xE2\x96\x81<MID>"};
+
+// The lowest id whose text is in `list`, or -1.
+int32_t first_with_text(const Vocab& v, std::initializer_list<std::string_view> list) {
+  for (int32_t id = 0; id < v.n_vocab(); ++id) {
+    if (contains(list, v.text[id]) && v.find(v.text[id]) == id) return id;
+  }
+  return -1;
+}
+
+Status load_arrays(const GGUFFile& f, Vocab* v) {
+  auto tokens = f.get_string_array(kTokens);
+  if (!tokens.ok()) return tokens.status();
+  if (tokens->empty()) return InvalidArgument(std::string("GGUF metadata '") + kTokens + "' is empty");
+  if (tokens->size() > static_cast<size_t>(INT32_MAX)) return InvalidArgument("vocabulary too large");
+  v->text = std::move(*tokens);
+  const size_t n = v->text.size();
+
+  v->score.assign(n, 0.0f);
+  if (f.has(kScores) || v->type == VocabType::kSpm) {
+    auto scores = f.get_float_array(kScores);
+    if (!scores.ok()) return scores.status();
+    if (scores->size() != n) {
+      return InvalidArgument(std::string("GGUF metadata '") + kScores + "' has " +
+                             std::to_string(scores->size()) + " entries but '" + kTokens +
+                             "' has " + std::to_string(n));
+    }
+    v->score = std::move(*scores);
+  }
+
+  v->attr.assign(n, kAttrNormal);
+  if (f.has(kTypes)) {
+    auto types = f.get_int_array(kTypes);
+    if (!types.ok()) return types.status();
+    if (types->size() != n) {
+      return InvalidArgument(std::string("GGUF metadata '") + kTypes + "' has " +
+                             std::to_string(types->size()) + " entries but '" + kTokens +
+                             "' has " + std::to_string(n));
+    }
+    for (size_t i = 0; i < n; ++i) v->attr[i] = attr_from_type((*types)[i]);
+  }
+
+  v->token_to_id.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (v->text[i].empty()) v->text[i] = "[EMPTY_" + std::to_string(i) + "]";
+    v->token_to_id[v->text[i]] = static_cast<int32_t>(i);
+  }
+
+  if (v->type == VocabType::kBpe) {
+    auto merges = f.get_string_array(kMerges);
+    if (!merges.ok()) return merges.status();
+    v->merge_rank.reserve(merges->size());
+    for (size_t i = 0; i < merges->size(); ++i) {
+      const std::string& m = (*merges)[i];
+      const size_t sp = m.find(' ', 1);
+      if (sp == std::string::npos) continue;  // llama.cpp files it under ("", "")
+      std::string key = m.substr(0, sp) + '\xFF' + m.substr(sp + 1);
+      v->merge_rank.try_emplace(std::move(key), static_cast<int32_t>(i));
+    }
+  }
+  return Status::Ok();
+}
+
+Status load_special_ids(const GGUFFile& f, Vocab* v) {
+  const int n = v->n_vocab();
+  if (v->type == VocabType::kSpm) {
+    // llama.cpp's defaults for SentencePiece vocabularies, if they fit.
+    v->bos = n > 1 ? 1 : -1;
+    v->eos = n > 2 ? 2 : -1;
+    v->unk = 0;
+  }
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.bos_token_id", n, &v->bos));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.eos_token_id", n, &v->eos));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.unknown_token_id", n, &v->unk));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.eot_token_id", n, &v->eot));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.eom_token_id", n, &v->eom));
+  int32_t fim_pad = -1, fim_rep = -1, fim_sep = -1;
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_pad_token_id", n, &fim_pad));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_rep_token_id", n, &fim_rep));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_sep_token_id", n, &fim_sep));
+
+  if (f.has("tokenizer.ggml.add_bos_token")) {
+    auto b = f.get_bool("tokenizer.ggml.add_bos_token");
+    if (!b.ok()) return b.status();
+    v->add_bos = *b;
+  }
+  if (v->add_bos && v->bos < 0) {
+    return InvalidArgument("tokenizer adds BOS but has no tokenizer.ggml.bos_token_id");
+  }
+
+  // Auto-detection by text, as llama.cpp does; detected tokens become control.
+  const auto mark_control = [&](int32_t id) {
+    if (id >= 0) v->attr[id] |= kAttrControl;
+  };
+  if (v->eot < 0) v->eot = first_with_text(*v, kEotTexts);
+  if (v->eom < 0) v->eom = first_with_text(*v, {"<|eom_id|>"});
+  if (fim_pad < 0) fim_pad = first_with_text(*v, kFimPadTexts);
+  if (fim_rep < 0) fim_rep = first_with_text(*v, kFimRepTexts);
+  if (fim_sep < 0) fim_sep = first_with_text(*v, kFimSepTexts);
+  for (int32_t id : {v->eot, v->eom, fim_pad, fim_rep, fim_sep}) mark_control(id);
+  for (std::string_view t : kFimOtherTexts) mark_control(v->find(t));
+
+  for (int32_t id : {fim_pad, fim_rep, fim_sep}) {
+    if (id >= 0) v->eog.insert(id);
+  }
+  for (const auto& [t, id] : v->token_to_id) {
+    if (contains(kEogTexts, t)) {
+      v->eog.insert(id);
+      mark_control(id);
+    }
+    // gpt-oss: these are always rendered.
+    if (contains({"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}, t)) {
+      v->attr[id] = kAttrUserDefined;
+    }
+  }
+  for (int32_t id : {v->eos, v->eot, v->eom}) {
+    if (id >= 0) v->eog.insert(id);
+  }
+  // o200k_harmony / solar-open: "<|end|>" is not end-of-generation there.
+  const auto in_eog = [&](std::string_view t) {
+    const int32_t id = v->find(t);
+    return id >= 0 && v->eog.count(id) != 0;
+  };
+  if (in_eog("<|end|>") && ((in_eog("<|return|>") && in_eog("<|call|>")) ||
+                            (in_eog("<|calls|>") && in_eog("<|flush|>")))) {
+    const int32_t end = v->find("<|end|>");
+    v->eog.erase(end);
+    v->attr[end] = kAttrUserDefined;
+  }
+  // gemma4 / plamo: "</s>" is an ordinary token.
+  if (in_eog("</s>") && (in_eog("<|tool_response>") || in_eog("<|plamo:eos|>"))) {
+    const int32_t s = v->find("</s>");
+    v->eog.erase(s);
+    v->attr[s] = kAttrNormal;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int32_t Vocab::find_merge(std::string_view left, std::string_view right) const {
+  thread_local std::string key;
+  key.assign(left);
+  key.push_back('\xFF');
+  key.append(right);
+  auto it = merge_rank.find(key);
+  return it == merge_rank.end() ? -1 : it->second;
+}
+
+Expected<Vocab> load_vocab(const GGUFFile& f) {
+  Vocab v;
+  auto model = f.get_string("tokenizer.ggml.model");
+  if (!model.ok()) return model.status();
+  v.pre = f.get_string_or("tokenizer.ggml.pre", "");
+  if (*model == "llama") {
+    v.type = VocabType::kSpm;
+    v.add_bos = true;
+    v.add_space_prefix = true;
+  } else if (*model == "gpt2") {
+    v.type = VocabType::kBpe;
+    auto spec = lookup_pre_tokenizer(v.pre);
+    if (!spec.ok()) return spec.status();
+    v.add_bos = spec->add_bos;
+  } else {
+    return Unsupported("tokenizer.ggml.model '" + *model +
+                       "' is not supported (supported: llama, gpt2)");
+  }
+  if (f.has("tokenizer.ggml.add_space_prefix")) {
+    auto b = f.get_bool("tokenizer.ggml.add_space_prefix");
+    if (!b.ok()) return b.status();
+    // BPE models never prefix a space in llama.cpp's tokenizer path.
+    if (v.type == VocabType::kSpm) v.add_space_prefix = *b;
+  }
+
+  STRIDE_RETURN_IF_ERROR(load_arrays(f, &v));
+  STRIDE_RETURN_IF_ERROR(load_special_ids(f, &v));
+
+  for (int32_t id = 0; id < v.n_vocab(); ++id) {
+    if (v.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) v.special_tokens.push_back(id);
+  }
+  std::stable_sort(v.special_tokens.begin(), v.special_tokens.end(), [&](int32_t a, int32_t b) {
+    return v.text[a].size() > v.text[b].size();
+  });
+  return v;
+}
+
+}  // namespace stride

@@ -1,0 +1,42 @@
+"""Shared fixtures for the end-to-end suite (run: scripts/test, or
+~/.cache/stride/venv/bin/python -m pytest -q tests/python).
+
+The suite drives the `stride` binary (STRIDE_BIN, default build/stride) and
+compares it with oracles that scripts/setup generates into tests/data/generated.
+A missing binary or missing oracle data is a failure, never a skip.
+"""
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stride_cli  # noqa: E402
+
+ROOT = stride_cli.ROOT
+GEN = os.path.join(ROOT, "tests", "data", "generated")
+
+
+@pytest.fixture(scope="session")
+def stride():
+    """A StrideCli bound to the built binary; fails the test when it is absent."""
+    return stride_cli.StrideCli.from_env()
+
+
+@pytest.fixture(scope="session")
+def tiny_manifest():
+    path = os.path.join(GEN, "tiny", "manifest.json")
+    if not os.path.exists(path):
+        pytest.fail(f"{path} missing: run scripts/setup")
+    with open(path) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="session")
+def goldens():
+    path = os.path.join(GEN, "llamacpp_goldens.json")
+    if not os.path.exists(path):
+        pytest.fail(f"{path} missing: run scripts/setup")
+    with open(path) as f:
+        return json.load(f)

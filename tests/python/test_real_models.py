@@ -1,0 +1,111 @@
+"""stride vs llama.cpp (llama-cpp-python) on the real quantized models.
+
+Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_real_models.py -s
+Goldens come from scripts/oracles/llamacpp_goldens.py (via scripts/setup):
+greedy llama.cpp continuations with top-K log-probs, and tokenizations.
+"""
+import os
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+MODELS = ["smollm2", "gemma3"]
+MIN_TEACHER_FORCED = 0.99   # top-1 agreement over all generated positions
+MAX_MEAN_KL = 0.05          # nats, llama.cpp || stride, truncated to llama.cpp's top-K
+MAX_DIVERGENCE_GAP = 1.0    # nats: a free-running divergence must be a near tie
+
+
+def _model_path(goldens, key):
+    return os.path.join(ROOT, "models", goldens["models"][key]["file"])
+
+
+def _log_softmax(x):
+    x = x.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))
+
+
+@pytest.fixture(scope="module")
+def teacher_forced(stride, goldens):
+    """Per model: stride's log-probs at every generated position of every prompt."""
+    out = {}
+    for key in MODELS:
+        rows = []
+        for case in goldens["models"][key]["cases"]:
+            p, gen = case["prompt_ids"], case["generated_ids"]
+            logits = stride.score(_model_path(goldens, key), p + gen[:-1])
+            rows.append(_log_softmax(logits[len(p) - 1:]))  # [n_gen, n_vocab]
+        out[key] = rows
+    return out
+
+
+@pytest.mark.parametrize("key", MODELS)
+def test_teacher_forced_top1_and_kl(goldens, teacher_forced, key):
+    agree = total = 0
+    kls = []
+    for case, lp in zip(goldens["models"][key]["cases"], teacher_forced[key]):
+        gen = case["generated_ids"]
+        hits = int((lp.argmax(axis=-1) == np.array(gen)).sum())
+        kl = []
+        for i in range(len(gen)):
+            ids = np.array(case["topk_ids"][i])
+            lp_ref = np.array(case["topk_logprobs"][i])
+            kl.append(float((np.exp(lp_ref) * (lp_ref - lp[i, ids])).sum()))
+        agree, total = agree + hits, total + len(gen)
+        kls += kl
+        print(f"\n{key}/{case['name']}: teacher-forced top-1 {hits}/{len(gen)}, "
+              f"KL mean {np.mean(kl):.4f} max {np.max(kl):.4f}")
+    rate = agree / total
+    print(f"{key}: teacher-forced top-1 agreement {agree}/{total} = {rate:.2%}, "
+          f"mean KL {np.mean(kls):.4f}")
+    assert rate >= MIN_TEACHER_FORCED
+    assert np.mean(kls) <= MAX_MEAN_KL
+
+
+@pytest.mark.parametrize("key", MODELS)
+def test_free_running_greedy(stride, goldens, key):
+    """stride's own greedy decode: count leading tokens equal to llama.cpp's; where
+    they part, llama.cpp's distribution must have been a near tie."""
+    spec = goldens["models"][key]
+    lead_total = gen_total = 0
+    for case in spec["cases"]:
+        ref = case["generated_ids"]
+        res = stride.run(_model_path(goldens, key), case["prompt_ids"], len(ref))
+        got = [int(t) for t in res["generated_ids"]]
+        assert res["prompt_tokens"] == len(case["prompt_ids"])
+        assert len(got) == len(ref) == res["generated_tokens"]
+        lead = next((i for i, (a, b) in enumerate(zip(got, ref)) if a != b), len(ref))
+        lead_total, gen_total = lead_total + lead, gen_total + len(ref)
+        print(f"\n{key}/{case['name']}: {lead}/{len(ref)} leading tokens match "
+              f"(decode {res.get('decode_tok_s', 0):.1f} tok/s)")
+        if lead < len(ref):
+            ids, lps = case["topk_ids"][lead], case["topk_logprobs"][lead]
+            assert got[lead] in ids, f"step {lead}: stride's token {got[lead]} not in llama.cpp top-{len(ids)}"
+            gap = lps[0] - lps[ids.index(got[lead])]
+            print(f"  diverged at step {lead}: llama.cpp log-prob gap {gap:.3f}")
+            assert gap <= MAX_DIVERGENCE_GAP
+    print(f"{key}: {lead_total}/{gen_total} leading tokens match in total")
+
+
+@pytest.mark.parametrize("key", MODELS)
+def test_tokenizer_matches_llamacpp(stride, goldens, key):
+    spec = goldens["models"][key]
+    bad = []
+    for item in spec["tokenize"]:
+        got = stride.tokenize(_model_path(goldens, key), item["text"])
+        if got != item["ids"]:
+            bad.append((item["text"][:40], got[:12], item["ids"][:12]))
+    print(f"\n{key}: {len(spec['tokenize']) - len(bad)}/{len(spec['tokenize'])} texts tokenized identically")
+    assert not bad, f"(text, stride, llama.cpp): {bad[:3]}"
+
+
+@pytest.mark.parametrize("key", MODELS)
+def test_prompt_tokenization_with_special_tokens(stride, goldens, key):
+    """Prompts as `stride run --prompt` sees them: special tokens (<|im_start|>)
+    parsed, BOS as the model's metadata says (Gemma: yes, SmolLM2: no)."""
+    bos = key == "gemma3"
+    for case in goldens["models"][key]["cases"]:
+        got = stride.tokenize(_model_path(goldens, key), case["prompt"], bos=bos)
+        assert got == case["prompt_ids"], case["name"]

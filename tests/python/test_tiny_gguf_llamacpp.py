@@ -1,0 +1,36 @@
+"""Proves the tiny GGUF files follow llama.cpp's conventions: llama.cpp itself
+loads them and reproduces the HF logits. (This tests the oracle, not stride.)
+
+Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_tiny_gguf_llamacpp.py -s
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import GEN
+
+TINY = os.path.join(GEN, "tiny")
+CASES = [("llama", "f32", 1e-3), ("llama", "f16", 3e-2), ("mistral", "f32", 1e-3),
+         ("qwen2", "f32", 1e-3),
+         # ggml evaluates GELU from an f16 lookup table: ~3e-3 off exact GELU.
+         ("gemma3", "f32", 5e-3)]
+
+
+@pytest.mark.parametrize("name,dtype,tol", CASES)
+def test_llamacpp_reproduces_hf(tiny_manifest, name, dtype, tol):
+    from llama_cpp import Llama
+    ids = json.load(open(os.path.join(TINY, name, "ids.json")))
+    ref = np.load(os.path.join(TINY, name, "logits.npy"))
+    path = os.path.join(TINY, tiny_manifest["models"][name]["gguf"][dtype])
+    llm = Llama(model_path=path, n_ctx=64, n_batch=64, logits_all=True, n_threads=2,
+                type_k=0, type_v=0, flash_attn=False, verbose=False)  # f32 KV cache
+    llm.eval(ids)
+    got = np.array(llm.scores[:len(ids)])
+    per_pos = np.abs(got - ref).max(axis=-1)
+    # llama.cpp's "llama" arch (which Mistral converts to) ignores sliding_window,
+    # so only positions before the window edge are comparable there.
+    n = tiny_manifest["models"][name]["sliding_window"] if name == "mistral" else len(ids)
+    print(f"\nllama.cpp {name} {dtype}: max|diff| {per_pos[:n].max():.3e} over {n} positions")
+    assert per_pos[:n].max() <= tol

@@ -1,0 +1,112 @@
+#pragma once
+// Shared helpers of the KVCache tests: random data, a driver that feeds a
+// KVCache chunk by chunk, and the f16-rounded scalar reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "attention/attention_reference.h"
+#include "attention/kv_cache.h"
+#include "core/fp16.h"
+
+namespace stride::testing_util {
+
+struct Shape {
+  int n_head = 6;
+  int n_kv = 2;
+  int hd = 64;
+  int page = 16;
+};
+
+inline std::vector<float> random_vec(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
+inline std::vector<float> f16_round(std::vector<float> v) {
+  for (float& x : v) x = fp16_to_fp32(fp32_to_fp16(x));
+  return v;
+}
+
+inline AttentionParams params_for(const Shape& s, float softcap = 0.f) {
+  AttentionParams p;
+  p.n_head = s.n_head;
+  p.scale = 1.f / std::sqrt((float)s.hd);
+  p.softcap = softcap;
+  p.rope_base = 10000.f;
+  p.rope_dim = s.hd;
+  p.rope_neox = true;
+  return p;
+}
+
+inline std::unique_ptr<KVCache> make_cache(const Shape& s, std::vector<PolicySpec> pols,
+                                           int64_t budget_tokens_per_layer = 1 << 14) {
+  KVCacheConfig cfg;
+  cfg.n_layer = (int)pols.size();
+  cfg.n_kv_heads = s.n_kv;
+  cfg.head_dim_k = s.hd;
+  cfg.head_dim_v = s.hd;
+  cfg.page_size = s.page;
+  cfg.layer_policies = std::move(pols);
+  cfg.budget_bytes = budget_tokens_per_layer * cfg.n_layer * s.n_kv * s.hd * 2 * 2;
+  auto c = KVCache::create(cfg);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  return c.ok() ? std::move(c).value() : nullptr;
+}
+
+// Feeds [n_tok] tokens in the given chunk sizes through layer 0 and returns
+// the attention output [n_tok, n_head, hd].
+inline std::vector<float> run_chunks(KVCache& cache, const Shape& s, const AttentionParams& p,
+                                     const std::vector<float>& q, const std::vector<float>& k,
+                                     const std::vector<float>& v, const std::vector<int>& chunks,
+                                     ThreadPool& threads) {
+  auto seq = cache.add_sequence();
+  EXPECT_TRUE(seq.ok());
+  int64_t n_tok = 0;
+  for (int c : chunks) n_tok += c;
+  std::vector<float> out((size_t)n_tok * s.n_head * s.hd, NAN);
+  const size_t kr = (size_t)s.n_kv * s.hd, qr = (size_t)s.n_head * s.hd;
+  int64_t pos = 0;
+  for (int c : chunks) {
+    const Status st = cache.reserve(*seq, c);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    for (int l = 0; l < cache.config().n_layer; ++l) {
+      cache.write(l, *seq, k.data() + pos * kr, v.data() + pos * kr, c);
+      if (l == 0) cache.attend(0, *seq, q.data() + pos * qr, c, p, out.data() + pos * qr, threads);
+    }
+    cache.commit(*seq, c);
+    pos += c;
+  }
+  EXPECT_EQ(cache.length(*seq), n_tok);
+  cache.remove_sequence(*seq);
+  return out;
+}
+
+inline std::vector<int> split_into(int n, std::vector<int> sizes) {
+  std::vector<int> out;
+  int left = n;
+  for (size_t i = 0; left > 0; ++i) {
+    const int c = std::min(left, sizes[i % sizes.size()]);
+    out.push_back(c);
+    left -= c;
+  }
+  return out;
+}
+
+inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0.f;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) return INFINITY;
+    m = std::max(m, std::fabs(a[i] - b[i]));
+  }
+  return m;
+}
+
+}  // namespace stride::testing_util

@@ -1,0 +1,220 @@
+// Fast matmul vs the two scalar references, for every weight type, odd sizes
+// and several thread counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "kernels/dequantize.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_reference.h"
+#include "kernels/quant_act.h"
+
+namespace stride {
+namespace {
+
+// Offsets of the fp16 scale fields inside one block; they get finite values.
+std::vector<int> half_fields(DType t) {
+  switch (t) {
+    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {0};
+    case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
+    case DType::Q6_K: return {208};
+    default: return {};
+  }
+}
+
+// Random weights of any type: random bytes with sane scales. Q8_0 quants stay
+// in [-127, 127] as a real quantizer produces them.
+struct RandomWeight {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+  RandomWeight(DType t, int64_t n_in, int64_t n_out, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+    const DTypeInfo* info = dtype_info(t);
+    const int64_t n_blocks = n_in / info->block_elems * n_out;
+    bytes.resize((size_t)(n_blocks * info->block_bytes));
+    if (t == DType::F32) {
+      for (size_t i = 0; i < bytes.size() / 4; ++i) {
+        const float v = ud(rng);
+        std::memcpy(bytes.data() + 4 * i, &v, 4);
+      }
+    } else if (t == DType::F16 || t == DType::BF16) {
+      for (size_t i = 0; i < bytes.size() / 2; ++i) {
+        const float v = ud(rng);
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        const uint16_t h = t == DType::F16 ? fp32_to_fp16(v) : (uint16_t)(bits >> 16);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+    } else {
+      for (auto& b : bytes) b = (uint8_t)(rng() & 0xFF);
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        uint8_t* blk = bytes.data() + b * info->block_bytes;
+        if (t == DType::Q8_0)
+          for (int j = 2; j < 34; ++j)
+            if (blk[j] == 0x80) blk[j] = 0x81;
+        for (int off : half_fields(t)) {
+          const uint16_t h = fp32_to_fp16(ud(rng) * 0.05f);
+          std::memcpy(blk + off, &h, 2);
+        }
+      }
+    }
+    view.name = "w";
+    view.type = t;
+    view.n_dims = 2;
+    view.ne = {n_in, n_out, 1, 1};
+    view.data = bytes.data();
+    view.nbytes = (int64_t)bytes.size();
+  }
+};
+
+std::vector<float> random_acts(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x((size_t)n);
+  for (auto& v : x) v = nd(rng);
+  // A few outliers, as real activations have.
+  for (size_t i = 0; i < x.size(); i += 97) x[i] *= 8.0f;
+  return x;
+}
+
+double rel_error(const std::vector<float>& y, const std::vector<float>& ref) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    e += ((double)y[i] - ref[i]) * ((double)y[i] - ref[i]);
+    r += (double)ref[i] * ref[i];
+  }
+  return r > 0 ? std::sqrt(e / r) : std::sqrt(e);
+}
+
+// Per output: Σ_i |w_i| * |x_i - x'_i| with x' the int8-quantized activations.
+std::vector<double> quantization_bound(const TensorView& w, const std::vector<float>& x,
+                                       int64_t n_tok) {
+  const int64_t n_in = w.ne[0], n_out = w.rows();
+  QuantizedActs a;
+  quantize_acts_ref(x.data(), n_tok, n_in, a);
+  std::vector<float> row((size_t)n_in);
+  std::vector<double> bound((size_t)(n_out * n_tok));
+  for (int64_t r = 0; r < n_out; ++r) {
+    dequantize_tensor_row(w, r, row.data());
+    for (int64_t t = 0; t < n_tok; ++t) {
+      double b = 0;
+      for (int64_t i = 0; i < n_in; ++i) {
+        const double xq = (double)a.d_row(t)[i / 32] * a.q_row(t)[i];
+        b += std::fabs((double)row[(size_t)i]) * std::fabs(x[(size_t)(t * n_in + i)] - xq);
+      }
+      bound[(size_t)(t * n_out + r)] = b;
+    }
+  }
+  return bound;
+}
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+class MatmulTypes : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulTypes, FastMatchesReferences) {
+  const DType t = GetParam();
+  const int64_t blk = dtype_info(t)->block_elems;
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(7)};
+  int cases = 0;
+  for (int64_t n_in : {32, 96, 256, 512, 1536}) {
+    if (n_in % std::max<int64_t>(blk, 1) != 0) continue;
+    for (int64_t n_out : {1, 3, 37, 257}) {
+      for (int64_t n_tok : {1, 2, 7, 33, 300}) {
+        // Keep the double-precision references affordable.
+        if (n_in * n_out * n_tok > 3'000'000) continue;
+        RandomWeight w(t, n_in, n_out, (uint32_t)(n_in * 131 + n_out * 7 + n_tok));
+        const auto x = random_acts(n_in * n_tok, (uint32_t)(n_out + 1000 * n_tok));
+        std::vector<float> ref((size_t)(n_out * n_tok)), ref_q(ref.size());
+        matmul_ref(w.view, x.data(), ref.data(), n_tok);
+        if (!is_float(t)) matmul_ref_int8_acts(w.view, x.data(), ref_q.data(), n_tok);
+        for (ThreadPool& pool : pools) {
+          std::vector<float> y(ref.size(), NAN);
+          matmul(w.view, x.data(), y.data(), n_tok, pool);
+          SCOPED_TRACE(testing::Message() << dtype_name(t) << " n_in=" << n_in << " n_out=" << n_out
+                                          << " n_tok=" << n_tok << " threads=" << pool.size());
+          for (float v : y) ASSERT_TRUE(std::isfinite(v));
+          if (is_float(t)) {
+            EXPECT_LT(rel_error(y, ref), 1e-5);
+          } else {
+            // Exact integer path vs the same int8 activations: float rounding only.
+            EXPECT_LT(rel_error(y, ref_q), 1e-5);
+            // Int8 activations vs f32 activations: quantization error only.
+            // A single short dot product can cancel, so tiny outputs use the
+            // rigorous bound |y - ref| <= Σ|w_i| |x_i - x'_i| instead.
+            if (y.size() >= 16) {
+              EXPECT_LT(rel_error(y, ref), 1e-2);
+            } else {
+              const auto bound = quantization_bound(w.view, x, n_tok);
+              for (size_t i = 0; i < y.size(); ++i)
+                EXPECT_LE(std::fabs(y[i] - ref[i]), bound[i] * 1.001 + 1e-5) << i;
+            }
+          }
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 30);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0,
+                                           DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                                           DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(QuantizeActs, FastIsBitExactWithReference) {
+  for (int64_t n_in : {32, 96, 288, 1536}) {
+    auto x = random_acts(n_in * 5, (uint32_t)n_in);
+    // Ties and zeros: an all-zero block, and values exactly at half steps.
+    for (int j = 0; j < 32; ++j) x[(size_t)j] = 0.0f;
+    for (int j = 0; j < 32; ++j) x[(size_t)(32 + j)] = (float)(j - 16) * 0.5f + (j == 0 ? -0.25f : 0.0f);
+    QuantizedActs a, b;
+    quantize_acts(x.data(), 5, n_in, a);
+    quantize_acts_ref(x.data(), 5, n_in, b);
+    ASSERT_EQ(a.row_blocks % kActChunkBlocks, 0);
+    EXPECT_EQ(a.q, b.q);
+    EXPECT_EQ(a.d, b.d);
+    EXPECT_EQ(a.s, b.s);
+    EXPECT_EQ(b.d_row(0)[0], 0.0f);
+    for (int64_t t = 0; t < 5; ++t)
+      for (int64_t i = 0; i < n_in; ++i) {
+        const float xr = b.d_row(t)[i / 32] * b.q_row(t)[i];
+        const float amax_step = b.d_row(t)[i / 32];
+        ASSERT_LE(std::fabs(xr - x[(size_t)(t * n_in + i)]), 0.5f * amax_step * 1.001f + 1e-7f);
+      }
+  }
+}
+
+TEST(Matmul, HandComputedProduct) {
+  // Q8_0 weights with d = 1 and integer activations <= 127 are exact in every path.
+  std::vector<uint8_t> blocks(2 * 34, 0);
+  const uint16_t one = fp32_to_fp16(1.0f);
+  for (int r = 0; r < 2; ++r) {
+    std::memcpy(blocks.data() + 34 * r, &one, 2);
+    for (int j = 0; j < 32; ++j) blocks[(size_t)(34 * r + 2 + j)] = (uint8_t)(int8_t)(r == 0 ? 1 : (j % 2 ? -2 : 3));
+  }
+  TensorView w;
+  w.type = DType::Q8_0;
+  w.ne = {32, 2, 1, 1};
+  w.data = blocks.data();
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[(size_t)j] = (float)(j == 5 ? 127 : j);  // max 127 -> d = 1
+  float expect0 = 0, expect1 = 0;
+  for (int j = 0; j < 32; ++j) { expect0 += x[(size_t)j]; expect1 += (j % 2 ? -2.0f : 3.0f) * x[(size_t)j]; }
+  ThreadPool pool(2);
+  float y[2];
+  matmul(w, x.data(), y, 1, pool);
+  EXPECT_EQ(y[0], expect0);
+  EXPECT_EQ(y[1], expect1);
+}
+
+}  // namespace
+}  // namespace stride
