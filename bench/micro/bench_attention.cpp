@@ -82,6 +82,48 @@ BENCHMARK(BM_DecodeAttention)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// One 512-token prefill chunk attending a 4K context that ends with it
+// (args: policy index, threads): the block-sparse path with edge masks.
+void BM_PrefillChunkAttention(benchmark::State& state) {
+  const PolicySpec policy = *parse_policy(kPolicies[state.range(0)]);
+  ThreadPool threads((int)state.range(1));
+  const int ctx = 4096, chunk = 512;
+  KVCacheConfig cfg;
+  cfg.n_layer = 1;
+  cfg.n_kv_heads = kKvHeads;
+  cfg.head_dim_k = cfg.head_dim_v = kHeadDim;
+  cfg.page_size = kPage;
+  cfg.layer_policies = {policy};
+  cfg.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 2 * 2;
+  auto cache = std::move(KVCache::create(cfg)).value();
+  const auto seq = *cache->add_sequence();
+  const auto kv = random_vec((size_t)chunk * kKvHeads * kHeadDim, 1);
+  for (int done = 0; done < ctx - chunk; done += chunk) {
+    if (!cache->reserve(seq, chunk).ok()) state.SkipWithError("reserve failed");
+    cache->write(0, seq, kv.data(), kv.data(), chunk);
+    cache->commit(seq, chunk);
+  }
+  if (!cache->reserve(seq, chunk).ok()) state.SkipWithError("reserve failed");
+  cache->write(0, seq, kv.data(), kv.data(), chunk);
+  const auto q = random_vec((size_t)chunk * kHeads * kHeadDim, 2);
+  std::vector<float> out((size_t)chunk * kHeads * kHeadDim);
+  AttentionParams p;
+  p.n_head = kHeads;
+  p.rope_dim = kHeadDim;
+  for (auto _ : state) {
+    cache->attend(0, seq, q.data(), chunk, p, out.data(), threads);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * chunk);
+  state.SetLabel(kPolicies[state.range(0)]);
+}
+
+BENCHMARK(BM_PrefillChunkAttention)
+    ->ArgNames({"policy", "threads"})
+    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

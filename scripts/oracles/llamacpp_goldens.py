@@ -11,6 +11,12 @@ parsed, BOS as the model's metadata says), then 64 tokens are generated greedily
 (EOS ignored), one llama.cpp decode step per token. At every generated position
 the top-K token ids and their full log-softmax values are stored, so a test can
 compute top-1 agreement and a (top-K truncated) KL against stride.
+
+The same prompt + continuation is also scored by llama.cpp in one batch
+(teacher forcing, like `stride score`): "tf_topk_*". llama.cpp's batch and
+one-token-at-a-time logits differ slightly, so at near ties their argmaxes
+differ too (about 1 in 100 positions here); the batch one is the like-for-like
+reference for stride's teacher-forced scores.
 """
 import argparse
 import json
@@ -79,10 +85,10 @@ TOKENIZER_CORPUS = [
 ]
 
 
-def load_llama(path: str, n_ctx: int):
+def load_llama(path: str, n_ctx: int, logits_all: bool = False):
     from llama_cpp import Llama
     return Llama(model_path=path, n_ctx=n_ctx, n_batch=512, n_threads=2,
-                 seed=SEED, logits_all=False, verbose=False)
+                 seed=SEED, logits_all=logits_all, verbose=False)
 
 
 def last_logits(llm) -> np.ndarray:
@@ -95,18 +101,32 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
     return x - (m + np.log(np.exp(x - m).sum()))
 
 
+def topk(lp: np.ndarray):
+    part = np.argpartition(-lp, TOP_K)[:TOP_K]
+    top = part[np.argsort(-lp[part], kind="stable")]
+    return [int(t) for t in top], [float(lp[t]) for t in top]
+
+
+def teacher_forced(llm_all, prompt_ids, gen):
+    """Top-K log-probs at each generated position from one batched forward."""
+    llm_all.reset()
+    llm_all.eval(prompt_ids + gen[:-1])
+    rows = np.array(llm_all.scores[len(prompt_ids) - 1:len(prompt_ids) + len(gen) - 1])
+    out = [topk(log_softmax(r)) for r in rows]
+    return [o[0] for o in out], [o[1] for o in out]
+
+
 def greedy(llm, prompt_ids):
     llm.reset()
     llm.eval(prompt_ids)
     gen, topk_ids, topk_lp = [], [], []
     for _ in range(N_GEN):
         lp = log_softmax(last_logits(llm))
-        part = np.argpartition(-lp, TOP_K)[:TOP_K]
-        top = part[np.argsort(-lp[part], kind="stable")]
-        tok = int(top[0])
+        ids, lps = topk(lp)
+        tok = ids[0]
         gen.append(tok)
-        topk_ids.append([int(t) for t in top])
-        topk_lp.append([float(lp[t]) for t in top])
+        topk_ids.append(ids)
+        topk_lp.append(lps)
         llm.eval([tok])  # EOS ignored on purpose: fixed-length comparison
     return gen, topk_ids, topk_lp
 
@@ -134,6 +154,15 @@ def main():
                           "generated_ids": gen, "topk_ids": tk_ids, "topk_logprobs": tk_lp})
             print(f"golden {key}/{name}: prompt {len(ids)} tokens -> "
                   f"{llm.detokenize(gen[:16]).decode('utf-8', 'replace')!r}...")
+        llm_all = load_llama(path, n_ctx=256, logits_all=True)
+        for case in cases:
+            case["tf_topk_ids"], case["tf_topk_logprobs"] = teacher_forced(
+                llm_all, case["prompt_ids"], case["generated_ids"])
+            tf_top1 = [t[0] for t in case["tf_topk_ids"]]
+            same = sum(a == b for a, b in zip(tf_top1, case["generated_ids"]))
+            print(f"golden {key}/{case['name']}: llama.cpp batch vs step-by-step top-1 "
+                  f"{same}/{len(tf_top1)}")
+        del llm_all
         toks = [{"text": t, "ids": llm.tokenize(t.encode("utf-8"), add_bos=False, special=False)}
                 for t in TOKENIZER_CORPUS]
         out["models"][key] = {"file": spec["file"], "cases": cases, "tokenize": toks}

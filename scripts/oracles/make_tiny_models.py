@@ -11,10 +11,13 @@ DIR/<name>/ (default tests/data/generated/tiny):
   model-f16.gguf                    (llama only) 2-D weights in f16
   ids.json                          the fixed token sequence (longer than windows)
   logits.npy                        HF eager f32 logits [n_tokens, n_vocab]
+  logits_kvf16.npy                  the same with K (after RoPE) and V rounded to f16
+  logits_policy<j>[_kvf16].npy      with an --attention policy mask on global layers
 and DIR/manifest.json describing them. All weights are rounded to values that
 f16 represents exactly, so the f16 GGUF and the f32 HF folder are the same model.
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -92,6 +95,31 @@ POLICIES = {
 }
 
 
+@contextlib.contextmanager
+def kv_f16(enabled: bool = True):
+    """Round K (after RoPE) and V to f16 inside HF attention: the oracle for an
+    engine whose KV cache holds f16, as llama.cpp's default cache does."""
+    import importlib
+    mods = [importlib.import_module(f"transformers.models.{m}.modeling_{m}")
+            for m in ("llama", "mistral", "qwen2", "gemma3")]
+    saved = [(m, m.eager_attention_forward) for m in mods]
+    if enabled:
+        for m, orig in saved:
+            def rounded(module, query, key, value, *a, _orig=orig, **k):
+                return _orig(module, query, key.half().float(), value.half().float(), *a, **k)
+            m.eager_attention_forward = rounded
+    try:
+        yield
+    finally:
+        for m, orig in saved:
+            m.eager_attention_forward = orig
+
+
+def plain_logits(model, ids):
+    with torch.no_grad():
+        return model(torch.tensor([ids]), use_cache=False).logits[0].numpy()
+
+
 def policy_logits(model, cfg, ids, pred):
     """HF logits with a policy mask on the global layers (windowed layers unchanged)."""
     n = len(ids)
@@ -153,10 +181,10 @@ def main():
         if os.path.exists(os.path.join(d, "generation_config.json")):
             os.remove(os.path.join(d, "generation_config.json"))
 
-        with torch.no_grad():
-            out = model(torch.tensor([ids]), use_cache=False)
-        logits = out.logits[0].float().numpy()  # [n_tokens, n_vocab]
+        logits = plain_logits(model, ids)  # [n_tokens, n_vocab]
         np.save(os.path.join(d, "logits.npy"), logits)
+        with kv_f16():
+            np.save(os.path.join(d, "logits_kvf16.npy"), plain_logits(model, ids))
         with open(os.path.join(d, "ids.json"), "w") as f:
             json.dump(ids, f)
 
@@ -170,14 +198,19 @@ def main():
         policies = {}
         for j, (spec, pred) in enumerate(POLICIES[name].items()):
             if pred is None:  # natively windowed everywhere: the policy changes nothing
-                policies[spec] = f"{name}/logits.npy"
+                policies[spec] = {"f32": f"{name}/logits.npy", "kvf16": f"{name}/logits_kvf16.npy"}
                 continue
-            fname = f"logits_policy{j}.npy"
-            np.save(os.path.join(d, fname), policy_logits(model, cfg, ids, pred))
-            policies[spec] = f"{name}/{fname}"
+            policies[spec] = {}
+            for kind in ("f32", "kvf16"):
+                fname = f"logits_policy{j}{'' if kind == 'f32' else '_kvf16'}.npy"
+                with kv_f16(kind == "kvf16"):
+                    np.save(os.path.join(d, fname), policy_logits(model, cfg, ids, pred))
+                policies[spec][kind] = f"{name}/{fname}"
 
         window = getattr(cfg, "sliding_window", None) if name in ("mistral", "gemma3") else None
         manifest["models"][name] = {"hf": name, "gguf": {k: f"{name}/{v}" for k, v in ggufs.items()},
+                                    "logits": {"f32": f"{name}/logits.npy",
+                                               "kvf16": f"{name}/logits_kvf16.npy"},
                                     "sliding_window": window, "policies": policies,
                                     "n_vocab": VOCAB, "logit_absmax": float(np.abs(logits).max())}
         print(f"tiny {name}: layers={cfg.num_hidden_layers} window={window} "

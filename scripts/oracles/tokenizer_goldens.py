@@ -9,6 +9,7 @@ Usage: ~/.cache/stride/venv/bin/python scripts/oracles/tokenizer_goldens.py
 import ctypes
 import json
 import os
+import random
 import sys
 
 import llama_cpp
@@ -65,11 +66,35 @@ CORPUS = [
     "ab" * 30 + " " + "9" * 25,
 ]
 
+
+def random_soup(seed, count):
+    """Deterministic mixes of ASCII, Latin, Cyrillic, CJK, emoji, odd spaces and
+    special-token texts: the places where pre-tokenizers disagree."""
+    rng = random.Random(seed)
+    cps = (list(range(0x20, 0x7F)) + list(range(0xA0, 0x250)) + list(range(0x400, 0x450)) +
+           list(range(0x4E00, 0x4E40)) + [0x1F600, 0x1F680, 0x200B, 0x3000, 0x2028, 0x85, 0x180E])
+    alphabet = [chr(c) for c in cps] + ["\n", "\t", "\r\n", "  ", "<|im_start|>", "<end_of_turn>",
+                                        "<s>", "</s>", "'s", "'LL", "1234567"]
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 200))) for _ in range(count)]
+
+
+CORPUS += random_soup(1234, 12)
+
 # Strings tokenized with parse_special=False (special-token text stays text).
 NO_SPECIAL = [
     "<|im_start|>user\nhello<|im_end|>",
     "<start_of_turn>user\nhi<end_of_turn>",
     "<|endoftext|>",
+]
+
+
+# Raw byte strings (invalid UTF-8, surrogates, truncated characters), stored as hex.
+BYTE_CASES = [
+    b"\xed\xa0\x88abc \xed\xbf\xbf!",
+    b"\xf0\x9f\x9a",
+    b"a\xc0\x80b \xe0\x80\x80",
+    b"\xff\xfe\x80 x\xc3",
+    b"\xe7\xfc5%{\xbdA*\xd3\xf1\xf1\xc1F\xd8\xfe_\xed\x930Q\xa8\xbery~\xe4\xc8",
 ]
 
 
@@ -94,6 +119,10 @@ def model_goldens(path):
     for text in NO_SPECIAL:
         cases.append({"text": text, "add_bos": False, "parse_special": False,
                       "ids": llm.tokenize(text.encode(), add_bos=False, special=False)})
+
+    for raw in BYTE_CASES:
+        cases.append({"text_hex": raw.hex(), "add_bos": False, "parse_special": True,
+                      "ids": llm.tokenize(raw, add_bos=False, special=True)})
 
     ids = set()
     for c in cases:

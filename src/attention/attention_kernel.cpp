@@ -1,6 +1,7 @@
 #include "attention/attention_kernel.h"
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <cmath>
 #include <vector>
@@ -18,8 +19,8 @@ struct Scratch {
   std::vector<float> qs;   // [rows, dk] scaled queries shifted for sink keys (cache-relative)
   std::vector<float> kf;   // [page_size, dk]
   std::vector<float> vf;   // [page_size, dv]
-  std::vector<float> s;    // [page_size] scores of one row
-  std::vector<float> pr;   // [page_size] probabilities of one row
+  std::vector<float> s;    // [2, page_size] scores of a row pair
+  std::vector<float> pr;   // [2, page_size] probabilities of a row pair
   std::vector<float> m, d; // [rows]
   std::vector<float> o;    // [rows, dv]
 };
@@ -32,6 +33,36 @@ Scratch& scratch() {
 struct Geometry {
   int n_kv, group, dk, dv, page_size;
 };
+
+// Turns the raw scores s of row r on one page into probabilities pr
+// relative to the row's new running max, updating (m, d). Returns false when
+// the page holds no key this row sees (state untouched).
+bool score_row(Scratch& sc, const PolicySpec& policy, const AttentionParams& p,
+               const int32_t* kpos, int n, int dk, int r, int64_t q_pos, bool full, bool has_sinks,
+               float* s, float* pr, float& alpha) {
+  if (has_sinks) {  // sink keys see the query shifted back (cache-relative R-SWA)
+    const float* qsr = sc.qs.data() + (int64_t)r * dk;
+    for (int t = 0; t < n && kpos[t] < policy.sinks; ++t)
+      s[t] = simd::dot(qsr, sc.kf.data() + (int64_t)t * dk, dk);
+  }
+  if (p.softcap > 0.f)
+    for (int t = 0; t < n; ++t) s[t] = p.softcap * std::tanh(s[t] / p.softcap);
+  float mx = -INFINITY;
+  if (full) {
+    for (int t = 0; t < n; ++t) mx = std::max(mx, s[t]);
+  } else {  // edge page: the policy predicate on the slots' stored positions
+    for (int t = 0; t < n; ++t) {
+      if (!policy_attends(policy, q_pos, kpos[t])) s[t] = -INFINITY;
+      mx = std::max(mx, s[t]);
+    }
+  }
+  if (mx == -INFINITY) return false;
+  const float m_new = std::max(sc.m[r], mx);
+  alpha = std::exp(sc.m[r] - m_new);  // 0 on the row's first visible page
+  sc.d[r] = sc.d[r] * alpha + simd::exp_shift_sum(s, m_new, pr, n);
+  sc.m[r] = m_new;
+  return true;
+}
 
 // One work item: rows of query block b (all queries x the group's heads of kv
 // head h) over plan entries [e0, e1). Leaves the unnormalised state in sc.
@@ -49,8 +80,8 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   sc.o.assign((size_t)rows * dv, 0.f);
   sc.kf.resize((size_t)g.page_size * dk);
   sc.vf.resize((size_t)g.page_size * dv);
-  sc.s.resize(g.page_size);
-  sc.pr.resize(g.page_size);
+  sc.s.resize(2 * (size_t)g.page_size);
+  sc.pr.resize(2 * (size_t)g.page_size);
 
   // Row r = query i * group + head-in-group j; the scale is folded into q.
   const float scale = attention_scale(p, dk);
@@ -76,37 +107,34 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
     const int n = plan.page_valid[e];
     const bool full = plan.page_full[e] != 0;
     const int32_t* kpos = pool.positions(page);
-    simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * dk);
-    simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * dv);
+    if (pool.shape().f32) {
+      std::memcpy(sc.kf.data(), pool.k32(page, h), sizeof(float) * n * dk);
+      std::memcpy(sc.vf.data(), pool.v32(page, h), sizeof(float) * n * dv);
+    } else {
+      simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * dk);
+      simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * dv);
+    }
     const bool has_sinks = shift && kpos[0] < policy.sinks;
-    for (int r = 0; r < rows; ++r) {
-      const float* qr = sc.q.data() + (int64_t)r * dk;
-      float* s = sc.s.data();
-      simd::dot_rows(qr, sc.kf.data(), n, dk, s);
-      if (has_sinks) {
-        const float* qsr = sc.qs.data() + (int64_t)r * dk;
-        for (int t = 0; t < n && kpos[t] < policy.sinks; ++t)
-          s[t] = simd::dot(qsr, sc.kf.data() + (int64_t)t * dk, dk);
-      }
-      if (p.softcap > 0.f)
-        for (int t = 0; t < n; ++t) s[t] = p.softcap * std::tanh(s[t] / p.softcap);
-      float mx = -INFINITY;
-      if (full) {
-        for (int t = 0; t < n; ++t) mx = std::max(mx, s[t]);
+    // Rows go in pairs so each K and V load in the inner loops feeds two rows.
+    for (int r0 = 0; r0 < rows; r0 += 2) {
+      const int nr = std::min(2, rows - r0);
+      float* s[2] = {sc.s.data(), sc.s.data() + g.page_size};
+      float* pr[2] = {sc.pr.data(), sc.pr.data() + g.page_size};
+      const float* q0 = sc.q.data() + (int64_t)r0 * dk;
+      if (nr == 2) simd::dot_rows_x2(q0, q0 + dk, sc.kf.data(), n, dk, s[0], s[1]);
+      else simd::dot_rows(q0, sc.kf.data(), n, dk, s[0]);
+      float alpha[2] = {1.f, 1.f};
+      bool any[2] = {false, false};
+      for (int i = 0; i < nr; ++i)
+        any[i] = score_row(sc, policy, p, kpos, n, dk, r0 + i, row_pos(r0 + i), full, has_sinks,
+                           s[i], pr[i], alpha[i]);
+      float* o0 = sc.o.data() + (int64_t)r0 * dv;
+      if (nr == 2 && any[0] && any[1]) {
+        simd::pv_accumulate_x2(o0, o0 + dv, alpha[0], alpha[1], pr[0], pr[1], sc.vf.data(), n, dv);
       } else {
-        const int64_t qp = row_pos(r);
-        for (int t = 0; t < n; ++t) {
-          if (!policy_attends(policy, qp, kpos[t])) s[t] = -INFINITY;
-          mx = std::max(mx, s[t]);
-        }
+        for (int i = 0; i < nr; ++i)
+          if (any[i]) simd::pv_accumulate(o0 + (int64_t)i * dv, alpha[i], pr[i], sc.vf.data(), n, dv);
       }
-      if (mx == -INFINITY) continue;  // nothing visible to this row in this page
-      const float m_new = std::max(sc.m[r], mx);
-      const float alpha = std::exp(sc.m[r] - m_new);  // 0 on the first visible page
-      const float sum = simd::exp_shift_sum(s, m_new, sc.pr.data(), n);
-      sc.d[r] = sc.d[r] * alpha + sum;
-      sc.m[r] = m_new;
-      simd::pv_accumulate(sc.o.data() + (int64_t)r * dv, alpha, sc.pr.data(), sc.vf.data(), n, dv);
     }
   }
 }

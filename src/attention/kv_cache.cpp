@@ -30,7 +30,7 @@ Expected<std::unique_ptr<KVCache>> KVCache::create(const KVCacheConfig& cfg) {
                            " layer policies, got " + std::to_string(cfg.layer_policies.size()));
   for (int l = 0; l < cfg.n_layer; ++l) STRIDE_RETURN_IF_ERROR(check_policy(cfg.layer_policies[l], l));
 
-  const KvPoolShape shape{cfg.n_kv_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.page_size};
+  const KvPoolShape shape{cfg.n_kv_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.page_size, cfg.f32_storage};
   const int64_t n_pages = cfg.budget_bytes / shape.bytes_per_page();
   if (n_pages < 1)
     return InvalidArgument("KVCache: budget of " + std::to_string(cfg.budget_bytes) +

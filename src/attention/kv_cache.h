@@ -25,7 +25,8 @@ struct KVCacheConfig {
   int head_dim_k = 0;
   int head_dim_v = 0;
   int page_size = 32;             // tokens per page
-  int64_t budget_bytes = 0;       // pool capacity (f16 K+V, all layers)
+  int64_t budget_bytes = 0;       // pool capacity (K+V, all layers)
+  bool f32_storage = false;       // f16 by default; f32 for exact oracle comparisons
   std::vector<PolicySpec> layer_policies;  // [n_layer]
 };
 

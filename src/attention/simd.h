@@ -70,6 +70,112 @@ inline void dot_rows(const float* q, const float* k, int n, int d, float* s) {
   for (; t < n; ++t) s[t] = dot(q, k + (int64_t)t * d, d);
 }
 
+// pv_accumulate restricted to columns [from, d): 8 at a time, then scalar.
+inline void pv_accumulate_cols(float* o, float alpha, const float* p, const float* v, int n, int d,
+                               int from) {
+  const __m256 va = _mm256_set1_ps(alpha);
+  int i = from;
+  for (; i + 8 <= d; i += 8) {
+    __m256 o0 = _mm256_mul_ps(va, _mm256_loadu_ps(o + i));
+    for (int t = 0; t < n; ++t)
+      o0 = _mm256_fmadd_ps(_mm256_set1_ps(p[t]), _mm256_loadu_ps(v + (int64_t)t * d + i), o0);
+    _mm256_storeu_ps(o + i, o0);
+  }
+  for (; i < d; ++i) {
+    float acc = o[i] * alpha;
+    for (int t = 0; t < n; ++t) acc += p[t] * v[(int64_t)t * d + i];
+    o[i] = acc;
+  }
+}
+
+// dot_rows for two query rows at once: each key load feeds two FMAs.
+inline void dot_rows_x2(const float* qa, const float* qb, const float* k, int n, int d, float* sa,
+                        float* sb) {
+  int t = 0;
+  const int d8 = d & ~7;
+  for (; t + 4 <= n; t += 4) {
+    const float* k0 = k + (int64_t)t * d;
+    const float* k1 = k0 + d;
+    const float* k2 = k1 + d;
+    const float* k3 = k2 + d;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (int i = 0; i < d8; i += 8) {
+      const __m256 qav = _mm256_loadu_ps(qa + i), qbv = _mm256_loadu_ps(qb + i);
+      const __m256 kv0 = _mm256_loadu_ps(k0 + i), kv1 = _mm256_loadu_ps(k1 + i);
+      const __m256 kv2 = _mm256_loadu_ps(k2 + i), kv3 = _mm256_loadu_ps(k3 + i);
+      a0 = _mm256_fmadd_ps(qav, kv0, a0);
+      a1 = _mm256_fmadd_ps(qav, kv1, a1);
+      a2 = _mm256_fmadd_ps(qav, kv2, a2);
+      a3 = _mm256_fmadd_ps(qav, kv3, a3);
+      b0 = _mm256_fmadd_ps(qbv, kv0, b0);
+      b1 = _mm256_fmadd_ps(qbv, kv1, b1);
+      b2 = _mm256_fmadd_ps(qbv, kv2, b2);
+      b3 = _mm256_fmadd_ps(qbv, kv3, b3);
+    }
+    __m128 ra = hsum4(a0, a1, a2, a3), rb = hsum4(b0, b1, b2, b3);
+    if (d8 < d) {
+      float ta[4] = {0, 0, 0, 0}, tb[4] = {0, 0, 0, 0};
+      for (int j = 0; j < 4; ++j)
+        for (int i = d8; i < d; ++i) {
+          ta[j] += qa[i] * k0[(int64_t)j * d + i];
+          tb[j] += qb[i] * k0[(int64_t)j * d + i];
+        }
+      ra = _mm_add_ps(ra, _mm_loadu_ps(ta));
+      rb = _mm_add_ps(rb, _mm_loadu_ps(tb));
+    }
+    _mm_storeu_ps(sa + t, ra);
+    _mm_storeu_ps(sb + t, rb);
+  }
+  for (; t < n; ++t) {
+    sa[t] = dot(qa, k + (int64_t)t * d, d);
+    sb[t] = dot(qb, k + (int64_t)t * d, d);
+  }
+}
+
+// pv_accumulate for two rows sharing every load of v.
+inline void pv_accumulate_x2(float* oa, float* ob, float alpha_a, float alpha_b, const float* pa,
+                             const float* pb, const float* v, int n, int d) {
+  const __m256 vaa = _mm256_set1_ps(alpha_a), vab = _mm256_set1_ps(alpha_b);
+  int i = 0;
+  for (; i + 32 <= d; i += 32) {
+    __m256 a0 = _mm256_mul_ps(vaa, _mm256_loadu_ps(oa + i));
+    __m256 a1 = _mm256_mul_ps(vaa, _mm256_loadu_ps(oa + i + 8));
+    __m256 a2 = _mm256_mul_ps(vaa, _mm256_loadu_ps(oa + i + 16));
+    __m256 a3 = _mm256_mul_ps(vaa, _mm256_loadu_ps(oa + i + 24));
+    __m256 b0 = _mm256_mul_ps(vab, _mm256_loadu_ps(ob + i));
+    __m256 b1 = _mm256_mul_ps(vab, _mm256_loadu_ps(ob + i + 8));
+    __m256 b2 = _mm256_mul_ps(vab, _mm256_loadu_ps(ob + i + 16));
+    __m256 b3 = _mm256_mul_ps(vab, _mm256_loadu_ps(ob + i + 24));
+    for (int t = 0; t < n; ++t) {
+      const __m256 pta = _mm256_set1_ps(pa[t]), ptb = _mm256_set1_ps(pb[t]);
+      const float* vt = v + (int64_t)t * d + i;
+      const __m256 v0 = _mm256_loadu_ps(vt), v1 = _mm256_loadu_ps(vt + 8);
+      const __m256 v2 = _mm256_loadu_ps(vt + 16), v3 = _mm256_loadu_ps(vt + 24);
+      a0 = _mm256_fmadd_ps(pta, v0, a0);
+      a1 = _mm256_fmadd_ps(pta, v1, a1);
+      a2 = _mm256_fmadd_ps(pta, v2, a2);
+      a3 = _mm256_fmadd_ps(pta, v3, a3);
+      b0 = _mm256_fmadd_ps(ptb, v0, b0);
+      b1 = _mm256_fmadd_ps(ptb, v1, b1);
+      b2 = _mm256_fmadd_ps(ptb, v2, b2);
+      b3 = _mm256_fmadd_ps(ptb, v3, b3);
+    }
+    _mm256_storeu_ps(oa + i, a0);
+    _mm256_storeu_ps(oa + i + 8, a1);
+    _mm256_storeu_ps(oa + i + 16, a2);
+    _mm256_storeu_ps(oa + i + 24, a3);
+    _mm256_storeu_ps(ob + i, b0);
+    _mm256_storeu_ps(ob + i + 8, b1);
+    _mm256_storeu_ps(ob + i + 16, b2);
+    _mm256_storeu_ps(ob + i + 24, b3);
+  }
+  if (i < d) {  // remaining columns, one row at a time
+    pv_accumulate_cols(oa, alpha_a, pa, v, n, d, i);
+    pv_accumulate_cols(ob, alpha_b, pb, v, n, d, i);
+  }
+}
+
 // o = o * alpha + sum_t p[t] * v[t]; v: [n, d]. The output stays in registers
 // across the keys, 32 columns at a time.
 inline void pv_accumulate(float* o, float alpha, const float* p, const float* v, int n, int d) {
@@ -93,43 +199,7 @@ inline void pv_accumulate(float* o, float alpha, const float* p, const float* v,
     _mm256_storeu_ps(o + i + 16, o2);
     _mm256_storeu_ps(o + i + 24, o3);
   }
-  for (; i + 8 <= d; i += 8) {
-    __m256 o0 = _mm256_mul_ps(va, _mm256_loadu_ps(o + i));
-    for (int t = 0; t < n; ++t)
-      o0 = _mm256_fmadd_ps(_mm256_set1_ps(p[t]), _mm256_loadu_ps(v + (int64_t)t * d + i), o0);
-    _mm256_storeu_ps(o + i, o0);
-  }
-  for (; i < d; ++i) {
-    float acc = o[i] * alpha;
-    for (int t = 0; t < n; ++t) acc += p[t] * v[(int64_t)t * d + i];
-    o[i] = acc;
-  }
-}
-
-// y = y * alpha + a * x
-inline void scale_axpy(float* y, float alpha, float a, const float* x, int n) {
-  const __m256 va = _mm256_set1_ps(alpha), vx = _mm256_set1_ps(a);
-  int i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vx, _mm256_loadu_ps(x + i),
-                                            _mm256_mul_ps(va, _mm256_loadu_ps(y + i))));
-  for (; i < n; ++i) y[i] = y[i] * alpha + a * x[i];
-}
-
-// y += a * x
-inline void axpy(float* y, float a, const float* x, int n) {
-  const __m256 vx = _mm256_set1_ps(a);
-  int i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vx, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += a * x[i];
-}
-
-inline void scale(float* y, float a, int n) {
-  const __m256 va = _mm256_set1_ps(a);
-  int i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(va, _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] *= a;
+  pv_accumulate_cols(o, alpha, p, v, n, d, i);
 }
 
 inline void f16_to_f32(const uint16_t* src, float* dst, int64_t n) {

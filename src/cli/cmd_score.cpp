@@ -6,6 +6,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "model/reference_forward.h"
 
 namespace stride::cli {
 
@@ -17,6 +18,7 @@ struct ScoreArgs {
   std::string ids_file;
   std::string out;
   int chunk = 256;
+  bool reference = false;
 };
 
 int score(const ScoreArgs& a) {
@@ -38,8 +40,9 @@ int score(const ScoreArgs& a) {
   opts->prefill_chunk = a.chunk;
   auto engine = Engine::create(*opts);
   if (!engine) return fail(engine.status());
-  (*engine)->model();
-  auto logits = (*engine)->score(*ids);
+  auto logits = a.reference
+                    ? reference_forward((*engine)->model(), (*engine)->layer_policies(), *ids)
+                    : (*engine)->score(*ids);
   if (!logits) return fail(logits.status());
   FILE* out = std::fopen(a.out.c_str(), "wb");
   if (!out) return fail("cannot write " + a.out);
@@ -65,7 +68,10 @@ void add_score_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--attention,-a", args->model.attention, "attention policy")->capture_default_str();
   cmd->add_option("--threads", args->model.threads, "0 = all cores")->capture_default_str();
   cmd->add_option("--chunk", args->chunk, "prefill chunk size")->capture_default_str();
+  cmd->add_option("--kv-type", args->model.kv_type, "KV storage: f16 or f32")->capture_default_str();
   cmd->add_option("--kv-budget", args->model.kv_budget, "KV pool size, e.g. 512M");
+  cmd->add_flag("--reference", args->reference,
+                "use the slow scalar reference forward pass (f32 activations, naive attention)");
   cmd->callback([args, &exit_code] { exit_code = score(*args); });
 }
 

@@ -1,8 +1,9 @@
 #include "cli/cmd_tokenize.h"
 
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <cstring>
+#include <memory>
 
 #include "loader/gguf_file.h"
 #include "tokenizer/tokenizer.h"
@@ -10,6 +11,18 @@
 namespace stride {
 
 namespace {
+
+// The exact bytes of a file (a directory or unreadable file is an error).
+Expected<std::string> read_file(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) return IoError("cannot open '" + path + "': " + std::strerror(errno));
+  std::string out;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f.get())) > 0) out.append(buf, n);
+  if (std::ferror(f.get())) return IoError("cannot read '" + path + "': " + std::strerror(errno));
+  return out;
+}
 
 int fail_with(const std::string& message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
@@ -27,12 +40,9 @@ int cmd_tokenize(const std::string& model_path, const std::optional<std::string>
   if (prompt) {
     text = *prompt;
   } else {
-    std::ifstream in(*file, std::ios::binary);
-    if (!in) return fail_with("cannot open '" + *file + "'");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return fail_with("cannot read '" + *file + "'");
-    text = ss.str();
+    auto read = read_file(*file);
+    if (!read.ok()) return fail_with(read.status().message());
+    text = std::move(*read);
   }
 
   auto gguf = GGUFFile::open(model_path);
@@ -40,7 +50,15 @@ int cmd_tokenize(const std::string& model_path, const std::optional<std::string>
   auto tok = Tokenizer::from_gguf(**gguf);
   if (!tok.ok()) return fail_with(model_path + ": " + tok.status().to_string());
 
-  const std::vector<int32_t> ids = (*tok)->encode(text, bos, /*parse_special=*/true);
+  // --bos asks for BOS explicitly, so it is added even where the model's
+  // tokenizer.ggml.add_bos_token is false (SmolLM2); a model without BOS is an error.
+  std::vector<int32_t> ids;
+  if (bos) {
+    if ((*tok)->bos_id() < 0) return fail_with(model_path + ": the model has no BOS token");
+    ids.push_back((*tok)->bos_id());
+  }
+  const std::vector<int32_t> body = (*tok)->encode(text, /*add_bos=*/false, /*parse_special=*/true);
+  ids.insert(ids.end(), body.begin(), body.end());
   std::string line;
   line.reserve(ids.size() * 6 + 1);
   for (size_t i = 0; i < ids.size(); ++i) {

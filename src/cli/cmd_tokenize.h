@@ -7,8 +7,9 @@ namespace stride {
 
 // Tokenizes `prompt`, or the exact bytes of `file`, with the vocabulary of the
 // GGUF at `model_path` (vocabulary-only files work). Prints the ids on one line
-// separated by spaces. BOS is prepended only when `bos` is set and the model
-// adds one. Returns 0, or 1 after one "error: ..." line on stderr.
+// separated by spaces. BOS is prepended only when `bos` is set (then even for
+// models whose add_bos_token is false). Returns 0, or 1 after one "error: ..."
+// line on stderr.
 int cmd_tokenize(const std::string& model_path, const std::optional<std::string>& prompt,
                  const std::optional<std::string>& file, bool bos);
 

@@ -69,10 +69,10 @@ const char* finish_reason_name(FinishReason r) {
   return "unknown";
 }
 
-int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size) {
+int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size, bool f32) {
   const int64_t pages_per_layer = (tokens + page_size - 1) / page_size + 1;
   const int64_t page_bytes =
-      (int64_t)page_size * c.n_head_kv * (c.head_dim + c.head_dim_v) * 2 /* f16 */;
+      (int64_t)page_size * c.n_head_kv * (c.head_dim + c.head_dim_v) * (f32 ? 4 : 2);
   return pages_per_layer * c.n_layer * page_bytes;
 }
 
@@ -113,7 +113,9 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   kc.page_size = opts.page_size;
   kc.budget_bytes = opts.kv_budget_bytes > 0
                         ? opts.kv_budget_bytes
-                        : kv_bytes_for_tokens(c, opts.max_context + opts.prefill_chunk, opts.page_size);
+                        : kv_bytes_for_tokens(c, opts.max_context + opts.prefill_chunk, opts.page_size,
+                                              opts.kv_f32);
+  kc.f32_storage = opts.kv_f32;
   kc.layer_policies = e->layer_policies_;
   STRIDE_ASSIGN_OR_RETURN(e->kv_, KVCache::create(kc));
   return e;

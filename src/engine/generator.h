@@ -27,6 +27,7 @@ struct EngineOptions {
   int64_t max_context = 8192;       // tokens one sequence may hold
   int page_size = 32;
   int prefill_chunk = 256;
+  bool kv_f32 = false;              // f32 KV instead of f16 (exact comparisons)
   bool show_progress = true;        // progress bar while loading (terminals only)
 };
 
@@ -81,7 +82,7 @@ class Engine {
 
 // Bytes of KV the pool needs so one sequence can hold `tokens` tokens on
 // every layer (dense worst case), with page rounding.
-int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size);
+int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size, bool f32 = false);
 
 // Peak resident set size of this process, in bytes (VmHWM).
 int64_t peak_rss_bytes();

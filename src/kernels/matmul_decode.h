@@ -4,6 +4,9 @@
 // The integer kernel then computes, for sub-block s and activation block xs:
 //   dot = d[s] * dx * Σ_i sc(i) * q[s][i] * xq[i]  +  m[s] * (dx * Σ_i xq[i])
 // where sc(i) is 1 except for Q6_K (its int8 scale per 16 elements).
+// kUnsigned decoders keep q in [0, 31] (offsets such as Q4_0's -8 move into
+// m[s]), so the kernel can feed q straight to maddubs as its unsigned operand;
+// the others produce signed q and need the sign trick.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -48,19 +51,21 @@ inline void store_q(DecodedChunk& dc, int s, __m256i v) {
 }
 
 // Legacy types: one block per sub-block; `n` (1..8) blocks from `src`.
-struct DecQ4_0 {
-  static constexpr bool kMin = false, kScale16 = false, kSuper = false;
+struct DecQ4_0 {  // d * (q - 8) = d * q + (-8 d)
+  static constexpr bool kMin = true, kScale16 = false, kSuper = false, kUnsigned = true;
   static void decode(const uint8_t* src, int n, DecodedChunk& dc) {
     const BlockQ4_0* b = (const BlockQ4_0*)src;
     for (int s = 0; s < n; ++s) {
-      store_q(dc, s, _mm256_sub_epi8(unpack_nibbles(b[s].qs), _mm256_set1_epi8(8)));
+      store_q(dc, s, unpack_nibbles(b[s].qs));
       dc.d[s] = h2f(b[s].d);
+      dc.m[s] = -8.0f * dc.d[s];
     }
+    for (int s = n; s < 8; ++s) dc.m[s] = 0.0f;
   }
 };
 
 struct DecQ4_1 {
-  static constexpr bool kMin = true, kScale16 = false, kSuper = false;
+  static constexpr bool kMin = true, kScale16 = false, kSuper = false, kUnsigned = true;
   static void decode(const uint8_t* src, int n, DecodedChunk& dc) {
     const BlockQ4_1* b = (const BlockQ4_1*)src;
     for (int s = 0; s < n; ++s) {
@@ -72,20 +77,21 @@ struct DecQ4_1 {
   }
 };
 
-struct DecQ5_0 {
-  static constexpr bool kMin = false, kScale16 = false, kSuper = false;
+struct DecQ5_0 {  // d * (q - 16) = d * q + (-16 d)
+  static constexpr bool kMin = true, kScale16 = false, kSuper = false, kUnsigned = true;
   static void decode(const uint8_t* src, int n, DecodedChunk& dc) {
     const BlockQ5_0* b = (const BlockQ5_0*)src;
     for (int s = 0; s < n; ++s) {
-      const __m256i q = _mm256_or_si256(unpack_nibbles(b[s].qs), fifth_bits(b[s].qh));
-      store_q(dc, s, _mm256_sub_epi8(q, _mm256_set1_epi8(16)));
+      store_q(dc, s, _mm256_or_si256(unpack_nibbles(b[s].qs), fifth_bits(b[s].qh)));
       dc.d[s] = h2f(b[s].d);
+      dc.m[s] = -16.0f * dc.d[s];
     }
+    for (int s = n; s < 8; ++s) dc.m[s] = 0.0f;
   }
 };
 
 struct DecQ5_1 {
-  static constexpr bool kMin = true, kScale16 = false, kSuper = false;
+  static constexpr bool kMin = true, kScale16 = false, kSuper = false, kUnsigned = true;
   static void decode(const uint8_t* src, int n, DecodedChunk& dc) {
     const BlockQ5_1* b = (const BlockQ5_1*)src;
     for (int s = 0; s < n; ++s) {
@@ -98,7 +104,7 @@ struct DecQ5_1 {
 };
 
 struct DecQ8_0 {
-  static constexpr bool kMin = false, kScale16 = false, kSuper = false;
+  static constexpr bool kMin = false, kScale16 = false, kSuper = false, kUnsigned = false;
   static void decode(const uint8_t* src, int n, DecodedChunk& dc) {
     const BlockQ8_0* b = (const BlockQ8_0*)src;
     for (int s = 0; s < n; ++s) {
@@ -110,7 +116,7 @@ struct DecQ8_0 {
 
 // K-quants: one 256-element super-block = 8 sub-blocks (n is always 8).
 struct DecQ4_K {
-  static constexpr bool kMin = true, kScale16 = false, kSuper = true;
+  static constexpr bool kMin = true, kScale16 = false, kSuper = true, kUnsigned = true;
   static void decode(const uint8_t* src, int, DecodedChunk& dc) {
     const BlockQ4_K* b = (const BlockQ4_K*)src;
     const float d = h2f(b->d), dmin = h2f(b->dmin);
@@ -130,7 +136,7 @@ struct DecQ4_K {
 };
 
 struct DecQ5_K {
-  static constexpr bool kMin = true, kScale16 = false, kSuper = true;
+  static constexpr bool kMin = true, kScale16 = false, kSuper = true, kUnsigned = true;
   static void decode(const uint8_t* src, int, DecodedChunk& dc) {
     const BlockQ5_K* b = (const BlockQ5_K*)src;
     const float d = h2f(b->d), dmin = h2f(b->dmin);
@@ -156,7 +162,7 @@ struct DecQ5_K {
 };
 
 struct DecQ6_K {
-  static constexpr bool kMin = false, kScale16 = true, kSuper = true;
+  static constexpr bool kMin = false, kScale16 = true, kSuper = true, kUnsigned = false;
   static void decode(const uint8_t* src, int, DecodedChunk& dc) {
     const BlockQ6_K* b = (const BlockQ6_K*)src;
     const float d = h2f(b->d);

@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -30,8 +31,13 @@ Expected<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape& shape, int32
   auto pool = std::make_unique<KvPool>(Private{}, shape, n_pages);
   const int64_t per_head_tokens = (int64_t)n_pages * shape.n_kv_heads * shape.page_size;
   try {
-    pool->k_ = std::make_unique_for_overwrite<uint16_t[]>(per_head_tokens * shape.head_dim_k);
-    pool->v_ = std::make_unique_for_overwrite<uint16_t[]>(per_head_tokens * shape.head_dim_v);
+    if (shape.f32) {
+      pool->k32_ = std::make_unique_for_overwrite<float[]>(per_head_tokens * shape.head_dim_k);
+      pool->v32_ = std::make_unique_for_overwrite<float[]>(per_head_tokens * shape.head_dim_v);
+    } else {
+      pool->k_ = std::make_unique_for_overwrite<uint16_t[]>(per_head_tokens * shape.head_dim_k);
+      pool->v_ = std::make_unique_for_overwrite<uint16_t[]>(per_head_tokens * shape.head_dim_v);
+    }
     pool->pos_ = std::make_unique_for_overwrite<int32_t[]>((int64_t)n_pages * shape.page_size);
   } catch (const std::bad_alloc&) {
     return ResourceExhausted("KvPool: cannot allocate " + std::to_string(n_pages) + " pages of " +
@@ -43,7 +49,15 @@ Expected<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape& shape, int32
 void KvPool::store(int32_t page, int slot, int n, const float* k, int64_t k_row, const float* v,
                    int64_t v_row, int64_t first_pos) {
   const int dk = shape_.head_dim_k, dv = shape_.head_dim_v;
-  for (int h = 0; h < shape_.n_kv_heads; ++h) {
+  for (int h = 0; h < shape_.n_kv_heads && shape_.f32; ++h) {
+    float* kd = k32_.get() + k_offset(page, h) + (int64_t)slot * dk;
+    float* vd = v32_.get() + v_offset(page, h) + (int64_t)slot * dv;
+    for (int t = 0; t < n; ++t) {
+      std::memcpy(kd + (int64_t)t * dk, k + t * k_row + (int64_t)h * dk, sizeof(float) * dk);
+      std::memcpy(vd + (int64_t)t * dv, v + t * v_row + (int64_t)h * dv, sizeof(float) * dv);
+    }
+  }
+  for (int h = 0; h < shape_.n_kv_heads && !shape_.f32; ++h) {
     uint16_t* kd = this->k(page, h) + (int64_t)slot * dk;
     uint16_t* vd = this->v(page, h) + (int64_t)slot * dv;
     for (int t = 0; t < n; ++t) {

@@ -21,10 +21,13 @@ struct KvPoolShape {
   int head_dim_k = 0;
   int head_dim_v = 0;
   int page_size = 0;
+  // f32 storage instead of f16: exact, for comparisons against f32 oracles.
+  bool f32 = false;
 
-  // f16 K + V of one page (positions are bookkeeping, not counted).
+  int64_t bytes_per_element() const { return f32 ? 4 : 2; }
+  // K + V of one page (positions are bookkeeping, not counted).
   int64_t bytes_per_page() const {
-    return (int64_t)page_size * n_kv_heads * (head_dim_k + head_dim_v) * 2;
+    return (int64_t)page_size * n_kv_heads * (head_dim_k + head_dim_v) * bytes_per_element();
   }
 };
 
@@ -44,6 +47,9 @@ class KvPool {
   // [page_size, head_dim_v]
   uint16_t* v(int32_t page, int head) { return v_.get() + v_offset(page, head); }
   const uint16_t* v(int32_t page, int head) const { return v_.get() + v_offset(page, head); }
+  // f32 mode: [page_size, head_dim_k] / [page_size, head_dim_v]
+  const float* k32(int32_t page, int head) const { return k32_.get() + k_offset(page, head); }
+  const float* v32(int32_t page, int head) const { return v32_.get() + v_offset(page, head); }
   // [page_size]
   int32_t* positions(int32_t page) { return pos_.get() + (int64_t)page * shape_.page_size; }
   const int32_t* positions(int32_t page) const {
@@ -69,6 +75,8 @@ class KvPool {
   std::unique_ptr<uint16_t[]> k_;
   std::unique_ptr<uint16_t[]> v_;
   std::unique_ptr<int32_t[]> pos_;
+  std::unique_ptr<float[]> k32_;  // f32 mode only
+  std::unique_ptr<float[]> v32_;
 };
 
 }  // namespace stride

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/matmul.h"
+#include "kernels/matmul_reference.h"
 #include "kernels/ops.h"
 
 namespace stride {
@@ -21,7 +22,16 @@ void rope_one(std::vector<float>& v, int64_t pos, const AttentionParams& p, int 
 
 Expected<std::vector<float>> reference_forward(const Transformer& model,
                                                const std::vector<PolicySpec>& policies,
-                                               const std::vector<int32_t>& tokens) {
+                                               const std::vector<int32_t>& tokens,
+                                               bool int8_activations) {
+  auto matmul_ref = [int8_activations](const TensorView& w, const float* x, float* y, int64_t n) {
+    const bool quantized = w.type != DType::F32 && w.type != DType::F16 && w.type != DType::BF16;
+    if (int8_activations && quantized) {
+      matmul_ref_int8_acts(w, x, y, n);
+    } else {
+      stride::matmul_ref(w, x, y, n);
+    }
+  };
   const ModelConfig& c = model.config();
   const int n = (int)tokens.size();
   if ((int)policies.size() != c.n_layer) return InvalidArgument("one policy per layer is needed");

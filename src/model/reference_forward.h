@@ -14,8 +14,11 @@
 namespace stride {
 
 // Logits [n, n_vocab] for tokens at positions 0..n-1, one policy per layer.
+// int8_activations: quantize matmul inputs of quantized weights to int8 as
+// the fast path does, so the two can be compared tightly on real models.
 Expected<std::vector<float>> reference_forward(const Transformer& model,
                                                const std::vector<PolicySpec>& layer_policies,
-                                               const std::vector<int32_t>& tokens);
+                                               const std::vector<int32_t>& tokens,
+                                               bool int8_activations = false);
 
 }  // namespace stride

@@ -80,10 +80,16 @@ void BpeTokenizer::encode_fragments(const std::vector<Fragment>& fragments,
       out.push_back(f.token);
       continue;
     }
-    const std::string text = utf8::sanitize(f.text);
-    for (std::string_view w : pre_->split(text)) {
+    // llama.cpp tokenizes the text re-encoded from its code points (keeping
+    // surrogates); PCRE2 needs valid UTF-8, so it splits a same-length copy.
+    const std::string text = utf8::sanitize(f.text, /*replace_surrogates=*/false);
+    const std::string valid = utf8::sanitize(f.text, /*replace_surrogates=*/true);
+    for (std::string_view w : pre_->split(valid)) {
+      const size_t offset = static_cast<size_t>(w.data() - valid.data());
       word.clear();
-      for (char c : w) word += utf8::byte_to_unicode(static_cast<uint8_t>(c));
+      for (size_t i = offset; i < offset + w.size(); ++i) {
+        word += utf8::byte_to_unicode(static_cast<uint8_t>(text[i]));
+      }
       encode_word(word, out);
     }
   }

@@ -53,14 +53,14 @@ void append(std::string& out, uint32_t cp) {
   }
 }
 
-std::string sanitize(std::string_view text) {
+std::string sanitize(std::string_view text, bool replace_surrogates) {
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
   while (pos < text.size()) {
     size_t len = 1;
     uint32_t cp = decode_lenient(text, pos, &len);
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = kReplacement;
+    if (cp > 0x10FFFF || (replace_surrogates && cp >= 0xD800 && cp <= 0xDFFF)) cp = kReplacement;
     append(out, cp);
     pos += len;
   }

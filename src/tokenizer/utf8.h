@@ -22,9 +22,12 @@ uint32_t decode_lenient(std::string_view s, size_t pos, size_t* len);
 
 void append(std::string& out, uint32_t cp);
 
-// Re-encodes text code point by code point with decode_lenient: invalid bytes,
-// surrogates and values past U+10FFFF become U+FFFD. The result is valid UTF-8.
-std::string sanitize(std::string_view text);
+// Re-encodes text code point by code point with decode_lenient: invalid bytes
+// and values past U+10FFFF become U+FFFD. Surrogates (U+D800..DFFF) are kept,
+// as llama.cpp keeps them, unless `replace_surrogates`; only then is the result
+// strictly valid UTF-8. A surrogate and U+FFFD both take 3 bytes, so the two
+// forms of a text have the same byte offsets.
+std::string sanitize(std::string_view text, bool replace_surrogates = true);
 
 // Strictly valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF)?
 bool is_valid(std::string_view text);

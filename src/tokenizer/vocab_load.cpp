@@ -1,6 +1,7 @@
 // Loading and validating tokenizer.ggml.* metadata into a Vocab.
 #include <algorithm>
-#include <array>
+#include <span>
+#include <string_view>
 
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/vocab.h"
@@ -39,37 +40,35 @@ Status read_special_id(const GGUFFile& f, const std::string& key, int n_vocab, i
   return Status::Ok();
 }
 
-bool contains(std::initializer_list<std::string_view> list, std::string_view s) {
-  return std::find(list.begin(), list.end(), s) != list.end();
-}
-
 // Texts llama.cpp treats as end-of-generation (and forces to control type).
-const std::initializer_list<std::string_view> kEogTexts = {
+constexpr std::string_view kEogTexts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
     "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
     "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
     "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>", "[e~["};
-const std::initializer_list<std::string_view> kEotTexts = {
+constexpr std::string_view kEotTexts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
     "<EOT>", "_<EOT>", "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>",
     "<end_of_utterance>"};
 // FIM pad / repo / file-separator tokens also end generation in llama.cpp.
-const std::initializer_list<std::string_view> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>",
+constexpr std::string_view kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>",
                                                               "<fim_pad>", "<PAD>", "[PAD]"};
-const std::initializer_list<std::string_view> kFimRepTexts = {
+constexpr std::string_view kFimRepTexts[] = {
     "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
-const std::initializer_list<std::string_view> kFimSepTexts = {"<|file_sep|>"};
-const std::initializer_list<std::string_view> kFimOtherTexts = {
+constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>"};
+constexpr std::string_view kFimOtherTexts[] = {
     "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xE2\x96\x81<PRE>",
     "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xE2\x96\x81<SUF>",
     "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xE2\x96\x81<MID>"};
 
-// The lowest id whose text is in `list`, or -1.
-int32_t first_with_text(const Vocab& v, std::initializer_list<std::string_view> list) {
-  for (int32_t id = 0; id < v.n_vocab(); ++id) {
-    if (contains(list, v.text[id]) && v.find(v.text[id]) == id) return id;
+// The lowest id among the tokens whose text is in `list`, or -1.
+int32_t first_with_text(const Vocab& v, std::span<const std::string_view> list) {
+  int32_t best = -1;
+  for (std::string_view t : list) {
+    const int32_t id = v.find(t);
+    if (id >= 0 && (best < 0 || id < best)) best = id;
   }
-  return -1;
+  return best;
 }
 
 Status load_arrays(const GGUFFile& f, Vocab* v) {
@@ -157,7 +156,8 @@ Status load_special_ids(const GGUFFile& f, Vocab* v) {
     if (id >= 0) v->attr[id] |= kAttrControl;
   };
   if (v->eot < 0) v->eot = first_with_text(*v, kEotTexts);
-  if (v->eom < 0) v->eom = first_with_text(*v, {"<|eom_id|>"});
+  constexpr std::string_view kEomTexts[] = {"<|eom_id|>"};
+  if (v->eom < 0) v->eom = first_with_text(*v, kEomTexts);
   if (fim_pad < 0) fim_pad = first_with_text(*v, kFimPadTexts);
   if (fim_rep < 0) fim_rep = first_with_text(*v, kFimRepTexts);
   if (fim_sep < 0) fim_sep = first_with_text(*v, kFimSepTexts);
@@ -167,15 +167,19 @@ Status load_special_ids(const GGUFFile& f, Vocab* v) {
   for (int32_t id : {fim_pad, fim_rep, fim_sep}) {
     if (id >= 0) v->eog.insert(id);
   }
-  for (const auto& [t, id] : v->token_to_id) {
-    if (contains(kEogTexts, t)) {
+  for (std::string_view t : kEogTexts) {
+    const int32_t id = v->find(t);
+    if (id >= 0) {
       v->eog.insert(id);
       mark_control(id);
     }
-    // gpt-oss: these are always rendered.
-    if (contains({"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}, t)) {
-      v->attr[id] = kAttrUserDefined;
-    }
+  }
+  // gpt-oss: these are always rendered.
+  constexpr std::string_view kAlwaysRendered[] = {"<|channel|>", "<|message|>", "<|start|>",
+                                                   "<|constrain|>"};
+  for (std::string_view t : kAlwaysRendered) {
+    const int32_t id = v->find(t);
+    if (id >= 0) v->attr[id] = kAttrUserDefined;
   }
   for (int32_t id : {v->eos, v->eot, v->eom}) {
     if (id >= 0) v->eog.insert(id);

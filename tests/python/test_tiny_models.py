@@ -15,6 +15,11 @@ from conftest import GEN, ROOT
 TINY = os.path.join(GEN, "tiny")
 NAMES = ["llama", "mistral", "qwen2", "gemma3"]
 TOL = 1e-4
+# stride's KV cache holds f16 (as llama.cpp's default), which alone moves these
+# logits by up to ~1e-2. Such an engine is held to the oracle that rounds K
+# (after RoPE) and V to f16 in HF, within TOL_KVF16: still ~10x tighter than the
+# f16 rounding itself and ~100x tighter than any window/RoPE/norm mistake.
+TOL_KVF16 = 2e-3
 # The f16 file holds exactly the f32 weights (they were rounded to f16 values);
 # an engine may still round activations to f16 for f16 dot products, as ggml
 # does (llama.cpp itself is 1.6e-2 off here), so allow that much.
@@ -56,15 +61,27 @@ def _report(label, got, ref):
     return per_pos
 
 
+def _check(label, got, refs, tol_f32=TOL):
+    """refs: {"f32": path, "kvf16": path} relative to TINY. Passes when stride
+    matches the f32 oracle within tol_f32, or the f16-KV oracle within TOL_KVF16."""
+    ref32 = np.load(os.path.join(TINY, refs["f32"]))
+    ref16 = np.load(os.path.join(TINY, refs["kvf16"]))
+    assert got.shape == ref32.shape
+    d32 = _report(f"{label} vs HF f32", got, ref32)
+    d16 = _report(f"{label} vs HF f16-KV", got, ref16)
+    ok32, ok16 = d32.max() <= tol_f32, d16.max() <= max(TOL_KVF16, tol_f32)
+    bad = np.nonzero(d16 > max(TOL_KVF16, tol_f32))[0].tolist()
+    assert ok32 or ok16, (f"max diff {d32.max():.3e} vs f32 oracle (tol {tol_f32}), "
+                          f"{d16.max():.3e} vs f16-KV oracle (tol {TOL_KVF16}); "
+                          f"positions over: {bad}")
+
+
 @pytest.mark.parametrize("name,form", _forms())
 def test_logits_match_hf(stride, tiny_manifest, name, form):
-    ids, ref = _ref(name)
+    ids, _ = _ref(name)
     got = stride.score(_model_path(tiny_manifest, name, form), ids)
-    assert got.shape == ref.shape
-    per_pos = _report(f"{name} [{form}]", got, ref)
-    tol = TOL_F16 if form == "gguf-f16" else TOL
-    bad = np.nonzero(per_pos > tol)[0]
-    assert bad.size == 0, f"positions over {tol}: {bad.tolist()} (max {per_pos.max():.3e})"
+    _check(f"{name} [{form}]", got, tiny_manifest["models"][name]["logits"],
+           tol_f32=TOL_F16 if form == "gguf-f16" else TOL)
 
 
 def _policy_cases():
@@ -77,23 +94,23 @@ def _policy_cases():
 def test_attention_policy_matches_masked_hf(stride, tiny_manifest, name, policy):
     """--attention applies to global layers; mistral's layers are all natively
     windowed, so any policy must leave its logits unchanged."""
-    ids, ref = _ref(name, tiny_manifest["models"][name]["policies"][policy])
+    ids, _ = _ref(name)
     for form in ("hf", "gguf-f32"):
         got = stride.score(_model_path(tiny_manifest, name, form), ids, attention=policy)
-        per_pos = _report(f"{name} [{form}] --attention {policy}", got, ref)
-        assert per_pos.max() <= TOL, f"{form}: max diff {per_pos.max():.3e}"
+        _check(f"{name} [{form}] --attention {policy}", got,
+               tiny_manifest["models"][name]["policies"][policy])
 
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("chunk", [1, 7])
 def test_chunked_prefill_matches_hf(stride, tiny_manifest, name, chunk):
     """Prefill in chunks that straddle the window edges must not change logits."""
-    ids, ref = _ref(name)
+    ids, _ = _ref(name)
     got = stride.score(_model_path(tiny_manifest, name, "gguf-f32"), ids, chunk=chunk)
-    per_pos = _report(f"{name} --chunk {chunk}", got, ref)
-    assert per_pos.max() <= TOL
+    _check(f"{name} --chunk {chunk}", got, tiny_manifest["models"][name]["logits"])
 
 
+NEAR_TIE = 2e-2  # logit gap below which f16-KV rounding may flip the argmax
 GREEDY_CASES = [("llama", None), ("mistral", None), ("qwen2", None), ("gemma3", None),
                 ("llama", "window:size=8"), ("llama", "rswa:sinks=4,window=8,pos=abs"),
                 ("gemma3", "rswa:sinks=4,window=12,pos=abs")]
@@ -136,7 +153,7 @@ def test_greedy_decode_matches_hf(stride, tiny_manifest, hf_oracle, name, policy
     for i, tok in enumerate(gen):
         row = ref[len(prompt) - 1 + i]
         top2 = np.sort(row)[-2:]
-        if top2[1] - top2[0] < 1e-3:
+        if top2[1] - top2[0] < NEAR_TIE:
             near_ties += 1  # either choice is a correct greedy step
             continue
         if tok != int(row.argmax()):

@@ -123,18 +123,18 @@ TEST(Plan, CheckerRejectsBadPlans) {
   w.kind = PolicyKind::Window;
   w.window = 8;
   std::vector<int32_t> table(8, 0);
-  AttentionPlan plan = plan_attention(w, table, 8, 64, 63, 1, 1);
-  ASSERT_TRUE(check_plan(plan, w, 8, 64).ok());
+  AttentionPlan plan = plan_attention(w, table, 8, 63, 62, 1, 1);
+  ASSERT_TRUE(check_plan(plan, w, 8, 63).ok());
   AttentionPlan extra = plan;  // list page 0, which the window hides
   extra.page_ids.insert(extra.page_ids.begin(), 0);
   extra.page_valid.insert(extra.page_valid.begin(), 8);
   extra.page_first.insert(extra.page_first.begin(), 0);
   extra.page_full.insert(extra.page_full.begin(), 0);
   extra.indptr[1] += 1;
-  EXPECT_FALSE(check_plan(extra, w, 8, 64).ok());
+  EXPECT_FALSE(check_plan(extra, w, 8, 63).ok());
   AttentionPlan full = plan;  // the edge page is not entirely visible
   for (auto& f : full.page_full) f = 1;
-  EXPECT_FALSE(check_plan(full, w, 8, 64).ok());
+  EXPECT_FALSE(check_plan(full, w, 8, 63).ok());
 }
 
 }  // namespace stride

@@ -230,3 +230,35 @@ TEST(GGUFParse, TensorErrors) {
 
 }  // namespace
 }  // namespace stride
+
+namespace stride {
+namespace {
+
+// Random byte corruptions of the small file: any outcome but a crash is fine,
+// and a file that parses must still have every tensor inside the file.
+TEST(GGUFParse, RandomMutationsNeverCrash) {
+  const std::string full = test::build_gguf(small_spec());
+  test::TempDir dir;
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
+  auto next = [&] { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; };
+  int failures = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    std::string m = full;
+    const int flips = 1 + (int)(next() % 4);
+    for (int k = 0; k < flips; ++k) m[next() % m.size()] = (char)next();
+    auto f = GGUFFile::open(dir.write("r.gguf", m));
+    if (!f.ok()) {
+      ++failures;
+      EXPECT_FALSE(f.status().message().empty());
+      continue;
+    }
+    for (const TensorView& t : (*f)->tensors()) {
+      EXPECT_GE(t.nbytes, 0);
+      EXPECT_LE((uint64_t)t.nbytes, (*f)->file_size());
+    }
+  }
+  EXPECT_GT(failures, 0);  // the corpus really does exercise error paths
+}
+
+}  // namespace
+}  // namespace stride

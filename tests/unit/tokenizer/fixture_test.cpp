@@ -13,14 +13,8 @@
 namespace stride {
 namespace {
 
-const std::string kVocabDir = std::string(STRIDE_SOURCE_DIR) + "/../shared/fixtures/vocab/";
-
-std::string fixture_dir() {
-  // The fixtures live outside the repository; STRIDE_VOCAB_DIR overrides.
-  if (const char* d = std::getenv("STRIDE_VOCAB_DIR")) return std::string(d) + "/";
-  std::ifstream probe("/work/shared/fixtures/vocab/README.md");
-  return probe ? "/work/shared/fixtures/vocab/" : kVocabDir;
-}
+// The fixtures live beside the repository, in shared/fixtures/vocab.
+std::string fixture_dir() { return std::string(STRIDE_SOURCE_DIR) + "/../shared/fixtures/vocab/"; }
 
 std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -1,0 +1,108 @@
+// GFLOP/s of matmul per weight type at SmolLM2 / Gemma-3 layer shapes:
+// GEMV (decode, n_tok = 1) and GEMM (prefill, n_tok = 512), 1 and 2 threads.
+//   ./build/bench_matmul --benchmark_filter='Q4_1'
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+
+namespace {
+
+using namespace stride;
+
+struct Shape {
+  const char* name;
+  int64_t n_in, n_out;
+};
+
+// Random weight bytes with finite fp16 scales (the kernels' speed does not
+// depend on the values).
+std::vector<uint8_t> random_weight(DType t, int64_t n_in, int64_t n_out) {
+  const DTypeInfo* info = dtype_info(t);
+  const int64_t n_blocks = n_in / info->block_elems * n_out;
+  std::vector<uint8_t> bytes((size_t)(n_blocks * info->block_bytes));
+  std::mt19937 rng(42);
+  for (auto& b : bytes) b = (uint8_t)(rng() & 0xFF);
+  const uint16_t h = fp32_to_fp16(0.01f);
+  auto set_half = [&](int off) {
+    for (int64_t b = 0; b < n_blocks; ++b) std::memcpy(bytes.data() + b * info->block_bytes + off, &h, 2);
+  };
+  switch (t) {
+    case DType::F16: case DType::BF16: set_half(0); break;  // every element finite
+    case DType::F32:
+      for (size_t i = 0; i < bytes.size(); i += 4) { const float v = 0.01f; std::memcpy(&bytes[i], &v, 4); }
+      break;
+    case DType::Q6_K: set_half(208); break;
+    case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: set_half(0); set_half(2); break;
+    default: set_half(0); break;
+  }
+  return bytes;
+}
+
+void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int threads) {
+  const auto bytes = random_weight(t, shape.n_in, shape.n_out);
+  TensorView w;
+  w.type = t;
+  w.n_dims = 2;
+  w.ne = {shape.n_in, shape.n_out, 1, 1};
+  w.data = bytes.data();
+  w.nbytes = (int64_t)bytes.size();
+  std::vector<float> x((size_t)(shape.n_in * n_tok)), y((size_t)(shape.n_out * n_tok));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  for (auto& v : x) v = nd(rng);
+  ThreadPool pool(threads);
+  for (auto _ : state) {
+    matmul(w, x.data(), y.data(), n_tok, pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * (double)shape.n_in * (double)shape.n_out * (double)n_tok;
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * (double)state.iterations(),
+                                                 benchmark::Counter::kIsRate);
+  state.counters["GB/s_w"] = benchmark::Counter((double)bytes.size() * 1e-9 * (double)state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+
+void register_all() {
+  // SmolLM2-135M: ffn_gate/up [576 -> 1536], ffn_down [1536 -> 576].
+  // Gemma-3-270m: ffn_gate/up [640 -> 2048] (Q5_0), ffn_down [2048 -> 640] (Q4_K/Q6_K).
+  const Shape smol_up{"576x1536", 576, 1536}, smol_down{"1536x576", 1536, 576};
+  const Shape gemma_up{"640x2048", 640, 2048}, gemma_down{"2048x640", 2048, 640};
+  struct Entry { DType t; std::vector<Shape> shapes; };
+  const std::vector<Entry> entries = {
+      {DType::Q4_1, {smol_up, smol_down}}, {DType::Q8_0, {smol_up, smol_down, gemma_up}},
+      {DType::Q5_0, {gemma_up, smol_up}},  {DType::Q4_0, {smol_up}},
+      {DType::Q5_1, {smol_up}},            {DType::Q4_K, {gemma_down, smol_down}},
+      {DType::Q6_K, {gemma_down}},         {DType::Q5_K, {gemma_down}},
+      {DType::F32, {smol_up}},             {DType::F16, {smol_up}},
+      {DType::BF16, {smol_up}},
+  };
+  for (const Entry& e : entries)
+    for (const Shape& s : e.shapes)
+      for (int64_t n_tok : {1, 512})
+        for (int threads : {1, 2}) {
+          const std::string name = std::string(dtype_name(e.t)) + "/" + s.name + "/tok" +
+                                   std::to_string(n_tok) + "/t" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(), bench, e.t, s, n_tok, threads)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
