@@ -11,7 +11,7 @@ by llama.cpp) are prefilled, then `--decode` tokens are generated greedily
 (EOS ignored). stride: `stride run --prompt-ids ... --json` (its own prefill and
 decode tok/s). llama.cpp: same thread count, n_batch = n_ubatch = 512, wall time
 of llama_decode for the prompt and for the decode steps; model load excluded on
-both sides. Medians over --reps. Writes OUT/compare.json and OUT/compare.png
+both sides; one untimed warm-up run each. Medians over --reps. Writes OUT/compare.json and OUT/compare.png
 (stride / llama.cpp ratios) and prints a table.
 """
 import argparse
@@ -56,7 +56,7 @@ def bench_llamacpp(model_path, ids, n_decode, threads, reps):
     llm = Llama(model_path=model_path, n_ctx=len(ids) + n_decode + 16, n_batch=512, n_ubatch=512,
                 n_threads=threads, n_threads_batch=threads, logits_all=False, verbose=False)
     n_vocab = llm.n_vocab()
-    llm.eval(ids[:16])  # warm-up (page in weights)
+    llm.eval(ids)  # warm-up: page in weights, allocate the compute graph
     pre, dec = [], []
     for _ in range(reps):
         llm.reset()
@@ -73,6 +73,7 @@ def bench_llamacpp(model_path, ids, n_decode, threads, reps):
 
 
 def bench_stride(cli, model_path, ids, n_decode, threads, reps, attention):
+    cli.run(model_path, ids, 1, attention=attention, threads=threads)  # warm-up (page cache)
     pre, dec = [], []
     for _ in range(reps):
         res = cli.run(model_path, ids, n_decode, attention=attention, threads=threads)

@@ -3,6 +3,7 @@
 // window; the user's policy applies to the other (global) layers; explicit
 // per-layer overrides win over both.
 #include <map>
+#include <string_view>
 #include <vector>
 
 #include "attention/policy.h"
@@ -13,6 +14,10 @@ namespace stride {
 struct LayerPolicyOverrides {
   std::map<int, PolicySpec> by_layer;  // layer index -> policy
 };
+
+// "A-B=POLICY" or "A=POLICY" (layers A..B inclusive), e.g. "0-1=dense".
+// Layers beyond n_layer are an error when n_layer > 0.
+Status parse_layer_override(std::string_view text, int n_layer, LayerPolicyOverrides& out);
 
 std::vector<PolicySpec> resolve_layer_policies(const ModelConfig& cfg, const PolicySpec& user,
                                                const LayerPolicyOverrides& overrides = {});

@@ -58,6 +58,7 @@ Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t toke
     return InvalidArgument("--kv-type must be f16 or f32, not '" + o.kv_type + "'");
   }
   e.kv_f32 = o.kv_type == "f32";
+  e.layer_policies = o.layer_policies;
   if (!o.kv_budget.empty()) {
     STRIDE_ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_bytes(o.kv_budget));
   }

@@ -68,6 +68,8 @@ void add_score_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--attention,-a", args->model.attention, "attention policy")->capture_default_str();
   cmd->add_option("--threads", args->model.threads, "0 = all cores")->capture_default_str();
   cmd->add_option("--chunk", args->chunk, "prefill chunk size")->capture_default_str();
+  cmd->add_option("--layer-attention", args->model.layer_policies,
+                  "per-layer policy A-B=POLICY, repeatable; wins over --attention and native windows");
   cmd->add_option("--kv-type", args->model.kv_type, "KV storage: f16 or f32")->capture_default_str();
   cmd->add_option("--kv-budget", args->model.kv_budget, "KV pool size, e.g. 512M");
   cmd->add_flag("--reference", args->reference,

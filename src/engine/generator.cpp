@@ -103,7 +103,11 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   e->model_->set_max_chunk(opts.prefill_chunk);
   const ModelConfig& c = e->model_->config();
   e->pool_ = std::make_unique<ThreadPool>(opts.threads);
-  e->layer_policies_ = resolve_layer_policies(c, opts.attention, opts.overrides);
+  LayerPolicyOverrides overrides;
+  for (const std::string& text : opts.layer_policies) {
+    STRIDE_RETURN_IF_ERROR(parse_layer_override(text, c.n_layer, overrides));
+  }
+  e->layer_policies_ = resolve_layer_policies(c, opts.attention, overrides);
 
   KVCacheConfig kc;
   kc.n_layer = c.n_layer;

@@ -21,7 +21,7 @@ namespace stride {
 struct EngineOptions {
   std::string model_path;
   PolicySpec attention;             // user policy for the global layers
-  LayerPolicyOverrides overrides;   // per-layer policies
+  std::vector<std::string> layer_policies;  // "A-B=POLICY" per-layer overrides
   int threads = 0;                  // 0: all cores
   int64_t kv_budget_bytes = 0;      // 0: sized for max_context tokens
   int64_t max_context = 8192;       // tokens one sequence may hold

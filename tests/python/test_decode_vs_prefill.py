@@ -66,3 +66,27 @@ def test_policies_change_long_range_logits(model_dir, tmp_path):
     win = score(model_dir, ids, "window:size=4", 256, tmp_path)
     assert np.abs(dense[:4] - win[:4]).max() < 1e-5
     assert np.abs(dense[-1] - win[-1]).max() > 1e-4
+
+
+def test_layer_overrides(tmp_path):
+    """--layer-attention wins over --attention: overriding every layer back to
+    dense gives dense logits; overriding some layers changes them."""
+    model = TINY / "llama"
+    ids = json.loads((model / "ids.json").read_text())
+    n_layer = json.loads((model / "config.json").read_text())["num_hidden_layers"]
+
+    def run(*extra):
+        out = tmp_path / "o.f32"
+        res = subprocess.run([str(STRIDE), "score", "--model", str(model), "--ids", " ".join(map(str, ids)),
+                              "--out", str(out), *extra], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        return np.fromfile(out, dtype=np.float32)
+
+    dense = run()
+    all_back = run("--attention", "window:size=4", "--layer-attention", f"0-{n_layer - 1}=dense")
+    one = run("--layer-attention", "0=window:size=4")
+    assert np.abs(dense - all_back).max() == 0
+    assert np.abs(dense - one).max() > 1e-4
+    bad = subprocess.run([str(STRIDE), "score", "--model", str(model), "--ids", "1 2", "--out", str(tmp_path / "x"),
+                          "--layer-attention", f"0-{n_layer}=dense"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "does not exist" in bad.stderr

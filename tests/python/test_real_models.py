@@ -2,8 +2,11 @@
 
 Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_real_models.py -s
 Goldens come from scripts/oracles/llamacpp_goldens.py (via scripts/setup):
-greedy llama.cpp continuations with top-K log-probs, and tokenizations.
+greedy llama.cpp continuations with top-K log-probs, and tokenizations; and
+from scripts/oracles/dequant_reference.py: the exact f32 evaluation of the
+dequantized weights (HF transformers) on the same sequences.
 """
+import json
 import os
 
 import numpy as np
@@ -12,9 +15,20 @@ import pytest
 from conftest import ROOT
 
 MODELS = ["smollm2", "gemma3"]
-MIN_TEACHER_FORCED = 0.99   # top-1 agreement over all generated positions
-MAX_MEAN_KL = 0.05          # nats, llama.cpp || stride, truncated to llama.cpp's top-K
+# Top-1 agreement with llama.cpp at every teacher-forced position. Quantized
+# engines disagree at near ties: llama.cpp's own batched vs step-by-step argmax
+# agree at only ~98.5% of these positions, and llama.cpp agrees with the exact
+# f32 evaluation of the same quantized weights at 97.7-98.8%. So 99% is asked
+# where llama.cpp's choice is decisive (leads by DECISIVE_GAP nats), and the
+# raw figure over all positions must reach MIN_TOP1_ALL.
+MIN_TOP1_DECISIVE = 0.99
+DECISIVE_GAP = 0.5          # nats between llama.cpp's top-1 and top-2
+MIN_TOP1_ALL = 0.97
+MAX_MEAN_KL = 0.02          # nats, llama.cpp || stride, truncated to llama.cpp's top-K
 MAX_DIVERGENCE_GAP = 1.0    # nats: a free-running divergence must be a near tie
+# vs the exact f32 evaluation of the dequantized weights (dequant_reference.py)
+MIN_TOP1_EXACT = 0.97
+MAX_MEAN_KL_EXACT = 0.01
 
 
 def _model_path(goldens, key):
@@ -46,7 +60,7 @@ def test_teacher_forced_top1_and_kl(goldens, teacher_forced, key):
     """stride's one-pass scores of prompt + llama.cpp's greedy continuation vs
     llama.cpp's own one-pass scores of the same ids (like for like: llama.cpp's
     batched and step-by-step argmaxes themselves differ at ~1% of positions)."""
-    agree = agree_steps = total = 0
+    agree = agree_steps = total = dec_agree = dec_total = 0
     kls = []
     for case, lp in zip(goldens["models"][key]["cases"], teacher_forced[key]):
         gen = case["generated_ids"]
@@ -54,6 +68,10 @@ def test_teacher_forced_top1_and_kl(goldens, teacher_forced, key):
         mine = lp.argmax(axis=-1)
         hits = int((mine == ref_top1).sum())
         hits_steps = int((mine == np.array(gen)).sum())
+        gaps = np.array([lps[0] - lps[1] for lps in case["tf_topk_logprobs"]])
+        decisive = gaps >= DECISIVE_GAP
+        dec_agree += int((mine == ref_top1)[decisive].sum())
+        dec_total += int(decisive.sum())
         kl = []
         for i in range(len(gen)):
             ids = np.array(case["tf_topk_ids"][i])
@@ -67,11 +85,43 @@ def test_teacher_forced_top1_and_kl(goldens, teacher_forced, key):
         print(f"\n{key}/{case['name']}: top-1 vs llama.cpp batch {hits}/{len(gen)}, "
               f"vs llama.cpp step-by-step {hits_steps}/{len(gen)}, KL mean {np.mean(kl):.4f} "
               f"max {np.max(kl):.4f}; (pos, llama.cpp log-prob gap) {worst}")
-    rate = agree / total
+    rate, dec_rate = agree / total, dec_agree / max(1, dec_total)
     print(f"{key}: teacher-forced top-1 agreement {agree}/{total} = {rate:.2%} "
-          f"(vs step-by-step tokens {agree_steps}/{total}), mean KL {np.mean(kls):.4f}")
-    assert rate >= MIN_TEACHER_FORCED
+          f"(vs step-by-step tokens {agree_steps}/{total}); at decisive positions "
+          f"{dec_agree}/{dec_total} = {dec_rate:.2%}; mean KL {np.mean(kls):.4f}")
+    assert dec_rate >= MIN_TOP1_DECISIVE
+    assert rate >= MIN_TOP1_ALL
     assert np.mean(kls) <= MAX_MEAN_KL
+
+
+@pytest.fixture(scope="module")
+def exact_reference():
+    path = os.path.join(ROOT, "tests", "data", "generated", "dequant_reference.json")
+    if not os.path.exists(path):
+        pytest.fail(f"{path} missing: run scripts/setup")
+    with open(path) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("key", MODELS)
+def test_teacher_forced_vs_exact_dequantized(goldens, teacher_forced, exact_reference, key):
+    """stride vs HF f32 run on the GGUF's dequantized weights: how close stride
+    is to the exact function of the quantized model (llama.cpp printed alongside)."""
+    agree = agree_llama = total = 0
+    kls = []
+    for case, ref, lp in zip(goldens["models"][key]["cases"],
+                             exact_reference["models"][key]["cases"], teacher_forced[key]):
+        ref_top1 = np.array([ids[0] for ids in ref["topk_ids"]])
+        agree += int((lp.argmax(axis=-1) == ref_top1).sum())
+        agree_llama += int((np.array([ids[0] for ids in case["tf_topk_ids"]]) == ref_top1).sum())
+        total += len(ref_top1)
+        for i in range(len(ref_top1)):
+            ids, lr = np.array(ref["topk_ids"][i]), np.array(ref["topk_logprobs"][i])
+            kls.append(float((np.exp(lr) * (lr - lp[i, ids])).sum()))
+    print(f"\n{key}: top-1 vs exact dequantized f32: stride {agree}/{total}, "
+          f"llama.cpp {agree_llama}/{total}; mean KL(exact || stride) {np.mean(kls):.5f}")
+    assert agree / total >= MIN_TOP1_EXACT
+    assert np.mean(kls) <= MAX_MEAN_KL_EXACT
 
 
 @pytest.mark.parametrize("key", MODELS)
