@@ -12,6 +12,8 @@ constexpr int kSpinIterations = 200000;  // ~ a few hundred microseconds
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = (int)std::max(1u, std::thread::hardware_concurrency());
   n_threads_ = n_threads;
+  const int cores = (int)std::max(1u, std::thread::hardware_concurrency());
+  spin_iterations_ = n_threads_ <= cores ? kSpinIterations : 0;
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -39,7 +41,13 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   if (sleepers_.load() > 0) cv_.notify_all();
   fn(0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < spin_iterations_) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   job_ = nullptr;
 }
 
@@ -67,7 +75,7 @@ void ThreadPool::worker_loop(int index) {
     int spins = 0;
     uint64_t gen;
     while ((gen = generation_.load(std::memory_order_acquire)) == seen) {
-      if (++spins < kSpinIterations) {
+      if (++spins < spin_iterations_) {
         _mm_pause();
         continue;
       }

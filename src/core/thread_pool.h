@@ -34,6 +34,9 @@ class ThreadPool {
   void worker_loop(int index);
 
   int n_threads_;
+  // Spinning only pays when every thread has a core of its own; with more
+  // threads than cores, spinners steal the cores the others need.
+  int spin_iterations_ = 0;
   std::vector<std::thread> workers_;
   const std::function<void(int, int)>* job_ = nullptr;
   std::atomic<uint64_t> generation_{0};
