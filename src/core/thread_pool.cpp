@@ -6,7 +6,7 @@
 namespace stride {
 
 namespace {
-constexpr int kSpinIterations = 200000;  // ~ a few hundred microseconds
+constexpr int kSpinIterations = 20000;  // tens to hundreds of microseconds
 }
 
 ThreadPool::ThreadPool(int n_threads) {

@@ -34,3 +34,22 @@ def test_llamacpp_reproduces_hf(tiny_manifest, name, dtype, tol):
     n = tiny_manifest["models"][name]["sliding_window"] if name == "mistral" else len(ids)
     print(f"\nllama.cpp {name} {dtype}: max|diff| {per_pos[:n].max():.3e} over {n} positions")
     assert per_pos[:n].max() <= tol
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gemma3"])
+def test_gguf_reader_metadata(tiny_manifest, name):
+    """The files parse with gguf-py and carry the keys llama.cpp's converter writes."""
+    import gguf
+    path = os.path.join(TINY, tiny_manifest["models"][name]["gguf"]["f32"])
+    r = gguf.GGUFReader(path)
+    arch = r.fields["general.architecture"].contents()
+    assert arch == {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "gemma3": "gemma3"}[name]
+    for key in ("block_count", "embedding_length", "attention.head_count",
+                "attention.head_count_kv", "rope.freq_base", "attention.key_length"):
+        assert f"{arch}.{key}" in r.fields, key
+    if tiny_manifest["models"][name]["sliding_window"]:
+        assert r.fields[f"{arch}.attention.sliding_window"].contents() == 8
+    names = {t.name for t in r.tensors}
+    assert {"token_embd.weight", "output_norm.weight", "blk.0.attn_q.weight"} <= names
+    assert ("output.weight" in names) == (name in ("llama", "mistral"))  # tied otherwise
+    assert len(r.fields["tokenizer.ggml.tokens"].data) == 256
