@@ -50,7 +50,8 @@ class StrideCli:
         except json.JSONDecodeError as e:
             raise StrideError(f"last stdout line is not JSON: {lines[-1][:200]!r}") from e
 
-    def score(self, model, ids, attention=None, chunk=None, threads=THREADS) -> np.ndarray:
+    def score(self, model, ids, attention=None, chunk=None, threads=THREADS,
+              extra=()) -> np.ndarray:
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "logits.f32")
             args = ["score", "--model", model, "--ids", " ".join(map(str, ids)),
@@ -59,6 +60,7 @@ class StrideCli:
                 args += ["--attention", attention]
             if chunk:
                 args += ["--chunk", chunk]
+            args += list(extra)
             info = self._last_json(self._call(args))
             n, v = int(info["n_tokens"]), int(info["n_vocab"])
             data = np.fromfile(out, dtype="<f4")
