@@ -62,40 +62,65 @@ Status Transformer::forward(KVCache& kv, KVCache::SeqId seq, const int32_t* toke
                             bool all_logits, float* logits, ThreadPool& pool) {
   if (n <= 0) return InvalidArgument("forward: no tokens");
   const int64_t n_vocab = config().n_vocab;
-  for (int i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
-      return InvalidArgument("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (" +
-                             std::to_string(n_vocab) + ")");
-    }
-  }
   for (int done = 0; done < n;) {
     const int m = std::min(max_chunk_, n - done);
     const bool last = done + m == n;
-    float* out = all_logits ? logits + (int64_t)done * n_vocab : logits;
+    SequenceStep step;
+    step.seq = seq;
+    step.tokens = tokens + done;
+    step.n = m;
+    step.all_logits = all_logits;
     // Intermediate chunks of a last-token-only call need no logits at all.
-    STRIDE_RETURN_IF_ERROR(
-        forward_chunk(kv, seq, tokens + done, m, all_logits, (all_logits || last) ? out : nullptr, pool));
+    step.logits = all_logits ? logits + (int64_t)done * n_vocab : (last ? logits : nullptr);
+    STRIDE_RETURN_IF_ERROR(forward_batch(kv, &step, 1, pool));
     done += m;
   }
   return Status::Ok();
 }
 
-Status Transformer::forward_chunk(KVCache& kv, KVCache::SeqId seq, const int32_t* tokens, int n,
-                                  bool all_logits, float* logits, ThreadPool& pool) {
+Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_steps,
+                                  ThreadPool& pool, int* failed) {
   const ModelConfig& c = config();
-  STRIDE_RETURN_IF_ERROR(kv.reserve(seq, n));
+  int n = 0;
+  for (int i = 0; i < n_steps; ++i) {
+    if (steps[i].n <= 0) return InvalidArgument("forward: a sequence step has no tokens");
+    for (int j = 0; j < steps[i].n; ++j) {
+      const int32_t t = steps[i].tokens[j];
+      if (t < 0 || t >= c.n_vocab) {
+        return InvalidArgument("token id " + std::to_string(t) + " is outside the vocabulary (" +
+                               std::to_string(c.n_vocab) + ")");
+      }
+    }
+    n += steps[i].n;
+  }
+  if (n == 0) return InvalidArgument("forward: no tokens");
+  if (n > max_chunk_) return InvalidArgument("forward: batch of " + std::to_string(n) + " tokens exceeds the chunk size");
+  for (int i = 0; i < n_steps; ++i) {
+    Status st = kv.reserve(steps[i].seq, steps[i].n);
+    if (!st.ok()) {
+      if (failed) *failed = i;
+      return st;
+    }
+  }
   ensure_scratch(n);
 
   const int64_t E = c.n_embd;
   const int64_t qd = (int64_t)c.n_head * c.head_dim;
   const int64_t kd = (int64_t)c.n_head_kv * c.head_dim;
   const int64_t vd = (int64_t)c.n_head_kv * c.head_dim_v;
+  const int64_t od = (int64_t)c.n_head * c.head_dim_v;
   const int64_t F = c.n_ff;
-  const int64_t pos0 = kv.length(seq);
-  for (int i = 0; i < n; ++i) pos_[i] = (int32_t)(pos0 + i);
+  ids_.resize(n);
+  for (int i = 0, row = 0; i < n_steps; ++i) {
+    const int64_t pos0 = kv.length(steps[i].seq);
+    for (int j = 0; j < steps[i].n; ++j, ++row) {
+      pos_[row] = (int32_t)(pos0 + j);
+      ids_[row] = steps[i].tokens[j];
+    }
+  }
 
-  float* x = x_.data();  // [n, E]
-  if (!embed_rows(w_.tok_embd, tokens, n, c.embed_scale, x)) {
+  float* x = x_.data();  // [n, E] residual stream of all steps' tokens
+  if (!embed_rows(w_.tok_embd, ids_.data(), n, c.embed_scale, x)) {
     return InvalidArgument("token id outside the embedding table");
   }
 
@@ -119,9 +144,12 @@ Status Transformer::forward_chunk(KVCache& kv, KVCache::SeqId seq, const int32_t
          ap.rope_freq_scale, ap.rope_neox);
     rope(k_.data(), pos_.data(), n, c.n_head_kv, c.head_dim, ap.rope_dim, ap.rope_base,
          ap.rope_freq_scale, ap.rope_neox);
-    kv.write(il, seq, k_.data(), v_.data(), n);
-    kv.attend(il, seq, q_.data(), n, ap, att_.data(), pool);  // [n, n_head, hd_v]
-    matmul(L.wo, att_.data(), o_.data(), n, pool);           // [n, E]
+    // Attention is per sequence: each reads only its own pages.
+    for (int i = 0, row = 0; i < n_steps; row += steps[i].n, ++i) {
+      kv.write(il, steps[i].seq, k_.data() + row * kd, v_.data() + row * vd, steps[i].n);
+      kv.attend(il, steps[i].seq, q_.data() + row * qd, steps[i].n, ap, att_.data() + row * od, pool);
+    }
+    matmul(L.wo, att_.data(), o_.data(), n, pool);  // [n, E]
     if (L.post_attn_norm.valid()) rmsnorm(o_.data(), f32(L.post_attn_norm), o_.data(), n, E, c.norm_eps);
     add_inplace(x, o_.data(), (int64_t)n * E);
 
@@ -138,15 +166,46 @@ Status Transformer::forward_chunk(KVCache& kv, KVCache::SeqId seq, const int32_t
     if (L.post_ffn_norm.valid()) rmsnorm(o_.data(), f32(L.post_ffn_norm), o_.data(), n, E, c.norm_eps);
     add_inplace(x, o_.data(), (int64_t)n * E);
   }
-  kv.commit(seq, n);
+  for (int i = 0; i < n_steps; ++i) kv.commit(steps[i].seq, steps[i].n);
 
-  if (!logits) return Status::Ok();
-  // Only the rows whose logits are wanted go through the output head.
-  const int first = all_logits ? 0 : n - 1;
-  const int rows = n - first;
-  rmsnorm(x + (int64_t)first * E, f32(w_.output_norm), h_.data(), rows, E, c.norm_eps);
-  matmul(w_.output, h_.data(), logits, rows, pool);  // [rows, n_vocab]
-  if (c.final_logit_softcap > 0) softcap(logits, (int64_t)rows * c.n_vocab, c.final_logit_softcap);
+  // Only the rows whose logits are wanted go through the output head:
+  // gather them into h_ (contiguous), one matmul, then scatter.
+  int rows = 0;
+  for (int i = 0, row = 0; i < n_steps; row += steps[i].n, ++i) {
+    if (!steps[i].logits) continue;
+    const int first = steps[i].all_logits ? 0 : steps[i].n - 1;
+    for (int j = first; j < steps[i].n; ++j, ++rows) {
+      rmsnorm(x + (int64_t)(row + j) * E, f32(w_.output_norm), h_.data() + (int64_t)rows * E, 1, E, c.norm_eps);
+    }
+  }
+  if (rows == 0) return Status::Ok();
+  // One destination is written in place; several go through scratch.
+  int wanting = 0;
+  const SequenceStep* only = nullptr;
+  for (int i = 0; i < n_steps; ++i) {
+    if (steps[i].logits) {
+      ++wanting;
+      only = &steps[i];
+    }
+  }
+  const int64_t V = c.n_vocab;
+  std::vector<float> scratch;
+  float* out = only->logits;
+  if (wanting > 1) {
+    scratch.resize((size_t)rows * V);
+    out = scratch.data();
+  }
+  matmul(w_.output, h_.data(), out, rows, pool);  // [rows, n_vocab]
+  if (c.final_logit_softcap > 0) softcap(out, (int64_t)rows * V, c.final_logit_softcap);
+  if (wanting > 1) {
+    int64_t r = 0;
+    for (int i = 0; i < n_steps; ++i) {
+      if (!steps[i].logits) continue;
+      const int64_t count = steps[i].all_logits ? steps[i].n : 1;
+      std::memcpy(steps[i].logits, out + r * V, sizeof(float) * count * V);
+      r += count;
+    }
+  }
   return Status::Ok();
 }
 

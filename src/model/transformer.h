@@ -15,6 +15,15 @@
 
 namespace stride {
 
+// One sequence's share of a batched step: n tokens continuing `seq`.
+struct SequenceStep {
+  KVCache::SeqId seq = -1;
+  const int32_t* tokens = nullptr;  // [n]
+  int n = 0;
+  bool all_logits = false;  // logits for every token, else only the last
+  float* logits = nullptr;  // [n, n_vocab] or [n_vocab]; null: none wanted
+};
+
 class Transformer {
  public:
   // Takes ownership of the source (the mmap must outlive the weight views).
@@ -33,13 +42,19 @@ class Transformer {
   Status forward(KVCache& kv, KVCache::SeqId seq, const int32_t* tokens, int n, bool all_logits,
                  float* logits, ThreadPool& pool);
 
+  // One step over several sequences at once (continuous batching): the
+  // matmuls run over all their tokens together, attention runs per sequence.
+  // Sum of n must not exceed max_chunk(). On ResourceExhausted, *failed is
+  // the index of the step whose pages could not be reserved; no step has
+  // been run and reservations already made stay for the next attempt.
+  Status forward_batch(KVCache& kv, const SequenceStep* steps, int n_steps, ThreadPool& pool,
+                       int* failed = nullptr);
+
   // Per-layer attention parameters (scale, softcap, RoPE) for the KV cache.
   AttentionParams attention_params(int layer) const;
 
  private:
   Transformer() = default;
-  Status forward_chunk(KVCache& kv, KVCache::SeqId seq, const int32_t* tokens, int n,
-                       bool all_logits, float* logits, ThreadPool& pool);
   void ensure_scratch(int n);
 
   std::unique_ptr<ModelSource> source_;
@@ -58,6 +73,7 @@ class Transformer {
   std::vector<float> o_;       // [n, n_embd]
   std::vector<float> gate_;    // [n, n_ff]
   std::vector<float> up_;      // [n, n_ff]
+  std::vector<int32_t> ids_;   // [n] tokens of all steps, concatenated
 };
 
 }  // namespace stride
