@@ -1,5 +1,6 @@
 #include "attention/attention_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -53,6 +54,42 @@ void attention_reference(const PolicySpec& policy, const AttentionParams& p, int
       for (int t = 0; t < head_dim_v; ++t) o[t] = (float)(acc[t] / denom);
     }
   }
+}
+
+void attention_reference_masked(const AttentionParams& p, int n_kv_heads, int head_dim_k,
+                                int head_dim_v, const float* q, int n_q, const float* k,
+                                const float* v, int64_t n_kv, const KeyVisibility& visible,
+                                float* out) {
+  const int group = p.n_head / n_kv_heads;
+  std::vector<double> scores(n_kv), acc(head_dim_v);
+  for (int i = 0; i < n_q; ++i)
+    for (int hq = 0; hq < p.n_head; ++hq) {
+      const int hk = hq / group;
+      const float* qv = q + ((int64_t)i * p.n_head + hq) * head_dim_k;
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < n_kv; ++j) {
+        scores[j] = -INFINITY;
+        if (!visible(i, hq, j)) continue;
+        const float* kv = k + (j * n_kv_heads + hk) * head_dim_k;
+        double s = 0;
+        for (int t = 0; t < head_dim_k; ++t) s += (double)qv[t] * kv[t];
+        s *= attention_scale(p, head_dim_k);
+        if (p.softcap > 0.f) s = p.softcap * std::tanh(s / p.softcap);
+        scores[j] = s;
+        mx = std::max(mx, s);
+      }
+      float* o = out + ((int64_t)i * p.n_head + hq) * head_dim_v;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      double denom = 0;
+      for (int64_t j = 0; j < n_kv && mx != -INFINITY; ++j) {
+        if (scores[j] == -INFINITY) continue;
+        const double w = std::exp(scores[j] - mx);
+        denom += w;
+        const float* vv = v + (j * n_kv_heads + hk) * head_dim_v;
+        for (int t = 0; t < head_dim_v; ++t) acc[t] += w * vv[t];
+      }
+      for (int t = 0; t < head_dim_v; ++t) o[t] = denom > 0 ? (float)(acc[t] / denom) : 0.f;
+    }
 }
 
 }  // namespace stride

@@ -11,11 +11,21 @@ namespace stride {
 
 namespace {
 
-Status check_policy(const PolicySpec& p, int layer) {
+Status check_policy(const PolicySpec& p, int layer, int page_size) {
   const std::string where = "KVCache: layer " + std::to_string(layer) + " policy ";
   if ((p.kind == PolicyKind::Window || p.kind == PolicyKind::RSWA) && p.window <= 0)
     return InvalidArgument(where + "needs a positive window");
   if (p.kind == PolicyKind::RSWA && p.sinks < 0) return InvalidArgument(where + "has negative sinks");
+  if (p.kind == PolicyKind::Strided && (p.window <= 0 || p.stride <= 0 || p.block <= 0))
+    return InvalidArgument(where + "'strided' needs a positive window, stride and block");
+  if (p.kind == PolicyKind::TopK) {
+    if (!(p.sparsity >= 0.0 && p.sparsity < 1.0))
+      return InvalidArgument(where + "'topk' needs a sparsity in [0, 1)");
+    // Selection works on whole pages: a block groups block / page_size pages.
+    if (p.block < 0 || (p.block > 0 && p.block % page_size != 0))
+      return InvalidArgument(where + "'topk' block=" + std::to_string(p.block) +
+                             " must be a multiple of the KV page size " + std::to_string(page_size));
+  }
   return Status::Ok();
 }
 
@@ -28,7 +38,7 @@ Expected<std::unique_ptr<KVCache>> KVCache::create(const KVCacheConfig& cfg) {
   if ((int)cfg.layer_policies.size() != cfg.n_layer)
     return InvalidArgument("KVCache: expected " + std::to_string(cfg.n_layer) +
                            " layer policies, got " + std::to_string(cfg.layer_policies.size()));
-  for (int l = 0; l < cfg.n_layer; ++l) STRIDE_RETURN_IF_ERROR(check_policy(cfg.layer_policies[l], l));
+  for (int l = 0; l < cfg.n_layer; ++l) STRIDE_RETURN_IF_ERROR(check_policy(cfg.layer_policies[l], l, cfg.page_size));
 
   const KvPoolShape shape{cfg.n_kv_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.page_size, cfg.f32_storage};
   const int64_t n_pages = cfg.budget_bytes / shape.bytes_per_page();

@@ -8,6 +8,7 @@
 
 #include "attention/attention_kernel.h"
 #include "attention/plan.h"
+#include "attention/topk_selector.h"
 
 namespace stride {
 
@@ -17,7 +18,11 @@ constexpr int64_t kForever = std::numeric_limits<int64_t>::max() / 4;
 }  // namespace
 
 PagedKVCache::PagedKVCache(const KVCacheConfig& cfg, std::unique_ptr<KvPool> pool)
-    : cfg_(cfg), pool_(std::move(pool)), pages_(pool_->n_pages()) {}
+    : cfg_(cfg), pool_(std::move(pool)), pages_(pool_->n_pages()) {
+  for (const PolicySpec& p : cfg_.layer_policies)
+    if (p.kind == PolicyKind::TopK && !summaries_)
+      summaries_ = std::make_unique<PageSummaries>(pool_->n_pages(), cfg_.n_kv_heads, cfg_.head_dim_k);
+}
 
 bool PagedKVCache::valid(SeqId seq) const {
   return seq >= 0 && seq < (SeqId)seqs_.size() && seqs_[seq].active;
@@ -111,6 +116,8 @@ void PagedKVCache::write(int layer, SeqId seq, const float* k, const float* v, i
     const int32_t page = ls.table[pos / ps];
     assert(page >= 0);
     if (page >= 0) pool_->store(page, slot, run, k + t * k_row, k_row, v + t * v_row, v_row, pos);
+    if (page >= 0 && summaries_ && cfg_.layer_policies[layer].kind == PolicyKind::TopK)
+      summaries_->update(page, slot, run, k + t * k_row, k_row);
     t += run;
   }
 }
@@ -129,14 +136,18 @@ void PagedKVCache::attend(int layer, SeqId seq, const float* q, int n_new,
   const LayerState& ls = s.layers[layer];
   const PolicySpec& policy = cfg_.layer_policies[layer];
   const int64_t kv_len = std::min<int64_t>(s.length + n_new, (int64_t)ls.table.size() * cfg_.page_size);
-  const AttentionPlan plan = plan_attention(policy, ls.table, cfg_.page_size, kv_len, s.length,
-                                            n_new, default_q_block(n_new));
+  const AttentionPlan plan =
+      policy.kind == PolicyKind::TopK && summaries_
+          ? plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, n_new,
+                      default_q_block(n_new), *summaries_, q, p.n_head, cfg_.n_kv_heads)
+          : plan_attention(policy, ls.table, cfg_.page_size, kv_len, s.length, n_new,
+                           default_q_block(n_new));
 #ifndef NDEBUG
   const Status plan_ok = check_plan(plan, policy, cfg_.page_size, kv_len);
   assert(plan_ok.ok());
 #endif
   attention_paged(*pool_, plan, policy, p, q, out, pool);
-  pages_read_ += plan.n_entries();
+  (plan.per_head() ? head_pages_read_ : pages_read_) += plan.n_entries();
   pages_present_ += ls.held * plan.n_blocks();
 }
 
@@ -185,7 +196,7 @@ KVCacheStats PagedKVCache::stats() const {
   st.pages_used = pages_.n_used();
   st.peak_pages_used = peak_used_;
   st.bytes_per_page = pool_->shape().bytes_per_page();
-  st.pages_read = pages_read_;
+  st.pages_read = pages_read_ + head_pages_read_ / cfg_.n_kv_heads;
   st.pages_present = pages_present_;
   return st;
 }

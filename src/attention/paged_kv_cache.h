@@ -9,6 +9,7 @@
 #include "attention/kv_cache.h"
 #include "kv/kv_pool.h"
 #include "kv/page_manager.h"
+#include "kv/page_summary.h"
 
 namespace stride {
 
@@ -51,9 +52,11 @@ class PagedKVCache final : public KVCache {
   KVCacheConfig cfg_;
   std::unique_ptr<KvPool> pool_;
   PageManager pages_;
+  std::unique_ptr<PageSummaries> summaries_;  // key min/max per page; only with a TopK layer
   std::vector<Sequence> seqs_;
   int64_t peak_used_ = 0;
   int64_t pages_read_ = 0;
+  int64_t head_pages_read_ = 0;  // per-kv-head (top-k) lists: entries / n_kv_heads pages
   int64_t pages_present_ = 0;
 };
 

@@ -14,6 +14,14 @@ bool policy_any_visible(const PolicySpec& p, int64_t q_first, int64_t q_last, in
     // Union over the block of the windows (q - W, q] is (q_first - W, q_last].
     case PolicyKind::Window: return k_last > q_first - p.window;
     case PolicyKind::RSWA: return k_first < p.sinks || k_last > q_first - p.window;
+    case PolicyKind::TopK: return true;  // causal; the selection is the plan's
+    case PolicyKind::Strided: {
+      if (k_first < p.sinks || k_last > q_first - p.window) return true;
+      // A strided block among the causally visible keys [k_first, min(k_last, q_last)]?
+      const int64_t b0 = k_first / p.block, b1 = std::min(k_last, q_last) / p.block;
+      const int64_t first_multiple = (b0 + p.stride - 1) / p.stride * p.stride;
+      return first_multiple <= b1;
+    }
   }
   return false;
 }
@@ -28,30 +36,55 @@ bool policy_all_visible(const PolicySpec& p, int64_t q_first, int64_t q_last, in
     // No key of the page may fall in the gap [sinks, q_last - W] between sinks and window.
     case PolicyKind::RSWA:
       return std::max(k_first, p.sinks) > std::min(k_last, q_last - p.window);
+    case PolicyKind::TopK: return true;
+    // Globals and strided blocks do not depend on the query; the last query's
+    // window is the tightest. Pages are short, so check key by key.
+    case PolicyKind::Strided:
+      for (int64_t k = k_first; k <= k_last; ++k)
+        if (!policy_attends(p, q_last, k)) return false;
+      return true;
   }
   return false;
 }
+
+namespace {
+
+// One list of a plan block: entries [e0, e1) for queries [qa, qb].
+Status check_list(const AttentionPlan& plan, const PolicySpec& p, int page_size, int64_t kv_len,
+                  int b, int64_t qa, int64_t qb, int64_t e0, int64_t e1) {
+  int64_t prev_first = -1;
+  for (int64_t e = e0; e < e1; ++e) {
+    const int64_t ka = plan.page_first[e], kb = ka + plan.page_valid[e] - 1;
+    const std::string where = "plan block " + std::to_string(b) + " page@" + std::to_string(ka);
+    if (ka <= prev_first || ka % page_size != 0 || kb >= kv_len || kb < ka)
+      return Internal(where + ": bad page range");
+    prev_first = ka;
+    bool any = false, all = true;
+    for (int64_t q = qa; q <= qb; ++q)
+      for (int64_t k = ka; k <= kb; ++k) {
+        const bool vis = policy_attends(p, q, k);
+        any = any || vis;
+        all = all && vis;
+      }
+    if (!any) return Internal(where + ": listed page has no visible key");
+    if (plan.page_full[e] && !all) return Internal(where + ": marked full but has hidden keys");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status check_plan(const AttentionPlan& plan, const PolicySpec& p, int page_size, int64_t kv_len) {
   for (int b = 0; b < plan.n_blocks(); ++b) {
     const int64_t qa = plan.q_pos0 + (int64_t)b * plan.q_block;
     const int64_t qb = plan.q_pos0 + std::min<int64_t>((int64_t)(b + 1) * plan.q_block, plan.n_q) - 1;
-    int64_t prev_first = -1;
-    for (int32_t e = plan.indptr[b]; e < plan.indptr[b + 1]; ++e) {
-      const int64_t ka = plan.page_first[e], kb = ka + plan.page_valid[e] - 1;
-      const std::string where = "plan block " + std::to_string(b) + " page@" + std::to_string(ka);
-      if (ka <= prev_first || ka % page_size != 0 || kb >= kv_len || kb < ka)
-        return Internal(where + ": bad page range");
-      prev_first = ka;
-      bool any = false, all = true;
-      for (int64_t q = qa; q <= qb; ++q)
-        for (int64_t k = ka; k <= kb; ++k) {
-          const bool vis = policy_attends(p, q, k);
-          any = any || vis;
-          all = all && vis;
-        }
-      if (!any) return Internal(where + ": listed page has no visible key");
-      if (plan.page_full[e] && !all) return Internal(where + ": marked full but has hidden keys");
+    // Per-kv-head plans (top-k) hold one list per head inside the block's range.
+    const int n_lists = plan.per_head() ? plan.n_kv_heads : 1;
+    for (int h = 0; h < n_lists; ++h) {
+      const int64_t e0 = plan.entry_begin(b, h), e1 = plan.entry_end(b, h);
+      if (e0 < plan.indptr[b] || e1 > plan.indptr[b + 1] || e0 > e1)
+        return Internal("plan block " + std::to_string(b) + ": head list outside the block");
+      STRIDE_RETURN_IF_ERROR(check_list(plan, p, page_size, kv_len, b, qa, qb, e0, e1));
     }
   }
   return Status::Ok();
@@ -90,7 +123,8 @@ AttentionPlan plan_attention(const PolicySpec& p, const std::vector<int32_t>& pa
     const int64_t last_page = std::min<int64_t>(n_logical - 1, qb / page_size);
     int64_t window_from = 0;
     int64_t sink_to = -1;  // inclusive
-    if (p.kind != PolicyKind::Dense) {
+    // Top-k and strided may read any page: every causal page is a candidate.
+    if (p.kind == PolicyKind::Window || p.kind == PolicyKind::RSWA) {
       window_from = std::max<int64_t>(0, qa - p.window + 1) / page_size;
       if (p.kind == PolicyKind::RSWA && p.sinks > 0)
         sink_to = std::min<int64_t>(window_from - 1, (p.sinks - 1) / page_size);

@@ -21,9 +21,22 @@ struct AttentionPlan {
   std::vector<int32_t> page_valid;  // [n_entries] written slots in that page
   std::vector<int64_t> page_first;  // [n_entries] position of slot 0
   std::vector<uint8_t> page_full;   // [n_entries] 1: every key visible to every query of the block
+  // Optional per-kv-head lists (top-k selects per kv head). Empty: every kv
+  // head reads the block's whole list. Else block b, kv head h reads entries
+  // [head_indptr[b * n_kv_heads + h], head_indptr[b * n_kv_heads + h + 1]),
+  // which lie inside [indptr[b], indptr[b + 1]).
+  int n_kv_heads = 0;
+  std::vector<int32_t> head_indptr;  // [n_blocks * n_kv_heads + 1]
 
   int n_blocks() const { return (int)indptr.size() - 1; }
   int64_t n_entries() const { return (int64_t)page_ids.size(); }
+  bool per_head() const { return !head_indptr.empty(); }
+  int64_t entry_begin(int b, int h) const {
+    return per_head() ? head_indptr[(size_t)b * n_kv_heads + h] : indptr[b];
+  }
+  int64_t entry_end(int b, int h) const {
+    return per_head() ? head_indptr[(size_t)b * n_kv_heads + h + 1] : indptr[b + 1];
+  }
 };
 
 // Key range [k_first, k_last] against query range [q_first, q_last] under p.

@@ -1,7 +1,9 @@
-// Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]".
+// Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
+// | "topk:sparsity=R,block=B[,sinks=S,window=W]" | "strided:window=W,stride=S[,globals=G,block=B]".
 #include "attention/policy.h"
 
 #include <charconv>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,58 @@ Status unknown_key(std::string_view kind, const KeyValue& kv, const char* allowe
                          std::string(kv.key) + "' (allowed: " + allowed + ")");
 }
 
+Expected<double> parse_fraction(std::string_view kind, const KeyValue& kv) {
+  double v = 0;
+  const char* end = kv.value.data() + kv.value.size();
+  const auto res = std::from_chars(kv.value.data(), end, v);
+  if (kv.value.empty() || res.ec != std::errc() || res.ptr != end || !(v >= 0.0 && v < 1.0))
+    return InvalidArgument("policy '" + std::string(kind) + "': " + std::string(kv.key) +
+                           " must be a number in [0, 1), got '" + std::string(kv.value) + "'");
+  return v;
+}
+
+Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs) {
+  PolicySpec spec;
+  spec.kind = PolicyKind::TopK;
+  spec.sparsity = 0.9;  // the seed configuration's default
+  for (const auto& kv : kvs) {
+    if (kv.key == "sparsity") {
+      STRIDE_ASSIGN_OR_RETURN(spec.sparsity, parse_fraction("topk", kv));
+    } else if (kv.key == "block") {
+      STRIDE_ASSIGN_OR_RETURN(spec.block, parse_positive("topk", kv));
+    } else if (kv.key == "sinks") {
+      STRIDE_ASSIGN_OR_RETURN(spec.sinks, parse_positive("topk", kv));
+    } else if (kv.key == "window") {
+      STRIDE_ASSIGN_OR_RETURN(spec.window, parse_positive("topk", kv));
+    } else {
+      return unknown_key("topk", kv, "sparsity, block, sinks, window");
+    }
+  }
+  return spec;
+}
+
+Expected<PolicySpec> parse_strided(const std::vector<KeyValue>& kvs) {
+  PolicySpec spec;
+  spec.kind = PolicyKind::Strided;
+  spec.block = 32;  // the default page size, so strided blocks are whole pages
+  for (const auto& kv : kvs) {
+    if (kv.key == "window") {
+      STRIDE_ASSIGN_OR_RETURN(spec.window, parse_positive("strided", kv));
+    } else if (kv.key == "globals") {
+      STRIDE_ASSIGN_OR_RETURN(spec.sinks, parse_positive("strided", kv));
+    } else if (kv.key == "stride") {
+      STRIDE_ASSIGN_OR_RETURN(spec.stride, parse_positive("strided", kv));
+    } else if (kv.key == "block") {
+      STRIDE_ASSIGN_OR_RETURN(spec.block, parse_positive("strided", kv));
+    } else {
+      return unknown_key("strided", kv, "window, globals, stride, block");
+    }
+  }
+  if (spec.window == 0) return InvalidArgument("policy 'strided': missing window=W");
+  if (spec.stride == 0) return InvalidArgument("policy 'strided': missing stride=S");
+  return spec;
+}
+
 }  // namespace
 
 Expected<PolicySpec> parse_policy(std::string_view text) {
@@ -106,11 +160,11 @@ Expected<PolicySpec> parse_policy(std::string_view text) {
     if (spec.window == 0) return InvalidArgument("policy 'rswa': missing window=W");
     return spec;
   }
-  if (kind == "topk" || kind == "strided")
-    return Unsupported("policy '" + std::string(kind) +
-                       "' is not available yet (available: dense, window, rswa)");
+  if (kind == "topk") return parse_topk(kvs);
+  if (kind == "strided") return parse_strided(kvs);
   return InvalidArgument("unknown policy '" + std::string(kind) +
-                         "' (expected dense, window:size=W or rswa:sinks=S,window=W[,pos=rel|abs])");
+                         "' (expected dense, window:size=W, rswa:sinks=S,window=W[,pos=rel|abs], "
+                         "topk:sparsity=R,block=B or strided:window=W,stride=S,globals=G)");
 }
 
 std::string policy_to_string(const PolicySpec& p) {
@@ -120,6 +174,18 @@ std::string policy_to_string(const PolicySpec& p) {
     case PolicyKind::RSWA:
       return "rswa:sinks=" + std::to_string(p.sinks) + ",window=" + std::to_string(p.window) +
              (p.positions == PositionMode::Absolute ? ",pos=abs" : ",pos=rel");
+    case PolicyKind::TopK: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", p.sparsity);
+      std::string s = std::string("topk:sparsity=") + buf;
+      if (p.block > 0) s += ",block=" + std::to_string(p.block);
+      if (p.sinks > 0) s += ",sinks=" + std::to_string(p.sinks);
+      if (p.window > 0) s += ",window=" + std::to_string(p.window);
+      return s;
+    }
+    case PolicyKind::Strided:
+      return "strided:window=" + std::to_string(p.window) + ",stride=" + std::to_string(p.stride) +
+             ",globals=" + std::to_string(p.sinks) + ",block=" + std::to_string(p.block);
   }
   return "?";
 }

@@ -10,7 +10,7 @@
 
 namespace stride {
 
-enum class PolicyKind { Dense, Window, RSWA };
+enum class PolicyKind { Dense, Window, RSWA, TopK, Strided };
 
 // How an R-SWA layer positions its sink tokens.
 //   Absolute: every key keeps its position in the text (as Mistral does).
@@ -21,14 +21,26 @@ enum class PositionMode { Absolute, CacheRelative };
 
 struct PolicySpec {
   PolicyKind kind = PolicyKind::Dense;
-  int64_t window = 0;  // Window, RSWA: query p sees keys (p - window, p]
+  int64_t window = 0;  // Window, RSWA, Strided: query p sees keys (p - window, p]
+                       // TopK: the local pages always read cover (p - window, p]
   int64_t sinks = 0;   // RSWA: keys [0, sinks) are always visible
+                       // Strided: the G global tokens; TopK: the sink pages always read cover [0, sinks)
   PositionMode positions = PositionMode::CacheRelative;
+  // TopK: the share of pages NOT read (0 = dense). The pages read are chosen
+  // per query block and kv head by the plan (page summaries), not by the
+  // predicate: for TopK the predicate is causal and no page is ever released.
+  double sparsity = 0.0;
+  // TopK: selection granularity in tokens (0: the page size; else a multiple of it).
+  // Strided: the size of the blocks the stride counts.
+  int64_t block = 0;
+  int64_t stride = 0;  // Strided: every stride-th block (block index % stride == 0) is visible
 
   bool operator==(const PolicySpec&) const = default;
 };
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
+// | "topk[:sparsity=R][,block=B][,sinks=S][,window=W]"
+// | "strided:window=W,stride=S[,globals=G][,block=B]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);
 
@@ -39,6 +51,10 @@ inline bool policy_attends(const PolicySpec& p, int64_t q_pos, int64_t k_pos) {
     case PolicyKind::Dense: return true;
     case PolicyKind::Window: return k_pos > q_pos - p.window;
     case PolicyKind::RSWA: return k_pos < p.sinks || k_pos > q_pos - p.window;
+    // Causal only: the pages a top-k query reads are the plan's choice.
+    case PolicyKind::TopK: return true;
+    case PolicyKind::Strided:
+      return k_pos < p.sinks || k_pos > q_pos - p.window || (k_pos / p.block) % p.stride == 0;
   }
   return false;
 }

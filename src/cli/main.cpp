@@ -11,6 +11,9 @@ int main(int argc, char** argv) {
   stride::cli::add_score_command(app, exit_code);
   stride::cli::add_info_command(app, exit_code);
   stride::cli::add_tokenize_command(app, exit_code);
+  stride::cli::add_validate_command(app, exit_code);
+  stride::cli::add_plan_command(app, exit_code);
+  stride::cli::add_serve_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

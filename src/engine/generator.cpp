@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/stop_text.h"
 #include "model/weight_prefetch.h"
 
 namespace stride {
@@ -29,33 +30,6 @@ class SequenceGuard {
   KVCache& kv_;
   KVCache::SeqId id_;
 };
-
-// Position of the earliest stop string in `text` at or after `from`, or npos.
-size_t find_stop(const std::string& text, const std::vector<std::string>& stops, size_t from) {
-  size_t best = std::string::npos;
-  for (const auto& s : stops) {
-    if (s.empty()) continue;
-    const size_t start = from > s.size() ? from - s.size() : 0;
-    const size_t at = text.find(s, start);
-    if (at != std::string::npos && at < best) best = at;
-  }
-  return best;
-}
-
-// Longest suffix of `text` that is a proper prefix of some stop string: that
-// text is held back until we know it is not the start of a stop.
-size_t held_back(const std::string& text, const std::vector<std::string>& stops) {
-  size_t hold = 0;
-  for (const auto& s : stops) {
-    for (size_t len = std::min(s.size() - 1, text.size()); len > hold; --len) {
-      if (text.compare(text.size() - len, len, s, 0, len) == 0) {
-        hold = len;
-        break;
-      }
-    }
-  }
-  return hold;
-}
 
 }  // namespace
 
@@ -154,9 +128,11 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
 
   Sampler sampler(opts.sampling);
   StreamDecoder decoder(*tokenizer_);
+  StopText stop_text(opts.stop);
   std::vector<int32_t> history = prompt;
-  std::string text;     // everything decoded so far
-  size_t emitted = 0;   // bytes of `text` passed to on_text
+  auto emit = [&](std::string piece) {
+    if (!piece.empty() && on_text) on_text(piece);
+  };
   auto t1 = Clock::now();
   r.finish = FinishReason::Length;
   for (int step = 0; step < opts.max_tokens; ++step) {
@@ -167,25 +143,19 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
     }
     r.generated_ids.push_back(id);
     history.push_back(id);
-    const size_t before = text.size();
-    text += decoder.push(id);
-    const size_t stop_at = find_stop(text, opts.stop, before);
-    if (stop_at != std::string::npos) {
-      text.resize(stop_at);
+    if (stop_text.append(decoder.push(id))) {
       r.finish = FinishReason::Stop;
       break;
     }
-    const size_t safe = text.size() - held_back(text, opts.stop);
-    if (safe > emitted && on_text) on_text(text.substr(emitted, safe - emitted));
-    emitted = std::max(emitted, safe);
+    emit(stop_text.take_safe());
     if (step + 1 == opts.max_tokens) break;
     Status st = model_->forward(*kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
     if (!st.ok()) return st;
   }
-  if (r.finish != FinishReason::Stop) text += decoder.flush();
-  if (text.size() > emitted && on_text) on_text(text.substr(emitted));
+  if (r.finish != FinishReason::Stop) stop_text.append(decoder.flush());
+  emit(stop_text.take_all());
   r.decode_seconds = seconds_since(t1);
-  r.text = std::move(text);
+  r.text = stop_text.text();
   const KVCacheStats ks = kv_->stats();
   r.peak_kv_bytes = ks.peak_pages_used * ks.bytes_per_page;
   return r;

@@ -24,6 +24,16 @@ WorkRange split_work(int64_t n_out, int64_t n_tok, int64_t row_align, int ti, in
   return {0, n_out, n_tok * ti / nt, n_tok * (ti + 1) / nt};
 }
 
+int work_chunks(int64_t n_out, int64_t n_tok, int64_t row_align, int n_threads) {
+  if (n_threads <= 1) return 1;
+  constexpr int64_t kPerThread = 4;
+  const int64_t units = (n_out + row_align - 1) / row_align;
+  // Enough rows for a row split into many chunks (see split_work)?
+  int64_t chunks = std::min<int64_t>(kPerThread * n_threads, units / 4);
+  if (chunks < n_threads) chunks = std::min<int64_t>(n_threads, std::max<int64_t>(n_tok, 1));
+  return (int)std::max<int64_t>(1, chunks);
+}
+
 }  // namespace detail
 
 namespace {

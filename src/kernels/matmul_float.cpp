@@ -93,8 +93,8 @@ void run_range(const Problem& p, const WorkRange& wr) {
 template <typename L>
 void run(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPool& pool) {
   const Problem p{&w, x, y, w.ne[0], w.rows()};
-  pool.run([&](int ti, int nt) {
-    const WorkRange wr = split_work(p.n_out, n_tok, 4, ti, nt);
+  pool.run_chunks(work_chunks(p.n_out, n_tok, 4, pool.size()), [&](int ci, int nc) {
+    const WorkRange wr = split_work(p.n_out, n_tok, 4, ci, nc);
     if (wr.r0 < wr.r1 && wr.t0 < wr.t1) run_range<L>(p, wr);
   });
 }

@@ -22,6 +22,10 @@ struct WorkRange {
 };
 WorkRange split_work(int64_t n_out, int64_t n_tok, int64_t row_align, int ti, int nt);
 
+// Chunks to hand the pool for one call: a few per thread, so the threads that
+// are running take over the share of one the OS has descheduled.
+int work_chunks(int64_t n_out, int64_t n_tok, int64_t row_align, int n_threads);
+
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));

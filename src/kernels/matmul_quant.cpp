@@ -27,6 +27,7 @@ struct Problem {
   int64_t n_out;
   int64_t n_chunks;  // 256-element chunks per row (the last may be partial)
   int64_t chunk_bytes;
+  int64_t row_stride;  // bytes per weight row (hoisted out of the tile loop)
 };
 
 // acc[r][t] += Σ over the sub-blocks of one decoded chunk.
@@ -84,7 +85,8 @@ void tile(const Problem& p, int64_t r0, int64_t t0) {
   for (int64_t c = 0; c < p.n_chunks; ++c) {
     const int64_t blk0 = c * kActChunkBlocks;
     const int nsub = (int)std::min<int64_t>(kActChunkBlocks, n_blocks - blk0);
-    for (int r = 0; r < R; ++r) Dec::decode(p.w->row(r0 + r) + c * p.chunk_bytes, nsub, dec[r]);
+    for (int r = 0; r < R; ++r)
+      Dec::decode(p.w->data + (r0 + r) * p.row_stride + c * p.chunk_bytes, nsub, dec[r]);
     accumulate_chunk<Dec, R, T>(dec, nsub, *p.a, t0, blk0, acc);
   }
   for (int r = 0; r < R; ++r)
@@ -135,10 +137,10 @@ void run(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPoo
   }
   const DTypeInfo* info = dtype_info(w.type);
   Problem p{&w, &acts, y, n_out, acts.row_blocks / kActChunkBlocks,
-            Dec::kSuper ? info->block_bytes : info->block_bytes * kActChunkBlocks};
+            Dec::kSuper ? info->block_bytes : info->block_bytes * kActChunkBlocks, w.row_bytes()};
   const int64_t row_align = n_tok == 1 ? kDecodeRows : kPrefillRows;
-  pool.run([&](int ti, int nt) {
-    const WorkRange wr = split_work(n_out, n_tok, row_align, ti, nt);
+  pool.run_chunks(work_chunks(n_out, n_tok, row_align, pool.size()), [&](int ci, int nc) {
+    const WorkRange wr = split_work(n_out, n_tok, row_align, ci, nc);
     if (wr.r0 < wr.r1 && wr.t0 < wr.t1) run_range<Dec>(p, wr);
   });
 }

@@ -1,0 +1,122 @@
+#include "attention/topk_selector.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stride {
+
+int64_t topk_keep_count(double sparsity, int64_t n_groups, int64_t n_fixed) {
+  const int64_t want = (int64_t)std::ceil((1.0 - sparsity) * (double)n_groups - 1e-9);
+  return std::min(n_groups, std::max(n_fixed, want));
+}
+
+TopkGeometry topk_geometry(const PolicySpec& p, int page_size, int64_t n_pages_present,
+                           int64_t q_first) {
+  TopkGeometry g;
+  g.group_pages = p.block > page_size ? p.block / page_size : 1;
+  const int64_t B = g.group_pages * page_size;  // tokens per group
+  g.n_groups = (n_pages_present + g.group_pages - 1) / g.group_pages;
+  g.n_sink = std::min(g.n_groups, p.sinks > 0 ? (p.sinks + B - 1) / B : 1);
+  const int64_t window = p.window > 0 ? p.window : B;
+  g.local_from = std::min(g.n_groups, std::max<int64_t>(0, q_first - window + 1) / B);
+  return g;
+}
+
+namespace {
+
+struct BlockQueries {
+  // Rows of one (query block, kv head): queries x the group's heads.
+  std::vector<const float*> rows;
+  std::vector<float> lo, hi;  // [dim] per-channel box over the rows (prefill)
+};
+
+void gather_rows(BlockQueries& bq, const float* q, int q_first, int nq, int n_head, int group,
+                 int h, int dim) {
+  bq.rows.clear();
+  for (int i = 0; i < nq; ++i)
+    for (int j = 0; j < group; ++j)
+      bq.rows.push_back(q + ((int64_t)(q_first + i) * n_head + (int64_t)h * group + j) * dim);
+  bq.lo.assign(dim, INFINITY);
+  bq.hi.assign(dim, -INFINITY);
+  for (const float* r : bq.rows)
+    for (int t = 0; t < dim; ++t) {
+      bq.lo[t] = std::min(bq.lo[t], r[t]);
+      bq.hi[t] = std::max(bq.hi[t], r[t]);
+    }
+}
+
+// The page's bound: the largest exact per-row bound (the per-channel box over
+// the rows is cheaper but looser; it lost passkeys in prefill, see the report).
+float page_score(const BlockQueries& bq, bool per_row, const PageSummaries& sums, int32_t page,
+                 int h) {
+  const float* mn = sums.min(page, h);
+  const float* mx = sums.max(page, h);
+  const int dim = sums.head_dim();
+  if (!per_row) return summary_box_bound(bq.lo.data(), bq.hi.data(), mn, mx, dim);
+  float best = -INFINITY;
+  for (const float* r : bq.rows) best = std::max(best, summary_bound(r, mn, mx, dim));
+  return best;
+}
+
+}  // namespace
+
+AttentionPlan plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
+                        int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
+                        const PageSummaries& sums, const float* q, int n_head, int n_kv_heads) {
+  AttentionPlan plan;
+  plan.q_block = std::max(1, q_block);
+  plan.n_q = n_q;
+  plan.q_pos0 = q_pos0;
+  plan.n_kv_heads = n_kv_heads;
+  plan.indptr.assign(1, 0);
+  plan.head_indptr.assign(1, 0);
+  const int n_blocks = n_q <= 0 ? 0 : (n_q + plan.q_block - 1) / plan.q_block;
+  const int group = n_head / n_kv_heads;
+  const int64_t n_logical =
+      std::min<int64_t>((int64_t)page_table.size(), (kv_len + page_size - 1) / page_size);
+
+  BlockQueries bq;
+  std::vector<uint8_t> chosen;
+  std::vector<std::pair<float, int64_t>> scored;  // (-score, group): ascending = best first
+  for (int b = 0; b < n_blocks; ++b) {
+    const int q_first = b * plan.q_block;
+    const int nq = std::min(plan.q_block, n_q - q_first);
+    const int64_t qa = q_pos0 + q_first, qb = qa + nq - 1;
+    const int64_t n_present = std::min<int64_t>(n_logical, qb / page_size + 1);
+    const TopkGeometry geo = topk_geometry(p, page_size, n_present, qa);
+    int64_t n_fixed = geo.n_sink + (geo.n_groups - std::max(geo.local_from, geo.n_sink));
+    const int64_t keep = topk_keep_count(p.sparsity, geo.n_groups, n_fixed);
+    for (int h = 0; h < n_kv_heads; ++h) {
+      chosen.assign(geo.n_groups, 1);
+      if (keep < geo.n_groups) {
+        gather_rows(bq, q, q_first, nq, n_head, group, h, sums.head_dim());
+        scored.clear();
+        for (int64_t G = geo.n_sink; G < geo.local_from; ++G) {
+          float best = -INFINITY;
+          for (int64_t L = G * geo.group_pages; L < std::min(n_present, (G + 1) * geo.group_pages); ++L)
+            if (page_table[L] >= 0) best = std::max(best, page_score(bq, /*per_row=*/true, sums, page_table[L], h));
+          scored.push_back({-best, G});
+          chosen[G] = 0;
+        }
+        const int64_t extra = keep - n_fixed;
+        std::partial_sort(scored.begin(), scored.begin() + extra, scored.end());
+        for (int64_t i = 0; i < extra; ++i) chosen[scored[i].second] = 1;
+      }
+      for (int64_t L = 0; L < n_present; ++L) {
+        if (!chosen[L / geo.group_pages] || page_table[L] < 0) continue;
+        const int64_t first = L * page_size;
+        const int64_t last = std::min<int64_t>(first + page_size, kv_len) - 1;
+        if (last < first) continue;
+        plan.page_ids.push_back(page_table[L]);
+        plan.page_valid.push_back((int32_t)(last - first + 1));
+        plan.page_first.push_back(first);
+        plan.page_full.push_back(last <= qa ? 1 : 0);  // causal: the first query sees it all
+      }
+      plan.head_indptr.push_back((int32_t)plan.page_ids.size());
+    }
+    plan.indptr.push_back((int32_t)plan.page_ids.size());
+  }
+  return plan;
+}
+
+}  // namespace stride

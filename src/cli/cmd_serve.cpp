@@ -1,0 +1,256 @@
+// `stride serve`: the OpenAI-compatible HTTP server.
+// Start-up stages (each logged with its duration): config, model path and
+// version, sha256, engine (weights + KV pool), warm-up, ready. SIGTERM/SIGINT
+// stop accepting, drain the running requests and exit 0.
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "loader/sha256.h"
+#include "server/api.h"
+#include "server/http_server.h"
+#include "server/log.h"
+#include "serving/config.h"
+#include "serving/scheduler.h"
+
+extern char** environ;
+
+namespace stride::cli {
+
+namespace {
+
+using server::LogLevel;
+using server::log;
+using SteadyClock = std::chrono::steady_clock;
+
+struct ServeArgs {
+  std::string config;
+  std::vector<std::pair<std::string, std::string*>> flags;  // key -> value given on the command line
+  std::string model, host, port, max_batch, max_queue, kv_budget, threads, attention, log_level, api_keys_file,
+      max_context_length, request_timeout_s, audit_log;
+};
+
+// Times one start-up stage and logs it.
+class Stage {
+ public:
+  explicit Stage(std::string name) : name_(std::move(name)), t0_(SteadyClock::now()) {}
+  void done(std::vector<std::pair<std::string, std::string>> fields = {}) {
+    fields.insert(fields.begin(), {"stage", name_});
+    fields.push_back({"seconds", std::to_string(std::chrono::duration<double>(SteadyClock::now() - t0_).count())});
+    log(LogLevel::Info, "start-up stage done", fields);
+  }
+
+ private:
+  std::string name_;
+  SteadyClock::time_point t0_;
+};
+
+int fail_log(const std::string& message) {
+  log(LogLevel::Error, message);
+  return 1;
+}
+
+// Warm-up: one short forward pass so first requests do not pay page faults
+// and kernel set-up; the sequence is removed afterwards.
+Status warm_up(Engine& engine) {
+  auto seq = engine.kv().add_sequence();
+  if (!seq) return seq.status();
+  std::vector<int32_t> ids(8, engine.tokenizer()->bos_id() >= 0 ? engine.tokenizer()->bos_id() : 0);
+  std::vector<float> logits(engine.config().n_vocab);
+  Status st = engine.model().forward(engine.kv(), *seq, ids.data(), (int)ids.size(), false, logits.data(), engine.pool());
+  engine.kv().remove_sequence(*seq);
+  return st;
+}
+
+// One model version, from path to warmed-up scheduler, each stage logged:
+// model path and version, sha256, weights + KV pool, kernels + warm-up.
+Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::ServeConfig& cfg, const std::string& path,
+                                                            const std::string& expected_sha,
+                                                            serving::Metrics& metrics) {
+  Stage path_stage("model path");
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return NotFound("model " + path + ": " + ec.message());
+  path_stage.done({{"model", path}, {"bytes", std::to_string(size)}});
+
+  Stage sha_stage("sha256");
+  STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_file(path));
+  if (!expected_sha.empty() && expected_sha != digest) {
+    return Corrupt("sha256 mismatch for " + path + ": expected " + expected_sha + ", got " + digest);
+  }
+  sha_stage.done({{"sha256", digest}, {"verified", expected_sha.empty() ? "no (no model_sha256 given)" : "yes"}});
+
+  Stage engine_stage("load weights + allocate KV pool");
+  ModelRunOptions mo;
+  mo.model = path;
+  mo.attention = cfg.attention;
+  mo.threads = cfg.threads;
+  mo.kv_budget = cfg.kv_budget;
+  mo.max_context = cfg.max_context_length;
+  mo.page_size = cfg.page_size;
+  mo.kv_type = cfg.kv_type;
+  mo.layer_policies = cfg.layer_attention;
+  STRIDE_ASSIGN_OR_RETURN(EngineOptions eo, to_engine_options(mo, cfg.max_context_length));
+  eo.prefill_chunk = cfg.prefill_chunk;
+  eo.show_progress = false;
+  auto m = std::make_shared<server::ModelHandle>();
+  STRIDE_ASSIGN_OR_RETURN(m->owned_engine, Engine::create(eo));
+  Engine& engine = *m->owned_engine;
+  if (!engine.tokenizer()) return Unsupported("serving needs a GGUF model with a tokenizer");
+  const KVCacheStats ks = engine.kv().stats();
+  engine_stage.done({{"kv_pages", std::to_string(ks.pages_total)},
+                     {"kv_bytes", std::to_string(ks.pages_total * ks.bytes_per_page)},
+                     {"threads", std::to_string(engine.pool().size())}});
+
+  Stage warm_stage("prepare kernels + warm-up");
+  if (Status st = warm_up(engine); !st.ok()) return Internal("warm-up failed: " + st.message());
+  warm_stage.done();
+
+  serving::SchedulerOptions so;
+  so.max_batch = cfg.max_batch;
+  so.max_queue = cfg.max_queue;
+  so.step_tokens = cfg.prefill_chunk;
+  so.max_context = cfg.max_context_length;
+  m->owned_scheduler = std::make_unique<serving::Scheduler>(engine, so, metrics);
+  m->owned_scheduler->start();
+  m->engine = &engine;
+  m->scheduler = m->owned_scheduler.get();
+  m->id = std::filesystem::path(path).filename().string();
+  m->path = path;
+  m->version = digest.substr(0, 16);
+  const GGUFFile* gguf = engine.model().source().gguf();
+  const std::string tmpl = gguf ? gguf->get_string_or("tokenizer.chat_template", "") : "";
+  const std::string arch = gguf ? gguf->get_string_or("general.architecture", "") : "";
+  m->chat = serving::detect_chat_template(tmpl, arch);
+  m->attention = eo.attention;
+  log(LogLevel::Info, "model version ready",
+      {{"model", m->id},
+       {"version", m->version},
+       {"chat_template", m->chat.ok() ? serving::chat_family_name(m->chat->family) : m->chat.status().message()}});
+  return m;
+}
+
+int serve(ServeArgs& a) {
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGHUP);
+  // Every thread inherits the mask; the main thread takes the signals with sigwait.
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  Stage config_stage("config");
+  auto loaded = serving::load_config(a.config, environ);
+  if (!loaded) return fail_log(loaded.status().message());
+  serving::ServeConfig cfg = std::move(*loaded);
+  for (auto& [key, value] : a.flags) {
+    if (value->empty()) continue;
+    Status st = serving::set_config_value(cfg, key, *value);
+    if (!st.ok()) return fail_log(st.message() + " (from --" + key + ")");
+  }
+  if (Status st = serving::finalize_config(cfg); !st.ok()) return fail_log(st.message());
+  server::set_log_level(cfg.log_level);
+  if (cfg.model.empty()) return fail_log("no model: give --model or 'model' in the config");
+  if (!server::is_loopback_host(cfg.host) && cfg.api_keys.empty()) {
+    return fail_log("binding to " + cfg.host + " (beyond loopback) requires API keys (api_keys_file or STRIDE_API_KEYS)");
+  }
+  std::vector<server::Cidr> allowlist;
+  for (const auto& c : cfg.allowlist) {
+    auto cidr = server::parse_cidr(c);
+    if (!cidr) return fail_log(cidr.status().message());
+    allowlist.push_back(*cidr);
+  }
+  std::unique_ptr<server::AuditLog> audit;
+  if (!cfg.audit_log.empty()) {
+    auto opened = server::AuditLog::open(cfg.audit_log);
+    if (!opened) return fail_log(opened.status().message());
+    audit = std::move(*opened);
+  }
+  if (cfg.sparsity != 0.9 || !cfg.cache_reuse || cfg.reference_window != 0) {
+    log(LogLevel::Warning, "sparsity, cache_reuse and reference_window are accepted but not used by this engine yet");
+  }
+  config_stage.done({{"api_keys", std::to_string(cfg.api_keys.size())}, {"max_batch", std::to_string(cfg.max_batch)}});
+
+  // HTTP comes up first so /health answers and /ready says "loading".
+  serving::Metrics metrics;
+  server::Api api(cfg, metrics, audit.get(), allowlist);
+  server::HttpServerOptions ho;
+  ho.host = cfg.host;
+  ho.port = cfg.port;
+  ho.max_body_bytes = cfg.max_body_bytes;
+  server::HttpServer http(ho, [&api](const server::HttpRequest& req, server::Responder& res) { api.handle(req, res); });
+  if (Status st = http.start(); !st.ok()) return fail_log(st.message());
+  log(LogLevel::Info, "listening", {{"host", cfg.host}, {"port", std::to_string(http.port())}});
+
+  auto loader = [&cfg, &metrics](const std::string& path, const std::string& sha) {
+    return load_version(cfg, path, sha, metrics);
+  };
+  auto first = loader(cfg.model, cfg.model_sha256);
+  if (!first) return fail_log(first.status().message());
+  api.set_loader(loader);
+  api.set_model(std::move(*first));
+  log(LogLevel::Info, "ready", {{"port", std::to_string(http.port())}});
+
+  int sig = 0;
+  for (;;) {
+    sigwait(&sigs, &sig);
+    if (sig != SIGHUP) break;
+    // SIGHUP: reload the configured model file (e.g. replaced on disk) beside the serving one.
+    log(LogLevel::Info, "SIGHUP: reloading the model", {{"model", cfg.model}});
+    auto secs = api.switch_model(cfg.model, cfg.model_sha256);
+    if (secs.ok()) {
+      log(LogLevel::Info, "model switched", {{"version", api.model()->version}, {"seconds", std::to_string(*secs)}});
+    } else {
+      log(LogLevel::Error, "model switch failed; the old version keeps serving", {{"reason", secs.status().message()}});
+    }
+  }
+  log(LogLevel::Info, "signal received: draining", {{"signal", std::to_string(sig)}});
+  api.set_draining();
+  http.stop();                  // no new connections
+  {
+    // Running and queued requests finish (a version replaced earlier drains
+    // when its last request lets go of it).
+    server::ModelPtr current = api.model();
+    if (current) current->scheduler->drain_and_stop();
+  }
+  http.close_idle_connections();
+  // Give handlers time to write their last bytes before the server goes away.
+  for (int i = 0; i < 500 && http.open_connections() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  log(LogLevel::Info, "stopped");
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching");
+  cmd->add_option("--config", a->config, "YAML config file (see configs/stride.example.yaml)");
+  auto flag = [&](const char* name, const char* key, std::string& target, const char* help) {
+    cmd->add_option(name, target, help);
+    a->flags.push_back({key, &target});
+  };
+  flag("--model,-m", "model", a->model, "GGUF file");
+  flag("--host", "host", a->host, "bind address (default 127.0.0.1)");
+  flag("--port", "port", a->port, "port (default 8080; 0 = any free port)");
+  flag("--max-batch", "max_batch", a->max_batch, "sequences decoded together (default 8)");
+  flag("--max-queue", "max_queue", a->max_queue, "waiting requests before 429 (default 64)");
+  flag("--kv-budget", "kv_budget", a->kv_budget, "KV pool size, e.g. 512M");
+  flag("--threads", "threads", a->threads, "compute threads (0 = all cores)");
+  flag("--attention,-a", "attention", a->attention, "policy for global layers");
+  flag("--log-level", "log_level", a->log_level, "DEBUG | INFO | WARNING | ERROR");
+  flag("--api-keys-file", "api_keys_file", a->api_keys_file, "file with one API key per line");
+  flag("--ctx-size,-c", "max_context_length", a->max_context_length, "max tokens per sequence");
+  flag("--request-timeout", "request_timeout_s", a->request_timeout_s, "seconds before a request ends with 'timeout'");
+  flag("--audit-log", "audit_log", a->audit_log, "JSON-lines audit log path");
+  cmd->callback([a, &exit_code] { exit_code = serve(*a); });
+}
+
+}  // namespace stride::cli

@@ -1,0 +1,341 @@
+#include "server/api.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+
+namespace stride::server {
+
+using json = nlohmann::json;
+using serving::Clock;
+
+struct Api::Call {
+  std::string id;
+  std::string key_id = "-";
+  std::string endpoint;
+  std::string client_ip;
+  Clock::time_point start = Clock::now();
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  std::string finish_reason;
+  std::string prompt;
+  ModelPtr model;  // the version this request uses, fixed at arrival
+};
+
+int http_status_for(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kResourceExhausted: return 503;
+    case StatusCode::kUnsupported: return 503;
+    default: return 500;
+  }
+}
+
+const char* error_type_for(int s) {
+  switch (s) {
+    case 400: case 404: case 405: case 413: case 422: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 429: return "rate_limit_error";
+    case 503: return "service_unavailable";
+    default: return "server_error";
+  }
+}
+
+Api::Api(const serving::ServeConfig& cfg, serving::Metrics& metrics, AuditLog* audit, std::vector<Cidr> allowlist)
+    : cfg_(cfg), metrics_(metrics), audit_(audit), allowlist_(std::move(allowlist)) {}
+
+void Api::set_model(std::shared_ptr<ModelHandle> m) {
+  {
+    std::lock_guard<std::mutex> lock(model_mu_);
+    model_ = std::move(m);
+  }
+  ready_ = true;
+  metrics_.ready = 1;
+}
+
+ModelPtr Api::model() const {
+  std::lock_guard<std::mutex> lock(model_mu_);
+  return model_;
+}
+
+Expected<double> Api::switch_model(const std::string& path, const std::string& sha256) {
+  if (!loader_) return Unsupported("model switching is not available");
+  std::lock_guard<std::mutex> one_at_a_time(switch_mu_);
+  const auto t0 = Clock::now();
+  auto loaded = loader_(path, sha256);
+  if (!loaded.ok()) return loaded.status();
+  set_model(std::move(*loaded));
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void Api::json(Responder& res, Call& call, int status, const std::string& body) {
+  res.send(status, "application/json", body);
+}
+
+void Api::error(Responder& res, Call& call, int status, const std::string& message, const std::string& param,
+                const std::string& code, const Headers& extra) {
+  nlohmann::json e = {{"message", message},
+                      {"type", error_type_for(status)},
+                      {"param", param.empty() ? nlohmann::json() : nlohmann::json(param)},
+                      {"code", code.empty() ? nlohmann::json() : nlohmann::json(code)}};
+  res.send(status, "application/json", dump(nlohmann::json{{"error", e}}), extra);
+}
+
+void Api::handle(const HttpRequest& req, Responder& res) {
+  Call call;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "req-%08llx", (unsigned long long)next_id_.fetch_add(1));
+  call.id = buf;
+  call.client_ip = res.client_ip();
+  const std::string target(req.target());
+  call.endpoint = target.substr(0, target.find('?'));
+  call.model = model();
+  route(req, res, call);
+  metrics_.count_http(res.status());
+  const bool api_call = call.endpoint.rfind("/v1/", 0) == 0 || call.endpoint == "/tokenize" ||
+                        call.endpoint == "/detokenize";
+  if (audit_ && api_call) {
+    AuditRecord r;
+    r.request_id = call.id;
+    r.client_ip = call.client_ip;
+    r.key_id = call.key_id;
+    r.model_version = call.model ? call.model->version : "";
+    r.endpoint = call.endpoint;
+    r.status = res.status();
+    r.prompt_tokens = call.prompt_tokens;
+    r.completion_tokens = call.completion_tokens;
+    r.latency_s = std::chrono::duration<double>(Clock::now() - call.start).count();
+    r.finish_reason = call.finish_reason;
+    if (cfg_.audit_log_prompts) r.prompt = call.prompt;
+    audit_->write(r);
+  }
+}
+
+void Api::route(const HttpRequest& req, Responder& res, Call& call) {
+  if (!ip_allowed(call.client_ip, allowlist_)) {
+    return error(res, call, 403, "client address " + call.client_ip + " is not in the allowlist", "", "ip_not_allowed");
+  }
+  const std::string& path = call.endpoint;
+  const auto method = req.method();
+  static const std::map<std::string, http::verb> routes = {
+      {"/health", http::verb::get},          {"/ready", http::verb::get},
+      {"/metrics", http::verb::get},         {"/v1/models", http::verb::get},
+      {"/v1/completions", http::verb::post}, {"/v1/chat/completions", http::verb::post},
+      {"/tokenize", http::verb::post},       {"/detokenize", http::verb::post},
+      {"/admin/model", http::verb::post}};
+  auto it = routes.find(path);
+  if (it == routes.end()) return error(res, call, 404, "no route for " + path, "", "not_found");
+  if (method != it->second) {
+    return error(res, call, 405, "method not allowed on " + path, "", "method_not_allowed",
+                 {{"Allow", it->second == http::verb::get ? "GET" : "POST"}});
+  }
+  if (path == "/health") return json(res, call, 200, R"({"status":"ok"})");
+  if (path == "/ready") {
+    if (ready_ && !draining_) return json(res, call, 200, R"({"status":"ready"})");
+    return json(res, call, 503, draining_ ? R"({"status":"draining"})" : R"({"status":"loading"})");
+  }
+  if (path == "/metrics") return res.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render());
+
+  if (path == "/admin/model") return admin_model(req, res, call);
+  // Everything below needs a key when keys are configured.
+  if (!cfg_.api_keys.empty()) {
+    const auto auth = req.find(http::field::authorization);
+    const std::string token = auth == req.end() ? "" : bearer_token(std::string(auth->value()));
+    const int idx = token.empty() ? -1 : match_api_key(token, cfg_.api_keys);
+    if (idx < 0) {
+      return error(res, call, 401, token.empty() ? "missing bearer token (Authorization: Bearer <key>)"
+                                                 : "invalid API key", "", "invalid_api_key");
+    }
+    call.key_id = "key#" + std::to_string(idx);
+  }
+  if (!ready_ || !call.model) return error(res, call, 503, "the model is still loading", "", "not_ready");
+  if (path == "/v1/models") return models(res, call);
+  if (path == "/tokenize") return tokenize(req, res, call);
+  if (path == "/detokenize") return detokenize(req, res, call);
+  if (draining_) return error(res, call, 503, "the server is shutting down", "", "draining");
+  double retry = 0;
+  if (!take_rate_token(call.key_id != "-" ? call.key_id : call.client_ip, &retry)) {
+    return error(res, call, 429, "rate limit exceeded (" + std::to_string((int)cfg_.rate_limit_rpm) + " requests/minute)",
+                 "", "rate_limit_exceeded", {{"Retry-After", std::to_string((int)std::ceil(retry))}});
+  }
+  generate(req, res, call, path == "/v1/chat/completions");
+}
+
+void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
+  if (cfg_.admin_keys.empty()) return error(res, call, 403, "the admin API is disabled (no admin_keys)", "", "admin_disabled");
+  const auto auth = req.find(http::field::authorization);
+  const std::string token = auth == req.end() ? "" : bearer_token(std::string(auth->value()));
+  const int idx = token.empty() ? -1 : match_api_key(token, cfg_.admin_keys);
+  if (idx < 0) return error(res, call, 401, "an admin key is required", "", "invalid_api_key");
+  call.key_id = "admin#" + std::to_string(idx);
+  auto b = nlohmann::json::parse(req.body(), nullptr, false);
+  if (b.is_discarded() || !b.is_object() || !b.contains("model") || !b["model"].is_string()) {
+    return error(res, call, 400, "body must be {\"model\": PATH, \"sha256\": optional}", "model");
+  }
+  const std::string sha = b.contains("sha256") && b["sha256"].is_string() ? b["sha256"].get<std::string>() : "";
+  auto secs = switch_model(b["model"].get<std::string>(), sha);
+  if (!secs.ok()) {
+    ModelPtr cur = model();
+    return error(res, call, 422, "model switch failed, still serving '" + (cur ? cur->version : std::string("-")) +
+                 "': " + secs.status().message(), "model", "model_load_failed");
+  }
+  ModelPtr now = model();
+  json(res, call, 200, dump(nlohmann::json{{"model", now->id}, {"version", now->version}, {"switch_seconds", *secs}}));
+}
+
+bool Api::take_rate_token(const std::string& who, double* retry_after_s) {
+  if (cfg_.rate_limit_rpm <= 0) return true;
+  const double per_s = cfg_.rate_limit_rpm / 60.0;
+  const double burst = std::max(1.0, cfg_.rate_limit_rpm / 60.0 * 10);  // ten seconds' worth
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(rate_mu_);
+  auto [it, fresh] = buckets_.try_emplace(who, Bucket{burst, now});
+  Bucket& b = it->second;
+  b.tokens = std::min(burst, b.tokens + std::chrono::duration<double>(now - b.last).count() * per_s);
+  b.last = now;
+  if (b.tokens >= 1.0) {
+    b.tokens -= 1.0;
+    return true;
+  }
+  *retry_after_s = (1.0 - b.tokens) / per_s;
+  return false;
+}
+
+void Api::models(Responder& res, Call& call) {
+  nlohmann::json m = {{"id", call.model->id},
+                      {"object", "model"},
+                      {"created", 0},
+                      {"owned_by", "stride"},
+                      {"root", call.model->id},
+                      {"max_model_len", cfg_.max_context_length}};
+  json(res, call, 200, dump(nlohmann::json{{"object", "list"}, {"data", nlohmann::json::array({m})}}));
+}
+
+void Api::tokenize(const HttpRequest& req, Responder& res, Call& call) {
+  auto b = nlohmann::json::parse(req.body(), nullptr, false);
+  if (b.is_discarded() || !b.is_object()) return error(res, call, 400, "malformed JSON body");
+  const char* key = b.contains("prompt") ? "prompt" : "content";
+  if (!b.contains(key) || !b[key].is_string()) return error(res, call, 400, "'prompt' must be a string", "prompt");
+  const bool add_special = b.value("add_special_tokens", true);
+  const Tokenizer& tok = *call.model->engine->tokenizer();
+  const auto ids = tok.encode(b[key].get<std::string>(), add_special && tok.add_bos_default(), true);
+  call.prompt_tokens = (int)ids.size();
+  json(res, call, 200,
+       dump(nlohmann::json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", cfg_.max_context_length}}));
+}
+
+void Api::detokenize(const HttpRequest& req, Responder& res, Call& call) {
+  auto b = nlohmann::json::parse(req.body(), nullptr, false);
+  if (b.is_discarded() || !b.is_object()) return error(res, call, 400, "malformed JSON body");
+  if (!b.contains("tokens") || !b["tokens"].is_array()) return error(res, call, 400, "'tokens' must be a list", "tokens");
+  const Tokenizer& tok = *call.model->engine->tokenizer();
+  std::vector<int32_t> ids;
+  for (const auto& t : b["tokens"]) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tok.n_vocab()) {
+      return error(res, call, 400, "token ids must be integers in [0, " + std::to_string(tok.n_vocab()) + ")", "tokens");
+    }
+    ids.push_back(t.get<int32_t>());
+  }
+  json(res, call, 200, dump(nlohmann::json{{"prompt", tok.decode(ids)}}));
+}
+
+void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat) {
+  auto body = nlohmann::json::parse(req.body(), nullptr, false);
+  if (body.is_discarded()) return error(res, call, 400, "malformed JSON body", "", "invalid_json");
+  ParseContext ctx;
+  ctx.cfg = &cfg_;
+  ctx.tok = call.model->engine->tokenizer();
+  ctx.chat = &call.model->chat;
+  ctx.model_id = call.model->id;
+  ctx.attention = call.model->attention;
+  ctx.n_vocab = call.model->engine->config().n_vocab;
+  GenerationCall g;
+  ApiError e = parse_generation(body, chat, ctx, g);
+  if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  call.prompt_tokens = (int)g.req.prompt.size();
+  if (cfg_.audit_log_prompts) call.prompt = g.prompt_text;
+  g.req.id = call.id;
+  g.req.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg_.request_timeout_s * 1e6));
+
+  auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
+  Status st = call.model->scheduler->submit(ch);
+  if (st.code() == StatusCode::kResourceExhausted) {
+    return error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
+  }
+  if (!st.ok()) return error(res, call, 503, st.message(), "", "unavailable");
+
+  const Tokenizer& tok = *call.model->engine->tokenizer();
+  ResponseIds ids{(chat ? "chatcmpl-" : "cmpl-") + call.id.substr(4), call.model->id,
+                  (int64_t)std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count(),
+                  chat};
+  std::string text;
+  std::vector<serving::TokenLogprob> lps;
+  bool streaming = g.stream;
+  if (streaming) {
+    if (!res.begin_stream({{"X-Request-Id", call.id}})) return ch->cancel();
+    if (chat) res.write_chunk(sse(chunk_json(ids, "", "", nullptr, true)));
+  }
+  for (;;) {
+    auto ev = ch->pop(std::chrono::milliseconds(50));
+    if (!ev) {
+      if (res.client_gone()) {
+        ch->cancel();  // the scheduler frees the pages at its next step
+        return;
+      }
+      continue;
+    }
+    if (ev->kind == serving::EventKind::Token) {
+      if (!streaming) {
+        text += ev->text;
+        lps.insert(lps.end(), ev->logprobs.begin(), ev->logprobs.end());
+        continue;
+      }
+      if (ev->text.empty() && ev->logprobs.empty()) continue;
+      const nlohmann::json lp = g.logprobs ? logprobs_json(ev->logprobs, tok, chat, text.size()) : nlohmann::json();
+      text += ev->text;
+      if (!res.write_chunk(sse(chunk_json(ids, ev->text, "", lp)))) {
+        ch->cancel();
+        return;
+      }
+      continue;
+    }
+    if (ev->kind == serving::EventKind::Error) {
+      const int status = http_status_for(Status(ev->code, ev->message));
+      if (!streaming) return error(res, call, status, ev->message);
+      nlohmann::json err = {{"error", {{"message", ev->message}, {"type", error_type_for(status)},
+                                       {"param", nullptr}, {"code", status}}}};
+      res.write_chunk(sse(err));
+      res.write_chunk("data: [DONE]\n\n");
+      res.end_stream();
+      return;
+    }
+    // Finish.
+    call.completion_tokens = ev->completion_tokens;
+    call.finish_reason = ev->finish_reason;
+    if (!streaming) {
+      const nlohmann::json lp = g.logprobs ? logprobs_json(lps, tok, chat, 0) : nlohmann::json();
+      return json(res, call, 200,
+                  dump(completion_json(ids, text, ev->finish_reason, lp, ev->prompt_tokens, ev->completion_tokens)));
+    }
+    res.write_chunk(sse(chunk_json(ids, "", ev->finish_reason, nullptr)));
+    if (g.include_usage) {
+      nlohmann::json u = chunk_json(ids, "", "", nullptr);
+      u["choices"] = nlohmann::json::array();
+      u["usage"] = usage_json(ev->prompt_tokens, ev->completion_tokens);
+      res.write_chunk(sse(u));
+    }
+    res.write_chunk("data: [DONE]\n\n");
+    res.end_stream();
+    return;
+  }
+}
+
+}  // namespace stride::server

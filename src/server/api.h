@@ -1,0 +1,95 @@
+#pragma once
+// The OpenAI-compatible API: routing, auth, JSON <-> serving structs. This is
+// the only layer that sees JSON; the scheduler gets plain ServeRequests.
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/generator.h"
+#include "server/access.h"
+#include "server/audit_log.h"
+#include "server/http_server.h"
+#include "serving/chat_template.h"
+#include "serving/config.h"
+#include "serving/metrics.h"
+#include "serving/scheduler.h"
+
+namespace stride::server {
+
+// One loaded model version: what the API serves. Shared by the requests
+// using it, so a replaced version lives (and finishes its requests) until the
+// last of them is done. Members are destroyed in reverse order: the scheduler
+// drains and stops before its engine goes.
+struct ModelHandle {
+  std::unique_ptr<Engine> owned_engine;
+  std::unique_ptr<serving::Scheduler> owned_scheduler;
+  Engine* engine = nullptr;
+  serving::Scheduler* scheduler = nullptr;
+  std::string id;             // the name clients pass as "model"
+  std::string path;
+  std::string version;        // sha256 prefix, for the audit log
+  Expected<serving::ChatTemplate> chat = NotFound("no model");
+  PolicySpec attention;       // the engine's global-layer policy
+};
+using ModelPtr = std::shared_ptr<const ModelHandle>;
+
+// Loads a model version (path, expected sha256 or ""); used for /admin/model and SIGHUP.
+using ModelLoader = std::function<Expected<std::shared_ptr<ModelHandle>>(const std::string&, const std::string&)>;
+
+class Api {
+ public:
+  Api(const serving::ServeConfig& cfg, serving::Metrics& metrics, AuditLog* audit,
+      std::vector<Cidr> allowlist);
+
+  void handle(const HttpRequest& req, Responder& res);
+  void set_model(std::shared_ptr<ModelHandle> m);  // serve this version from now on (then ready)
+  void set_loader(ModelLoader loader) { loader_ = std::move(loader); }
+  ModelPtr model() const;
+  // Loads and warms `path` beside the serving version, then switches new
+  // requests to it; on failure the old version keeps serving. Returns seconds taken.
+  Expected<double> switch_model(const std::string& path, const std::string& sha256);
+  void set_draining() { draining_ = true; }
+  bool ready() const { return ready_.load(); }
+
+ private:
+  struct Call;  // one request's context (id, key, timing)
+  void route(const HttpRequest& req, Responder& res, Call& call);
+  void generate(const HttpRequest& req, Responder& res, Call& call, bool chat);
+  void tokenize(const HttpRequest& req, Responder& res, Call& call);
+  void detokenize(const HttpRequest& req, Responder& res, Call& call);
+  void models(Responder& res, Call& call);
+  void admin_model(const HttpRequest& req, Responder& res, Call& call);
+  void error(Responder& res, Call& call, int status, const std::string& message, const std::string& param = "",
+             const std::string& code = "", const Headers& extra = {});
+  void json(Responder& res, Call& call, int status, const std::string& body);
+  // Token bucket per key (or client IP): false when the caller is over rate_limit_rpm.
+  bool take_rate_token(const std::string& who, double* retry_after_s);
+
+  const serving::ServeConfig& cfg_;
+  serving::Metrics& metrics_;
+  AuditLog* audit_;
+  std::vector<Cidr> allowlist_;
+  mutable std::mutex model_mu_;
+  ModelPtr model_;
+  ModelLoader loader_;
+  std::mutex switch_mu_;  // one switch at a time
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> next_id_{1};
+  struct Bucket {
+    double tokens = 0;
+    serving::Clock::time_point last;
+  };
+  std::mutex rate_mu_;
+  std::map<std::string, Bucket> buckets_;
+};
+
+// HTTP status and OpenAI error "type" for a Status from the engine.
+int http_status_for(const Status& st);
+const char* error_type_for(int http_status);
+
+}  // namespace stride::server

@@ -1,0 +1,32 @@
+#pragma once
+// Builds OpenAI response bodies (full and streamed) from serving events.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "serving/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace stride::server {
+
+struct ResponseIds {
+  std::string id;
+  std::string model;
+  int64_t created = 0;
+  bool chat = false;
+};
+
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
+// Log-probs of generated tokens in the completions or chat shape.
+nlohmann::json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenizer& tok, bool chat,
+                             size_t text_offset);
+// One full (non-streamed) response.
+nlohmann::json completion_json(const ResponseIds& ids, const std::string& text, const std::string& finish,
+                               const nlohmann::json& logprobs, int prompt_tokens, int completion_tokens);
+// One SSE chunk's object. `finish` empty: not the last; `role_only`: chat's first delta.
+nlohmann::json chunk_json(const ResponseIds& ids, const std::string& text, const std::string& finish,
+                          const nlohmann::json& logprobs, bool role_only = false);
+std::string sse(const nlohmann::json& j);
+std::string dump(const nlohmann::json& j);  // invalid UTF-8 becomes U+FFFD
+
+}  // namespace stride::server

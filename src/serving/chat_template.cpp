@@ -1,0 +1,142 @@
+#include "serving/chat_template.h"
+
+namespace stride::serving {
+
+namespace {
+
+bool has(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
+
+// SmolLM2-style templates: `{{ '<|im_start|>system\n...<|im_end|>\n' }}` when
+// the first message is not a system one.
+std::string chatml_default_system(const std::string& t) {
+  const std::string open = "'<|im_start|>system\n";
+  const size_t at = t.find(open);
+  if (at == std::string::npos) return {};
+  const size_t from = at + open.size();
+  const size_t end = t.find("<|im_end|>", from);
+  if (end == std::string::npos) return {};
+  const std::string text = t.substr(from, end - from);
+  // Only a literal: anything templated ('+ message' ...) is not a default.
+  if (text.find('\'') != std::string::npos || text.find('{') != std::string::npos) return {};
+  return text;
+}
+
+// The system prompt (if any) and the remaining turns.
+std::pair<std::string, std::vector<ChatMessage>> split_system(const std::vector<ChatMessage>& m) {
+  std::string sys;
+  std::vector<ChatMessage> rest;
+  for (const auto& msg : m) {
+    if (msg.role == "system") {
+      sys += sys.empty() ? msg.content : "\n\n" + msg.content;
+    } else {
+      rest.push_back(msg);
+    }
+  }
+  return {sys, rest};
+}
+
+}  // namespace
+
+const char* chat_family_name(ChatFamily f) {
+  switch (f) {
+    case ChatFamily::ChatML: return "chatml";
+    case ChatFamily::Llama3: return "llama3";
+    case ChatFamily::Llama2: return "llama2";
+    case ChatFamily::Mistral: return "mistral";
+    case ChatFamily::Gemma: return "gemma";
+    case ChatFamily::Phi3: return "phi3";
+  }
+  return "unknown";
+}
+
+Expected<ChatTemplate> detect_chat_template(const std::string& t, const std::string& arch) {
+  ChatTemplate out;
+  if (t.empty()) {
+    if (arch.rfind("gemma", 0) == 0) {
+      out.family = ChatFamily::Gemma;
+      return out;
+    }
+    return NotFound("the model has no chat template (tokenizer.chat_template) and architecture '" + arch +
+                    "' has no default; use /v1/completions");
+  }
+  if (has(t, "<|im_start|>")) {
+    out.family = ChatFamily::ChatML;
+    out.default_system = chatml_default_system(t);
+  } else if (has(t, "<|start_header_id|>")) {
+    out.family = ChatFamily::Llama3;
+  } else if (has(t, "<start_of_turn>")) {
+    out.family = ChatFamily::Gemma;
+  } else if (has(t, "<|assistant|>") && has(t, "<|end|>")) {
+    out.family = ChatFamily::Phi3;
+  } else if (has(t, "[INST]")) {
+    out.family = has(t, "<<SYS>>") ? ChatFamily::Llama2 : ChatFamily::Mistral;
+  } else {
+    return Unsupported("unknown chat template family (supported: chatml, llama3, llama2, mistral, gemma, phi3)");
+  }
+  return out;
+}
+
+Expected<std::string> render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& in) {
+  if (in.empty()) return InvalidArgument("messages must not be empty");
+  std::vector<ChatMessage> messages;
+  for (const auto& m : in) {
+    ChatMessage c = m;
+    if (c.role == "developer") c.role = "system";
+    if (c.role != "system" && c.role != "user" && c.role != "assistant") {
+      return InvalidArgument("unsupported message role '" + m.role + "'");
+    }
+    messages.push_back(std::move(c));
+  }
+  std::string out;
+  switch (t.family) {
+    case ChatFamily::ChatML: {
+      if (messages[0].role != "system" && !t.default_system.empty()) {
+        out += "<|im_start|>system\n" + t.default_system + "<|im_end|>\n";
+      }
+      for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+      out += "<|im_start|>assistant\n";
+      return out;
+    }
+    case ChatFamily::Llama3: {
+      for (const auto& m : messages) {
+        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+      }
+      out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      return out;
+    }
+    case ChatFamily::Phi3: {
+      for (const auto& m : messages) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+      out += "<|assistant|>\n";
+      return out;
+    }
+    case ChatFamily::Gemma:
+    case ChatFamily::Llama2:
+    case ChatFamily::Mistral: break;
+  }
+  // These families have no system role: it is folded into the first user turn.
+  auto [sys, turns] = split_system(messages);
+  if (turns.empty() || turns[0].role != "user") {
+    return InvalidArgument(std::string(chat_family_name(t.family)) + " chats must start with a user message");
+  }
+  bool first = true;
+  for (const auto& m : turns) {
+    const bool user = m.role == "user";
+    std::string content = m.content;
+    if (first && !sys.empty()) {
+      if (t.family == ChatFamily::Llama2) content = "<<SYS>>\n" + sys + "\n<</SYS>>\n\n" + content;
+      else content = sys + "\n\n" + content;
+    }
+    first = false;
+    if (t.family == ChatFamily::Gemma) {
+      out += "<start_of_turn>" + std::string(user ? "user" : "model") + "\n" + content + "<end_of_turn>\n";
+    } else if (user) {
+      out += "[INST] " + content + " [/INST]";
+    } else {
+      out += (t.family == ChatFamily::Llama2 ? " " : "") + content + "</s>";
+    }
+  }
+  if (t.family == ChatFamily::Gemma) out += "<start_of_turn>model\n";
+  return out;
+}
+
+}  // namespace stride::serving

@@ -1,0 +1,201 @@
+#include "serving/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+namespace stride::serving {
+
+namespace {
+
+using Setter = std::function<Status(ServeConfig&, const std::string&)>;
+
+std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> out;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+template <typename T>
+Status parse_num(const std::string& key, const std::string& v, T& out, T lo, T hi) {
+  std::istringstream ss(v);
+  T x{};
+  ss >> x;
+  if (ss.fail() || !ss.eof() || x < lo || x > hi) {
+    return InvalidArgument("config: " + key + " = '" + v + "' is not a number in [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]");
+  }
+  out = x;
+  return Status::Ok();
+}
+
+Status parse_bool(const std::string& key, const std::string& v, bool& out) {
+  std::string l = v;
+  std::transform(l.begin(), l.end(), l.begin(), ::tolower);
+  if (l == "true" || l == "1" || l == "yes") out = true;
+  else if (l == "false" || l == "0" || l == "no") out = false;
+  else return InvalidArgument("config: " + key + " = '" + v + "' is not a boolean");
+  return Status::Ok();
+}
+
+Status one_of(const std::string& key, const std::string& v, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed) {
+    if (v == a) return Status::Ok();
+  }
+  std::string list;
+  for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+  return InvalidArgument("config: " + key + " = '" + v + "' must be one of: " + list);
+}
+
+#define STR(field) [](ServeConfig& c, const std::string& v) { c.field = v; return Status::Ok(); }
+#define LIST(field) [](ServeConfig& c, const std::string& v) { c.field = split_list(v); return Status::Ok(); }
+#define BOOL(key, field) [](ServeConfig& c, const std::string& v) { return parse_bool(key, v, c.field); }
+#define NUM(key, field, T, lo, hi) \
+  [](ServeConfig& c, const std::string& v) { return parse_num<T>(key, v, c.field, lo, hi); }
+
+const std::map<std::string, Setter>& setters() {
+  static const std::map<std::string, Setter> m = {
+      {"model", STR(model)},
+      {"model_sha256", STR(model_sha256)},
+      {"max_context_length", NUM("max_context_length", max_context_length, int64_t, 16, 1 << 24)},
+      {"sparsity", NUM("sparsity", sparsity, double, 0.0, 0.999)},
+      {"cache_reuse", BOOL("cache_reuse", cache_reuse)},
+      {"attention", STR(attention)},
+      {"layer_attention", LIST(layer_attention)},
+      {"allow_request_attention", BOOL("allow_request_attention", allow_request_attention)},
+      {"reference_window", NUM("reference_window", reference_window, int64_t, 0, 1 << 24)},
+      {"cache_compression",
+       [](ServeConfig& c, const std::string& v) {
+         STRIDE_RETURN_IF_ERROR(one_of("cache_compression", v, {"none"}));
+         c.cache_compression = v;
+         return Status::Ok();
+       }},
+      {"cache_eviction_policy",
+       [](ServeConfig& c, const std::string& v) {
+         STRIDE_RETURN_IF_ERROR(one_of("cache_eviction_policy", v, {"none", "policy"}));
+         c.cache_eviction_policy = v;
+         return Status::Ok();
+       }},
+      {"kv_budget", STR(kv_budget)},
+      {"kv_type",
+       [](ServeConfig& c, const std::string& v) {
+         STRIDE_RETURN_IF_ERROR(one_of("kv_type", v, {"f16", "f32"}));
+         c.kv_type = v;
+         return Status::Ok();
+       }},
+      {"threads", NUM("threads", threads, int, 0, 1024)},
+      {"page_size", NUM("page_size", page_size, int, 1, 4096)},
+      {"prefill_chunk", NUM("prefill_chunk", prefill_chunk, int, 1, 65536)},
+      {"max_batch", NUM("max_batch", max_batch, int, 1, 1024)},
+      {"max_queue", NUM("max_queue", max_queue, int, 0, 1 << 20)},
+      {"request_timeout_s", NUM("request_timeout_s", request_timeout_s, double, 0.001, 1e7)},
+      {"max_prompt_tokens", NUM("max_prompt_tokens", max_prompt_tokens, int64_t, 0, 1 << 24)},
+      {"max_tokens_cap", NUM("max_tokens_cap", max_tokens_cap, int, 1, 1 << 24)},
+      {"max_body_bytes", NUM("max_body_bytes", max_body_bytes, int64_t, 64, int64_t(1) << 32)},
+      {"host", STR(host)},
+      {"port", NUM("port", port, int, 0, 65535)},
+      {"io_threads", NUM("io_threads", io_threads, int, 1, 256)},
+      {"api_keys", LIST(api_keys)},
+      {"api_keys_file", STR(api_keys_file)},
+      {"admin_keys", LIST(admin_keys)},
+      {"allowlist", LIST(allowlist)},
+      {"rate_limit_rpm", NUM("rate_limit_rpm", rate_limit_rpm, double, 0.0, 1e9)},
+      {"audit_log", STR(audit_log)},
+      {"audit_log_prompts", BOOL("audit_log_prompts", audit_log_prompts)},
+      {"log_level",
+       [](ServeConfig& c, const std::string& v) {
+         STRIDE_RETURN_IF_ERROR(one_of("log_level", v, {"DEBUG", "INFO", "WARNING", "ERROR"}));
+         c.log_level = v;
+         return Status::Ok();
+       }},
+  };
+  return m;
+}
+
+// A YAML node as the string a setter takes (sequences joined by commas).
+Expected<std::string> node_text(const std::string& key, const YAML::Node& n) {
+  if (n.IsScalar()) return n.as<std::string>();
+  if (n.IsNull()) return std::string();
+  if (n.IsSequence()) {
+    std::string out;
+    for (const auto& item : n) {
+      if (!item.IsScalar()) return InvalidArgument("config: " + key + " must be a list of strings");
+      const std::string s = item.as<std::string>();
+      if (s.find(',') != std::string::npos) return InvalidArgument("config: " + key + " items may not contain ','");
+      out += (out.empty() ? "" : ",") + s;
+    }
+    return out;
+  }
+  return InvalidArgument("config: " + key + " must be a scalar or a list");
+}
+
+}  // namespace
+
+Status set_config_value(ServeConfig& c, const std::string& key, const std::string& value) {
+  auto it = setters().find(key);
+  if (it == setters().end()) return InvalidArgument("config: unknown key '" + key + "'");
+  return it->second(c, value);
+}
+
+Expected<ServeConfig> load_config(const std::string& path, char** envp) {
+  ServeConfig c;
+  if (!path.empty()) {
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(path);
+    } catch (const YAML::Exception& e) {
+      return InvalidArgument("config: cannot read " + path + ": " + e.what());
+    }
+    if (root && !root.IsNull()) {
+      if (!root.IsMap()) return InvalidArgument("config: " + path + " must be a mapping of key: value");
+      for (const auto& kv : root) {
+        const std::string key = kv.first.as<std::string>();
+        STRIDE_ASSIGN_OR_RETURN(std::string text, node_text(key, kv.second));
+        STRIDE_RETURN_IF_ERROR(set_config_value(c, key, text));
+      }
+    }
+  }
+  // STRIDE_<KEY> for every known key (STRIDE_API_KEYS, STRIDE_MAX_BATCH, ...).
+  for (char** e = envp; e && *e; ++e) {
+    const std::string entry(*e);
+    const size_t eq = entry.find('=');
+    if (entry.rfind("STRIDE_", 0) != 0 || eq == std::string::npos) continue;
+    std::string key = entry.substr(7, eq - 7);
+    std::transform(key.begin(), key.end(), key.begin(), ::tolower);
+    if (setters().count(key) == 0) continue;  // other STRIDE_ variables belong to other tools
+    STRIDE_RETURN_IF_ERROR(set_config_value(c, key, entry.substr(eq + 1)));
+  }
+  return c;
+}
+
+Status finalize_config(ServeConfig& c) {
+  if (!c.api_keys_file.empty()) {
+    std::ifstream f(c.api_keys_file);
+    if (!f) return NotFound("config: cannot read api_keys_file " + c.api_keys_file);
+    std::string line;
+    while (std::getline(f, line)) {
+      line.erase(line.find_last_not_of(" \t\r") + 1);
+      if (!line.empty() && line[0] != '#') c.api_keys.push_back(line);
+    }
+  }
+  if (c.max_prompt_tokens <= 0 || c.max_prompt_tokens > c.max_context_length) {
+    c.max_prompt_tokens = c.max_context_length;
+  }
+  if (c.max_batch > c.prefill_chunk) {
+    return InvalidArgument("config: max_batch (" + std::to_string(c.max_batch) + ") exceeds prefill_chunk (" +
+                           std::to_string(c.prefill_chunk) + "): every running sequence needs a token per step");
+  }
+  return Status::Ok();
+}
+
+}  // namespace stride::serving

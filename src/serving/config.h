@@ -1,0 +1,64 @@
+#pragma once
+// Server configuration: a YAML file, overridden by STRIDE_<KEY> environment
+// variables, overridden in turn by CLI flags (applied by the caller).
+// Unknown keys and bad values are errors at start-up.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace stride::serving {
+
+struct ServeConfig {
+  // Model and engine.
+  std::string model;
+  std::string model_sha256;           // when set, the file is verified before loading
+  int64_t max_context_length = 131072;
+  double sparsity = 0.9;              // accepted; the engine's policies are window/rswa (no top-k yet)
+  bool cache_reuse = true;            // accepted; no prefix cache yet
+  std::string attention = "dense";    // policy of global layers
+  std::vector<std::string> layer_attention;  // "A-B=POLICY"
+  bool allow_request_attention = false;      // may a request name a policy (must equal the engine's)
+  int64_t reference_window = 0;       // accepted; reserved
+  std::string cache_compression = "none";
+  std::string cache_eviction_policy = "none";
+  std::string kv_budget = "512M";     // KV pool size (the memory budget)
+  std::string kv_type = "f16";
+  int threads = 0;
+  int page_size = 32;
+  int prefill_chunk = 256;            // tokens per engine step (decode + prefill)
+
+  // Scheduling and limits.
+  int max_batch = 8;
+  int max_queue = 64;
+  double request_timeout_s = 600;
+  int64_t max_prompt_tokens = 0;      // 0: max_context_length
+  int max_tokens_cap = 4096;
+  int64_t max_body_bytes = 1 << 20;
+
+  // Network and security.
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int io_threads = 4;                 // reserved; connections get a thread each
+  std::vector<std::string> api_keys;  // bearer tokens (prefer api_keys_file or STRIDE_API_KEYS)
+  std::string api_keys_file;          // one key per line
+  std::vector<std::string> admin_keys; // bearer tokens for POST /admin/model; empty: admin API off
+  std::vector<std::string> allowlist; // CIDRs; empty: everyone
+  double rate_limit_rpm = 0;          // requests per minute per API key (per client IP without keys); 0: off
+  std::string audit_log;              // JSON-lines path; empty: off
+  bool audit_log_prompts = false;
+  std::string log_level = "INFO";
+};
+
+// Loads `path` (may be empty: defaults only), then applies the environment.
+Expected<ServeConfig> load_config(const std::string& path, char** envp);
+
+// Applies one key=value (from the environment or a flag); errors name the key.
+Status set_config_value(ServeConfig& c, const std::string& key, const std::string& value);
+
+// Cross-field checks and api_keys_file loading; call after every override.
+Status finalize_config(ServeConfig& c);
+
+}  // namespace stride::serving

@@ -1,0 +1,131 @@
+#include "serving/metrics.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace stride::serving {
+
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+void header(std::string& out, const std::string& name, const char* type, const std::string& help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void scalar(std::string& out, const std::string& name, const char* type, const std::string& help,
+            double v) {
+  header(out, name, type, help);
+  out += name + " " + num(v) + "\n";
+}
+
+const std::vector<double> kLatencyBounds = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25,
+                                            0.5,   0.75,  1.0,  2.5,  5.0,  7.5,  10.0, 20.0, 40.0,
+                                            80.0,  160.0};
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += v;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  header(out, name, "histogram", help);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cum += counts_[i];
+    out += name + "_bucket{le=\"" + num(bounds_[i]) + "\"} " + std::to_string(cum) + "\n";
+  }
+  cum += counts_.back();
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cum) + "\n";
+  out += name + "_sum " + num(sum_) + "\n";
+  out += name + "_count " + std::to_string(count_) + "\n";
+}
+
+Metrics::Metrics()
+    : ttft(kLatencyBounds), itl(kLatencyBounds), e2e(kLatencyBounds), queue_time(kLatencyBounds) {}
+
+void Metrics::count_finish(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++finished_[reason];
+}
+
+void Metrics::count_http(int code) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++http_[code];
+}
+
+int64_t resident_bytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  int64_t kb = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "VmRSS:", 6) == 0) {
+      kb = std::atoll(line + 6);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
+
+std::string Metrics::render() const {
+  std::string out;
+  out.reserve(8192);
+  ttft.render(out, "stride_time_to_first_token_seconds", "Time to first token in seconds.");
+  itl.render(out, "stride_inter_token_latency_seconds", "Latency between consecutive tokens in seconds.");
+  e2e.render(out, "stride_e2e_request_latency_seconds", "End-to-end request latency in seconds.");
+  queue_time.render(out, "stride_request_queue_time_seconds", "Time spent waiting before admission in seconds.");
+  scalar(out, "stride_num_requests_running", "gauge", "Sequences in the running batch.", (double)num_running);
+  scalar(out, "stride_num_requests_waiting", "gauge", "Requests waiting for admission.", (double)num_waiting);
+  scalar(out, "stride_prompt_tokens_total", "counter", "Prompt tokens processed.", (double)prompt_tokens);
+  scalar(out, "stride_generation_tokens_total", "counter", "Tokens generated.", (double)generation_tokens);
+  scalar(out, "stride_num_preemptions_total", "counter", "Sequences preempted for recompute.", (double)preemptions);
+  scalar(out, "stride_engine_steps_total", "counter", "Scheduler steps run.", (double)steps);
+  scalar(out, "stride_engine_step_seconds_total", "counter", "Seconds spent in forward steps.", step_seconds.load());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    header(out, "stride_request_success_total", "counter", "Finished requests by finish reason.");
+    for (const auto& [reason, n] : finished_) {
+      out += "stride_request_success_total{finished_reason=\"" + reason + "\"} " + std::to_string(n) + "\n";
+    }
+    header(out, "stride_http_requests_total", "counter", "HTTP responses by status code.");
+    for (const auto& [code, n] : http_) {
+      out += "stride_http_requests_total{code=\"" + std::to_string(code) + "\"} " + std::to_string(n) + "\n";
+    }
+  }
+  const double total = (double)kv_pages_total;
+  scalar(out, "stride_kv_cache_usage_perc", "gauge", "Fraction of KV pages in use (1 = full).",
+         total > 0 ? (double)kv_pages_used / total : 0.0);
+  scalar(out, "stride_kv_cache_pages_used", "gauge", "KV pages in use.", (double)kv_pages_used);
+  scalar(out, "stride_kv_cache_pages_capacity", "gauge", "KV pages in the pool.", total);
+  scalar(out, "stride_kv_cache_pages_peak", "gauge", "Most KV pages ever in use (watermark).", (double)kv_pages_peak);
+  scalar(out, "stride_kv_cache_page_bytes", "gauge", "Bytes per KV page (all layers share a size).",
+         (double)kv_bytes_per_page);
+  scalar(out, "stride_attention_pages_read_total", "counter", "KV pages attention read, summed over query blocks.",
+         (double)attention_pages_read);
+  scalar(out, "stride_attention_pages_present_total", "counter",
+         "KV pages the attending sequences held, summed over query blocks.", (double)attention_pages_present);
+  scalar(out, "stride_process_resident_memory_bytes", "gauge", "Resident set size of the process.",
+         (double)resident_bytes());
+  scalar(out, "stride_ready", "gauge", "1 once the model is loaded and warmed up.", (double)ready.load());
+  return out;
+}
+
+}  // namespace stride::serving

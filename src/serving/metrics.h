@@ -1,0 +1,67 @@
+#pragma once
+// Serving metrics, rendered as Prometheus text. Names follow vLLM's with a
+// `stride_` prefix (vllm:time_to_first_token_seconds -> stride_time_to_first_token_seconds):
+// `promtool check metrics` rejects ':' in exported names (colons are reserved for recording rules).
+// Written by the scheduler and HTTP threads, read by GET /metrics.
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace stride::serving {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double v);
+  // Appends "# HELP/# TYPE" and the _bucket/_sum/_count lines.
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::vector<double> bounds_;
+  mutable std::mutex mu_;
+  std::vector<uint64_t> counts_;  // [bounds + 1], last is +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class Metrics {
+ public:
+  Metrics();
+
+  Histogram ttft;          // seconds from arrival to the first token
+  Histogram itl;           // seconds between tokens of one request
+  Histogram e2e;           // seconds from arrival to finish
+  Histogram queue_time;    // seconds waiting before admission
+
+  std::atomic<int64_t> prompt_tokens{0};
+  std::atomic<int64_t> generation_tokens{0};
+  std::atomic<int64_t> preemptions{0};
+  std::atomic<int64_t> num_running{0};
+  std::atomic<int64_t> num_waiting{0};
+  std::atomic<int64_t> kv_pages_used{0};
+  std::atomic<int64_t> kv_pages_total{0};
+  std::atomic<int64_t> kv_pages_peak{0};
+  std::atomic<int64_t> kv_bytes_per_page{0};
+  std::atomic<int64_t> attention_pages_read{0};
+  std::atomic<int64_t> attention_pages_present{0};
+  std::atomic<int64_t> steps{0};
+  std::atomic<double> step_seconds{0};
+  std::atomic<int> ready{0};
+
+  void count_finish(const std::string& reason);
+  void count_http(int code);
+  std::string render() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, uint64_t> finished_;  // by finished_reason
+  std::map<int, uint64_t> http_;              // by status code
+};
+
+// Resident set size of this process now, in bytes (VmRSS).
+int64_t resident_bytes();
+
+}  // namespace stride::serving

@@ -1,0 +1,92 @@
+#pragma once
+// The plain structs that cross between HTTP threads and the scheduler thread.
+// No JSON here: the server turns JSON into a ServeRequest and events back into JSON.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sampler/sampler.h"
+
+namespace stride::serving {
+
+using Clock = std::chrono::steady_clock;
+
+struct ServeRequest {
+  std::string id;                   // "cmpl-..." for logs and the audit trail
+  std::vector<int32_t> prompt;      // token ids, BOS included when wanted
+  int max_tokens = 16;
+  SamplingParams sampling;
+  std::vector<std::string> stop;    // stop strings, excluded from the text
+  bool ignore_eos = false;
+  int top_logprobs = -1;            // -1: no log-probs; else alternatives per token
+  Clock::time_point deadline = Clock::time_point::max();
+};
+
+struct TopLogprob {
+  int32_t id = 0;
+  float logprob = 0.f;
+};
+
+// Log-prob of one generated token and its best alternatives.
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0.f;
+  std::vector<TopLogprob> top;  // [top_logprobs]
+};
+
+enum class EventKind { Token, Finish, Error };
+
+struct Event {
+  EventKind kind = EventKind::Token;
+  std::string text;                     // Token: newly released text (may be empty)
+  std::vector<TokenLogprob> logprobs;   // Token: one per generated token in this event
+  std::string finish_reason;            // Finish: stop | length | timeout | cancelled
+  int prompt_tokens = 0;                // Finish
+  int completion_tokens = 0;            // Finish
+  StatusCode code = StatusCode::kOk;    // Error
+  std::string message;                  // Error
+};
+
+// One request's mailbox: the scheduler pushes events, the HTTP thread pops
+// them. `cancelled` goes the other way (client gone): the scheduler frees the
+// request's pages at its next step.
+class RequestChannel {
+ public:
+  explicit RequestChannel(ServeRequest r) : request(std::move(r)) {}
+
+  void push(Event e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(std::move(e));
+    }
+    cv_.notify_one();
+  }
+  // Waits up to `timeout` for the next event.
+  std::optional<Event> pop(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+    Event e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+  const ServeRequest request;
+  const Clock::time_point arrived = Clock::now();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace stride::serving

@@ -1,0 +1,307 @@
+#include "serving/scheduler.h"
+
+#include <algorithm>
+
+#include "engine/stop_text.h"
+
+namespace stride::serving {
+
+namespace {
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+struct Scheduler::Sequence {
+  std::shared_ptr<RequestChannel> ch;
+  KVCache::SeqId seq = -1;       // -1: holds no KV (waiting or preempted)
+  std::vector<int32_t> tokens;   // prompt + generated; [0, n_cached) are in the cache
+  int64_t n_cached = 0;
+  int n_generated = 0;
+  Sampler sampler;
+  StreamDecoder decoder;
+  StopText stop;
+  std::vector<float> logits;     // [n_vocab] of the last fed token
+  bool want_logits = false;      // this step's chunk reaches the end of `tokens`
+  Clock::time_point last_token;
+  bool admitted_once = false;
+
+  Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab)
+      : ch(std::move(c)),
+        tokens(ch->request.prompt),
+        sampler(ch->request.sampling),
+        decoder(tok),
+        stop(ch->request.stop),
+        logits(n_vocab) {}
+  const ServeRequest& req() const { return ch->request; }
+  int64_t remaining() const { return (int64_t)tokens.size() - n_cached; }
+};
+
+Scheduler::Scheduler(Engine& engine, const SchedulerOptions& opts, Metrics& metrics)
+    : engine_(engine), opts_(opts), metrics_(metrics) {
+  if (opts_.step_tokens <= 0 || opts_.step_tokens > engine_.model().max_chunk()) {
+    opts_.step_tokens = engine_.model().max_chunk();
+  }
+  if (opts_.max_batch < 1) opts_.max_batch = 1;
+  if (opts_.step_tokens < opts_.max_batch) opts_.step_tokens = std::min(opts_.max_batch, engine_.model().max_chunk());
+}
+
+Scheduler::~Scheduler() { drain_and_stop(); }
+
+void Scheduler::start() { thread_ = std::thread([this] { loop(); }); }
+
+void Scheduler::drain_and_stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status Scheduler::submit(std::shared_ptr<RequestChannel> channel) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Unsupported("the server is shutting down");
+    if (incoming_.size() + waiting_size_.load() >= (size_t)opts_.max_queue) {
+      return ResourceExhausted("the request queue is full (" + std::to_string(opts_.max_queue) + ")");
+    }
+    incoming_.push_back(std::move(channel));
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (running_.empty() && waiting.empty()) {
+    cv_.wait(lock, [&] { return stopping_ || !incoming_.empty(); });
+  }
+  while (!incoming_.empty()) {
+    waiting.push_back(std::make_unique<Sequence>(std::move(incoming_.front()), *engine_.tokenizer(),
+                                                 engine_.config().n_vocab));
+    incoming_.pop_front();
+  }
+  waiting_size_.store(waiting.size());
+}
+
+void Scheduler::publish_gauges(size_t waiting) {
+  const KVCacheStats ks = engine_.kv().stats();
+  metrics_.num_running = (int64_t)running_.size();
+  metrics_.num_waiting = (int64_t)waiting;
+  metrics_.kv_pages_used = ks.pages_used;
+  metrics_.kv_pages_total = ks.pages_total;
+  metrics_.kv_pages_peak = ks.peak_pages_used;
+  metrics_.kv_bytes_per_page = ks.bytes_per_page;
+  metrics_.attention_pages_read = ks.pages_read;
+  metrics_.attention_pages_present = ks.pages_present;
+  waiting_size_.store(waiting);
+}
+
+void Scheduler::loop() {
+  std::deque<std::unique_ptr<Sequence>> waiting;
+  for (;;) {
+    take_incoming(waiting);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_ && incoming_.empty() && waiting.empty() && running_.empty()) break;
+    }
+    drop_expired(waiting);
+    admit(waiting);
+    if (!running_.empty()) step(waiting);
+    publish_gauges(waiting.size());
+  }
+  publish_gauges(0);
+}
+
+void Scheduler::release(Sequence& s) {
+  if (s.seq >= 0) engine_.kv().remove_sequence(s.seq);
+  s.seq = -1;
+  s.n_cached = 0;
+}
+
+void Scheduler::drop_expired(std::deque<std::unique_ptr<Sequence>>& waiting) {
+  const auto now = Clock::now();
+  auto expired = [&](Sequence& s) {
+    if (s.ch->cancelled()) {
+      finish(s, "cancelled");
+      return true;
+    }
+    if (now >= s.req().deadline) {
+      finish(s, "timeout");
+      return true;
+    }
+    return false;
+  };
+  std::erase_if(running_, [&](auto& s) { return expired(*s); });
+  std::erase_if(waiting, [&](auto& s) { return expired(*s); });
+}
+
+void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
+  KVCache& kv = engine_.kv();
+  const int page = kv.config().page_size;
+  const int n_layer = kv.config().n_layer;
+  while ((int)running_.size() < opts_.max_batch && !waiting.empty()) {
+    Sequence& s = *waiting.front();
+    // Dense worst case for the whole prompt plus one page of growth; windowed
+    // layers release pages, so this never under-counts.
+    const int64_t need = ((int64_t)s.tokens.size() / page + 2) * n_layer;
+    const KVCacheStats ks = kv.stats();
+    if (!running_.empty() && ks.pages_total - ks.pages_used < need) break;
+    auto id = kv.add_sequence();
+    if (!id) {
+      fail(s, id.status());
+      waiting.pop_front();
+      continue;
+    }
+    s.seq = *id;
+    s.n_cached = 0;
+    if (!s.admitted_once) {
+      metrics_.queue_time.observe(seconds(Clock::now() - s.ch->arrived));
+      metrics_.prompt_tokens += (int64_t)s.req().prompt.size();
+      s.admitted_once = true;
+    }
+    running_.push_back(std::move(waiting.front()));
+    waiting.pop_front();
+  }
+}
+
+bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
+  int budget = opts_.step_tokens;
+  std::vector<SequenceStep> steps;
+  std::vector<Sequence*> owners;
+  // Decodes first (one token each), then prefill chunks under what is left.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto& sp : running_) {
+      Sequence& s = *sp;
+      const int64_t rem = s.remaining();
+      if ((pass == 0) != (rem == 1) || budget <= 0) continue;
+      const int n = (int)std::min<int64_t>(rem, budget);
+      s.want_logits = n == rem;
+      SequenceStep st;
+      st.seq = s.seq;
+      st.tokens = s.tokens.data() + s.n_cached;
+      st.n = n;
+      st.logits = s.want_logits ? s.logits.data() : nullptr;
+      steps.push_back(st);
+      owners.push_back(&s);
+      budget -= n;
+    }
+  }
+  if (steps.empty()) return false;
+  int failed = -1;
+  const auto t0 = Clock::now();
+  Status st = engine_.model().forward_batch(engine_.kv(), steps.data(), (int)steps.size(),
+                                            engine_.pool(), &failed);
+  metrics_.step_seconds = metrics_.step_seconds.load() + seconds(Clock::now() - t0);
+  ++metrics_.steps;
+  if (st.code() == StatusCode::kResourceExhausted) {
+    if (running_.size() == 1) {
+      fail(*running_.back(), ResourceExhausted("the KV pool cannot hold this request: " + st.message()));
+      running_.pop_back();
+      return false;
+    }
+    // Preempt the youngest sequence: free its pages, recompute it later.
+    auto victim = std::move(running_.back());
+    running_.pop_back();
+    release(*victim);
+    ++metrics_.preemptions;
+    waiting.push_front(std::move(victim));
+    return false;
+  }
+  if (!st.ok()) {
+    for (auto& s : running_) fail(*s, st);
+    running_.clear();
+    return false;
+  }
+  for (size_t i = 0; i < steps.size(); ++i) owners[i]->n_cached += steps[i].n;
+  publish_gauges(waiting.size());  // before the events, so clients never see stale gauges
+  for (Sequence* s : owners) {
+    if (s->want_logits) after_logits(*s);
+  }
+  std::erase_if(running_, [](auto& s) { return s->seq < 0; });
+  return true;
+}
+
+// Samples the next token of `s` from its logits and releases text.
+void Scheduler::after_logits(Sequence& s) {
+  const ServeRequest& r = s.req();
+  const Tokenizer& tok = *engine_.tokenizer();
+  const int n_vocab = engine_.config().n_vocab;
+  Event ev;
+  const int32_t id = s.sampler.sample(s.logits.data(), n_vocab, s.tokens);
+  if (r.top_logprobs >= 0) {
+    std::vector<float> lp;
+    log_softmax(s.logits.data(), n_vocab, lp);
+    TokenLogprob t;
+    t.id = id;
+    t.logprob = lp[id];
+    std::vector<int32_t> order(n_vocab);
+    for (int i = 0; i < n_vocab; ++i) order[i] = i;
+    const int k = std::min(r.top_logprobs, n_vocab);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int32_t a, int32_t b) { return lp[a] > lp[b]; });
+    for (int i = 0; i < k; ++i) t.top.push_back({order[i], lp[order[i]]});
+    ev.logprobs.push_back(std::move(t));
+  }
+  const auto now = Clock::now();
+  if (s.n_generated == 0) {
+    metrics_.ttft.observe(seconds(now - s.ch->arrived));
+  } else {
+    metrics_.itl.observe(seconds(now - s.last_token));
+  }
+  s.last_token = now;
+  if (!r.ignore_eos && tok.is_eog(id)) {
+    if (!ev.logprobs.empty()) s.ch->push(std::move(ev));
+    finish(s, "stop");
+    return;
+  }
+  s.tokens.push_back(id);
+  ++s.n_generated;
+  ++metrics_.generation_tokens;
+  if (s.stop.append(s.decoder.push(id))) {
+    ev.text = s.stop.take_safe();
+    s.ch->push(std::move(ev));
+    finish(s, "stop");
+    return;
+  }
+  if (s.n_generated >= r.max_tokens || (int64_t)s.tokens.size() >= opts_.max_context) {
+    s.ch->push(std::move(ev));
+    finish(s, "length");
+    return;
+  }
+  ev.text = s.stop.take_safe();
+  s.ch->push(std::move(ev));
+}
+
+void Scheduler::finish(Sequence& s, const std::string& reason) {
+  // Bytes of an unfinished character; ignored once a stop string cut the text.
+  s.stop.append(s.decoder.flush());
+  Event tail;
+  tail.text = s.stop.take_all();
+  if (!tail.text.empty()) s.ch->push(std::move(tail));
+  // Pages go back before the client hears "finished", so a client that reads
+  // /metrics right after sees them free.
+  release(s);
+  const KVCacheStats ks = engine_.kv().stats();
+  metrics_.kv_pages_used = ks.pages_used;
+  Event done;
+  done.kind = EventKind::Finish;
+  done.finish_reason = reason;
+  done.prompt_tokens = (int)s.req().prompt.size();
+  done.completion_tokens = s.n_generated;
+  s.ch->push(std::move(done));
+  metrics_.e2e.observe(seconds(Clock::now() - s.ch->arrived));
+  metrics_.count_finish(reason);
+}
+
+void Scheduler::fail(Sequence& s, const Status& st) {
+  Event e;
+  e.kind = EventKind::Error;
+  e.code = st.code();
+  e.message = st.message();
+  release(s);
+  metrics_.kv_pages_used = engine_.kv().stats().pages_used;
+  s.ch->push(std::move(e));
+  metrics_.count_finish("error");
+}
+
+}  // namespace stride::serving

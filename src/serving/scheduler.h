@@ -1,0 +1,68 @@
+#pragma once
+// The engine loop: one thread owns the Engine and runs continuous batching.
+// Each step decodes every running sequence (one token each) and spends the
+// rest of the per-step token budget on prefill chunks of admitted requests.
+// Admission is gated by free KV pages; when reserve() still runs out, the
+// youngest sequence is preempted (pages freed, requeued for recompute).
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/generator.h"
+#include "serving/metrics.h"
+#include "serving/request.h"
+
+namespace stride::serving {
+
+struct SchedulerOptions {
+  int max_batch = 8;          // sequences decoded together
+  int max_queue = 64;         // waiting requests before submit() refuses (HTTP 429)
+  int step_tokens = 0;        // tokens per step (decode + prefill); 0: the model's max_chunk
+  int64_t max_context = 8192; // tokens one sequence may hold
+};
+
+class Scheduler {
+ public:
+  Scheduler(Engine& engine, const SchedulerOptions& opts, Metrics& metrics);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void start();
+  // Refuses new requests, finishes the queued and running ones, joins the thread.
+  void drain_and_stop();
+  // ResourceExhausted when the queue is full (HTTP 429); kUnsupported when
+  // shutting down (HTTP 503).
+  Status submit(std::shared_ptr<RequestChannel> channel);
+
+ private:
+  struct Sequence;
+  void loop();
+  void take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting);
+  void drop_expired(std::deque<std::unique_ptr<Sequence>>& waiting);
+  void admit(std::deque<std::unique_ptr<Sequence>>& waiting);
+  bool step(std::deque<std::unique_ptr<Sequence>>& waiting);
+  void after_logits(Sequence& s);
+  void finish(Sequence& s, const std::string& reason);
+  void fail(Sequence& s, const Status& st);
+  void release(Sequence& s);
+  void publish_gauges(size_t waiting);
+
+  Engine& engine_;
+  SchedulerOptions opts_;
+  Metrics& metrics_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<RequestChannel>> incoming_;
+  std::atomic<size_t> waiting_size_{0};  // scheduler-local waiting queue length
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace stride::serving

@@ -1,0 +1,70 @@
+"""`stride validate` and `stride plan` end to end on SmolLM2 (short lengths:
+the suite must stay quick; the 8K-32K figures are benchmark runs)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import stride_cli
+
+MODEL = os.path.join(stride_cli.ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+TEXT = ("The Debian project is an association of individuals who have made common cause to "
+        "create a free operating system. This operating system is called Debian. ") * 40
+
+
+def run(stride, *args, ok=True):
+    p = subprocess.run([stride.binary, *map(str, args)], capture_output=True, timeout=600,
+                       stdin=subprocess.DEVNULL)
+    if ok:
+        assert p.returncode == 0, p.stderr.decode()[-2000:]
+    return p
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("validate") / "text.txt"
+    path.write_text(TEXT)
+    return str(path)
+
+
+def test_validate_dense_against_itself_is_exact_and_window_drifts(stride, text_file, tmp_path):
+    out = tmp_path / "v.json"
+    run(stride, "validate", "-m", MODEL, "-a", "dense", "-a", "rswa:sinks=4,window=32",
+        "--lengths", "32,160", "--text", text_file, "--json", out, "--threads", 2, "--chunk", 64)
+    rows = json.loads(out.read_text())["fidelity"]
+    by = {(r["policy"], r["length"]): r for r in rows}
+    d = by[("dense", 160)]
+    assert d["mse"] == 0 and d["kl"] == pytest.approx(0, abs=1e-12) and d["top1"] == 1
+    assert d["ppl_dense"] == d["ppl_policy"] and 1 < d["ppl_dense"] < 100
+    # Up to the window the policy sees everything dense sees: identical logits.
+    assert by[("rswa:sinks=4,window=32", 32)]["mse"] == 0
+    far = by[("rswa:sinks=4,window=32", 160)]
+    assert far["mse"] > 0 and far["kl"] > 0 and far["top1"] < 1
+    assert far["ppl_dense"] == d["ppl_dense"]
+    assert 0 < far["pages_read_share"] < 1
+
+
+def test_validate_errors_are_clear(stride, tmp_path):
+    p = run(stride, "validate", "-m", MODEL, "-a", "dense", "--text", tmp_path / "missing.txt",
+            "--lengths", "64", ok=False)
+    assert p.returncode != 0 and b"cannot read" in p.stderr
+    p = run(stride, "validate", "-m", MODEL, "-a", "topk:sparsity=2", "--lengths", "64", ok=False)
+    assert p.returncode != 0 and b"sparsity" in p.stderr
+
+
+def test_plan_kv_is_flat_under_rswa_and_linear_under_dense(stride):
+    def plan(policy, ctx):
+        p = run(stride, "plan", "-m", MODEL, "-a", policy, "-c", ctx, "--json", "--budget", "1G")
+        return json.loads(p.stdout.decode().strip().splitlines()[-1])
+
+    d8, d64 = plan("dense", 8192), plan("dense", 65536)
+    # 30 layers x 2 x 3 kv heads x 64 x 2 bytes = 23,040 bytes per token (dense f16).
+    assert d8["kv_bytes_per_token_dense"] == 23040
+    assert d64["kv_bytes"] - d8["kv_bytes"] == (65536 - 8192) * 23040
+    r8, r1m = plan("rswa:sinks=4,window=4092", 8192), plan("rswa:sinks=4,window=4092", 1 << 20)
+    assert r8["kv_bytes"] == r1m["kv_bytes"]
+    assert r1m["largest_context"] >= 1 << 20  # flat KV: any length fits
+    assert 0 < d8["largest_context"] < 1 << 20
+    assert d8["total_bytes"] == d8["weight_bytes"] + d8["kv_bytes"] + d8["activation_bytes"]
+    assert d8["seed_formula_bytes"] == 4 * (8192 * 8192 + 8192 * 576)
