@@ -1,32 +1,14 @@
 // Byte-level BPE tokenization, as llama.cpp's llm_tokenizer_bpe.
 #include <cstdio>
-#include <queue>
 
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab_tokenizer.h"
 
 namespace stride {
 
 namespace {
-
-struct Symbol {
-  int prev, next;
-  size_t offset, n;  // n == 0 once merged away
-};
-
-struct Bigram {
-  int left, right;
-  int32_t rank;
-  size_t size;
-};
-
-// Lowest rank first; on ties, the leftmost pair.
-struct BigramOrder {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-  }
-};
 
 }  // namespace
 
@@ -103,38 +85,12 @@ void BpeTokenizer::encode_word(const std::string& word, std::vector<int32_t>& ou
       return;
     }
   }
-  std::vector<Symbol> syms;
-  for (size_t off = 0; off < word.size();) {
-    const size_t n = std::min(utf8::seq_len(static_cast<uint8_t>(word[off])), word.size() - off);
-    const int idx = static_cast<int>(syms.size());
-    syms.push_back({idx - 1, off + n == word.size() ? -1 : idx + 1, off, n});
-    off += n;
-  }
-
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
-  const auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const std::string_view l(word.data() + syms[left].offset, syms[left].n);
-    const std::string_view r(word.data() + syms[right].offset, syms[right].n);
+  std::vector<MergeSymbol> syms = split_into_symbols(word);
+  merge_symbols(word, syms, [&](std::string_view l, std::string_view r) -> std::optional<double> {
     const int32_t rank = vocab_.find_merge(l, r);
-    if (rank < 0) return;
-    queue.push({left, right, rank, l.size() + r.size()});
-  };
-  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram bg = queue.top();
-    queue.pop();
-    Symbol& l = syms[bg.left];
-    Symbol& r = syms[bg.right];
-    if (l.n == 0 || r.n == 0 || l.n + r.n != bg.size) continue;  // stale
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) syms[r.next].prev = bg.left;
-    try_add(l.prev, bg.left);
-    try_add(bg.left, l.next);
-  }
+    if (rank < 0) return std::nullopt;
+    return -static_cast<double>(rank);  // lowest rank first
+  });
 
   for (int i = syms.empty() ? -1 : 0; i >= 0; i = syms[i].next) {
     const std::string_view s(word.data() + syms[i].offset, syms[i].n);

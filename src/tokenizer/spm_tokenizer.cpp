@@ -1,6 +1,6 @@
 // SentencePiece-style tokenization, as llama.cpp's llm_tokenizer_spm.
-#include <queue>
 
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab_tokenizer.h"
 
@@ -9,24 +9,6 @@ namespace stride {
 namespace {
 
 constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581 "▁"
-
-struct Symbol {
-  int prev, next;  // neighbours in the live chain, -1 at the ends
-  size_t offset, n;  // bytes of the text; n == 0 once merged away
-};
-
-struct Bigram {
-  int left, right;
-  float score;
-  size_t size;
-};
-
-// Highest score first; on ties, the leftmost pair.
-struct BigramOrder {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.score < b.score || (a.score == b.score && a.left > b.left);
-  }
-};
 
 }  // namespace
 
@@ -82,38 +64,13 @@ void SpmTokenizer::encode_text(std::string_view raw, bool prefix_space,
     }
   }
 
-  // One symbol per UTF-8 character (by lead byte only, never validated).
-  std::vector<Symbol> syms;
-  for (size_t off = 0; off < text.size();) {
-    const size_t n = std::min(utf8::seq_len(static_cast<uint8_t>(text[off])), text.size() - off);
-    const int idx = static_cast<int>(syms.size());
-    syms.push_back({idx - 1, off + n == text.size() ? -1 : idx + 1, off, n});
-    off += n;
-  }
-
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
-  const auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const std::string_view s(text.data() + syms[left].offset, syms[left].n + syms[right].n);
-    const int32_t id = vocab_.find(s);
-    if (id < 0) return;
-    queue.push({left, right, vocab_.score[id], s.size()});
-  };
-  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram bg = queue.top();
-    queue.pop();
-    Symbol& l = syms[bg.left];
-    Symbol& r = syms[bg.right];
-    if (l.n == 0 || r.n == 0 || l.n + r.n != bg.size) continue;  // stale
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) syms[r.next].prev = bg.left;
-    try_add(l.prev, bg.left);
-    try_add(bg.left, l.next);
-  }
+  std::vector<MergeSymbol> syms = split_into_symbols(text);
+  merge_symbols(text, syms, [&](std::string_view l, std::string_view r) -> std::optional<double> {
+    // Neighbouring symbols are adjacent spans of the text.
+    const int32_t id = vocab_.find(std::string_view(l.data(), l.size() + r.size()));
+    if (id < 0) return std::nullopt;
+    return static_cast<double>(vocab_.score[id]);  // highest score first
+  });
 
   // Every merged symbol is a token; leftover single characters that are not
   // fall back to their bytes.
