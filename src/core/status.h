@@ -13,7 +13,7 @@ enum class StatusCode {
   kInvalidArgument,   // caller passed something malformed
   kNotFound,          // file, key or tensor missing
   kCorrupt,           // file content violates its format
-  kUnsupported,       // valid, but not implemented (type, architecture)
+  kUnsupported,       // valid input that stride cannot run (type, architecture)
   kIoError,           // OS-level failure
   kResourceExhausted, // KV pool full, budget exceeded: caller may preempt or reject
   kInternal,
