@@ -1,4 +1,4 @@
-// Decode attention per policy on one layer of SmolLM2 shape (9 query heads,
+// Decode attention per policy (dense, window, rswa, top-k at sparsity 0.9) on one layer of SmolLM2 shape (9 query heads,
 // 3 kv heads, head_dim 64, page 32) at 4K/16K/64K context, 1 and 2 threads.
 //   ./bench_attention --benchmark_filter=rswa
 #include <benchmark/benchmark.h>
@@ -17,7 +17,8 @@ namespace {
 using namespace stride;
 
 constexpr int kHeads = 9, kKvHeads = 3, kHeadDim = 64, kPage = 32;
-const char* kPolicies[] = {"dense", "window:size=4096", "rswa:sinks=4,window=2044"};
+const char* kPolicies[] = {"dense", "window:size=4096", "rswa:sinks=4,window=2044",
+                            "topk:sparsity=0.9,block=32"};
 
 std::vector<float> random_vec(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -78,7 +79,7 @@ void BM_DecodeAttention(benchmark::State& state) {
 
 BENCHMARK(BM_DecodeAttention)
     ->ArgNames({"policy", "ctx", "threads"})
-    ->ArgsProduct({{0, 1, 2}, {4096, 16384, 65536}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3}, {4096, 16384, 65536}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attention/topk_bound.h"
+
 namespace stride {
 
 int64_t topk_keep_count(double sparsity, int64_t n_groups, int64_t n_fixed) {
@@ -53,9 +55,7 @@ float page_score(const BlockQueries& bq, bool per_row, const PageSummaries& sums
   const float* mx = sums.max(page, h);
   const int dim = sums.head_dim();
   if (!per_row) return summary_box_bound(bq.lo.data(), bq.hi.data(), mn, mx, dim);
-  float best = -INFINITY;
-  for (const float* r : bq.rows) best = std::max(best, summary_bound(r, mn, mx, dim));
-  return best;
+  return max_summary_bound(bq.rows.data(), (int)bq.rows.size(), mn, mx, dim);
 }
 
 }  // namespace
