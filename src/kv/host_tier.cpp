@@ -1,0 +1,172 @@
+#include "kv/host_tier.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace stride {
+
+PinnedPage::~PinnedPage() { release(); }
+
+PinnedPage::PinnedPage(PinnedPage&& other) noexcept : tier_(other.tier_), slot_(other.slot_) {
+  other.tier_ = nullptr;
+  other.slot_ = -1;
+}
+
+PinnedPage& PinnedPage::operator=(PinnedPage&& other) noexcept {
+  if (this != &other) {
+    release();
+    tier_ = other.tier_;
+    slot_ = other.slot_;
+    other.tier_ = nullptr;
+    other.slot_ = -1;
+  }
+  return *this;
+}
+
+std::span<const uint8_t> PinnedPage::bytes() const {
+  if (!tier_) return {};
+  return {tier_->slot_data(slot_), (size_t)tier_->slot_bytes()};
+}
+
+void PinnedPage::release() {
+  if (tier_) tier_->unpin(slot_);
+  tier_ = nullptr;
+  slot_ = -1;
+}
+
+Expected<std::unique_ptr<HostTier>> HostTier::create(const HostTierOptions& opts) {
+  if (opts.slot_bytes <= 0) return InvalidArgument("host tier: slot size must be positive");
+  const int64_t n_slots = opts.capacity_bytes / opts.slot_bytes;
+  if (n_slots < 1)
+    return InvalidArgument("host tier: capacity " + std::to_string(opts.capacity_bytes) +
+                           " bytes holds no page of " + std::to_string(opts.slot_bytes) + " bytes");
+  auto tier = std::make_unique<HostTier>(Private{}, opts);
+  tier->mapped_bytes_ = n_slots * opts.slot_bytes;
+  void* p = MAP_FAILED;
+  if (opts.file.empty()) {
+    p = mmap(nullptr, (size_t)tier->mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  } else {
+    tier->fd_ = ::open(opts.file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (tier->fd_ < 0) return IoError("host tier: cannot create " + opts.file + ": " + std::strerror(errno));
+    if (ftruncate(tier->fd_, (off_t)tier->mapped_bytes_) != 0)
+      return ResourceExhausted("host tier: cannot size " + opts.file + " to " + std::to_string(tier->mapped_bytes_) +
+                               " bytes: " + std::strerror(errno));
+    p = mmap(nullptr, (size_t)tier->mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, tier->fd_, 0);
+  }
+  if (p == MAP_FAILED)
+    return ResourceExhausted("host tier: cannot map " + std::to_string(tier->mapped_bytes_) + " bytes: " + std::strerror(errno));
+  tier->base_ = static_cast<uint8_t*>(p);
+  tier->slots_.resize((size_t)n_slots);
+  tier->free_.reserve((size_t)n_slots);
+  for (int64_t s = n_slots - 1; s >= 0; --s) tier->free_.push_back(s);
+  tier->stats_.slots_total = n_slots;
+  return tier;
+}
+
+HostTier::~HostTier() {
+  if (base_) munmap(base_, (size_t)mapped_bytes_);
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(opts_.file.c_str());  // the tier is scratch space, not a cache across runs
+  }
+}
+
+Status HostTier::put(uint64_t key, std::span<const uint8_t> page) {
+  if ((int64_t)page.size() != opts_.slot_bytes)
+    return InvalidArgument("host tier: page image of " + std::to_string(page.size()) + " bytes, slots hold " +
+                           std::to_string(opts_.slot_bytes));
+  erase(key);
+  int64_t slot = -1;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else if (!lru_.empty()) {
+    slot = lru_.front();
+    ++stats_.evictions;
+    free_slot(slot);
+    free_.pop_back();  // free_slot pushed it
+  } else {
+    return ResourceExhausted("host tier: all " + std::to_string(slots_.size()) + " slots are pinned");
+  }
+  std::memcpy(slot_data(slot), page.data(), page.size());
+  Slot& s = slots_[(size_t)slot];
+  s.key = key;
+  s.used = true;
+  s.doomed = false;
+  s.pins = 0;
+  s.lru = lru_.insert(lru_.end(), slot);
+  index_[key] = slot;
+  ++stats_.puts;
+  return Status::Ok();
+}
+
+std::optional<PinnedPage> HostTier::pin(uint64_t key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) {
+    ++stats_.misses;
+    return std::nullopt;
+  }
+  ++stats_.hits;
+  Slot& s = slots_[(size_t)it->second];
+  if (s.pins++ == 0) lru_.erase(s.lru);
+  return PinnedPage(this, it->second);
+}
+
+void HostTier::unpin(int64_t slot) {
+  Slot& s = slots_[(size_t)slot];
+  if (--s.pins > 0) return;
+  if (s.doomed) {
+    s.used = false;
+    s.doomed = false;
+    free_.push_back(slot);
+    return;
+  }
+  s.lru = lru_.insert(lru_.end(), slot);  // most recently used
+}
+
+void HostTier::erase(uint64_t key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return;
+  const int64_t slot = it->second;
+  index_.erase(it);
+  Slot& s = slots_[(size_t)slot];
+  if (s.pins > 0) {
+    s.doomed = true;
+    return;
+  }
+  lru_.erase(s.lru);
+  s.used = false;
+  free_.push_back(slot);
+}
+
+void HostTier::free_slot(int64_t slot) {
+  Slot& s = slots_[(size_t)slot];
+  index_.erase(s.key);
+  lru_.erase(s.lru);
+  s.used = false;
+  free_.push_back(slot);
+}
+
+void HostTier::prefetch(std::span<const uint64_t> keys) const {
+  if (fd_ < 0) return;  // anonymous RAM is already resident
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  for (uint64_t key : keys) {
+    auto it = index_.find(key);
+    if (it == index_.end()) continue;
+    const uintptr_t start = (uintptr_t)slot_data(it->second);
+    const uintptr_t aligned = start - start % (uintptr_t)page;
+    madvise((void*)aligned, (size_t)(start - aligned + opts_.slot_bytes), MADV_WILLNEED);
+  }
+}
+
+HostTierStats HostTier::stats() const {
+  HostTierStats st = stats_;
+  st.slots_used = st.slots_total - (int64_t)free_.size();
+  return st;
+}
+
+}  // namespace stride

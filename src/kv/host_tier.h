@@ -1,0 +1,111 @@
+#pragma once
+// The offload tier for cold KV pages: fixed-size slots in host memory, either
+// anonymous RAM or a memory-mapped file (so the tier can exceed RAM and the
+// kernel pages it to disk). Pages are copied in whole (keys, values,
+// positions, scales: whatever the pool's page image holds), so a round trip
+// is bit-exact. Slots are found by a 64-bit key (a prefix page's chained hash
+// and layer), evicted least-recently-used when the tier is full, and read
+// through a move-only PinnedPage that keeps its slot from being evicted.
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+
+namespace stride {
+
+struct HostTierOptions {
+  int64_t capacity_bytes = 0;  // rounded down to whole slots; must hold at least one
+  int64_t slot_bytes = 0;      // one page image
+  std::string file;            // empty: anonymous RAM; else this file backs the tier
+};
+
+struct HostTierStats {
+  int64_t slots_total = 0;
+  int64_t slots_used = 0;
+  int64_t puts = 0;
+  int64_t hits = 0;       // pin() found the key
+  int64_t misses = 0;
+  int64_t evictions = 0;  // slots dropped to make room
+};
+
+class HostTier;
+
+// Read access to one slot; the slot stays resident and unevictable while held.
+class PinnedPage {
+ public:
+  PinnedPage() = default;
+  ~PinnedPage();
+  PinnedPage(PinnedPage&& other) noexcept;
+  PinnedPage& operator=(PinnedPage&& other) noexcept;
+  PinnedPage(const PinnedPage&) = delete;
+  PinnedPage& operator=(const PinnedPage&) = delete;
+
+  std::span<const uint8_t> bytes() const;
+  explicit operator bool() const { return tier_ != nullptr; }
+
+ private:
+  friend class HostTier;
+  PinnedPage(HostTier* tier, int64_t slot) : tier_(tier), slot_(slot) {}
+  void release();
+  HostTier* tier_ = nullptr;
+  int64_t slot_ = -1;
+};
+
+class HostTier {
+  struct Private {};
+
+ public:
+  HostTier(Private, const HostTierOptions& opts) : opts_(opts) {}
+  ~HostTier();
+  HostTier(const HostTier&) = delete;
+  HostTier& operator=(const HostTier&) = delete;
+
+  static Expected<std::unique_ptr<HostTier>> create(const HostTierOptions& opts);
+
+  // Stores a page image under key (replacing an older one). When every slot
+  // is taken the least recently used unpinned one is evicted; if all are
+  // pinned, ResourceExhausted and nothing changes.
+  Status put(uint64_t key, std::span<const uint8_t> page);
+  // The slot of key, pinned, or nullopt. Counts a hit or a miss; a hit makes
+  // the slot most recently used.
+  std::optional<PinnedPage> pin(uint64_t key);
+  bool contains(uint64_t key) const { return index_.count(key) != 0; }
+  // Drops key (no-op when absent). A pinned slot is dropped when unpinned.
+  void erase(uint64_t key);
+  // Asks the OS to bring these slots in ahead of use (file-backed tiers).
+  void prefetch(std::span<const uint64_t> keys) const;
+
+  HostTierStats stats() const;
+  int64_t slot_bytes() const { return opts_.slot_bytes; }
+
+ private:
+  friend class PinnedPage;
+  struct Slot {
+    uint64_t key = 0;
+    bool used = false;
+    bool doomed = false;  // erased while pinned
+    int pins = 0;
+    std::list<int64_t>::iterator lru;  // position in lru_ while unpinned and used
+  };
+  uint8_t* slot_data(int64_t slot) const { return base_ + slot * opts_.slot_bytes; }
+  void unpin(int64_t slot);
+  void free_slot(int64_t slot);
+
+  HostTierOptions opts_;
+  uint8_t* base_ = nullptr;
+  int64_t mapped_bytes_ = 0;
+  int fd_ = -1;
+  std::vector<Slot> slots_;
+  std::vector<int64_t> free_;
+  std::list<int64_t> lru_;  // unpinned used slots, least recent first
+  std::unordered_map<uint64_t, int64_t> index_;
+  HostTierStats stats_;
+};
+
+}  // namespace stride
