@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """KV bytes and peak RSS against context length, per attention policy.
 
-Measured: `stride run --prompt-ids ... --max-tokens 1 --json` (peak_kv_bytes,
-peak_rss_bytes) for lengths up to --max-measured (a prompt is passed on the
-command line, so lengths above ~40K tokens are out of reach that way).
-Planned: `stride plan --json` (kv_bytes, total_bytes) for every length, so
-the curves reach 128K and beyond. Writes JSON + PNG.
+Measured: one `stride stream --no-ppl` run per policy pushes a long English
+text through one sequence and reports, at every length of --lengths up to
+that policy's measured cap, the KV bytes held and the process RSS. Dense and
+top-k attention cost grows with length (a dense 128K stream takes hours on
+two cores), so their caps are lower by default. Planned: `stride plan --json`
+(kv_bytes, total_bytes) for every length, so every curve reaches 128K.
+Writes JSON + PNG.
 
-    bench/memory_scaling.py --model models/SmolLM2-135M-Instruct.Q4_1.gguf \
-        --lengths 1024,2048,4096,8192,16384,32768,65536,131072 --max-measured 8192
+    bench/memory_scaling.py --lengths 1024,2048,4096,8192,16384,32768,65536,131072 \
+        --cap dense=16384 --cap topk=32768
 """
 import argparse
 import json
@@ -22,11 +24,23 @@ POLICIES = ["dense", "window:size=1024", "rswa:sinks=4,window=1020", "topk:spars
             "strided:window=1024,globals=4,stride=8"]
 
 
-def stride(binary, *args):
+def stride_json(binary, *args):
     p = subprocess.run([binary, *map(str, args)], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{args[:3]}: {p.stderr[-1000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def stream(binary, model, policy, lengths, threads):
+    """{length: checkpoint row} from one streamed sequence."""
+    out = subprocess.run([binary, "stream", "-m", model, "-a", policy, "--tokens", str(max(lengths)),
+                          "--checkpoints", ",".join(map(str, lengths)), "--decode-steps", "1",
+                          "--threads", str(threads), "--no-ppl"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"stream {policy}: {out.stderr[-1000:]}")
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    # Checkpoint i sits after i decode steps; map each back to its nominal length.
+    return {L: r for L, r in zip(sorted(lengths), rows)}
 
 
 def main():
@@ -34,25 +48,32 @@ def main():
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
     ap.add_argument("--binary", default=os.environ.get("STRIDE_BIN", os.path.join(ROOT, "build", "stride")))
     ap.add_argument("--lengths", default="1024,2048,4096,8192,16384,32768,65536,131072")
-    ap.add_argument("--max-measured", type=int, default=8192)
+    ap.add_argument("--cap", action="append", default=[],
+                    help="POLICY_KIND=N: measure this kind only up to N tokens (default dense=16384, topk=32768)")
     ap.add_argument("--policies", nargs="*", default=POLICIES)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "memory_scaling"))
     a = ap.parse_args()
     lengths = [int(x) for x in a.lengths.split(",")]
+    caps = {"dense": 16384, "topk": 32768}
+    for c in a.cap:
+        k, v = c.split("=")
+        caps[k] = int(v)
     rows = []
     for pol in a.policies:
+        kind = pol.split(":")[0]
+        measured_lengths = [L for L in lengths if L <= caps.get(kind, max(lengths))]
+        t0 = time.time()
+        measured = stream(a.binary, a.model, pol, measured_lengths, a.threads) if measured_lengths else {}
+        seconds = round(time.time() - t0, 1)
         for L in lengths:
             row = {"policy": pol, "length": L}
-            plan = stride(a.binary, "plan", "-m", a.model, "-a", pol, "-c", L, "--json")
+            plan = stride_json(a.binary, "plan", "-m", a.model, "-a", pol, "-c", L, "--json")
             row["plan_kv_bytes"], row["plan_total_bytes"] = plan["kv_bytes"], plan["total_bytes"]
-            if L <= a.max_measured:
-                ids = " ".join(str(10 + (i * 7) % 90) for i in range(L - 1))  # short ids: argv limit
-                t0 = time.time()
-                r = stride(a.binary, "run", "-m", a.model, "-a", pol, "--prompt-ids", ids, "--max-tokens", 1,
-                           "--temperature", 0, "--threads", a.threads, "--json", "--ignore-eos")
-                row.update(kv_bytes=r["peak_kv_bytes"], peak_rss_bytes=r["peak_rss_bytes"],
-                           seconds=round(time.time() - t0, 1))
+            if L in measured:
+                m = measured[L]
+                row.update(kv_bytes=m["kv_bytes"], peak_rss_bytes=m["peak_rss_bytes"], rss_bytes=m["rss_bytes"],
+                           stream_seconds=seconds)
             rows.append(row)
             print(json.dumps(row), flush=True)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
