@@ -1,5 +1,7 @@
 // GFLOP/s of matmul per weight type at SmolLM2 / Gemma-3 layer shapes:
-// GEMV (decode, n_tok = 1) and GEMM (prefill, n_tok = 512), 1 and 2 threads.
+// GEMV (decode, n_tok = 1), batched decode (n_tok = 16) and GEMM (prefill,
+// n_tok = 512), 1 and 2 threads. Quantized types run twice: on the GGUF
+// layout (matmul) and repacked at load (".../packed": matmul_packed).
 //   ./build/bench_matmul --benchmark_filter='Q4_1'
 #include <benchmark/benchmark.h>
 
@@ -12,6 +14,7 @@
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kernels/packed_matrix.h"
 
 namespace {
 
@@ -46,7 +49,7 @@ std::vector<uint8_t> random_weight(DType t, int64_t n_in, int64_t n_out) {
   return bytes;
 }
 
-void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int threads) {
+void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int threads, bool packed) {
   const auto bytes = random_weight(t, shape.n_in, shape.n_out);
   TensorView w;
   w.type = t;
@@ -59,8 +62,21 @@ void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int thr
   std::normal_distribution<float> nd;
   for (auto& v : x) v = nd(rng);
   ThreadPool pool(threads);
+  PackedMatrix pm;
+  if (packed) {
+    auto p = pack_matrix(w);
+    if (!p.ok()) {
+      state.SkipWithError(p.status().message().c_str());
+      return;
+    }
+    pm = std::move(p.value());
+  }
   for (auto _ : state) {
-    matmul(w, x.data(), y.data(), n_tok, pool);
+    if (packed) {
+      matmul_packed(pm, x.data(), y.data(), n_tok, pool);
+    } else {
+      matmul(w, x.data(), y.data(), n_tok, pool);
+    }
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -87,14 +103,17 @@ void register_all() {
   };
   for (const Entry& e : entries)
     for (const Shape& s : e.shapes)
-      for (int64_t n_tok : {1, 512})
-        for (int threads : {1, 2}) {
-          const std::string name = std::string(dtype_name(e.t)) + "/" + s.name + "/tok" +
-                                   std::to_string(n_tok) + "/t" + std::to_string(threads);
-          benchmark::RegisterBenchmark(name.c_str(), bench, e.t, s, n_tok, threads)
-              ->Unit(benchmark::kMicrosecond)
-              ->UseRealTime();
-        }
+      for (int64_t n_tok : {1, 16, 512})
+        for (int threads : {1, 2})
+          for (bool packed : {false, true}) {
+            if (packed && !packable(e.t)) continue;
+            const std::string name = std::string(dtype_name(e.t)) + "/" + s.name + "/tok" +
+                                     std::to_string(n_tok) + "/t" + std::to_string(threads) +
+                                     (packed ? "/packed" : "");
+            benchmark::RegisterBenchmark(name.c_str(), bench, e.t, s, n_tok, threads, packed)
+                ->Unit(benchmark::kMicrosecond)
+                ->UseRealTime();
+          }
 }
 
 }  // namespace

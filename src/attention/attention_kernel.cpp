@@ -8,6 +8,7 @@
 
 #include "attention/rope_shift.h"
 #include "attention/simd.h"
+#include "attention/simd_int8.h"
 
 namespace stride {
 
@@ -17,7 +18,7 @@ namespace {
 struct Scratch {
   std::vector<float> q;    // [rows, dk] scaled queries
   std::vector<float> qs;   // [rows, dk] scaled queries shifted for sink keys (cache-relative)
-  std::vector<float> kf;   // [page_size, dk]
+  std::vector<float> kf;   // [page_size, dk] f16 pages widened
   std::vector<float> vf;   // [page_size, dv]
   std::vector<float> s;    // [2, page_size] scores of a row pair
   std::vector<float> pr;   // [2, page_size] probabilities of a row pair
@@ -40,16 +41,71 @@ struct Geometry {
   int n_kv, group, dk, dv, page_size;
 };
 
+// One page of one kv head as the inner loops read it: f32 rows (f32 pages in
+// place, f16 pages widened into scratch) or int8 rows with per-token scales,
+// which are widened in registers by the int8 loops.
+struct PageView {
+  const float* k = nullptr;    // [n, dk] f32
+  const float* v = nullptr;    // [n, dv] f32
+  const int8_t* k8 = nullptr;  // [n, dk] int8 pages
+  const int8_t* v8 = nullptr;  // [n, dv]
+  const float* ks = nullptr;   // [n] key scales
+  const float* vs = nullptr;   // [n] value scales
+
+  float key_dot(const float* q, int t, int dk) const {
+    return k8 ? ks[t] * simd::dot_i8(q, k8 + (int64_t)t * dk, dk)
+              : simd::dot(q, k + (int64_t)t * dk, dk);
+  }
+};
+
+PageView view_page(const KvPool& pool, int32_t page, int h, int n, const Geometry& g, Scratch& sc) {
+  PageView pv;
+  switch (pool.storage()) {
+    case KvStorage::F32:
+      pv.k = pool.k32(page, h);
+      pv.v = pool.v32(page, h);
+      break;
+    case KvStorage::F16:
+      simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * g.dk);
+      simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * g.dv);
+      pv.k = sc.kf.data();
+      pv.v = sc.vf.data();
+      break;
+    case KvStorage::Int8:
+      pv.k8 = pool.k8(page, h);
+      pv.v8 = pool.v8(page, h);
+      pv.ks = pool.k_scale(page, h);
+      pv.vs = pool.v_scale(page, h);
+      break;
+  }
+  return pv;
+}
+
+// Pages are scattered in the pool, so the hardware prefetcher stops at each
+// page's end; decode at depth was stalled on exactly these loads. Fetch the
+// next page ahead (f32 pages are only used for exact comparisons).
+void prefetch_page(const KvPool& pool, int32_t page, int h, const Geometry& g) {
+  const int64_t keys = (int64_t)g.page_size * g.dk, values = (int64_t)g.page_size * g.dv;
+  if (pool.storage() == KvStorage::F16) {
+    prefetch_bytes(pool.k(page, h), keys * 2);
+    prefetch_bytes(pool.v(page, h), values * 2);
+  } else if (pool.storage() == KvStorage::Int8) {
+    prefetch_bytes(pool.k8(page, h), keys);
+    prefetch_bytes(pool.v8(page, h), values);
+    prefetch_bytes(pool.k_scale(page, h), g.page_size * 4);
+    prefetch_bytes(pool.v_scale(page, h), g.page_size * 4);
+  }
+}
+
 // Turns the raw scores s of row r on one page into probabilities pr
 // relative to the row's new running max, updating (m, d). Returns false when
 // the page holds no key this row sees (state untouched).
 bool score_row(Scratch& sc, const PolicySpec& policy, const AttentionParams& p,
-               const int32_t* kpos, int n, int dk, int r, int64_t q_pos, bool full, bool has_sinks,
-               float* s, float* pr, float& alpha) {
+               const PageView& page, const int32_t* kpos, int n, int dk, int r, int64_t q_pos,
+               bool full, bool has_sinks, float* s, float* pr, float& alpha) {
   if (has_sinks) {  // sink keys see the query shifted back (cache-relative R-SWA)
     const float* qsr = sc.qs.data() + (int64_t)r * dk;
-    for (int t = 0; t < n && kpos[t] < policy.sinks; ++t)
-      s[t] = simd::dot(qsr, sc.kf.data() + (int64_t)t * dk, dk);
+    for (int t = 0; t < n && kpos[t] < policy.sinks; ++t) s[t] = page.key_dot(qsr, t, dk);
   }
   if (p.softcap > 0.f)
     for (int t = 0; t < n; ++t) s[t] = p.softcap * std::tanh(s[t] / p.softcap);
@@ -84,8 +140,10 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   sc.m.assign(rows, -INFINITY);
   sc.d.assign(rows, 0.f);
   sc.o.assign((size_t)rows * dv, 0.f);
-  sc.kf.resize((size_t)g.page_size * dk);
-  sc.vf.resize((size_t)g.page_size * dv);
+  if (pool.storage() == KvStorage::F16) {
+    sc.kf.resize((size_t)g.page_size * dk);
+    sc.vf.resize((size_t)g.page_size * dv);
+  }
   sc.s.resize(2 * (size_t)g.page_size);
   sc.pr.resize(2 * (size_t)g.page_size);
 
@@ -113,21 +171,8 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
     const int n = plan.page_valid[e];
     const bool full = plan.page_full[e] != 0;
     const int32_t* kpos = pool.positions(page);
-    // Pages are scattered in the pool, so the hardware prefetcher stops at
-    // each page's end; decode at depth was stalled on exactly these loads
-    // (63% of run_item in the conversion below). Fetch the next page ahead.
-    if (e + 1 < e1 && !pool.shape().f32) {
-      const int32_t next = plan.page_ids[e + 1];
-      prefetch_bytes(pool.k(next, h), (int64_t)g.page_size * dk * 2);
-      prefetch_bytes(pool.v(next, h), (int64_t)g.page_size * dv * 2);
-    }
-    if (pool.shape().f32) {
-      std::memcpy(sc.kf.data(), pool.k32(page, h), sizeof(float) * n * dk);
-      std::memcpy(sc.vf.data(), pool.v32(page, h), sizeof(float) * n * dv);
-    } else {
-      simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * dk);
-      simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * dv);
-    }
+    if (e + 1 < e1) prefetch_page(pool, plan.page_ids[e + 1], h, g);
+    const PageView pv = view_page(pool, page, h, n, g, sc);
     const bool has_sinks = shift && kpos[0] < policy.sinks;
     // Rows go in pairs so each K and V load in the inner loops feeds two rows.
     for (int r0 = 0; r0 < rows; r0 += 2) {
@@ -135,19 +180,35 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
       float* s[2] = {sc.s.data(), sc.s.data() + g.page_size};
       float* pr[2] = {sc.pr.data(), sc.pr.data() + g.page_size};
       const float* q0 = sc.q.data() + (int64_t)r0 * dk;
-      if (nr == 2) simd::dot_rows_x2(q0, q0 + dk, sc.kf.data(), n, dk, s[0], s[1]);
-      else simd::dot_rows(q0, sc.kf.data(), n, dk, s[0]);
+      if (pv.k8) {
+        if (nr == 2) simd::dot_rows_i8_x2(q0, q0 + dk, pv.k8, pv.ks, n, dk, s[0], s[1]);
+        else simd::dot_rows_i8(q0, pv.k8, pv.ks, n, dk, s[0]);
+      } else {
+        if (nr == 2) simd::dot_rows_x2(q0, q0 + dk, pv.k, n, dk, s[0], s[1]);
+        else simd::dot_rows(q0, pv.k, n, dk, s[0]);
+      }
       float alpha[2] = {1.f, 1.f};
       bool any[2] = {false, false};
-      for (int i = 0; i < nr; ++i)
-        any[i] = score_row(sc, policy, p, kpos, n, dk, r0 + i, row_pos(r0 + i), full, has_sinks,
-                           s[i], pr[i], alpha[i]);
+      for (int i = 0; i < nr; ++i) {
+        any[i] = score_row(sc, policy, p, pv, kpos, n, dk, r0 + i, row_pos(r0 + i), full,
+                           has_sinks, s[i], pr[i], alpha[i]);
+        // int8 values: fold each token's scale into its probability (d is already summed).
+        if (any[i] && pv.v8)
+          for (int t = 0; t < n; ++t) pr[i][t] *= pv.vs[t];
+      }
       float* o0 = sc.o.data() + (int64_t)r0 * dv;
       if (nr == 2 && any[0] && any[1]) {
-        simd::pv_accumulate_x2(o0, o0 + dv, alpha[0], alpha[1], pr[0], pr[1], sc.vf.data(), n, dv);
+        if (pv.v8)
+          simd::pv_accumulate_i8_x2(o0, o0 + dv, alpha[0], alpha[1], pr[0], pr[1], pv.v8, n, dv);
+        else
+          simd::pv_accumulate_x2(o0, o0 + dv, alpha[0], alpha[1], pr[0], pr[1], pv.v, n, dv);
       } else {
-        for (int i = 0; i < nr; ++i)
-          if (any[i]) simd::pv_accumulate(o0 + (int64_t)i * dv, alpha[i], pr[i], sc.vf.data(), n, dv);
+        for (int i = 0; i < nr; ++i) {
+          if (!any[i]) continue;
+          float* oi = o0 + (int64_t)i * dv;
+          if (pv.v8) simd::pv_accumulate_i8(oi, alpha[i], pr[i], pv.v8, n, dv);
+          else simd::pv_accumulate(oi, alpha[i], pr[i], pv.v, n, dv);
+        }
       }
     }
   }

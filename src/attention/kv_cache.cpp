@@ -5,7 +5,9 @@
 #include <string>
 
 #include "attention/paged_kv_cache.h"
+#include "kv/host_tier.h"
 #include "kv/kv_pool.h"
+#include "kv/page_summary.h"
 
 namespace stride {
 
@@ -40,15 +42,28 @@ Expected<std::unique_ptr<KVCache>> KVCache::create(const KVCacheConfig& cfg) {
                            " layer policies, got " + std::to_string(cfg.layer_policies.size()));
   for (int l = 0; l < cfg.n_layer; ++l) STRIDE_RETURN_IF_ERROR(check_policy(cfg.layer_policies[l], l, cfg.page_size));
 
-  const KvPoolShape shape{cfg.n_kv_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.page_size, cfg.f32_storage};
+  const KvPoolShape shape{cfg.n_kv_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.page_size, cfg.storage};
   const int64_t n_pages = cfg.budget_bytes / shape.bytes_per_page();
   if (n_pages < 1)
     return InvalidArgument("KVCache: budget of " + std::to_string(cfg.budget_bytes) +
                            " bytes is less than one page (" +
                            std::to_string(shape.bytes_per_page()) + " bytes)");
   const int32_t capped = (int32_t)std::min<int64_t>(n_pages, std::numeric_limits<int32_t>::max());
+  if (cfg.offload_bytes < 0) return InvalidArgument("KVCache: negative offload_bytes");
   STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool, KvPool::create(shape, capped));
-  return std::unique_ptr<KVCache>(std::make_unique<PagedKVCache>(cfg, std::move(pool)));
+  std::unique_ptr<HostTier> tier;
+  if (cfg.offload_bytes > 0) {
+    // A slot holds the page image and, with a top-k layer, the page's summaries.
+    const bool topk = std::any_of(cfg.layer_policies.begin(), cfg.layer_policies.end(),
+                                  [](const PolicySpec& p) { return p.kind == PolicyKind::TopK; });
+    const int64_t summary = topk ? PageSummaries::page_bytes(cfg.n_kv_heads, cfg.head_dim_k) : 0;
+    HostTierOptions to;
+    to.capacity_bytes = cfg.offload_bytes;
+    to.slot_bytes = pool->page_image_bytes() + summary;
+    to.file = cfg.offload_file;
+    STRIDE_ASSIGN_OR_RETURN(tier, HostTier::create(to));
+  }
+  return std::unique_ptr<KVCache>(std::make_unique<PagedKVCache>(cfg, std::move(pool), std::move(tier)));
 }
 
 }  // namespace stride

@@ -17,11 +17,21 @@ namespace {
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max() / 4;
 }  // namespace
 
-PagedKVCache::PagedKVCache(const KVCacheConfig& cfg, std::unique_ptr<KvPool> pool)
-    : cfg_(cfg), pool_(std::move(pool)), pages_(pool_->n_pages()) {
+PagedKVCache::PagedKVCache(const KVCacheConfig& cfg, std::unique_ptr<KvPool> pool,
+                           std::unique_ptr<HostTier> tier)
+    : cfg_(cfg), pool_(std::move(pool)), pages_(pool_->n_pages()), tier_(std::move(tier)) {
   for (const PolicySpec& p : cfg_.layer_policies)
     if (p.kind == PolicyKind::TopK && !summaries_)
       summaries_ = std::make_unique<PageSummaries>(pool_->n_pages(), cfg_.n_kv_heads, cfg_.head_dim_k);
+  // A layer's K/V depend on the policies of the layers below it too: all go in.
+  std::string salt = cfg_.cache_salt + "|page=" + std::to_string(cfg_.page_size) +
+                     "|" + kv_storage_name(cfg_.storage);
+  for (const PolicySpec& p : cfg_.layer_policies) salt += "|" + policy_to_string(p);
+  salt_ = prefix_salt(salt);
+  if (tier_) {
+    slot_image_.resize((size_t)tier_->slot_bytes());
+    pages_.set_on_evict([this](const PrefixKey& key, int32_t page) { offload_page(key, page); });
+  }
 }
 
 bool PagedKVCache::valid(SeqId seq) const {
@@ -50,9 +60,14 @@ Expected<KVCache::SeqId> PagedKVCache::add_sequence() {
 
 void PagedKVCache::remove_sequence(SeqId seq) {
   if (!valid(seq)) return;  // removing twice is harmless
-  for (LayerState& ls : seqs_[seq].layers)
-    for (int32_t page : ls.table)
-      if (page >= 0) pages_.release(page);
+  // Deepest pages first: cached pages are evicted in release order, and a
+  // deep page is useless once a page before it is gone.
+  std::vector<LayerState>& layers = seqs_[seq].layers;
+  size_t n_logical = 0;
+  for (const LayerState& ls : layers) n_logical = std::max(n_logical, ls.table.size());
+  for (size_t i = n_logical; i-- > 0;)
+    for (LayerState& ls : layers)
+      if (i < ls.table.size() && ls.table[i] >= 0) pages_.release(ls.table[i]);
   seqs_[seq] = Sequence{};
 }
 
@@ -122,6 +137,22 @@ void PagedKVCache::write(int layer, SeqId seq, const float* k, const float* v, i
   }
 }
 
+// Plan entries whose page holds a key in the local window (p - window, p] of
+// some query p of its block (the window hits behind
+// stride_attention_window_pages_read_total); sinks, globals and top-k picks are the rest.
+static int64_t window_entries(const AttentionPlan& plan, const PolicySpec& policy, int page_size) {
+  if (policy.window <= 0) return 0;
+  int64_t n = 0;
+  for (int b = 0; b < plan.n_blocks(); ++b) {
+    const int64_t q_first = plan.q_pos0 + (int64_t)b * plan.q_block;
+    const int64_t window_first = q_first - policy.window + 1;
+    for (int32_t e = plan.indptr[b]; e < plan.indptr[b + 1]; ++e) {
+      n += plan.page_first[e] + page_size - 1 >= window_first;
+    }
+  }
+  return n;
+}
+
 void PagedKVCache::attend(int layer, SeqId seq, const float* q, int n_new,
                           const AttentionParams& p, float* out, ThreadPool& pool) {
   const bool ok_params = p.n_head > 0 && p.n_head % cfg_.n_kv_heads == 0;
@@ -149,14 +180,18 @@ void PagedKVCache::attend(int layer, SeqId seq, const float* q, int n_new,
   attention_paged(*pool_, plan, policy, p, q, out, pool);
   (plan.per_head() ? head_pages_read_ : pages_read_) += plan.n_entries();
   pages_present_ += ls.held * plan.n_blocks();
+  (plan.per_head() ? head_window_pages_read_ : window_pages_read_) += window_entries(plan, policy, cfg_.page_size);
 }
 
-void PagedKVCache::commit(SeqId seq, int n_new) {
+void PagedKVCache::commit(SeqId seq, int n_new, const int32_t* ids) {
   assert(valid(seq));
   if (!valid(seq) || n_new <= 0) return;
   Sequence& s = seqs_[seq];
   assert(s.length + n_new <= capacity(s) && "commit beyond reserve()");
+  const int64_t before = s.length;
   s.length = std::min<int64_t>(s.length + n_new, capacity(s));
+  // Registered before the release below, so released pages stay cached.
+  register_full_pages(s, ids, (int)(s.length - before));
   for (int l = 0; l < cfg_.n_layer; ++l) release_unseen(s, l);
 }
 
@@ -198,6 +233,23 @@ KVCacheStats PagedKVCache::stats() const {
   st.bytes_per_page = pool_->shape().bytes_per_page();
   st.pages_read = pages_read_ + head_pages_read_ / cfg_.n_kv_heads;
   st.pages_present = pages_present_;
+  st.window_pages_read = window_pages_read_ + head_window_pages_read_ / cfg_.n_kv_heads;
+  st.pages_cached = pages_.n_cached();
+  st.pages_reclaimable = pages_.n_reclaimable();
+  st.pages_evicted = pages_.n_evicted();
+  st.prefix_query_tokens = prefix_query_tokens_;
+  st.prefix_hit_tokens = prefix_hit_tokens_;
+  st.prefix_queries = prefix_queries_;
+  st.prefix_hits = prefix_hits_;
+  if (tier_) {
+    const HostTierStats ts = tier_->stats();
+    st.pages_offloaded = pages_offloaded_;
+    st.pages_restored = pages_restored_;
+    st.tier_slots_used = ts.slots_used;
+    st.tier_slots_total = ts.slots_total;
+    st.tier_hits = ts.hits;
+    st.tier_misses = tier_misses_;
+  }
   return st;
 }
 

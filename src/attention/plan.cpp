@@ -17,8 +17,12 @@ bool policy_any_visible(const PolicySpec& p, int64_t q_first, int64_t q_last, in
     case PolicyKind::TopK: return true;  // causal; the selection is the plan's
     case PolicyKind::Strided: {
       if (k_first < p.sinks || k_last > q_first - p.window) return true;
-      // A strided block among the causally visible keys [k_first, min(k_last, q_last)]?
-      const int64_t b0 = k_first / p.block, b1 = std::min(k_last, q_last) / p.block;
+      // A strided block or a global range among the causally visible keys
+      // [k_first, min(k_last, q_last)]?
+      const int64_t k_end = std::min(k_last, q_last);
+      for (const TokenRange& r : p.global_ranges)
+        if (r.first <= k_end && r.last >= k_first) return true;
+      const int64_t b0 = k_first / p.block, b1 = k_end / p.block;
       const int64_t first_multiple = (b0 + p.stride - 1) / p.stride * p.stride;
       return first_multiple <= b1;
     }
@@ -37,7 +41,7 @@ bool policy_all_visible(const PolicySpec& p, int64_t q_first, int64_t q_last, in
     case PolicyKind::RSWA:
       return std::max(k_first, p.sinks) > std::min(k_last, q_last - p.window);
     case PolicyKind::TopK: return true;
-    // Globals and strided blocks do not depend on the query; the last query's
+    // Globals, global ranges and strided blocks do not depend on the query; the last query's
     // window is the tightest. Pages are short, so check key by key.
     case PolicyKind::Strided:
       for (int64_t k = k_first; k <= k_last; ++k)

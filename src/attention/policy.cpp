@@ -1,7 +1,10 @@
 // Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
-// | "topk:sparsity=R,block=B[,sinks=S,window=W]" | "strided:window=W,stride=S[,globals=G,block=B]".
+// | "topk:sparsity=R,block=B[,sinks=S,window=W]"
+// | "strided:window=W,stride=S[,globals=G,block=B,ranges=A-B+C-D]".
+// Arguments are comma-separated key=value; a list inside one value uses '+'.
 #include "attention/policy.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <string>
@@ -90,6 +93,46 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs) {
   return spec;
 }
 
+Expected<int64_t> parse_position(std::string_view text, const std::string& item) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto res = std::from_chars(text.data(), end, v);
+  if (text.empty() || res.ec != std::errc() || res.ptr != end || v < 0)
+    return InvalidArgument("policy 'strided': ranges: '" + item +
+                           "' is not A-B with token positions 0 <= A <= B");
+  return v;
+}
+
+// "A-B+C-D" -> sorted ranges, overlapping or adjacent ones merged.
+Expected<std::vector<TokenRange>> parse_ranges(std::string_view text) {
+  std::vector<TokenRange> out;
+  while (true) {
+    const size_t plus = text.find('+');
+    const std::string_view item = trim(text.substr(0, plus));
+    const std::string item_s(item);
+    const size_t dash = item.find('-');
+    if (dash == std::string_view::npos)
+      return InvalidArgument("policy 'strided': ranges: expected A-B, got '" + item_s + "'");
+    STRIDE_ASSIGN_OR_RETURN(const int64_t a, parse_position(trim(item.substr(0, dash)), item_s));
+    STRIDE_ASSIGN_OR_RETURN(const int64_t b, parse_position(trim(item.substr(dash + 1)), item_s));
+    if (a > b)
+      return InvalidArgument("policy 'strided': ranges: '" + item_s + "' ends before it starts");
+    out.push_back({a, b});
+    if (plus == std::string_view::npos) break;
+    text = text.substr(plus + 1);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const TokenRange& x, const TokenRange& y) { return x.first < y.first; });
+  std::vector<TokenRange> merged;
+  for (const TokenRange& r : out) {
+    if (!merged.empty() && r.first <= merged.back().last + 1)
+      merged.back().last = std::max(merged.back().last, r.last);
+    else
+      merged.push_back(r);
+  }
+  return merged;
+}
+
 Expected<PolicySpec> parse_strided(const std::vector<KeyValue>& kvs) {
   PolicySpec spec;
   spec.kind = PolicyKind::Strided;
@@ -103,8 +146,10 @@ Expected<PolicySpec> parse_strided(const std::vector<KeyValue>& kvs) {
       STRIDE_ASSIGN_OR_RETURN(spec.stride, parse_positive("strided", kv));
     } else if (kv.key == "block") {
       STRIDE_ASSIGN_OR_RETURN(spec.block, parse_positive("strided", kv));
+    } else if (kv.key == "ranges") {
+      STRIDE_ASSIGN_OR_RETURN(spec.global_ranges, parse_ranges(kv.value));
     } else {
-      return unknown_key("strided", kv, "window, globals, stride, block");
+      return unknown_key("strided", kv, "window, globals, stride, block, ranges");
     }
   }
   if (spec.window == 0) return InvalidArgument("policy 'strided': missing window=W");
@@ -164,7 +209,7 @@ Expected<PolicySpec> parse_policy(std::string_view text) {
   if (kind == "strided") return parse_strided(kvs);
   return InvalidArgument("unknown policy '" + std::string(kind) +
                          "' (expected dense, window:size=W, rswa:sinks=S,window=W[,pos=rel|abs], "
-                         "topk:sparsity=R,block=B or strided:window=W,stride=S,globals=G)");
+                         "topk:sparsity=R,block=B or strided:window=W,stride=S,globals=G[,ranges=A-B+C-D])");
 }
 
 std::string policy_to_string(const PolicySpec& p) {
@@ -183,9 +228,15 @@ std::string policy_to_string(const PolicySpec& p) {
       if (p.window > 0) s += ",window=" + std::to_string(p.window);
       return s;
     }
-    case PolicyKind::Strided:
-      return "strided:window=" + std::to_string(p.window) + ",stride=" + std::to_string(p.stride) +
-             ",globals=" + std::to_string(p.sinks) + ",block=" + std::to_string(p.block);
+    case PolicyKind::Strided: {
+      std::string s = "strided:window=" + std::to_string(p.window) +
+                      ",stride=" + std::to_string(p.stride) + ",block=" + std::to_string(p.block);
+      if (p.sinks > 0) s += ",globals=" + std::to_string(p.sinks);
+      for (size_t i = 0; i < p.global_ranges.size(); ++i)
+        s += (i == 0 ? ",ranges=" : "+") + std::to_string(p.global_ranges[i].first) + "-" +
+             std::to_string(p.global_ranges[i].last);
+      return s;
+    }
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -18,6 +19,13 @@ enum class PolicyKind { Dense, Window, RSWA, TopK, Strided };
 //     so the query never sees a distance beyond sinks + window and decoding
 //     past the training length stays in distribution. The default.
 enum class PositionMode { Absolute, CacheRelative };
+
+// Token positions [first, last], both included.
+struct TokenRange {
+  int64_t first = 0;
+  int64_t last = 0;
+  bool operator==(const TokenRange&) const = default;
+};
 
 struct PolicySpec {
   PolicyKind kind = PolicyKind::Dense;
@@ -34,15 +42,25 @@ struct PolicySpec {
   // Strided: the size of the blocks the stride counts.
   int64_t block = 0;
   int64_t stride = 0;  // Strided: every stride-th block (block index % stride == 0) is visible
+  // Strided: further global tokens, sorted, disjoint and not adjacent; every
+  // later query sees them (and the pages holding them are never released).
+  std::vector<TokenRange> global_ranges;
 
   bool operator==(const PolicySpec&) const = default;
 };
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R][,block=B][,sinks=S][,window=W]"
-// | "strided:window=W,stride=S[,globals=G][,block=B]"
+// | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);
+
+// Does k_pos fall in one of the strided policy's global ranges?
+inline bool in_global_range(const PolicySpec& p, int64_t k_pos) {
+  for (const TokenRange& r : p.global_ranges)
+    if (k_pos >= r.first && k_pos <= r.last) return true;
+  return false;
+}
 
 // The predicate: may the query at q_pos attend the key at k_pos? (causal included)
 inline bool policy_attends(const PolicySpec& p, int64_t q_pos, int64_t k_pos) {
@@ -54,7 +72,8 @@ inline bool policy_attends(const PolicySpec& p, int64_t q_pos, int64_t k_pos) {
     // Causal only: the pages a top-k query reads are the plan's choice.
     case PolicyKind::TopK: return true;
     case PolicyKind::Strided:
-      return k_pos < p.sinks || k_pos > q_pos - p.window || (k_pos / p.block) % p.stride == 0;
+      return k_pos < p.sinks || k_pos > q_pos - p.window || (k_pos / p.block) % p.stride == 0 ||
+             in_global_range(p, k_pos);
   }
   return false;
 }

@@ -54,10 +54,9 @@ Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t toke
   e.threads = o.threads;
   e.page_size = o.page_size;
   e.max_context = o.max_context > 0 ? o.max_context : std::max<int64_t>(tokens_needed, 1);
-  if (o.kv_type != "f16" && o.kv_type != "f32") {
-    return InvalidArgument("--kv-type must be f16 or f32, not '" + o.kv_type + "'");
-  }
-  e.kv_f32 = o.kv_type == "f32";
+  auto storage = parse_kv_storage(o.kv_type);
+  if (!storage) return InvalidArgument("--kv-type must be f16, f32 or int8, not '" + o.kv_type + "'");
+  e.kv_storage = *storage;
   e.layer_policies = o.layer_policies;
   if (!o.kv_budget.empty()) {
     STRIDE_ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_bytes(o.kv_budget));

@@ -25,7 +25,7 @@ struct ModelRunOptions {
   std::string kv_budget;  // bytes, empty: automatic
   int64_t max_context = 0;
   int page_size = 32;
-  std::string kv_type = "f16";  // f16 | f32
+  std::string kv_type = "f16";  // f16 | f32 | int8
   std::vector<std::string> layer_policies;  // "A-B=POLICY"
 };
 Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t tokens_needed);

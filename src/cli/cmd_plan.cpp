@@ -9,6 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "eval/memory_plan.h"
+#include "kv/kv_pool.h"
 #include "loader/model_source.h"
 
 namespace stride::cli {
@@ -54,13 +55,17 @@ int plan(const PlanArgs& a) {
   in.batch = a.batch;
   in.page_size = a.model.page_size;
   in.prefill_chunk = a.chunk;
-  in.kv_f32 = a.model.kv_type == "f32";
+  auto storage = parse_kv_storage(a.model.kv_type);
+  if (!storage) return fail(storage.status());
+  in.kv_storage = *storage;
   const MemoryPlan m = plan_memory(in);
-  const int64_t kv_per_token = (int64_t)c.n_layer * c.n_head_kv * (c.head_dim + c.head_dim_v) *
-                               (in.kv_f32 ? 4 : 2);
+  // One page's bytes spread over its tokens: int8 includes its per-token scales.
+  const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, 1, in.kv_storage};
+  const int64_t kv_per_token = (int64_t)c.n_layer * shape.bytes_per_page();
 
   nlohmann::json j;
   j["policy"] = policy_to_string(*policy);
+  j["kv_type"] = kv_storage_name(in.kv_storage);
   j["context"] = a.context;
   j["batch"] = a.batch;
   j["weight_bytes"] = m.weight_bytes;
@@ -85,8 +90,8 @@ int plan(const PlanArgs& a) {
   }
   std::printf("model      %s (%d layers, %d kv heads x %d, d_model %d)\n", a.model.model.c_str(),
               c.n_layer, c.n_head_kv, c.head_dim, c.n_embd);
-  std::printf("policy     %s, context %lld, batch %lld\n", policy_to_string(*policy).c_str(),
-              (long long)a.context, (long long)a.batch);
+  std::printf("policy     %s, context %lld, batch %lld, kv %s\n", policy_to_string(*policy).c_str(),
+              (long long)a.context, (long long)a.batch, kv_storage_name(in.kv_storage));
   std::printf("weights    %14lld  %s\n", (long long)m.weight_bytes, human(m.weight_bytes).c_str());
   std::printf("kv         %14lld  %s  (%lld pages per sequence; dense would be %s/token)\n",
               (long long)m.kv_bytes, human(m.kv_bytes).c_str(), (long long)m.kv_pages_per_seq,
@@ -123,7 +128,8 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--budget", args->budget, "memory budget, e.g. 2G: prints the largest context and batch");
   cmd->add_option("--page-size", args->model.page_size, "KV page size")->capture_default_str();
   cmd->add_option("--chunk", args->chunk, "prefill chunk size")->capture_default_str();
-  cmd->add_option("--kv-type", args->model.kv_type, "f16 or f32")->capture_default_str();
+  cmd->add_option("--kv-type", args->model.kv_type, "KV storage: f16, f32 or int8")
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "one JSON object");
   cmd->callback([args, &exit_code] { exit_code = plan(*args); });
 }

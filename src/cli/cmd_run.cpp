@@ -123,7 +123,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", args->model.threads, "0 = all cores")->capture_default_str();
   cmd->add_option("--layer-attention", args->model.layer_policies,
                   "per-layer policy A-B=POLICY, repeatable; wins over --attention and native windows");
-  cmd->add_option("--kv-type", args->model.kv_type, "KV storage: f16 or f32")->capture_default_str();
+  cmd->add_option("--kv-type", args->model.kv_type, "KV storage: f16, f32 (exact) or int8 (half the bytes)")->capture_default_str();
   cmd->add_option("--kv-budget", args->model.kv_budget, "KV pool size, e.g. 512M (default: sized for the context)");
   cmd->add_option("--ctx-size,-c", args->model.max_context, "max tokens of context (default: prompt + max tokens)");
   cmd->add_flag("--json", args->json, "end with one JSON object of ids and figures");

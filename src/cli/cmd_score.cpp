@@ -70,7 +70,7 @@ void add_score_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--chunk", args->chunk, "prefill chunk size")->capture_default_str();
   cmd->add_option("--layer-attention", args->model.layer_policies,
                   "per-layer policy A-B=POLICY, repeatable; wins over --attention and native windows");
-  cmd->add_option("--kv-type", args->model.kv_type, "KV storage: f16 or f32")->capture_default_str();
+  cmd->add_option("--kv-type", args->model.kv_type, "KV storage: f16, f32 (exact) or int8 (half the bytes)")->capture_default_str();
   cmd->add_option("--kv-budget", args->model.kv_budget, "KV pool size, e.g. 512M");
   cmd->add_flag("--reference", args->reference,
                 "use the slow scalar reference forward pass (f32 activations, naive attention)");

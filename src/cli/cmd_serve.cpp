@@ -10,6 +10,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "loader/encrypted_file.h"
 #include "loader/sha256.h"
 #include "server/api.h"
 #include "server/http_server.h"
@@ -32,6 +33,7 @@ struct ServeArgs {
   std::vector<std::pair<std::string, std::string*>> flags;  // key -> value given on the command line
   std::string model, host, port, max_batch, max_queue, kv_budget, threads, attention, log_level, api_keys_file,
       max_context_length, request_timeout_s, audit_log;
+  std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
 };
 
 // Times one start-up stage and logs it.
@@ -68,14 +70,18 @@ Status warm_up(Engine& engine) {
 
 // One model version, from path to warmed-up scheduler, each stage logged:
 // model path and version, sha256, weights + KV pool, kernels + warm-up.
-Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::ServeConfig& cfg, const std::string& path,
-                                                            const std::string& expected_sha,
+Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::ServeConfig& cfg, const server::ModelRef& ref,
                                                             serving::Metrics& metrics) {
+  const std::string& path = ref.path;
+  const std::string& expected_sha = ref.sha256;
   Stage path_stage("model path");
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) return NotFound("model " + path + ": " + ec.message());
-  path_stage.done({{"model", path}, {"bytes", std::to_string(size)}});
+  path_stage.done({{"model", path},
+                   {"version", ref.version.empty() ? "-" : ref.version},
+                   {"bytes", std::to_string(size)},
+                   {"encrypted", is_encrypted_model(path) ? "yes" : "no"}});
 
   Stage sha_stage("sha256");
   STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_file(path));
@@ -92,11 +98,17 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   mo.kv_budget = cfg.kv_budget;
   mo.max_context = cfg.max_context_length;
   mo.page_size = cfg.page_size;
-  mo.kv_type = cfg.kv_type;
+  mo.kv_type = cfg.cache_compression == "int8" ? "int8" : cfg.kv_type;
   mo.layer_policies = cfg.layer_attention;
   STRIDE_ASSIGN_OR_RETURN(EngineOptions eo, to_engine_options(mo, cfg.max_context_length));
   eo.prefill_chunk = cfg.prefill_chunk;
   eo.show_progress = false;
+  eo.prefix_cache = cfg.cache_reuse;
+  eo.model_version = digest;  // prefix-cache keys never match across model files
+  if (!cfg.kv_offload_bytes.empty() && cfg.kv_offload_bytes != "0") {  // "0": no offload tier
+    STRIDE_ASSIGN_OR_RETURN(eo.kv_offload_bytes, parse_bytes(cfg.kv_offload_bytes));
+  }
+  eo.kv_offload_file = cfg.kv_offload_file;
   auto m = std::make_shared<server::ModelHandle>();
   STRIDE_ASSIGN_OR_RETURN(m->owned_engine, Engine::create(eo));
   Engine& engine = *m->owned_engine;
@@ -121,7 +133,8 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   m->scheduler = m->owned_scheduler.get();
   m->id = std::filesystem::path(path).filename().string();
   m->path = path;
-  m->version = digest.substr(0, 16);
+  m->version = ref.version.empty() ? digest.substr(0, 16) : ref.version;
+  m->sha256 = digest;
   const GGUFFile* gguf = engine.model().source().gguf();
   const std::string tmpl = gguf ? gguf->get_string_or("tokenizer.chat_template", "") : "";
   const std::string arch = gguf ? gguf->get_string_or("general.architecture", "") : "";
@@ -132,6 +145,43 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
        {"version", m->version},
        {"chat_template", m->chat.ok() ? serving::chat_family_name(m->chat->family) : m->chat.status().message()}});
   return m;
+}
+
+// Config file < environment < flags. Run at start-up and again on SIGHUP.
+Expected<serving::ServeConfig> read_config(const ServeArgs& a) {
+  STRIDE_ASSIGN_OR_RETURN(serving::ServeConfig cfg, serving::load_config(a.config, environ));
+  for (const auto& [key, value] : a.flags) {
+    if (value->empty()) continue;
+    Status st = serving::set_config_value(cfg, key, *value);
+    if (!st.ok()) return Status(st.code(), st.message() + " (from --" + key + ")");
+  }
+  STRIDE_RETURN_IF_ERROR(serving::finalize_config(cfg));
+  return cfg;
+}
+
+// The model the config names: a file, or a published version of model_dir.
+Expected<server::ModelRef> configured_model(const serving::ServeConfig& cfg) {
+  if (!cfg.model_dir.empty()) return server::model_ref_for_version(cfg.model_dir, cfg.model_version);
+  if (cfg.model.empty()) {
+    return InvalidArgument("no model: give --model, or model_dir + model_version (config, --model-dir/--model-version "
+                           "or STRIDE_MODEL_DIR/STRIDE_MODEL_VERSION)");
+  }
+  return server::ModelRef{cfg.model, cfg.model_sha256, ""};
+}
+
+// The key for encrypted model files, when the config names one (else the
+// loader falls back to STRIDE_MODEL_KEY / STRIDE_MODEL_KEY_FILE).
+Status install_model_key(const serving::ServeConfig& cfg) {
+  if (!cfg.model_key.empty()) {
+    auto key = parse_model_key_hex(cfg.model_key);
+    if (!key) return InvalidArgument("config: model_key: " + key.status().message());
+    set_model_key(*key);
+  } else if (!cfg.model_key_file.empty()) {
+    auto key = read_model_key_file(cfg.model_key_file);
+    if (!key) return Status(key.status().code(), "config: model_key_file: " + key.status().message());
+    set_model_key(*key);
+  }
+  return Status::Ok();
 }
 
 int serve(ServeArgs& a) {
@@ -145,17 +195,13 @@ int serve(ServeArgs& a) {
   ::signal(SIGPIPE, SIG_IGN);
 
   Stage config_stage("config");
-  auto loaded = serving::load_config(a.config, environ);
+  auto loaded = read_config(a);
   if (!loaded) return fail_log(loaded.status().message());
   serving::ServeConfig cfg = std::move(*loaded);
-  for (auto& [key, value] : a.flags) {
-    if (value->empty()) continue;
-    Status st = serving::set_config_value(cfg, key, *value);
-    if (!st.ok()) return fail_log(st.message() + " (from --" + key + ")");
-  }
-  if (Status st = serving::finalize_config(cfg); !st.ok()) return fail_log(st.message());
   server::set_log_level(cfg.log_level);
-  if (cfg.model.empty()) return fail_log("no model: give --model or 'model' in the config");
+  auto first_ref = configured_model(cfg);
+  if (!first_ref) return fail_log(first_ref.status().message());
+  if (Status st = install_model_key(cfg); !st.ok()) return fail_log(st.message());
   if (!server::is_loopback_host(cfg.host) && cfg.api_keys.empty()) {
     return fail_log("binding to " + cfg.host + " (beyond loopback) requires API keys (api_keys_file or STRIDE_API_KEYS)");
   }
@@ -171,8 +217,8 @@ int serve(ServeArgs& a) {
     if (!opened) return fail_log(opened.status().message());
     audit = std::move(*opened);
   }
-  if (cfg.sparsity != 0.9 || !cfg.cache_reuse || cfg.reference_window != 0) {
-    log(LogLevel::Warning, "sparsity, cache_reuse and reference_window are accepted but not used by this engine yet");
+  if (cfg.sparsity != 0.9 || cfg.reference_window != 0) {
+    log(LogLevel::Warning, "sparsity and reference_window are accepted but not used by this engine yet");
   }
   config_stage.done({{"api_keys", std::to_string(cfg.api_keys.size())}, {"max_batch", std::to_string(cfg.max_batch)}});
 
@@ -183,16 +229,18 @@ int serve(ServeArgs& a) {
   ho.host = cfg.host;
   ho.port = cfg.port;
   ho.max_body_bytes = cfg.max_body_bytes;
+  ho.tls_cert_file = cfg.tls_cert_file;
+  ho.tls_key_file = cfg.tls_key_file;
   server::HttpServer http(ho, [&api](const server::HttpRequest& req, server::Responder& res) { api.handle(req, res); });
   if (Status st = http.start(); !st.ok()) return fail_log(st.message());
-  log(LogLevel::Info, "listening", {{"host", cfg.host}, {"port", std::to_string(http.port())}});
+  log(LogLevel::Info, "listening",
+      {{"host", cfg.host}, {"port", std::to_string(http.port())}, {"tls", ho.tls_cert_file.empty() ? "no" : "yes"}});
 
-  auto loader = [&cfg, &metrics](const std::string& path, const std::string& sha) {
-    return load_version(cfg, path, sha, metrics);
-  };
-  auto first = loader(cfg.model, cfg.model_sha256);
+  auto loader = [&cfg, &metrics](const server::ModelRef& ref) { return load_version(cfg, ref, metrics); };
+  auto first = loader(*first_ref);
   if (!first) return fail_log(first.status().message());
   api.set_loader(loader);
+  api.set_model_dir(cfg.model_dir);
   api.set_model(std::move(*first));
   log(LogLevel::Info, "ready", {{"port", std::to_string(http.port())}});
 
@@ -200,10 +248,24 @@ int serve(ServeArgs& a) {
   for (;;) {
     sigwait(&sigs, &sig);
     if (sig != SIGHUP) break;
-    // SIGHUP: reload the configured model file (e.g. replaced on disk) beside the serving one.
-    log(LogLevel::Info, "SIGHUP: reloading the model", {{"model", cfg.model}});
-    auto secs = api.switch_model(cfg.model, cfg.model_sha256);
+    // SIGHUP: re-read the config file (the environment is fixed at start) and
+    // load the model it names beside the serving one. Only the model keys
+    // (model, model_sha256, model_dir, model_version, model key) take effect;
+    // everything else needs a restart.
+    auto fresh = read_config(a);
+    Expected<server::ModelRef> ref = fresh.ok() ? configured_model(*fresh) : Expected<server::ModelRef>(fresh.status());
+    if (ref.ok()) {
+      if (Status st = install_model_key(*fresh); !st.ok()) ref = st;
+    }
+    if (!ref.ok()) {
+      log(LogLevel::Error, "SIGHUP: config rejected; the old version keeps serving", {{"reason", ref.status().message()}});
+      continue;
+    }
+    log(LogLevel::Info, "SIGHUP: loading the configured model",
+        {{"model", ref->path}, {"version", ref->version.empty() ? "-" : ref->version}});
+    auto secs = api.switch_model(*ref);
     if (secs.ok()) {
+      api.set_model_dir(fresh->model_dir);
       log(LogLevel::Info, "model switched", {{"version", api.model()->version}, {"seconds", std::to_string(*secs)}});
     } else {
       log(LogLevel::Error, "model switch failed; the old version keeps serving", {{"reason", secs.status().message()}});
@@ -250,6 +312,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   flag("--ctx-size,-c", "max_context_length", a->max_context_length, "max tokens per sequence");
   flag("--request-timeout", "request_timeout_s", a->request_timeout_s, "seconds before a request ends with 'timeout'");
   flag("--audit-log", "audit_log", a->audit_log, "JSON-lines audit log path");
+  flag("--model-dir", "model_dir", a->model_dir, "directory of published versions (see stride model publish)");
+  flag("--model-version", "model_version", a->model_version, "version of --model-dir to serve");
+  flag("--model-key-file", "model_key_file", a->model_key_file, "AES-256 key for encrypted model files");
+  flag("--tls-cert", "tls_cert_file", a->tls_cert, "PEM certificate chain: serve HTTPS only");
+  flag("--tls-key", "tls_key_file", a->tls_key, "PEM private key for --tls-cert");
   cmd->callback([a, &exit_code] { exit_code = serve(*a); });
 }
 

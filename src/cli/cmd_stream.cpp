@@ -105,7 +105,9 @@ int stream(const StreamArgs& a) {
   in.context = a.tokens + a.decode_steps * (int64_t)checkpoints.size() + 1;
   in.page_size = a.model.page_size;
   in.prefill_chunk = a.chunk;
-  in.kv_f32 = a.model.kv_type == "f32";
+  auto storage = parse_kv_storage(a.model.kv_type);
+  if (!storage) return fail(storage.status());
+  in.kv_storage = *storage;
   const MemoryPlan plan = plan_memory(in);
   (*source).reset();  // the engine maps the file again
 
@@ -115,7 +117,7 @@ int stream(const StreamArgs& a) {
   opts->max_context = in.context + a.chunk;
   // Two pages per layer of slack: kv_bytes_for_tokens rounds one page up and adds one.
   if (a.model.kv_budget.empty())
-    opts->kv_budget_bytes = plan.kv_bytes + kv_bytes_for_tokens(c, a.model.page_size, a.model.page_size, in.kv_f32);
+    opts->kv_budget_bytes = plan.kv_bytes + kv_bytes_for_tokens(c, a.model.page_size, a.model.page_size, in.kv_storage);
   auto created = Engine::create(*opts);
   if (!created) return fail(created.status());
   Engine& engine = **created;

@@ -2,6 +2,9 @@
 // long English text through dense attention and through each policy (MSE of
 // the logits, KL(dense||policy), top-1 agreement, perplexity of both).
 // --passkey: passkey retrieval accuracy per policy at several lengths/depths.
+// --kv-type int8 measures KV compression: the policy engines store int8 KV
+// while the dense reference keeps f16 (--reference-kv-type to change it), so
+// `-a dense --kv-type int8` is the cost of int8 KV alone.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -33,7 +36,15 @@ struct ValidateArgs {
   std::string passkey_lengths = "2048,4096,8192";
   std::string depths = "0,0.25,0.5,0.75,1";
   int key_seed = 1;
+  std::string reference_kv_type;  // dense side; empty: f16 under --kv-type int8, else --kv-type
 };
+
+// The dense reference's KV storage: int8 is the compression under test, so
+// its reference keeps the default f16.
+std::string reference_kv_type(const ValidateArgs& a) {
+  if (!a.reference_kv_type.empty()) return a.reference_kv_type;
+  return a.model.kv_type == "int8" ? "f16" : a.model.kv_type;
+}
 
 Expected<std::vector<double>> parse_list(const std::string& text, const char* what) {
   std::vector<double> out;
@@ -92,8 +103,16 @@ int run_fidelity(const ValidateArgs& a, nlohmann::json& report) {
   std::sort(lengths.begin(), lengths.end());
   const int64_t max_len = lengths.back();
   std::string err;
-  auto dense = make_engine(a.model, "dense", max_len, a.chunk, err);
+  ModelRunOptions reference = a.model;
+  reference.kv_type = reference_kv_type(a);
+  if (!parse_kv_storage(reference.kv_type))
+    return fail("--reference-kv-type must be f16, f32 or int8, not '" + reference.kv_type + "'");
+  auto dense = make_engine(reference, "dense", max_len, a.chunk, err);
   if (!dense) return fail(err);
+  report["kv_type"] = a.model.kv_type;
+  report["reference_kv_type"] = reference.kv_type;
+  std::printf("kv: policy %s, dense reference %s\n", a.model.kv_type.c_str(),
+              reference.kv_type.c_str());
   if (!dense->tokenizer()) return fail("validate needs a GGUF model with a tokenizer");
   auto text = read_text(a.text_file.empty() ? default_text_path() : a.text_file);
   if (!text) return fail(text.status());
@@ -266,7 +285,10 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--bucket", args->bucket, "positions per perplexity-curve point in the JSON")
       ->capture_default_str();
   cmd->add_option("--threads", args->model.threads, "0 = all cores")->capture_default_str();
-  cmd->add_option("--kv-type", args->model.kv_type, "KV storage: f16 or f32")->capture_default_str();
+  cmd->add_option("--kv-type", args->model.kv_type, "KV storage of the policy runs: f16, f32 or int8")
+      ->capture_default_str();
+  cmd->add_option("--reference-kv-type", args->reference_kv_type,
+                  "KV storage of the dense reference (default: f16 under --kv-type int8, else --kv-type)");
   cmd->add_option("--page-size", args->model.page_size, "KV page size (tokens)")->capture_default_str();
   cmd->add_option("--layer-attention", args->model.layer_policies, "per-layer policy A-B=POLICY");
   cmd->add_flag("--passkey", args->passkey, "passkey retrieval instead of fidelity");

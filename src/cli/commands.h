@@ -11,6 +11,7 @@ void add_tokenize_command(CLI::App& app, int& exit_code);
 void add_validate_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
+void add_model_command(CLI::App& app, int& exit_code);
 void add_stream_command(CLI::App& app, int& exit_code);
 
 }  // namespace stride::cli

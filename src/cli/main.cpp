@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   stride::cli::add_validate_command(app, exit_code);
   stride::cli::add_plan_command(app, exit_code);
   stride::cli::add_serve_command(app, exit_code);
+  stride::cli::add_model_command(app, exit_code);
   stride::cli::add_stream_command(app, exit_code);
   try {
     app.parse(argc, argv);

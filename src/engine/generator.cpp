@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/stop_text.h"
+#include "kv/kv_pool.h"
 #include "model/weight_prefetch.h"
 
 namespace stride {
@@ -43,11 +44,11 @@ const char* finish_reason_name(FinishReason r) {
   return "unknown";
 }
 
-int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size, bool f32) {
+int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size,
+                            KvStorage storage) {
   const int64_t pages_per_layer = (tokens + page_size - 1) / page_size + 1;
-  const int64_t page_bytes =
-      (int64_t)page_size * c.n_head_kv * (c.head_dim + c.head_dim_v) * (f32 ? 4 : 2);
-  return pages_per_layer * c.n_layer * page_bytes;
+  const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, page_size, storage};
+  return pages_per_layer * c.n_layer * shape.bytes_per_page();
 }
 
 int64_t peak_rss_bytes() {
@@ -92,11 +93,34 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   kc.budget_bytes = opts.kv_budget_bytes > 0
                         ? opts.kv_budget_bytes
                         : kv_bytes_for_tokens(c, opts.max_context + opts.prefill_chunk, opts.page_size,
-                                              opts.kv_f32);
-  kc.f32_storage = opts.kv_f32;
+                                              opts.kv_storage);
+  kc.storage = opts.kv_storage;
   kc.layer_policies = e->layer_policies_;
+  kc.prefix_cache = opts.prefix_cache;
+  kc.cache_salt = opts.model_version.empty() ? opts.model_path : opts.model_version;
+  kc.offload_bytes = opts.kv_offload_bytes;
+  kc.offload_file = opts.kv_offload_file;
   STRIDE_ASSIGN_OR_RETURN(e->kv_, KVCache::create(kc));
   return e;
+}
+
+Expected<KVCache::PrefixHit> Engine::start_sequence(const std::vector<int32_t>& prompt) {
+  if (opts_.prefix_cache) return kv_->add_sequence_with_prefix(prompt);
+  STRIDE_ASSIGN_OR_RETURN(const KVCache::SeqId id, kv_->add_sequence());
+  return KVCache::PrefixHit{id, 0};
+}
+
+Expected<Engine::SuffixScores> Engine::score_suffix(const std::vector<int32_t>& ids) {
+  if (ids.empty()) return InvalidArgument("score: no tokens");
+  STRIDE_ASSIGN_OR_RETURN(const KVCache::PrefixHit hit, start_sequence(ids));
+  SequenceGuard seq(*kv_, hit.seq);
+  SuffixScores r;
+  r.reused_tokens = hit.reused_tokens;
+  const int n = (int)((int64_t)ids.size() - hit.reused_tokens);
+  r.logits.resize((size_t)n * config().n_vocab);
+  STRIDE_RETURN_IF_ERROR(model_->forward(*kv_, seq.id(), ids.data() + hit.reused_tokens, n, true,
+                                         r.logits.data(), *pool_));
+  return r;
 }
 
 Expected<std::vector<float>> Engine::score(const std::vector<int32_t>& ids) {
@@ -118,12 +142,14 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
   r.prompt_tokens = (int)prompt.size();
   const int n_vocab = config().n_vocab;
 
-  STRIDE_ASSIGN_OR_RETURN(KVCache::SeqId sid, kv_->add_sequence());
-  SequenceGuard seq(*kv_, sid);
-  std::vector<float> logits(n_vocab);
   auto t0 = Clock::now();
-  STRIDE_RETURN_IF_ERROR(
-      model_->forward(*kv_, seq.id(), prompt.data(), (int)prompt.size(), false, logits.data(), *pool_));
+  STRIDE_ASSIGN_OR_RETURN(const KVCache::PrefixHit hit, start_sequence(prompt));
+  SequenceGuard seq(*kv_, hit.seq);
+  r.cached_tokens = (int)hit.reused_tokens;
+  std::vector<float> logits(n_vocab);
+  STRIDE_RETURN_IF_ERROR(model_->forward(*kv_, seq.id(), prompt.data() + hit.reused_tokens,
+                                         (int)((int64_t)prompt.size() - hit.reused_tokens), false,
+                                         logits.data(), *pool_));
   r.prefill_seconds = seconds_since(t0);
 
   Sampler sampler(opts.sampling);

@@ -27,8 +27,15 @@ struct EngineOptions {
   int64_t max_context = 8192;       // tokens one sequence may hold
   int page_size = 32;
   int prefill_chunk = 256;
-  bool kv_f32 = false;              // f32 KV instead of f16 (exact comparisons)
+  KvStorage kv_storage = KvStorage::F16;  // f32: exact comparisons; int8: half the KV bytes
   bool show_progress = true;        // progress bar while loading (terminals only)
+  // Prefix cache: full KV pages of earlier prompts are reused by later ones
+  // sharing the prefix (generate, the serving scheduler).
+  bool prefix_cache = true;
+  std::string model_version;        // part of the prefix-cache keys; empty: model_path
+  // Offload tier: evicted prefix pages are kept here and restored on a hit.
+  int64_t kv_offload_bytes = 0;     // 0: no tier
+  std::string kv_offload_file;      // empty: RAM; else a memory-mapped scratch file
 };
 
 enum class FinishReason { Length, Stop, Eos, Error };
@@ -46,6 +53,7 @@ struct GenerateResult {
   std::string text;
   FinishReason finish = FinishReason::Length;
   int prompt_tokens = 0;
+  int cached_tokens = 0;  // prompt tokens taken from the prefix cache
   double prefill_seconds = 0;
   double decode_seconds = 0;
   int64_t peak_kv_bytes = 0;
@@ -68,7 +76,16 @@ class Engine {
                                     const std::function<void(const std::string&)>& on_text);
 
   // Logits for every position of `ids` in one fresh sequence: [n, n_vocab].
+  // Every position is computed (no prefix reuse); its full pages are cached.
   Expected<std::vector<float>> score(const std::vector<int32_t>& ids);
+
+  // Logits of the positions after the longest cached prefix of `ids`:
+  // logits is [n - reused_tokens, n_vocab] for positions [reused_tokens, n).
+  struct SuffixScores {
+    int64_t reused_tokens = 0;
+    std::vector<float> logits;
+  };
+  Expected<SuffixScores> score_suffix(const std::vector<int32_t>& ids);
 
  private:
   Engine() = default;
@@ -78,11 +95,14 @@ class Engine {
   std::unique_ptr<KVCache> kv_;
   std::vector<PolicySpec> layer_policies_;
   EngineOptions opts_;
+  // A fresh sequence on the longest cached prefix (none when the cache is off).
+  Expected<KVCache::PrefixHit> start_sequence(const std::vector<int32_t>& prompt);
 };
 
 // Bytes of KV the pool needs so one sequence can hold `tokens` tokens on
 // every layer (dense worst case), with page rounding.
-int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size, bool f32 = false);
+int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size,
+                            KvStorage storage = KvStorage::F16);
 
 // Peak resident set size of this process, in bytes (VmHWM).
 int64_t peak_rss_bytes();

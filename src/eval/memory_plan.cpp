@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kv/kv_pool.h"
+
 namespace stride {
 
 namespace {
@@ -26,6 +28,9 @@ int64_t policy_pages_held(const PolicySpec& p, int64_t context, int page_size, i
       const int64_t blocks = ceil_div(context, p.block * p.stride);
       bound = ceil_div(p.sinks, page_size) + blocks * (ceil_div(p.block, page_size) + 1) +
               ceil_div(p.window, page_size) + 1 + ahead;
+      for (const TokenRange& r : p.global_ranges)  // the part of each range inside the context
+        if (r.first < context)
+          bound += ceil_div(std::min(r.last + 1, context) - r.first, page_size) + 1;
       break;
     }
   }
@@ -36,8 +41,8 @@ MemoryPlan plan_memory(const MemoryPlanInput& in) {
   const ModelConfig& c = in.config;
   MemoryPlan m;
   m.weight_bytes = in.weight_bytes;
-  const int64_t elem = in.kv_f32 ? 4 : 2;
-  const int64_t page_bytes = (int64_t)in.page_size * c.n_head_kv * (c.head_dim + c.head_dim_v) * elem;
+  const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, in.page_size, in.kv_storage};
+  const int64_t page_bytes = shape.bytes_per_page();
   bool topk = false;
   for (int l = 0; l < c.n_layer; ++l) {
     const PolicySpec& p = l < (int)in.layer_policies.size() ? in.layer_policies[l] : PolicySpec{};

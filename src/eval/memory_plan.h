@@ -3,8 +3,9 @@
 // under a policy, from the model's config alone (nothing is run).
 //   KV: per layer, the pages the policy can hold at once (dense/top-k: the
 //       whole context; window/R-SWA: sinks + window + a page; strided:
-//       globals + every stride-th block + window), plus one prefill chunk
-//       reserved ahead, times the sequences of the batch.
+//       globals + global ranges + every stride-th block + window), plus one
+//       prefill chunk reserved ahead, times the sequences of the batch. A
+//       page's bytes follow the KV storage (int8 counts its f32 scales).
 //   Activations: the transformer's chunk scratch (prefill chunk x residual,
 //       Q/K/V, attention out, FFN gate/up) and one row of logits; attention
 //       never materialises an L x L score matrix (online softmax over pages).
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "attention/policy.h"
+#include "kv/kv_storage.h"
 #include "loader/model_config.h"
 
 namespace stride {
@@ -26,7 +28,7 @@ struct MemoryPlanInput {
   int64_t batch = 1;                       // sequences
   int page_size = 32;
   int prefill_chunk = 256;
-  bool kv_f32 = false;
+  KvStorage kv_storage = KvStorage::F16;
 };
 
 struct MemoryPlan {

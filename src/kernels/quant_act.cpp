@@ -14,7 +14,11 @@ void resize(QuantizedActs& a, int64_t n_tok, int64_t n_in) {
   a.q.resize((size_t)(n_tok * a.row_blocks * kActBlock));
   a.d.resize((size_t)(n_tok * a.row_blocks));
   a.s.resize((size_t)(n_tok * a.row_blocks));
+  a.hs.resize((size_t)(n_tok * a.row_blocks));
 }
+
+// Two int16 half-block sums in one int32 (low: elements 0-15, high: 16-31).
+int32_t half_sums(int lo, int hi) { return (int32_t)(((uint32_t)(uint16_t)(int16_t)lo) | ((uint32_t)hi << 16)); }
 
 // Zeroes the padding blocks of token t.
 void clear_padding(QuantizedActs& a, int64_t t) {
@@ -23,6 +27,7 @@ void clear_padding(QuantizedActs& a, int64_t t) {
     for (int64_t j = 0; j < kActBlock; ++j) q[j] = 0;
     a.d[(size_t)(t * a.row_blocks + b)] = 0.0f;
     a.s[(size_t)(t * a.row_blocks + b)] = 0.0f;
+    a.hs[(size_t)(t * a.row_blocks + b)] = 0;
   }
 }
 
@@ -38,13 +43,15 @@ void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedAct
       const float d = amax / 127.0f;
       const float id = d != 0.0f ? 127.0f / amax : 0.0f;
       int8_t* q = out.q.data() + (t * out.row_blocks + b) * kActBlock;
-      int sum = 0;
+      int sum = 0, sum_lo = 0;
       for (int64_t j = 0; j < kActBlock; ++j) {
         q[j] = (int8_t)std::nearbyint(xb[j] * id);
         sum += q[j];
+        if (j < kActBlock / 2) sum_lo += q[j];
       }
       out.d[(size_t)(t * out.row_blocks + b)] = d;
       out.s[(size_t)(t * out.row_blocks + b)] = d * (float)sum;
+      out.hs[(size_t)(t * out.row_blocks + b)] = half_sums(sum_lo, sum - sum_lo);
     }
     clear_padding(out, t);
   }
@@ -89,11 +96,18 @@ void quantize_acts_rows(const float* x, int64_t t_begin, int64_t t_end, Quantize
       __m256i p = _mm256_packs_epi16(p01, p23);
       p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
       _mm256_storeu_si256((__m256i*)(out.q.data() + (t * out.row_blocks + b) * kActBlock), p);
+      // i0, i1 hold elements 0-15: their sum is the low half.
+      __m256i lo = _mm256_add_epi32(i0, i1);
+      __m128i l4 = _mm_add_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
+      l4 = _mm_add_epi32(l4, _mm_shuffle_epi32(l4, 0x4E));
+      l4 = _mm_add_epi32(l4, _mm_shuffle_epi32(l4, 0xB1));
       __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
       s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
       s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+      const int total = _mm_cvtsi128_si32(s4), low = _mm_cvtsi128_si32(l4);
       out.d[(size_t)(t * out.row_blocks + b)] = d;
-      out.s[(size_t)(t * out.row_blocks + b)] = d * (float)_mm_cvtsi128_si32(s4);
+      out.s[(size_t)(t * out.row_blocks + b)] = d * (float)total;
+      out.hs[(size_t)(t * out.row_blocks + b)] = half_sums(low, total - low);
     }
     clear_padding(out, t);
   }

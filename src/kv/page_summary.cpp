@@ -1,6 +1,8 @@
 #include "kv/page_summary.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cstring>
 
 namespace stride {
 
@@ -43,6 +45,16 @@ float summary_box_bound(const float* q_lo, const float* q_hi, const float* mn, c
     s += std::max(std::max(q_lo[i] * mn[i], q_lo[i] * mx[i]),
                   std::max(q_hi[i] * mn[i], q_hi[i] * mx[i]));
   return s;
+}
+
+void PageSummaries::save_page(int32_t page, std::span<uint8_t> image) const {
+  assert((int64_t)image.size() >= page_bytes());
+  std::memcpy(image.data(), data_.get() + offset(page, 0), (size_t)page_bytes());
+}
+
+void PageSummaries::load_page(int32_t page, std::span<const uint8_t> image) {
+  assert((int64_t)image.size() >= page_bytes());
+  std::memcpy(data_.get() + offset(page, 0), image.data(), (size_t)page_bytes());
 }
 
 }  // namespace stride

@@ -5,6 +5,7 @@
 // are updated as keys are written, so selection never reads the keys.
 #include <cstdint>
 #include <memory>
+#include <span>
 
 namespace stride {
 
@@ -22,6 +23,13 @@ class PageSummaries {
   const float* max(int32_t page, int head) const {
     return data_.get() + offset(page, head) + head_dim_;
   }
+
+  // One page's summaries as bytes, so an offloaded page keeps them exactly.
+  static int64_t page_bytes(int n_kv_heads, int head_dim) { return (int64_t)n_kv_heads * 2 * head_dim * 4; }
+  int64_t page_bytes() const { return page_bytes(n_kv_heads_, head_dim_); }
+  // image: [page_bytes()]
+  void save_page(int32_t page, std::span<uint8_t> image) const;
+  void load_page(int32_t page, std::span<const uint8_t> image);
 
   int head_dim() const { return head_dim_; }
   int64_t bytes() const { return (int64_t)n_pages_ * n_kv_heads_ * 2 * head_dim_ * 4; }

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "loader/encrypted_file.h"
 #include "loader/model_tensors.h"
 
 namespace stride {
@@ -25,7 +26,15 @@ uint8_t* ModelSource::own_buffer(size_t bytes) {
 }
 
 Expected<std::unique_ptr<ModelSource>> open_gguf_model(const std::string& path) {
-  STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<GGUFFile> file, GGUFFile::open(path));
+  std::unique_ptr<GGUFFile> file;
+  if (is_encrypted_model(path)) {
+    // Encrypted at rest: decrypt into anonymous memory, then parse as usual.
+    STRIDE_ASSIGN_OR_RETURN(ModelKey key, model_key_for(path));
+    STRIDE_ASSIGN_OR_RETURN(MappedFile plain, decrypt_to_memory(path, key));
+    STRIDE_ASSIGN_OR_RETURN(file, GGUFFile::parse(std::move(plain)));
+  } else {
+    STRIDE_ASSIGN_OR_RETURN(file, GGUFFile::open(path));
+  }
   auto cfg = config_from_gguf(*file);
   if (!cfg.ok()) {
     return Status(cfg.status().code(), cfg.status().message() + " [" + path + "]");

@@ -41,7 +41,34 @@ class Binder {
   const ModelSource& src_;
 };
 
+// Null for a weight without a packed layout (float types).
+Status pack_one(const TensorView& t, std::unique_ptr<PackedMatrix>& out) {
+  if (!t.valid() || !packable(t.type)) return Status::Ok();
+  Expected<PackedMatrix> pm = pack_matrix(t);
+  if (!pm.ok()) return pm.status();
+  out = std::make_unique<PackedMatrix>(std::move(pm.value()));
+  return Status::Ok();
+}
+
 }  // namespace
+
+Expected<PackedWeights> pack_weights(const ModelWeights& w) {
+  PackedWeights p;
+  p.layers.resize(w.layers.size());
+  for (size_t il = 0; il < w.layers.size(); ++il) {
+    const LayerWeights& L = w.layers[il];
+    PackedLayer& P = p.layers[il];
+    STRIDE_RETURN_IF_ERROR(pack_one(L.wq, P.wq));
+    STRIDE_RETURN_IF_ERROR(pack_one(L.wk, P.wk));
+    STRIDE_RETURN_IF_ERROR(pack_one(L.wv, P.wv));
+    STRIDE_RETURN_IF_ERROR(pack_one(L.wo, P.wo));
+    STRIDE_RETURN_IF_ERROR(pack_one(L.w_gate, P.w_gate));
+    STRIDE_RETURN_IF_ERROR(pack_one(L.w_up, P.w_up));
+    STRIDE_RETURN_IF_ERROR(pack_one(L.w_down, P.w_down));
+  }
+  STRIDE_RETURN_IF_ERROR(pack_one(w.output, p.output));
+  return p;
+}
 
 Expected<ModelWeights> bind_weights(const ModelSource& src) {
   const ModelConfig& c = src.config;

@@ -1,10 +1,12 @@
 #pragma once
 // Binds a ModelSource's tensors to the fields each transformer block uses,
 // checking presence and shapes once at load time.
+#include <memory>
 #include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "kernels/packed_matrix.h"
 #include "loader/model_source.h"
 
 namespace stride {
@@ -28,5 +30,21 @@ struct ModelWeights {
 };
 
 Expected<ModelWeights> bind_weights(const ModelSource& src);
+
+// The projection matrices repacked for the fast kernels (kernels/packed_matrix.h);
+// null where a weight's type has no packed layout (it then runs on its GGUF
+// bytes). Built once at load; the GGUF views stay valid for everything else
+// (embedding lookups, the scalar reference).
+struct PackedLayer {
+  std::unique_ptr<PackedMatrix> wq, wk, wv, wo, w_gate, w_up, w_down;
+};
+
+struct PackedWeights {
+  std::vector<PackedLayer> layers;
+  std::unique_ptr<PackedMatrix> output;
+};
+
+// Repacks every packable projection of `w` (including the output head).
+Expected<PackedWeights> pack_weights(const ModelWeights& w);
 
 }  // namespace stride

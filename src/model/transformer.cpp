@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/packed_matrix.h"
 
 namespace stride {
 
@@ -20,12 +22,26 @@ void add_bias(float* y, const TensorView& bias, int n_rows, int64_t dim) {
 
 }  // namespace
 
-Expected<std::unique_ptr<Transformer>> Transformer::create(std::unique_ptr<ModelSource> source) {
+Expected<std::unique_ptr<Transformer>> Transformer::create(std::unique_ptr<ModelSource> source,
+                                                         bool repack_weights) {
   if (!source) return InvalidArgument("no model source");
   std::unique_ptr<Transformer> t(new Transformer());
   STRIDE_ASSIGN_OR_RETURN(t->w_, bind_weights(*source));
+  const char* no_repack = std::getenv("STRIDE_NO_REPACK");
+  if (repack_weights && !(no_repack && std::strcmp(no_repack, "1") == 0)) {
+    STRIDE_ASSIGN_OR_RETURN(t->packed_, pack_weights(t->w_));
+  }
   t->source_ = std::move(source);
   return t;
+}
+
+void Transformer::linear(const TensorView& w, const PackedMatrix* packed, const float* x, float* y,
+                         int n, ThreadPool& pool) {
+  if (packed) {
+    matmul_packed(*packed, x, y, n, pool);
+  } else {
+    matmul(w, x, y, n, pool);
+  }
 }
 
 AttentionParams Transformer::attention_params(int layer) const {
@@ -124,15 +140,23 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
     return InvalidArgument("token id outside the embedding table");
   }
 
+  const PackedLayer no_packed;
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& L = w_.layers[il];
+    const PackedLayer& P = packed_.layers.empty() ? no_packed : packed_.layers[il];
     const AttentionParams ap = attention_params(il);
 
     // Attention block.
     rmsnorm(x, f32(L.attn_norm), h_.data(), n, E, c.norm_eps);
-    matmul(L.wq, h_.data(), q_.data(), n, pool);  // [n, n_head, hd]
-    matmul(L.wk, h_.data(), k_.data(), n, pool);  // [n, n_kv, hd]
-    matmul(L.wv, h_.data(), v_.data(), n, pool);  // [n, n_kv, hd_v]
+    if (P.wq && P.wk && P.wv) {  // one dispatch, activations quantized once
+      const PackedMatrix* ws[3] = {P.wq.get(), P.wk.get(), P.wv.get()};
+      float* ys[3] = {q_.data(), k_.data(), v_.data()};
+      matmul_packed_multi(ws, ys, 3, h_.data(), n, pool);
+    } else {
+      linear(L.wq, P.wq.get(), h_.data(), q_.data(), n, pool);  // [n, n_head, hd]
+      linear(L.wk, P.wk.get(), h_.data(), k_.data(), n, pool);  // [n, n_kv, hd]
+      linear(L.wv, P.wv.get(), h_.data(), v_.data(), n, pool);  // [n, n_kv, hd_v]
+    }
     add_bias(q_.data(), L.bq, n, qd);
     add_bias(k_.data(), L.bk, n, kd);
     add_bias(v_.data(), L.bv, n, vd);
@@ -149,24 +173,30 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
       kv.write(il, steps[i].seq, k_.data() + row * kd, v_.data() + row * vd, steps[i].n);
       kv.attend(il, steps[i].seq, q_.data() + row * qd, steps[i].n, ap, att_.data() + row * od, pool);
     }
-    matmul(L.wo, att_.data(), o_.data(), n, pool);  // [n, E]
+    linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
     if (L.post_attn_norm.valid()) rmsnorm(o_.data(), f32(L.post_attn_norm), o_.data(), n, E, c.norm_eps);
     add_inplace(x, o_.data(), (int64_t)n * E);
 
     // Feed-forward block.
     rmsnorm(x, f32(L.ffn_norm), h_.data(), n, E, c.norm_eps);
-    matmul(L.w_gate, h_.data(), gate_.data(), n, pool);  // [n, F]
-    matmul(L.w_up, h_.data(), up_.data(), n, pool);      // [n, F]
+    if (P.w_gate && P.w_up) {
+      const PackedMatrix* ws[2] = {P.w_gate.get(), P.w_up.get()};
+      float* ys[2] = {gate_.data(), up_.data()};
+      matmul_packed_multi(ws, ys, 2, h_.data(), n, pool);
+    } else {
+      linear(L.w_gate, P.w_gate.get(), h_.data(), gate_.data(), n, pool);  // [n, F]
+      linear(L.w_up, P.w_up.get(), h_.data(), up_.data(), n, pool);        // [n, F]
+    }
     if (c.act == Activation::GeluTanh) {
       gelu_tanh_mul(gate_.data(), up_.data(), gate_.data(), (int64_t)n * F);
     } else {
       silu_mul(gate_.data(), up_.data(), gate_.data(), (int64_t)n * F);
     }
-    matmul(L.w_down, gate_.data(), o_.data(), n, pool);  // [n, E]
+    linear(L.w_down, P.w_down.get(), gate_.data(), o_.data(), n, pool);  // [n, E]
     if (L.post_ffn_norm.valid()) rmsnorm(o_.data(), f32(L.post_ffn_norm), o_.data(), n, E, c.norm_eps);
     add_inplace(x, o_.data(), (int64_t)n * E);
   }
-  for (int i = 0; i < n_steps; ++i) kv.commit(steps[i].seq, steps[i].n);
+  for (int i = 0; i < n_steps; ++i) kv.commit(steps[i].seq, steps[i].n, steps[i].tokens);
 
   // Only the rows whose logits are wanted go through the output head:
   // gather them into h_ (contiguous), one matmul, then scatter.
@@ -195,7 +225,7 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
     scratch.resize((size_t)rows * V);
     out = scratch.data();
   }
-  matmul(w_.output, h_.data(), out, rows, pool);  // [rows, n_vocab]
+  linear(w_.output, packed_.output.get(), h_.data(), out, rows, pool);  // [rows, n_vocab]
   if (c.final_logit_softcap > 0) softcap(out, (int64_t)rows * V, c.final_logit_softcap);
   if (wanting > 1) {
     int64_t r = 0;

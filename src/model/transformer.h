@@ -27,7 +27,11 @@ struct SequenceStep {
 class Transformer {
  public:
   // Takes ownership of the source (the mmap must outlive the weight views).
-  static Expected<std::unique_ptr<Transformer>> create(std::unique_ptr<ModelSource> source);
+  // Quantized projections are repacked for the fast kernels unless
+  // repack_weights is false (the environment variable STRIDE_NO_REPACK=1 also
+  // turns it off, so that benchmarks can compare both layouts).
+  static Expected<std::unique_ptr<Transformer>> create(std::unique_ptr<ModelSource> source,
+                                                       bool repack_weights = true);
 
   const ModelConfig& config() const { return source_->config; }
   const ModelSource& source() const { return *source_; }
@@ -56,9 +60,13 @@ class Transformer {
  private:
   Transformer() = default;
   void ensure_scratch(int n);
+  // y = x · Wᵀ on the packed copy of W when there is one.
+  static void linear(const TensorView& w, const PackedMatrix* packed, const float* x, float* y,
+                     int n, ThreadPool& pool);
 
   std::unique_ptr<ModelSource> source_;
   ModelWeights w_;
+  PackedWeights packed_;  // empty when repacking is off
   int max_chunk_ = 256;
 
   // Scratch, sized for max_chunk tokens.

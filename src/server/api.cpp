@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "loader/model_versions.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 
@@ -65,11 +66,22 @@ ModelPtr Api::model() const {
   return model_;
 }
 
-Expected<double> Api::switch_model(const std::string& path, const std::string& sha256) {
+Expected<ModelRef> model_ref_for_version(const std::string& model_dir, const std::string& version) {
+  if (model_dir.empty()) return InvalidArgument("no model_dir is configured, so versions cannot be selected");
+  STRIDE_ASSIGN_OR_RETURN(ModelVersion v, find_model_version(model_dir, version));
+  return ModelRef{v.path, v.sha256, v.version};
+}
+
+void Api::set_model_dir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(model_mu_);
+  model_dir_ = dir;
+}
+
+Expected<double> Api::switch_model(const ModelRef& ref) {
   if (!loader_) return Unsupported("model switching is not available");
   std::lock_guard<std::mutex> one_at_a_time(switch_mu_);
   const auto t0 = Clock::now();
-  auto loaded = loader_(path, sha256);
+  auto loaded = loader_(ref);
   if (!loaded.ok()) return loaded.status();
   set_model(std::move(*loaded));
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -176,18 +188,33 @@ void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
   if (idx < 0) return error(res, call, 401, "an admin key is required", "", "invalid_api_key");
   call.key_id = "admin#" + std::to_string(idx);
   auto b = nlohmann::json::parse(req.body(), nullptr, false);
-  if (b.is_discarded() || !b.is_object() || !b.contains("model") || !b["model"].is_string()) {
-    return error(res, call, 400, "body must be {\"model\": PATH, \"sha256\": optional}", "model");
+  const bool by_version = b.is_object() && b.contains("version") && b["version"].is_string();
+  const bool by_path = b.is_object() && b.contains("model") && b["model"].is_string();
+  if (b.is_discarded() || by_version == by_path) {
+    return error(res, call, 400,
+                 "body must be {\"version\": NAME} or {\"model\": PATH, \"sha256\": optional}", "model");
   }
-  const std::string sha = b.contains("sha256") && b["sha256"].is_string() ? b["sha256"].get<std::string>() : "";
-  auto secs = switch_model(b["model"].get<std::string>(), sha);
+  Expected<ModelRef> ref = ModelRef{};
+  if (by_version) {
+    std::string dir;
+    {
+      std::lock_guard<std::mutex> lock(model_mu_);
+      dir = model_dir_;
+    }
+    ref = model_ref_for_version(dir, b["version"].get<std::string>());
+  } else {
+    ref->path = b["model"].get<std::string>();
+    ref->sha256 = b.contains("sha256") && b["sha256"].is_string() ? b["sha256"].get<std::string>() : "";
+  }
+  Expected<double> secs = ref.ok() ? switch_model(*ref) : Expected<double>(ref.status());
   if (!secs.ok()) {
     ModelPtr cur = model();
     return error(res, call, 422, "model switch failed, still serving '" + (cur ? cur->version : std::string("-")) +
                  "': " + secs.status().message(), "model", "model_load_failed");
   }
   ModelPtr now = model();
-  json(res, call, 200, dump(nlohmann::json{{"model", now->id}, {"version", now->version}, {"switch_seconds", *secs}}));
+  json(res, call, 200, dump(nlohmann::json{{"model", now->id}, {"version", now->version}, {"sha256", now->sha256},
+                                           {"switch_seconds", *secs}}));
 }
 
 bool Api::take_rate_token(const std::string& who, double* retry_after_s) {
@@ -214,7 +241,9 @@ void Api::models(Responder& res, Call& call) {
                       {"created", 0},
                       {"owned_by", "stride"},
                       {"root", call.model->id},
-                      {"max_model_len", cfg_.max_context_length}};
+                      {"max_model_len", cfg_.max_context_length},
+                      {"version", call.model->version},
+                      {"sha256", call.model->sha256}};
   json(res, call, 200, dump(nlohmann::json{{"object", "list"}, {"data", nlohmann::json::array({m})}}));
 }
 

@@ -31,14 +31,25 @@ struct ModelHandle {
   serving::Scheduler* scheduler = nullptr;
   std::string id;             // the name clients pass as "model"
   std::string path;
-  std::string version;        // sha256 prefix, for the audit log
+  std::string version;        // the published version name, else a sha256 prefix (audit log, /v1/models)
+  std::string sha256;         // of the file as stored
   Expected<serving::ChatTemplate> chat = NotFound("no model");
   PolicySpec attention;       // the engine's global-layer policy
 };
 using ModelPtr = std::shared_ptr<const ModelHandle>;
 
-// Loads a model version (path, expected sha256 or ""); used for /admin/model and SIGHUP.
-using ModelLoader = std::function<Expected<std::shared_ptr<ModelHandle>>(const std::string&, const std::string&)>;
+// Which model to load: a file with an optional expected sha256, and the
+// published version it came from ("" for a plain file).
+struct ModelRef {
+  std::string path;
+  std::string sha256;
+  std::string version;
+};
+// A version of <model_dir> as a ModelRef (its recorded sha256 is then verified by the loader).
+Expected<ModelRef> model_ref_for_version(const std::string& model_dir, const std::string& version);
+
+// Loads and warms up a model; used at start-up, for /admin/model and SIGHUP.
+using ModelLoader = std::function<Expected<std::shared_ptr<ModelHandle>>(const ModelRef&)>;
 
 class Api {
  public:
@@ -49,9 +60,11 @@ class Api {
   void set_model(std::shared_ptr<ModelHandle> m);  // serve this version from now on (then ready)
   void set_loader(ModelLoader loader) { loader_ = std::move(loader); }
   ModelPtr model() const;
-  // Loads and warms `path` beside the serving version, then switches new
+  // Loads and warms `ref` beside the serving version, then switches new
   // requests to it; on failure the old version keeps serving. Returns seconds taken.
-  Expected<double> switch_model(const std::string& path, const std::string& sha256);
+  Expected<double> switch_model(const ModelRef& ref);
+  // The directory POST /admin/model {"version": V} resolves versions in.
+  void set_model_dir(const std::string& dir);
   void set_draining() { draining_ = true; }
   bool ready() const { return ready_.load(); }
 
@@ -76,6 +89,7 @@ class Api {
   mutable std::mutex model_mu_;
   ModelPtr model_;
   ModelLoader loader_;
+  std::string model_dir_;  // guarded by model_mu_
   std::mutex switch_mu_;  // one switch at a time
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};

@@ -23,7 +23,7 @@ void Responder::send(int status, const std::string& content_type, std::string bo
   res.body() = std::move(body);
   res.prepare_payload();
   boost::system::error_code ec;
-  http::write(socket_, res, ec);
+  http::write(stream_, res, ec);
   if (ec) failed_ = true;
 }
 
@@ -38,7 +38,7 @@ bool Responder::begin_stream(const Headers& extra) {
   res.chunked(true);
   http::response_serializer<http::empty_body> sr{res};
   boost::system::error_code ec;
-  http::write_header(socket_, sr, ec);
+  http::write_header(stream_, sr, ec);
   if (ec) failed_ = true;
   return !failed_;
 }
@@ -46,7 +46,7 @@ bool Responder::begin_stream(const Headers& extra) {
 bool Responder::write_chunk(const std::string& data) {
   if (failed_) return false;
   boost::system::error_code ec;
-  asio::write(socket_, http::make_chunk(asio::buffer(data)), ec);
+  asio::write(stream_, http::make_chunk(asio::buffer(data)), ec);
   if (ec) failed_ = true;
   return !failed_;
 }
@@ -54,14 +54,19 @@ bool Responder::write_chunk(const std::string& data) {
 void Responder::end_stream() {
   if (failed_) return;
   boost::system::error_code ec;
-  asio::write(socket_, http::make_chunk_last(), ec);
+  asio::write(stream_, http::make_chunk_last(), ec);
   if (ec) failed_ = true;
 }
 
 bool Responder::client_gone() {
   if (failed_) return true;
+  const int fd = stream_.socket().native_handle();
+  // The peer half-closed even if bytes are still unread (e.g. a TLS alert).
+  pollfd p{fd, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) failed_ = true;
+  if (failed_) return true;
   char c;
-  const ssize_t n = ::recv(socket_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n == 0) failed_ = true;  // orderly shutdown by the peer
   if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) failed_ = true;
   return failed_;
@@ -73,6 +78,9 @@ HttpServer::HttpServer(HttpServerOptions opts, Handler handler)
 HttpServer::~HttpServer() { stop(); }
 
 Status HttpServer::start() {
+  if (!opts_.tls_cert_file.empty() || !opts_.tls_key_file.empty()) {
+    STRIDE_ASSIGN_OR_RETURN(tls_, make_tls_context(opts_.tls_cert_file, opts_.tls_key_file));
+  }
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(opts_.host, ec);
   if (ec) return InvalidArgument("bad host address '" + opts_.host + "': " + ec.message());
@@ -122,8 +130,10 @@ void HttpServer::accept_loop() {
   }
 }
 
-void HttpServer::serve(tcp::socket socket) {
+void HttpServer::serve(tcp::socket raw_socket) {
   boost::system::error_code ec;
+  ConnectionStream stream(std::move(raw_socket), tls_.get());
+  tcp::socket& socket = stream.socket();
   const int fd = socket.native_handle();
   {
     std::lock_guard<std::mutex> lock(fds_mu_);
@@ -134,18 +144,19 @@ void HttpServer::serve(tcp::socket socket) {
   ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   const std::string ip = socket.remote_endpoint(ec).address().to_string();
   boost::beast::flat_buffer buffer;
-  while (!stopping_) {
+  stream.handshake(ec);  // TLS only; a failed handshake (e.g. plain HTTP to an HTTPS port) closes the connection
+  while (!ec && !stopping_) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(opts_.max_body_bytes);
     parser.header_limit(64 * 1024);
-    http::read(socket, buffer, parser, ec);
+    http::read(stream, buffer, parser, ec);
     if (ec == http::error::body_limit) {
-      Responder r(socket, 11, false, ip);
+      Responder r(stream, 11, false, ip);
       r.send(413, "application/json",
              R"({"error":{"message":"request body too large","type":"invalid_request_error","param":null,"code":"body_too_large"}})");
       // Read what the client is still sending (briefly) so closing does not
       // reset the connection before it has read the 413.
-      socket.shutdown(tcp::socket::shutdown_send, ec);
+      stream.shutdown();
       timeval brief{1, 0};
       ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &brief, sizeof brief);
       char sink[16384];
@@ -159,7 +170,7 @@ void HttpServer::serve(tcp::socket socket) {
     if (ec) {
       if (ec != http::error::end_of_stream && ec != asio::error::eof && ec != asio::error::connection_reset &&
           ec != asio::error::would_block && ec != asio::error::try_again) {
-        Responder r(socket, 11, false, ip);
+        Responder r(stream, 11, false, ip);
         r.send(400, "application/json",
                R"({"error":{"message":"malformed HTTP request","type":"invalid_request_error","param":null,"code":null}})");
       }
@@ -167,7 +178,7 @@ void HttpServer::serve(tcp::socket socket) {
     }
     const HttpRequest& req = parser.get();
     const bool keep = req.keep_alive() && !stopping_;
-    Responder r(socket, req.version(), keep, ip);
+    Responder r(stream, req.version(), keep, ip);
     handler_(req, r);
     if (!keep || r.failed()) break;
   }
@@ -175,7 +186,7 @@ void HttpServer::serve(tcp::socket socket) {
     std::lock_guard<std::mutex> lock(fds_mu_);
     fds_.erase(fd);
   }
-  socket.shutdown(tcp::socket::shutdown_send, ec);
+  stream.shutdown();
   socket.close(ec);
 }
 

@@ -3,6 +3,7 @@
 // thread each (blocking reads and writes): a streaming response waits on its
 // request's event queue, and a thread per connection keeps that simple. The
 // acceptor's backlog is large (1024); max_connections bounds the threads.
+// With a certificate and key the server speaks HTTPS only (OpenSSL).
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http.hpp>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "server/connection_stream.h"
 
 namespace stride::server {
 
@@ -27,8 +29,8 @@ using Headers = std::vector<std::pair<std::string, std::string>>;
 // Writes the response(s) of one connection.
 class Responder {
  public:
-  Responder(boost::asio::ip::tcp::socket& socket, unsigned version, bool keep_alive, std::string client_ip)
-      : socket_(socket), version_(version), keep_alive_(keep_alive), client_ip_(std::move(client_ip)) {}
+  Responder(ConnectionStream& stream, unsigned version, bool keep_alive, std::string client_ip)
+      : stream_(stream), version_(version), keep_alive_(keep_alive), client_ip_(std::move(client_ip)) {}
 
   void send(int status, const std::string& content_type, std::string body, const Headers& extra = {});
   // Server-Sent Events over chunked transfer encoding.
@@ -43,7 +45,7 @@ class Responder {
   bool failed() const { return failed_; }
 
  private:
-  boost::asio::ip::tcp::socket& socket_;
+  ConnectionStream& stream_;
   unsigned version_;
   bool keep_alive_;
   std::string client_ip_;
@@ -59,6 +61,8 @@ struct HttpServerOptions {
   int64_t max_body_bytes = 1 << 20;
   int max_connections = 512;
   int idle_timeout_s = 60;
+  std::string tls_cert_file;    // both set: HTTPS only
+  std::string tls_key_file;
 };
 
 class HttpServer {
@@ -81,6 +85,7 @@ class HttpServer {
   Handler handler_;
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::unique_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
   std::thread accept_thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};

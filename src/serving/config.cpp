@@ -76,20 +76,24 @@ const std::map<std::string, Setter>& setters() {
       {"reference_window", NUM("reference_window", reference_window, int64_t, 0, 1 << 24)},
       {"cache_compression",
        [](ServeConfig& c, const std::string& v) {
-         STRIDE_RETURN_IF_ERROR(one_of("cache_compression", v, {"none"}));
+         STRIDE_RETURN_IF_ERROR(one_of("cache_compression", v, {"none", "int8"}));
          c.cache_compression = v;
          return Status::Ok();
        }},
       {"cache_eviction_policy",
        [](ServeConfig& c, const std::string& v) {
-         STRIDE_RETURN_IF_ERROR(one_of("cache_eviction_policy", v, {"none", "policy"}));
-         c.cache_eviction_policy = v;
+         std::string l = v;
+         std::transform(l.begin(), l.end(), l.begin(), ::tolower);
+         STRIDE_RETURN_IF_ERROR(one_of("cache_eviction_policy", l, {"lru", "none", "policy"}));
+         c.cache_eviction_policy = l;
          return Status::Ok();
        }},
       {"kv_budget", STR(kv_budget)},
+      {"kv_offload_bytes", STR(kv_offload_bytes)},
+      {"kv_offload_file", STR(kv_offload_file)},
       {"kv_type",
        [](ServeConfig& c, const std::string& v) {
-         STRIDE_RETURN_IF_ERROR(one_of("kv_type", v, {"f16", "f32"}));
+         STRIDE_RETURN_IF_ERROR(one_of("kv_type", v, {"f16", "f32", "int8"}));
          c.kv_type = v;
          return Status::Ok();
        }},
@@ -118,6 +122,13 @@ const std::map<std::string, Setter>& setters() {
          c.log_level = v;
          return Status::Ok();
        }},
+      // Model versions, weights at rest, TLS.
+      {"model_dir", STR(model_dir)},
+      {"model_version", STR(model_version)},
+      {"model_key", STR(model_key)},
+      {"model_key_file", STR(model_key_file)},
+      {"tls_cert_file", STR(tls_cert_file)},
+      {"tls_key_file", STR(tls_key_file)},
   };
   return m;
 }
@@ -190,6 +201,18 @@ Status finalize_config(ServeConfig& c) {
   }
   if (c.max_prompt_tokens <= 0 || c.max_prompt_tokens > c.max_context_length) {
     c.max_prompt_tokens = c.max_context_length;
+  }
+  if (!c.model_dir.empty() && !c.model.empty()) {
+    return InvalidArgument("config: give either model (a file) or model_dir + model_version, not both");
+  }
+  if (!c.model_dir.empty() && c.model_version.empty()) {
+    return InvalidArgument("config: model_dir needs model_version (or STRIDE_MODEL_VERSION)");
+  }
+  if (c.model_dir.empty() && !c.model_version.empty()) {
+    return InvalidArgument("config: model_version needs model_dir");
+  }
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
+    return InvalidArgument("config: TLS needs both tls_cert_file and tls_key_file");
   }
   if (c.max_batch > c.prefill_chunk) {
     return InvalidArgument("config: max_batch (" + std::to_string(c.max_batch) + ") exceeds prefill_chunk (" +

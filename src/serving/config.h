@@ -17,15 +17,19 @@ struct ServeConfig {
   std::string model_sha256;           // when set, the file is verified before loading
   int64_t max_context_length = 131072;
   double sparsity = 0.9;              // accepted; the engine's policies are window/rswa (no top-k yet)
-  bool cache_reuse = true;            // accepted; no prefix cache yet
+  bool cache_reuse = true;            // prefix cache: reuse KV pages of shared prompt prefixes
   std::string attention = "dense";    // policy of global layers
   std::vector<std::string> layer_attention;  // "A-B=POLICY"
   bool allow_request_attention = false;      // may a request name a policy (must equal the engine's)
   int64_t reference_window = 0;       // accepted; reserved
-  std::string cache_compression = "none";
-  std::string cache_eviction_policy = "none";
+  std::string cache_compression = "none";  // int8: int8 KV pages (overrides kv_type)
+  // Cached prefix pages are evicted least recently used first when the pool
+  // needs room ("lru"; "none" and "policy" are older names for the same).
+  std::string cache_eviction_policy = "lru";
   std::string kv_budget = "512M";     // KV pool size (the memory budget)
-  std::string kv_type = "f16";
+  std::string kv_offload_bytes = "0"; // host tier for evicted prefix pages (K, M, G suffixes); 0: none
+  std::string kv_offload_file;        // empty: the tier is RAM; else a memory-mapped scratch file
+  std::string kv_type = "f16";        // f16 | f32 | int8
   int threads = 0;
   int page_size = 32;
   int prefill_chunk = 256;            // tokens per engine step (decode + prefill)
@@ -50,6 +54,14 @@ struct ServeConfig {
   std::string audit_log;              // JSON-lines path; empty: off
   bool audit_log_prompts = false;
   std::string log_level = "INFO";
+
+  // Model versions, weights at rest, TLS.
+  std::string model_dir;              // <model_dir>/<version>/{*.gguf, SHA256}; exclusive with `model`
+  std::string model_version;          // the version served from model_dir (env STRIDE_MODEL_VERSION)
+  std::string model_key;              // 64 hex digits for encrypted model files (prefer model_key_file)
+  std::string model_key_file;         // file holding the key (64 hex digits or 32 raw bytes)
+  std::string tls_cert_file;          // PEM certificate chain; with tls_key_file the server speaks HTTPS only
+  std::string tls_key_file;           // PEM private key
 };
 
 // Loads `path` (may be empty: defaults only), then applies the environment.

@@ -118,10 +118,37 @@ std::string Metrics::render() const {
   scalar(out, "stride_kv_cache_pages_peak", "gauge", "Most KV pages ever in use (watermark).", (double)kv_pages_peak);
   scalar(out, "stride_kv_cache_page_bytes", "gauge", "Bytes per KV page (all layers share a size).",
          (double)kv_bytes_per_page);
+  scalar(out, "stride_kv_cache_pages_cached", "gauge",
+         "KV pages held by the prefix cache (in use or reclaimable).", (double)kv_pages_cached);
+  scalar(out, "stride_prefix_cache_queries_total", "counter",
+         "Prompt tokens looked up in the prefix cache.", (double)prefix_cache_queries);
+  scalar(out, "stride_prefix_cache_hits_total", "counter",
+         "Prompt tokens reused from the prefix cache.", (double)prefix_cache_hits);
+  // KV offload tier.
+  scalar(out, "stride_kv_offload_pages_offloaded_total", "counter",
+         "Cached KV pages copied to the offload tier when evicted from the pool.", (double)kv_pages_offloaded);
+  scalar(out, "stride_kv_offload_pages_restored_total", "counter",
+         "KV pages brought back from the offload tier on a prefix hit.", (double)kv_pages_restored);
+  scalar(out, "stride_kv_offload_slots_used", "gauge", "Offload tier slots (one KV page each) in use.",
+         (double)kv_offload_slots_used);
+  scalar(out, "stride_kv_offload_slots_capacity", "gauge", "Offload tier slots in all (0: no tier).",
+         (double)kv_offload_slots_total);
+  scalar(out, "stride_kv_offload_hits_total", "counter", "Needed prefix pages found in the offload tier.",
+         (double)kv_offload_hits);
+  scalar(out, "stride_kv_offload_misses_total", "counter",
+         "Needed prefix pages found neither in the pool nor in the offload tier.", (double)kv_offload_misses);
   scalar(out, "stride_attention_pages_read_total", "counter", "KV pages attention read, summed over query blocks.",
          (double)attention_pages_read);
   scalar(out, "stride_attention_pages_present_total", "counter",
          "KV pages the attending sequences held, summed over query blocks.", (double)attention_pages_present);
+  // Window hit rate = window_pages_read / pages_read: the share of page reads
+  // served by the local window rather than sinks, globals or top-k selection.
+  scalar(out, "stride_attention_window_pages_read_total", "counter",
+         "Of the KV pages attention read, those holding a key in the local window of the block's last query.",
+         (double)attention_window_pages_read);
+  scalar(out, "stride_attention_window_hit_ratio", "gauge",
+         "Share of attention page reads that came from the local window (window pages read / pages read).",
+         attention_pages_read > 0 ? (double)attention_window_pages_read / (double)attention_pages_read : 0.0);
   scalar(out, "stride_process_resident_memory_bytes", "gauge", "Resident set size of the process.",
          (double)resident_bytes());
   scalar(out, "stride_ready", "gauge", "1 once the model is loaded and warmed up.", (double)ready.load());

@@ -47,6 +47,17 @@ class Metrics {
   std::atomic<int64_t> kv_bytes_per_page{0};
   std::atomic<int64_t> attention_pages_read{0};
   std::atomic<int64_t> attention_pages_present{0};
+  std::atomic<int64_t> attention_window_pages_read{0};  // of attention_pages_read: inside the local window
+  std::atomic<int64_t> kv_pages_cached{0};        // registered in the prefix cache
+  std::atomic<int64_t> prefix_cache_queries{0};   // prompt tokens looked up
+  std::atomic<int64_t> prefix_cache_hits{0};      // prompt tokens reused
+  // KV offload tier (KVCacheStats): pages moved out on eviction and back on a hit.
+  std::atomic<int64_t> kv_pages_offloaded{0};
+  std::atomic<int64_t> kv_pages_restored{0};
+  std::atomic<int64_t> kv_offload_slots_used{0};
+  std::atomic<int64_t> kv_offload_slots_total{0};
+  std::atomic<int64_t> kv_offload_hits{0};
+  std::atomic<int64_t> kv_offload_misses{0};
   std::atomic<int64_t> steps{0};
   std::atomic<double> step_seconds{0};
   std::atomic<int> ready{0};

@@ -93,6 +93,16 @@ void Scheduler::publish_gauges(size_t waiting) {
   metrics_.kv_bytes_per_page = ks.bytes_per_page;
   metrics_.attention_pages_read = ks.pages_read;
   metrics_.attention_pages_present = ks.pages_present;
+  metrics_.attention_window_pages_read = ks.window_pages_read;
+  metrics_.kv_pages_cached = ks.pages_cached;
+  metrics_.prefix_cache_queries = ks.prefix_query_tokens;
+  metrics_.prefix_cache_hits = ks.prefix_hit_tokens;
+  metrics_.kv_pages_offloaded = ks.pages_offloaded;
+  metrics_.kv_pages_restored = ks.pages_restored;
+  metrics_.kv_offload_slots_used = ks.tier_slots_used;
+  metrics_.kv_offload_slots_total = ks.tier_slots_total;
+  metrics_.kv_offload_hits = ks.tier_hits;
+  metrics_.kv_offload_misses = ks.tier_misses;
   waiting_size_.store(waiting);
 }
 
@@ -139,6 +149,7 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
   KVCache& kv = engine_.kv();
   const int page = kv.config().page_size;
   const int n_layer = kv.config().n_layer;
+  if (admission_paused_ && !running_.empty()) return;
   while ((int)running_.size() < opts_.max_batch && !waiting.empty()) {
     Sequence& s = *waiting.front();
     // Dense worst case for the whole prompt plus one page of growth; windowed
@@ -146,14 +157,16 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     const int64_t need = ((int64_t)s.tokens.size() / page + 2) * n_layer;
     const KVCacheStats ks = kv.stats();
     if (!running_.empty() && ks.pages_total - ks.pages_used < need) break;
-    auto id = kv.add_sequence();
-    if (!id) {
-      fail(s, id.status());
+    // The longest cached prefix (a shared system prompt, earlier turns of a
+    // chat, or this sequence's own pages before a preemption) is not recomputed.
+    auto hit = kv.add_sequence_with_prefix(s.tokens);
+    if (!hit) {
+      fail(s, hit.status());
       waiting.pop_front();
       continue;
     }
-    s.seq = *id;
-    s.n_cached = 0;
+    s.seq = hit->seq;
+    s.n_cached = hit->reused_tokens;
     if (!s.admitted_once) {
       metrics_.queue_time.observe(seconds(Clock::now() - s.ch->arrived));
       metrics_.prompt_tokens += (int64_t)s.req().prompt.size();
@@ -205,6 +218,7 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
     release(*victim);
     ++metrics_.preemptions;
     waiting.push_front(std::move(victim));
+    admission_paused_ = true;
     return false;
   }
   if (!st.ok()) {
@@ -212,6 +226,7 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
     running_.clear();
     return false;
   }
+  admission_paused_ = false;
   for (size_t i = 0; i < steps.size(); ++i) owners[i]->n_cached += steps[i].n;
   publish_gauges(waiting.size());  // before the events, so clients never see stale gauges
   for (Sequence* s : owners) {
@@ -283,6 +298,9 @@ void Scheduler::finish(Sequence& s, const std::string& reason) {
   release(s);
   const KVCacheStats ks = engine_.kv().stats();
   metrics_.kv_pages_used = ks.pages_used;
+  metrics_.kv_pages_cached = ks.pages_cached;
+  metrics_.prefix_cache_queries = ks.prefix_query_tokens;
+  metrics_.prefix_cache_hits = ks.prefix_hit_tokens;
   Event done;
   done.kind = EventKind::Finish;
   done.finish_reason = reason;

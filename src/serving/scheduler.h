@@ -4,6 +4,8 @@
 // rest of the per-step token budget on prefill chunks of admitted requests.
 // Admission is gated by free KV pages; when reserve() still runs out, the
 // youngest sequence is preempted (pages freed, requeued for recompute).
+// New and recomputed sequences start on the longest cached prefix of their
+// tokens (KVCache::add_sequence_with_prefix), so only the rest is prefilled.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -56,6 +58,10 @@ class Scheduler {
   SchedulerOptions opts_;
   Metrics& metrics_;
   std::vector<std::unique_ptr<Sequence>> running_;
+  // Set by a step that preempted, cleared by one that ran: no admissions in
+  // between, so a readmitted sequence cannot take back (through the prefix
+  // cache) the pages the running ones need, and every cycle makes progress.
+  bool admission_paused_ = false;
 
   std::mutex mu_;
   std::condition_variable cv_;

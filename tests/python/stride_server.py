@@ -35,7 +35,8 @@ class StrideServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="stride-serve-", suffix=".log", delete=False)
-        args = [binary(), "serve", "--model", model, "--port", str(self.port), "--threads", str(threads)]
+        args = [binary(), "serve"] + (["--model", model] if model else []) + \
+            ["--port", str(self.port), "--threads", str(threads)]
         if config:
             args += ["--config", config]
         args += [str(a) for a in extra_args]

@@ -68,3 +68,37 @@ def test_plan_kv_is_flat_under_rswa_and_linear_under_dense(stride):
     assert 0 < d8["largest_context"] < 1 << 20
     assert d8["total_bytes"] == d8["weight_bytes"] + d8["kv_bytes"] + d8["activation_bytes"]
     assert d8["seed_formula_bytes"] == 4 * (8192 * 8192 + 8192 * 576)
+
+
+def test_validate_int8_kv_against_dense_f16_loses_little(stride, text_file, tmp_path):
+    # The cost of int8 KV alone: dense attention, int8 pages vs the f16 reference.
+    out = tmp_path / "v8.json"
+    p = run(stride, "validate", "-m", MODEL, "-a", "dense", "--kv-type", "int8", "--lengths", "64,256",
+            "--text", text_file, "--json", out, "--threads", 2, "--chunk", 64)
+    assert b"kv: policy int8, dense reference f16" in p.stdout
+    report = json.loads(out.read_text())
+    assert report["kv_type"] == "int8" and report["reference_kv_type"] == "f16"
+    for r in report["fidelity"]:
+        assert r["mse"] > 0  # the int8 side really differs
+        assert r["top1"] >= 0.9 and r["kl"] < 0.02, r
+        assert abs(r["ppl_policy"] / r["ppl_dense"] - 1) < 0.05, r
+
+
+def test_kv_type_errors_are_clear(stride, text_file):
+    p = run(stride, "validate", "-m", MODEL, "-a", "dense", "--kv-type", "int4", "--lengths", "64",
+            "--text", text_file, ok=False)
+    assert p.returncode != 0 and b"f16, f32 or int8" in p.stderr
+    p = run(stride, "plan", "-m", MODEL, "--kv-type", "q8", ok=False)
+    assert p.returncode != 0 and b"f16, f32 or int8" in p.stderr
+
+
+def test_plan_int8_kv_counts_bytes_and_scales(stride):
+    def plan(kv):
+        p = run(stride, "plan", "-m", MODEL, "-a", "dense", "-c", 8192, "--json", "--kv-type", kv)
+        return json.loads(p.stdout.decode().strip().splitlines()[-1])
+
+    f16, i8 = plan("f16"), plan("int8")
+    # 30 layers x 3 kv heads x (2 x 64 int8 + a K and a V f32 scale) = 12,240 bytes per token.
+    assert i8["kv_bytes_per_token_dense"] == 12240 and i8["kv_type"] == "int8"
+    assert f16["kv_bytes_per_token_dense"] == 23040
+    assert i8["kv_bytes"] * 23040 == f16["kv_bytes"] * 12240

@@ -19,7 +19,7 @@ std::unique_ptr<Engine> tiny_engine(const std::string& name) {
   o.threads = 2;
   o.max_context = 512;
   o.page_size = 4;
-  o.kv_f32 = true;
+  o.kv_storage = KvStorage::F32;
   o.show_progress = false;
   auto e = Engine::create(o);
   EXPECT_TRUE(e.ok()) << e.status().to_string();

@@ -47,7 +47,7 @@ TEST_P(TinyModelVsReference, LogitsMatch) {
   o.page_size = 4;  // many pages even for a short sequence
   o.prefill_chunk = 7;
   o.show_progress = false;
-  o.kv_f32 = true;  // the reference keeps K/V in f32
+  o.kv_storage = KvStorage::F32;  // the reference keeps K/V in f32
   auto engine = Engine::create(o);
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   const std::vector<int32_t> ids = tiny_ids(c.model.substr(0, c.model.find('/')));
@@ -84,7 +84,7 @@ TEST(RealModelVsReference, SmolLM2SinksAndWindow) {
   o.max_context = 64;
   o.page_size = 4;
   o.show_progress = false;
-  o.kv_f32 = true;  // the reference keeps K/V in f32
+  o.kv_storage = KvStorage::F32;  // the reference keeps K/V in f32
   auto engine = Engine::create(o);
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   const std::vector<int32_t> ids = {1, 504, 3458, 282, 4649, 314, 7042, 30, 378, 3458, 282, 2590,

@@ -9,8 +9,10 @@
 namespace stride::serving {
 namespace {
 
-std::unique_ptr<Engine> smol(const std::string& budget_bytes_text, int64_t budget) {
+std::unique_ptr<Engine> smol(const std::string& budget_bytes_text, int64_t budget,
+                             bool prefix_cache = true) {
   EngineOptions o;
+  o.prefix_cache = prefix_cache;
   o.model_path = std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
   o.threads = 2;
   o.kv_budget_bytes = budget;
@@ -99,8 +101,10 @@ std::vector<TokenLogprob> drain_logprobs(RequestChannel& ch, std::string* reason
 // tokens as a prefill; on this Q4_1 model the engine's prefill and decode
 // log-probs differ by up to ~0.2 (measured 2026-11-30; quantized matmul paths),
 // so greedy output must agree token for token until a near tie (top-2 gap < 0.3).
+// The prefix cache is off here so a recompute is a full prefill (the cached
+// case is in test_scheduler_prefix.cpp).
 TEST(Scheduler, PreemptionUnderTinyPoolKeepsOutput) {
-  auto engine = smol("3M", 3 << 20);
+  auto engine = smol("3M", 3 << 20, /*prefix_cache=*/false);
   ASSERT_TRUE(engine);
   Metrics metrics;
   SchedulerOptions so;

@@ -1,0 +1,128 @@
+// `stride model ...`: publish and list model versions; encrypt, decrypt and
+// re-key model files at rest.
+//   stride model publish --model-dir D --version V FILE
+//   stride model list --model-dir D [--json]
+//   stride model genkey OUT
+//   stride model encrypt --key-file K IN OUT
+//   stride model decrypt --key-file K IN OUT
+//   stride model rotate-key --old-key-file A --new-key-file B FILE
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "loader/encrypted_file.h"
+#include "loader/model_versions.h"
+
+namespace stride::cli {
+
+namespace {
+
+struct ModelArgs {
+  std::string model_dir, version, file, key_file, old_key_file, new_key_file, in, out;
+  bool json = false;
+};
+
+int publish(const ModelArgs& a) {
+  auto v = publish_model_version(a.model_dir, a.version, a.file);
+  if (!v) return fail(v.status());
+  std::printf("published %s: %s (%llu bytes, sha256 %s)\n", v->version.c_str(), v->path.c_str(),
+              (unsigned long long)v->bytes, v->sha256.c_str());
+  return 0;
+}
+
+int list(const ModelArgs& a) {
+  auto all = list_model_versions(a.model_dir);
+  if (!all) return fail(all.status());
+  if (a.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : *all) {
+      out.push_back({{"version", v.version}, {"path", v.path}, {"sha256", v.sha256}, {"bytes", v.bytes},
+                     {"encrypted", is_encrypted_model(v.path)}});
+    }
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+  for (const auto& v : *all) {
+    std::printf("%-16s %s  %12llu  %s%s\n", v.version.c_str(), v.sha256.c_str(), (unsigned long long)v.bytes,
+                v.path.c_str(), is_encrypted_model(v.path) ? "  (encrypted)" : "");
+  }
+  return 0;
+}
+
+int genkey(const ModelArgs& a) {
+  auto hex = generate_model_key_hex();
+  if (!hex) return fail(hex.status());
+  const mode_t old_mask = ::umask(077);  // the key file is readable by its owner only
+  std::ofstream f(a.out, std::ios::trunc);
+  ::umask(old_mask);
+  if (!(f << *hex << "\n")) return fail("cannot write " + a.out);
+  std::printf("wrote a new 256-bit key to %s\n", a.out.c_str());
+  return 0;
+}
+
+int crypt(const ModelArgs& a, bool encrypt) {
+  auto key = read_model_key_file(a.key_file);
+  if (!key) return fail(key.status());
+  Status st = encrypt ? encrypt_file(a.in, a.out, *key) : decrypt_file(a.in, a.out, *key);
+  if (!st.ok()) return fail(st);
+  std::printf("%s %s -> %s\n", encrypt ? "encrypted" : "decrypted", a.in.c_str(), a.out.c_str());
+  return 0;
+}
+
+int rotate(const ModelArgs& a) {
+  auto old_key = read_model_key_file(a.old_key_file);
+  if (!old_key) return fail(old_key.status());
+  auto new_key = read_model_key_file(a.new_key_file);
+  if (!new_key) return fail(new_key.status());
+  if (Status st = rotate_model_key(a.file, *old_key, *new_key); !st.ok()) return fail(st);
+  std::printf("re-encrypted %s under the new key\n", a.file.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_model_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<ModelArgs>();
+  CLI::App* cmd = app.add_subcommand("model", "model versions (publish, list) and encryption at rest");
+  cmd->require_subcommand(1);
+
+  CLI::App* pub = cmd->add_subcommand("publish", "copy a model file in as a new version and record its sha256");
+  pub->add_option("--model-dir", a->model_dir, "directory of versions")->required();
+  pub->add_option("--version", a->version, "version name, e.g. v2")->required();
+  pub->add_option("file", a->file, "model file (.gguf, plain or encrypted)")->required();
+  pub->callback([a, &exit_code] { exit_code = publish(*a); });
+
+  CLI::App* ls = cmd->add_subcommand("list", "list the published versions");
+  ls->add_option("--model-dir", a->model_dir, "directory of versions")->required();
+  ls->add_flag("--json", a->json, "one JSON array");
+  ls->callback([a, &exit_code] { exit_code = list(*a); });
+
+  CLI::App* gen = cmd->add_subcommand("genkey", "write a new random AES-256 key (64 hex digits)");
+  gen->add_option("out", a->out, "key file to write (mode 0600)")->required();
+  gen->callback([a, &exit_code] { exit_code = genkey(*a); });
+
+  CLI::App* enc = cmd->add_subcommand("encrypt", "encrypt a model file with AES-256-GCM");
+  enc->add_option("--key-file", a->key_file, "64 hex digits or 32 raw bytes")->required();
+  enc->add_option("in", a->in, "plain model file")->required();
+  enc->add_option("out", a->out, "encrypted output")->required();
+  enc->callback([a, &exit_code] { exit_code = crypt(*a, true); });
+
+  CLI::App* dec = cmd->add_subcommand("decrypt", "decrypt an encrypted model file");
+  dec->add_option("--key-file", a->key_file, "64 hex digits or 32 raw bytes")->required();
+  dec->add_option("in", a->in, "encrypted model file")->required();
+  dec->add_option("out", a->out, "plain output")->required();
+  dec->callback([a, &exit_code] { exit_code = crypt(*a, false); });
+
+  CLI::App* rot = cmd->add_subcommand("rotate-key", "re-encrypt a model file in place under a new key");
+  rot->add_option("--old-key-file", a->old_key_file, "current key")->required();
+  rot->add_option("--new-key-file", a->new_key_file, "new key")->required();
+  rot->add_option("file", a->file, "encrypted model file")->required();
+  rot->callback([a, &exit_code] { exit_code = rotate(*a); });
+}
+
+}  // namespace stride::cli

@@ -1,0 +1,130 @@
+#pragma once
+// Byte layout of PackedMatrix groups and the AVX2 accessors of the kernel.
+//
+// A group (8 rows) is a sequence of records; a record covers kBlocks
+// 32-element blocks of the 8 rows (1 for the legacy types, 8 = one 256-element
+// super-block for K-quants): a header of scales, then one sub-record per
+// 32-element block. Within a block, the quant of row r, element k is q[r][k]
+// (unsigned, offsets moved into the scales, except Q8_0 which stays signed).
+// "Vector g" (g = 0..7) is the 32 bytes holding q[r][4g + i] at byte 4r + i.
+//   P plane (128 B): 4 x 32 bytes; byte 32j + 4r + i holds q[r][4j+i] & 15 in
+//                    its low nibble and q[r][4j+16+i] & 15 in its high nibble,
+//                    so vector g is (P[g & 3] >> (4 * (g >> 2))) & 15.
+//   H plane (32 B, Q5): byte 4r + i, bit g = bit 4 of q[r][4g + i].
+//   H2 plane (64 B, Q6_K): byte 32(g >> 2) + 4r + i, bits 2(g & 3)..+1 =
+//                    bits 4..5 of q[r][4g + i].
+//   V plane (256 B, Q8_0): vector g stored as is.
+// Headers (fp16 values are the GGUF ones, bit for bit; [8] = one per row):
+//   Q4_0, Q5_0, Q8_0: d[8] fp16                       x = d*q (+ -8d / -16d)
+//   Q4_1, Q5_1:       d[8] fp16, m[8] fp16            x = d*q + m
+//   Q4_K, Q5_K:       d[8], dmin[8] fp16, sc[8 blocks][8 rows] u8,
+//                     m[8 blocks][8 rows] u8          x = d*sc*q - dmin*m
+//   Q6_K:             d[8] fp16; each block's sub-record starts with
+//                     scp[8 rows][2] i8 (scale of elements 0-15, 16-31)
+//                                                     x = d*sc*(q - 32)
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace stride::packed {
+
+enum class Offset { kNone, kMin, kMinus8, kMinus16, kKQuant };
+
+// Sizes and the parts present, per type. kGroup: vectors whose maddubs
+// results can be summed in int16 without overflow (|x| <= 127):
+// 2 * 15 * 127 * 8 = 30480, 2 * 31 * 127 * 4 = 31496, 2 * 63 * 127 * 2 = 32004,
+// 2 * 128 * 127 * 1 = 32512.
+struct Layout {
+  int blocks;       // 32-element blocks per record
+  int header;       // bytes of the record header
+  int sub;          // bytes per block sub-record
+  int p_off, h_off, h2_off;  // plane offsets in the sub-record; -1: absent
+  int group;        // kGroup above
+  bool is_signed;   // Q8_0: signed quants, maddubs with the sign trick
+  bool q6;          // Q6_K: int16 scales per 16 elements and the -32 offset
+  Offset offset;
+  constexpr int record() const { return header + blocks * sub; }
+};
+
+constexpr Layout kQ4_0{1, 16, 128, 0, -1, -1, 8, false, false, Offset::kMinus8};
+constexpr Layout kQ4_1{1, 32, 128, 0, -1, -1, 8, false, false, Offset::kMin};
+constexpr Layout kQ5_0{1, 16, 160, 0, 128, -1, 4, false, false, Offset::kMinus16};
+constexpr Layout kQ5_1{1, 32, 160, 0, 128, -1, 4, false, false, Offset::kMin};
+constexpr Layout kQ8_0{1, 16, 256, 0, -1, -1, 1, true, false, Offset::kNone};
+constexpr Layout kQ4_K{8, 160, 128, 0, -1, -1, 8, false, false, Offset::kKQuant};
+constexpr Layout kQ5_K{8, 160, 160, 0, 128, -1, 4, false, false, Offset::kKQuant};
+constexpr Layout kQ6_K{8, 16, 208, 16, -1, 144, 2, false, true, Offset::kNone};
+
+static_assert(kQ4_0.record() == 8 * 18 && kQ4_1.record() == 8 * 20);
+static_assert(kQ5_0.record() == 8 * 22 && kQ5_1.record() == 8 * 24 && kQ8_0.record() == 8 * 34);
+static_assert(kQ4_K.record() == 8 * 148 && kQ5_K.record() == 8 * 180 && kQ6_K.record() == 8 * 210);
+
+inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
+
+// Vector g of a block (see the header comment), as unsigned (or Q8_0 signed) bytes.
+template <const Layout& L>
+inline __m256i vec(const uint8_t* sub, int g) {
+  if constexpr (L.is_signed) {
+    return load(sub + 32 * g);
+  } else {
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    const __m256i p = load(sub + L.p_off + 32 * (g & 3));
+    __m256i v = g < 4 ? _mm256_and_si256(p, nib) : _mm256_and_si256(_mm256_srli_epi16(p, 4), nib);
+    if constexpr (L.h_off >= 0) {  // bit g -> bit 4 (masked first: no bits cross bytes)
+      const __m256i h = _mm256_and_si256(load(sub + L.h_off), _mm256_set1_epi8((char)(1 << g)));
+      v = _mm256_or_si256(v, g <= 4 ? _mm256_slli_epi16(h, 4 - g) : _mm256_srli_epi16(h, g - 4));
+    }
+    if constexpr (L.h2_off >= 0) {  // bits 2(g&3)..+1 -> bits 4..5
+      const int sh = 2 * (g & 3);
+      const __m256i h = _mm256_and_si256(load(sub + L.h2_off + 32 * (g >> 2)),
+                                         _mm256_set1_epi8((char)(3 << sh)));
+      v = _mm256_or_si256(v, sh <= 4 ? _mm256_slli_epi16(h, 4 - sh) : _mm256_srli_epi16(h, sh - 4));
+    }
+    return v;
+  }
+}
+
+// Q6_K: int16 lanes (scale of elements 0-15, scale of 16-31) of each row.
+inline __m256i q6_scale_pairs(const uint8_t* sub) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)sub));
+}
+
+// The multiplier of madd for the int16 sums of vectors [g0, g0 + group):
+// ones, or for Q6_K the scale of the half the vectors belong to, in both int16s.
+template <const Layout& L>
+inline __m256i madd_factor(const uint8_t* sub, int g0) {
+  if constexpr (L.q6) {
+    const __m256i pairs = q6_scale_pairs(sub);
+    const __m256i lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1,
+                                        0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    const __m256i hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2,
+                                        3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+    return _mm256_shuffle_epi8(pairs, g0 < 4 ? lo : hi);
+  } else {
+    return _mm256_set1_epi16(1);
+  }
+}
+
+inline __m256 half8(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+inline __m256 u8x8_to_f32(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(v)));
+}
+
+// Per-row float factors of block s of a record: x = D * q + M.
+template <const Layout& L>
+inline void block_scales(const uint8_t* rec, int s, __m256& D, __m256& M) {
+  if constexpr (L.offset == Offset::kKQuant) {
+    D = _mm256_mul_ps(half8(rec), u8x8_to_f32(rec + 32 + 8 * s));
+    M = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(half8(rec + 16), u8x8_to_f32(rec + 96 + 8 * s)));
+  } else {
+    D = half8(rec);
+    if constexpr (L.offset == Offset::kMin) M = half8(rec + 16);
+    if constexpr (L.offset == Offset::kMinus8) M = _mm256_mul_ps(D, _mm256_set1_ps(-8.0f));
+    if constexpr (L.offset == Offset::kMinus16) M = _mm256_mul_ps(D, _mm256_set1_ps(-16.0f));
+  }
+}
+
+}  // namespace stride::packed

@@ -1,0 +1,50 @@
+#pragma once
+// Quantized weights repacked once at load into a row-interleaved layout:
+// groups of 8 rows, each 32-element block of the 8 rows stored together so
+// that one ymm holds 4 consecutive elements of all 8 rows (one row per int32
+// lane). One broadcast activation word then feeds 8 rows, the integer dot
+// products of 8 rows end in one vector, and the block scale is applied to 8
+// rows with one FMA - no horizontal sums and no per-row decode buffer.
+// Bits per weight are unchanged (nibbles stay packed); see packed_format.h.
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace stride {
+
+struct PackedMatrix {
+  DType type = DType::F32;   // the GGUF type the weights came from
+  int64_t n_in = 0;          // row length (elements)
+  int64_t n_out = 0;         // rows
+  int64_t n_groups = 0;      // ceil(n_out / 8); padding rows are all zero
+  int64_t group_bytes = 0;   // bytes of one 8-row group (all its blocks)
+  std::vector<uint8_t> data;  // [n_groups, group_bytes]
+};
+
+constexpr int64_t kPackRows = 8;
+
+// Whether pack_matrix supports this weight type (Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q4_K, Q5_K, Q6_K).
+bool packable(DType t);
+
+// Repacks a 2-D quantized weight [n_out, n_in]. InvalidArgument for a tensor
+// without data or a row length that is not a whole number of blocks;
+// Unsupported for a type packable() rejects.
+Expected<PackedMatrix> pack_matrix(const TensorView& w);
+
+// Y = X · Wᵀ as matmul() (kernels/matmul.h), with int8-quantized activations:
+//   x: [n_tok, n_in] f32, y: [n_tok, n_out] f32 (overwritten).
+// Matches matmul_ref_int8_acts to float rounding.
+void matmul_packed(const PackedMatrix& w, const float* x, float* y, int64_t n_tok,
+                   ThreadPool& pool);
+
+// Several matrices with the same row length applied to the same x, e.g. the
+// Q, K and V projections: the activations are quantized once and all
+// matrices' rows are shared out in one pool dispatch (ys[i]: [n_tok, n_out_i]).
+void matmul_packed_multi(const PackedMatrix* const* ws, float* const* ys, int n_mats,
+                         const float* x, int64_t n_tok, ThreadPool& pool);
+
+}  // namespace stride

@@ -1,0 +1,199 @@
+// Repacking GGUF blocks into the 8-row interleaved layout of packed_format.h.
+// Runs once per weight at load time; scalar and simple on purpose.
+#include <cstring>
+#include <string>
+
+#include "kernels/packed_format.h"
+#include "kernels/packed_matrix.h"
+#include "kernels/quant_blocks.h"
+
+namespace stride {
+namespace {
+
+using namespace quant;
+using packed::Layout;
+
+// One 32-element block of one row, unpacked: quants and header fields.
+struct RowBlock {
+  uint8_t q[32];       // unsigned quant (Q8_0: the int8 bits)
+  uint16_t d = 0, m = 0;        // fp16 scale (and min / dmin)
+  uint8_t sc = 0, mn = 0;       // K-quant 6-bit scale and min of this block
+  int8_t sc6[2] = {0, 0};       // Q6_K scales of elements 0-15 and 16-31
+};
+
+const Layout* layout_of(DType t) {
+  switch (t) {
+    case DType::Q4_0: return &packed::kQ4_0;
+    case DType::Q4_1: return &packed::kQ4_1;
+    case DType::Q5_0: return &packed::kQ5_0;
+    case DType::Q5_1: return &packed::kQ5_1;
+    case DType::Q8_0: return &packed::kQ8_0;
+    case DType::Q4_K: return &packed::kQ4_K;
+    case DType::Q5_K: return &packed::kQ5_K;
+    case DType::Q6_K: return &packed::kQ6_K;
+    default: return nullptr;
+  }
+}
+
+uint8_t nibble(const uint8_t* qs, int k) { return k < 16 ? qs[k] & 0xF : qs[k - 16] >> 4; }
+
+// Block b (32 elements) of a row in GGUF layout.
+RowBlock extract(DType t, const uint8_t* row, int64_t b) {
+  RowBlock o;
+  uint32_t qh;
+  switch (t) {
+    case DType::Q4_0: {
+      const BlockQ4_0& x = ((const BlockQ4_0*)row)[b];
+      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);
+      o.d = x.d;
+      break;
+    }
+    case DType::Q4_1: {
+      const BlockQ4_1& x = ((const BlockQ4_1*)row)[b];
+      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);
+      o.d = x.d;
+      o.m = x.m;
+      break;
+    }
+    case DType::Q5_0: {
+      const BlockQ5_0& x = ((const BlockQ5_0*)row)[b];
+      std::memcpy(&qh, x.qh, 4);
+      for (int k = 0; k < 32; ++k) o.q[k] = (uint8_t)(nibble(x.qs, k) | (((qh >> k) & 1) << 4));
+      o.d = x.d;
+      break;
+    }
+    case DType::Q5_1: {
+      const BlockQ5_1& x = ((const BlockQ5_1*)row)[b];
+      std::memcpy(&qh, x.qh, 4);
+      for (int k = 0; k < 32; ++k) o.q[k] = (uint8_t)(nibble(x.qs, k) | (((qh >> k) & 1) << 4));
+      o.d = x.d;
+      o.m = x.m;
+      break;
+    }
+    case DType::Q8_0: {
+      const BlockQ8_0& x = ((const BlockQ8_0*)row)[b];
+      std::memcpy(o.q, x.qs, 32);
+      o.d = x.d;
+      break;
+    }
+    case DType::Q4_K:
+    case DType::Q5_K: {
+      // Sub-block s of a super-block: chunk s/2 of qs, low or high nibbles.
+      const int64_t sb = b / 8;
+      const int s = (int)(b % 8);
+      const uint8_t* scales;
+      const uint8_t* qs;
+      const uint8_t* qh5 = nullptr;
+      if (t == DType::Q4_K) {
+        const BlockQ4_K& x = ((const BlockQ4_K*)row)[sb];
+        o.d = x.d, o.m = x.dmin, scales = x.scales, qs = x.qs;
+      } else {
+        const BlockQ5_K& x = ((const BlockQ5_K*)row)[sb];
+        o.d = x.d, o.m = x.dmin, scales = x.scales, qs = x.qs, qh5 = x.qh;
+      }
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t byte = qs[32 * (s / 2) + l];
+        o.q[l] = (uint8_t)(s % 2 ? byte >> 4 : byte & 0xF);
+        if (qh5) o.q[l] |= (uint8_t)(((qh5[l] >> s) & 1) << 4);
+      }
+      k_scale_min(s, scales, &o.sc, &o.mn);
+      break;
+    }
+    case DType::Q6_K: {
+      // Sub-block s = element 32k + l of half s/4 (k = s % 4), as in dequantize.cpp.
+      const BlockQ6_K& x = ((const BlockQ6_K*)row)[b / 8];
+      const int s = (int)(b % 8), half = s / 4, k = s % 4;
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t lo = (x.ql[64 * half + l + 32 * (k & 1)] >> (4 * (k >> 1))) & 0xF;
+        const uint8_t hi = (x.qh[32 * half + l] >> (2 * k)) & 3;
+        o.q[l] = (uint8_t)(lo | (hi << 4));
+      }
+      o.d = x.d;
+      o.sc6[0] = x.scales[8 * half + 2 * k];
+      o.sc6[1] = x.scales[8 * half + 2 * k + 1];
+      break;
+    }
+    default: break;
+  }
+  return o;
+}
+
+// Writes block s of the record at `rec` from the 8 rows' unpacked blocks.
+void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_t* rec) {
+  uint8_t* sub = rec + L.header + s * L.sub;
+  for (int r = 0; r < kPackRows; ++r) {
+    const uint8_t* q = rb[r].q;
+    if (L.is_signed) {
+      for (int g = 0; g < 8; ++g) std::memcpy(sub + 32 * g + 4 * r, q + 4 * g, 4);
+    } else {
+      for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i)
+          sub[L.p_off + 32 * j + 4 * r + i] =
+              (uint8_t)((q[4 * j + i] & 0xF) | ((q[4 * j + 16 + i] & 0xF) << 4));
+    }
+    if (L.h_off >= 0)
+      for (int i = 0; i < 4; ++i) {
+        uint8_t bits = 0;
+        for (int g = 0; g < 8; ++g) bits |= (uint8_t)(((q[4 * g + i] >> 4) & 1) << g);
+        sub[L.h_off + 4 * r + i] = bits;
+      }
+    if (L.h2_off >= 0)
+      for (int g = 0; g < 8; ++g)
+        for (int i = 0; i < 4; ++i)
+          sub[L.h2_off + 32 * (g >> 2) + 4 * r + i] |=
+              (uint8_t)(((q[4 * g + i] >> 4) & 3) << (2 * (g & 3)));
+    if (L.q6) {
+      sub[2 * r] = (uint8_t)rb[r].sc6[0];
+      sub[2 * r + 1] = (uint8_t)rb[r].sc6[1];
+    }
+    // Header fields; K-quant d/dmin are per super-block (identical for every s).
+    std::memcpy(rec + 2 * r, &rb[r].d, 2);
+    if (L.offset == packed::Offset::kMin || L.offset == packed::Offset::kKQuant)
+      std::memcpy(rec + 16 + 2 * r, &rb[r].m, 2);
+    if (L.offset == packed::Offset::kKQuant) {
+      rec[32 + 8 * s + r] = rb[r].sc;
+      rec[96 + 8 * s + r] = rb[r].mn;
+    }
+  }
+}
+
+}  // namespace
+
+bool packable(DType t) { return layout_of(t) != nullptr; }
+
+Expected<PackedMatrix> pack_matrix(const TensorView& w) {
+  const Layout* L = layout_of(w.type);
+  if (!L) return Unsupported(std::string("cannot repack weight type ") + dtype_name(w.type));
+  if (!w.valid()) return InvalidArgument("repack: tensor '" + w.name + "' has no data");
+  const int64_t n_in = w.ne[0], n_out = w.rows();
+  const int64_t elems_per_record = 32 * (int64_t)L->blocks;
+  if (n_in <= 0 || n_out <= 0 || n_in % elems_per_record != 0 || w.row_bytes() < 0)
+    return InvalidArgument("repack: tensor '" + w.name + "' rows of " + std::to_string(n_in) +
+                           " elements are not whole " + dtype_name(w.type) + " blocks");
+  if (w.nbytes > 0 && w.nbytes < w.row_bytes() * n_out)
+    return InvalidArgument("repack: tensor '" + w.name + "' is shorter than its shape");
+  PackedMatrix pm;
+  pm.type = w.type;
+  pm.n_in = n_in;
+  pm.n_out = n_out;
+  pm.n_groups = (n_out + kPackRows - 1) / kPackRows;
+  const int64_t n_records = n_in / elems_per_record;
+  pm.group_bytes = n_records * L->record();
+  pm.data.assign((size_t)(pm.n_groups * pm.group_bytes), 0);  // padding rows stay zero
+  const int64_t n_blocks = n_in / 32;
+  RowBlock rb[kPackRows];
+  for (int64_t g = 0; g < pm.n_groups; ++g) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      for (int r = 0; r < kPackRows; ++r) {
+        const int64_t row = g * kPackRows + r;
+        rb[r] = row < n_out ? extract(w.type, w.row(row), b) : RowBlock{};
+        if (row >= n_out) std::memset(rb[r].q, 0, 32);
+      }
+      uint8_t* rec = pm.data.data() + g * pm.group_bytes + (b / L->blocks) * L->record();
+      write_block(*L, rb, (int)(b % L->blocks), rec);
+    }
+  }
+  return pm;
+}
+
+}  // namespace stride

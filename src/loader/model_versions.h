@@ -1,0 +1,37 @@
+#pragma once
+// A model directory holds published versions, one folder each:
+//   <model_dir>/<version>/<name>.gguf   the weights (plain or encrypted)
+//   <model_dir>/<version>/SHA256        "<64 hex>  <name>.gguf", recorded at publish time
+// SHA256 is in `sha256sum` format, so `cd <model_dir>/<version> && sha256sum -c SHA256`
+// checks a version by hand. A version is published once and never rewritten.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace stride {
+
+struct ModelVersion {
+  std::string version;  // folder name
+  std::string path;     // the model file
+  std::string sha256;   // recorded at publish time
+  uint64_t bytes = 0;
+};
+
+// Letters, digits, '.', '_' and '-'; not "." or ".."; at most 128 characters.
+Status check_version_name(const std::string& version);
+
+// Copies `file` into <model_dir>/<version>/ and records its sha256. The
+// version appears atomically (built in a temporary folder, then renamed); an
+// existing version is never overwritten.
+Expected<ModelVersion> publish_model_version(const std::string& model_dir, const std::string& version,
+                                             const std::string& file);
+
+// The recorded entry of one version (the file is not hashed here: loading verifies it).
+Expected<ModelVersion> find_model_version(const std::string& model_dir, const std::string& version);
+
+// Every published version, sorted by name; folders without a valid SHA256 are skipped.
+Expected<std::vector<ModelVersion>> list_model_versions(const std::string& model_dir);
+
+}  // namespace stride

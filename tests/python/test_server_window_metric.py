@@ -1,0 +1,41 @@
+"""Window hit rate (/metrics): the share of attention page reads that hold a
+key in the local window of their queries. Under a pure sliding window every
+page read is a window page (ratio exactly 1); dense attention has no window
+(0); sinks + window reads the sink page outside the window once the sequence
+has moved past it (strictly between 0 and 1)."""
+import openai
+import pytest
+
+from stride_server import SMOL, StrideServer
+
+MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+PROMPT = " ".join(f"item{i}" for i in range(120))  # ~ 360 tokens: many 32-token pages
+
+
+def run(policy):
+    with StrideServer(SMOL, extra_args=["--kv-budget", "64M", "--attention", policy]) as s:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=300)
+        r = c.completions.create(model=MODEL, prompt=PROMPT, max_tokens=16, temperature=0,
+                                 extra_body={"ignore_eos": True})
+        assert r.usage.completion_tokens == 16
+        m = s.metrics()
+    read = m["stride_attention_pages_read_total"]
+    window = m["stride_attention_window_pages_read_total"]
+    assert read > 0 and 0 <= window <= read
+    assert m["stride_attention_window_hit_ratio"] == pytest.approx(window / read)
+    return read, window
+
+
+def test_window_policy_reads_only_window_pages():
+    read, window = run("window:size=64")
+    assert window == read
+
+
+def test_dense_has_no_window():
+    _, window = run("dense")
+    assert window == 0
+
+
+def test_sinks_are_reads_outside_the_window():
+    read, window = run("rswa:sinks=4,window=64")
+    assert 0 < window < read

@@ -1,0 +1,250 @@
+// Repacked (8-row interleaved) quantized matmul vs the scalar int8-activation
+// reference, for every packable type, odd shapes and 1/2/7 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "kernels/dequantize.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_reference.h"
+#include "kernels/packed_matrix.h"
+#include "kernels/quant_act.h"
+
+namespace stride {
+namespace {
+
+// Offsets of the fp16 scale fields inside one block; they get finite values.
+std::vector<int> half_fields(DType t) {
+  switch (t) {
+    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {0};
+    case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
+    case DType::Q6_K: return {208};
+    default: return {};
+  }
+}
+
+// Random bytes with sane fp16 scales. Q8_0 quants include -128 on purpose
+// (the sign trick must handle it); Q6_K scales span the whole int8 range.
+struct RandomWeight {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+  RandomWeight(DType t, int64_t n_in, int64_t n_out, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+    const DTypeInfo* info = dtype_info(t);
+    const int64_t n_blocks = n_in / info->block_elems * n_out;
+    bytes.resize((size_t)(n_blocks * info->block_bytes));
+    for (auto& b : bytes) b = (uint8_t)(rng() & 0xFF);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      uint8_t* blk = bytes.data() + b * info->block_bytes;
+      for (int off : half_fields(t)) {
+        const uint16_t h = fp32_to_fp16(ud(rng) * 0.05f);
+        std::memcpy(blk + off, &h, 2);
+      }
+    }
+    view.name = "w";
+    view.type = t;
+    view.n_dims = 2;
+    view.ne = {n_in, n_out, 1, 1};
+    view.data = bytes.data();
+    view.nbytes = (int64_t)bytes.size();
+  }
+};
+
+std::vector<float> random_acts(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x((size_t)n);
+  for (auto& v : x) v = nd(rng);
+  for (size_t i = 0; i < x.size(); i += 97) x[i] *= 3.0f;  // outliers
+  // A block of extremes: every |q| = 127, the largest int16 partial sums.
+  for (int64_t i = 0; i < std::min<int64_t>(n, 32); ++i) x[(size_t)i] = (i % 3 == 0) ? -5.0f : 5.0f;
+  return x;
+}
+
+double rel_error(const std::vector<float>& y, const std::vector<float>& ref) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    e += ((double)y[i] - ref[i]) * ((double)y[i] - ref[i]);
+    r += (double)ref[i] * ref[i];
+  }
+  return r > 0 ? std::sqrt(e / r) : std::sqrt(e);
+}
+
+class PackedTypes : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PackedTypes, MatchesInt8Reference) {
+  const DType t = GetParam();
+  ASSERT_TRUE(packable(t));
+  const int64_t blk = dtype_info(t)->block_elems;
+  struct Case {
+    int64_t n_in, n_out, n_tok;
+    std::unique_ptr<RandomWeight> w;
+    PackedMatrix pm;
+    std::vector<float> x, ref;
+  };
+  std::vector<Case> cases;
+  for (int64_t n_in : {32, 96, 256, 640, 1536}) {
+    if (n_in % blk != 0) continue;
+    for (int64_t n_out : {1, 3, 8, 37, 257}) {
+      for (int64_t n_tok : {1, 2, 3, 5, 7, 33, 70}) {
+        if (n_in * n_out * n_tok > 3'000'000) continue;
+        Case c{n_in, n_out, n_tok, nullptr, {}, {}, {}};
+        c.w = std::make_unique<RandomWeight>(t, n_in, n_out, (uint32_t)(n_in * 31 + n_out * 7 + n_tok));
+        auto pm = pack_matrix(c.w->view);
+        ASSERT_TRUE(pm.ok()) << pm.status().message();
+        c.pm = std::move(pm.value());
+        c.x = random_acts(n_in * n_tok, (uint32_t)(n_out + 1000 * n_tok));
+        c.ref.resize((size_t)(n_out * n_tok));
+        matmul_ref_int8_acts(c.w->view, c.x.data(), c.ref.data(), n_tok);
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  ASSERT_GT(cases.size(), 20u);
+  for (int threads : {1, 2, 7}) {
+    ThreadPool pool(threads);
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+      if (threads == 7 && ci % 3 != 0) continue;
+      const Case& c = cases[ci];
+      std::vector<float> y(c.ref.size(), NAN);
+      matmul_packed(c.pm, c.x.data(), y.data(), c.n_tok, pool);
+      SCOPED_TRACE(testing::Message() << dtype_name(t) << " n_in=" << c.n_in << " n_out=" << c.n_out
+                                      << " n_tok=" << c.n_tok << " threads=" << threads);
+      for (float v : y) ASSERT_TRUE(std::isfinite(v));
+      EXPECT_LT(rel_error(y, c.ref), 1e-5);
+      // Every element, not only the norm: a wrong row must not hide.
+      double scale = 0;
+      for (float v : c.ref) scale = std::max(scale, (double)std::fabs(v));
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], c.ref[i], 1e-4 * scale + 1e-6) << "element " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, PackedTypes,
+                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                                           DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(PackedMatrix, LayoutSizes) {
+  // Bits per weight are the GGUF ones: a group is 8 rows of the original bytes.
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
+    RandomWeight w(t, 64, 16, 1);
+    auto pm = pack_matrix(w.view);
+    ASSERT_TRUE(pm.ok());
+    EXPECT_EQ(pm.value().group_bytes, 8 * w.view.row_bytes()) << dtype_name(t);
+    EXPECT_EQ(pm.value().n_groups, 2);
+  }
+  RandomWeight w(DType::Q4_1, 64, 9, 2);
+  auto pm = pack_matrix(w.view);
+  ASSERT_TRUE(pm.ok());
+  EXPECT_EQ(pm.value().n_groups, 2);  // 9 rows: one full group and a padded one
+}
+
+TEST(PackedMatrix, HandComputedProduct) {
+  // Q8_0 with d = 1 and integer activations (max 127 -> d_x = 1): exact.
+  std::vector<uint8_t> blocks(3 * 34, 0);
+  const uint16_t one = fp32_to_fp16(1.0f);
+  for (int r = 0; r < 3; ++r) {
+    std::memcpy(blocks.data() + 34 * r, &one, 2);
+    for (int j = 0; j < 32; ++j)
+      blocks[(size_t)(34 * r + 2 + j)] = (uint8_t)(int8_t)(r == 0 ? 1 : r == 1 ? (j % 2 ? -2 : 3) : -128);
+  }
+  TensorView w;
+  w.type = DType::Q8_0;
+  w.ne = {32, 3, 1, 1};
+  w.data = blocks.data();
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[(size_t)j] = (float)(j == 5 ? 127 : j);
+  float e0 = 0, e1 = 0, e2 = 0;
+  for (int j = 0; j < 32; ++j) {
+    e0 += x[(size_t)j];
+    e1 += (j % 2 ? -2.0f : 3.0f) * x[(size_t)j];
+    e2 += -128.0f * x[(size_t)j];
+  }
+  auto pm = pack_matrix(w);
+  ASSERT_TRUE(pm.ok());
+  ThreadPool pool(2);
+  float y[3];
+  matmul_packed(pm.value(), x.data(), y, 1, pool);
+  EXPECT_EQ(y[0], e0);
+  EXPECT_EQ(y[1], e1);
+  EXPECT_EQ(y[2], e2);
+}
+
+TEST(PackedMatrix, MultiMatchesSingle) {
+  // Q, K, V-like: different types and row counts, one row length, one dispatch.
+  const int64_t n_in = 256;
+  RandomWeight a(DType::Q5_0, n_in, 37, 11), b(DType::Q8_0, n_in, 16, 12), c(DType::Q4_K, n_in, 9, 13);
+  std::vector<PackedMatrix> pms;
+  for (RandomWeight* w : {&a, &b, &c}) {
+    auto pm = pack_matrix(w->view);
+    ASSERT_TRUE(pm.ok());
+    pms.push_back(std::move(pm.value()));
+  }
+  for (int threads : {1, 2, 7}) {
+    ThreadPool pool(threads);
+    for (int64_t n_tok : {1, 5, 70}) {
+      const auto x = random_acts(n_in * n_tok, (uint32_t)n_tok);
+      std::vector<std::vector<float>> ys(3), refs(3);
+      const PackedMatrix* ws[3];
+      float* yp[3];
+      for (int i = 0; i < 3; ++i) {
+        ys[i].assign((size_t)(pms[i].n_out * n_tok), NAN);
+        refs[i].resize(ys[i].size());
+        ws[i] = &pms[i];
+        yp[i] = ys[i].data();
+      }
+      matmul_packed_multi(ws, yp, 3, x.data(), n_tok, pool);
+      matmul_ref_int8_acts(a.view, x.data(), refs[0].data(), n_tok);
+      matmul_ref_int8_acts(b.view, x.data(), refs[1].data(), n_tok);
+      matmul_ref_int8_acts(c.view, x.data(), refs[2].data(), n_tok);
+      for (int i = 0; i < 3; ++i) EXPECT_LT(rel_error(ys[i], refs[i]), 1e-5) << i << " " << n_tok;
+    }
+  }
+}
+
+TEST(QuantizeActs, HalfSumsMatchQuants) {
+  // Q6_K's offset uses the int16 pair (Σq[0..15], Σq[16..31]) of each block.
+  const int64_t n_in = 96, n_tok = 3;
+  const auto x = random_acts(n_in * n_tok, 5);
+  QuantizedActs fast, ref;
+  quantize_acts(x.data(), n_tok, n_in, fast);
+  quantize_acts_ref(x.data(), n_tok, n_in, ref);
+  EXPECT_EQ(fast.hs, ref.hs);
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t b = 0; b < fast.row_blocks; ++b) {
+      int lo = 0, hi = 0;
+      for (int j = 0; j < 32; ++j) (j < 16 ? lo : hi) += fast.q_row(t)[b * 32 + j];
+      EXPECT_EQ((int16_t)(fast.hs_row(t)[b] & 0xFFFF), lo) << t << " " << b;
+      EXPECT_EQ((int16_t)(fast.hs_row(t)[b] >> 16), hi) << t << " " << b;
+    }
+}
+
+TEST(PackedMatrix, RejectsBadInput) {
+  RandomWeight f(DType::Q4_1, 64, 4, 3);
+  TensorView v = f.view;
+  v.type = DType::F32;
+  v.ne = {16, 4, 1, 1};
+  EXPECT_EQ(pack_matrix(v).status().code(), StatusCode::kUnsupported);
+  EXPECT_FALSE(packable(DType::F16));
+  TensorView empty = f.view;
+  empty.data = nullptr;
+  EXPECT_EQ(pack_matrix(empty).status().code(), StatusCode::kInvalidArgument);
+  TensorView odd = f.view;
+  odd.ne = {48, 4, 1, 1};  // not a whole number of 32-element blocks
+  EXPECT_EQ(pack_matrix(odd).status().code(), StatusCode::kInvalidArgument);
+  RandomWeight k(DType::Q4_K, 256, 2, 4);
+  TensorView short_k = k.view;
+  short_k.nbytes = 100;  // fewer bytes than the shape needs
+  EXPECT_EQ(pack_matrix(short_k).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace stride
