@@ -4,6 +4,7 @@
 // stop accepting, drain the running requests and exit 0.
 #include <signal.h>
 
+#include <cstdio>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -94,6 +95,12 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   ModelRunOptions mo;
   mo.model = path;
   mo.attention = cfg.attention;
+  // `sparsity` is the default of top-k policies that do not name their own.
+  if (mo.attention.rfind("topk", 0) == 0 && mo.attention.find("sparsity=") == std::string::npos) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "sparsity=%g", cfg.sparsity);
+    mo.attention += (mo.attention == "topk" ? ":" : ",") + std::string(buf);
+  }
   mo.threads = cfg.threads;
   mo.kv_budget = cfg.kv_budget;
   mo.max_context = cfg.max_context_length;
@@ -217,8 +224,8 @@ int serve(ServeArgs& a) {
     if (!opened) return fail_log(opened.status().message());
     audit = std::move(*opened);
   }
-  if (cfg.sparsity != 0.9 || cfg.reference_window != 0) {
-    log(LogLevel::Warning, "sparsity and reference_window are accepted but not used by this engine yet");
+  if (cfg.reference_window != 0) {
+    log(LogLevel::Warning, "reference_window is accepted but not used by this engine yet");
   }
   config_stage.done({{"api_keys", std::to_string(cfg.api_keys.size())}, {"max_batch", std::to_string(cfg.max_batch)}});
 
