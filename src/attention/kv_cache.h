@@ -16,6 +16,7 @@
 // its length() starts at the number of tokens reused. With an offload tier,
 // evicted prefix pages are kept in host memory (or a mapped file) and come
 // back into the pool when a later prompt needs them (paged_offload.cpp).
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -77,6 +78,9 @@ struct KVCacheStats {
   // one block): pages a block read, and pages its sequence held on that layer.
   int64_t pages_read = 0;
   int64_t pages_present = 0;
+  // Wall time of attend() (planning + kernel), by the layer's policy kind:
+  // [dense, window, rswa, topk, strided] (PolicyKind order).
+  std::array<double, 5> attention_seconds{};
   // Of pages_read: pages holding a key inside the local window (p - window, p]
   // of a query p of the block (window, rswa, strided and top-k policies).
   int64_t window_pages_read = 0;

@@ -1,6 +1,7 @@
 #include "attention/paged_kv_cache.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cassert>
 #include <cstring>
 #include <limits>
@@ -167,6 +168,7 @@ void PagedKVCache::attend(int layer, SeqId seq, const float* q, int n_new,
   const LayerState& ls = s.layers[layer];
   const PolicySpec& policy = cfg_.layer_policies[layer];
   const int64_t kv_len = std::min<int64_t>(s.length + n_new, (int64_t)ls.table.size() * cfg_.page_size);
+  const auto t0 = std::chrono::steady_clock::now();
   const AttentionPlan plan =
       policy.kind == PolicyKind::TopK && summaries_
           ? plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, n_new,
@@ -178,6 +180,8 @@ void PagedKVCache::attend(int layer, SeqId seq, const float* q, int n_new,
   assert(plan_ok.ok());
 #endif
   attention_paged(*pool_, plan, policy, p, q, out, pool);
+  attention_seconds_[(size_t)policy.kind] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   (plan.per_head() ? head_pages_read_ : pages_read_) += plan.n_entries();
   pages_present_ += ls.held * plan.n_blocks();
   (plan.per_head() ? head_window_pages_read_ : window_pages_read_) += window_entries(plan, policy, cfg_.page_size);
@@ -233,6 +237,7 @@ KVCacheStats PagedKVCache::stats() const {
   st.bytes_per_page = pool_->shape().bytes_per_page();
   st.pages_read = pages_read_ + head_pages_read_ / cfg_.n_kv_heads;
   st.pages_present = pages_present_;
+  st.attention_seconds = attention_seconds_;
   st.window_pages_read = window_pages_read_ + head_window_pages_read_ / cfg_.n_kv_heads;
   st.pages_cached = pages_.n_cached();
   st.pages_reclaimable = pages_.n_reclaimable();

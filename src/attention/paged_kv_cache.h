@@ -6,6 +6,7 @@
 // released old pages can still share the ones its policy needs
 // (paged_prefix.cpp). With an offload tier, evicted cached pages move to host
 // memory and are restored on a later hit (paged_offload.cpp).
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -92,6 +93,7 @@ class PagedKVCache final : public KVCache {
   int64_t pages_read_ = 0;
   int64_t head_pages_read_ = 0;  // per-kv-head (top-k) lists: entries / n_kv_heads pages
   int64_t pages_present_ = 0;
+  std::array<double, 5> attention_seconds_{};  // by PolicyKind
   int64_t window_pages_read_ = 0;       // same split as pages_read_ / head_pages_read_
   int64_t head_window_pages_read_ = 0;
   uint64_t salt_ = 0;  // cache_salt and every layer's policy

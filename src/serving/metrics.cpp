@@ -141,6 +141,15 @@ std::string Metrics::render() const {
          (double)attention_pages_read);
   scalar(out, "stride_attention_pages_present_total", "counter",
          "KV pages the attending sequences held, summed over query blocks.", (double)attention_pages_present);
+  out += "# HELP stride_attention_seconds_total Time spent in attention (planning and kernel), by layer policy.\n"
+         "# TYPE stride_attention_seconds_total counter\n";
+  const char* kinds[] = {"dense", "window", "rswa", "topk", "strided"};
+  for (size_t k = 0; k < attention_seconds.size(); ++k) {
+    char line[128];
+    std::snprintf(line, sizeof line, "stride_attention_seconds_total{policy=\"%s\"} %.6f\n", kinds[k],
+                  attention_seconds[k].load());
+    out += line;
+  }
   // Window hit rate = window_pages_read / pages_read: the share of page reads
   // served by the local window rather than sinks, globals or top-k selection.
   scalar(out, "stride_attention_window_pages_read_total", "counter",

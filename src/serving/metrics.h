@@ -3,6 +3,7 @@
 // `stride_` prefix (vllm:time_to_first_token_seconds -> stride_time_to_first_token_seconds):
 // `promtool check metrics` rejects ':' in exported names (colons are reserved for recording rules).
 // Written by the scheduler and HTTP threads, read by GET /metrics.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -47,6 +48,8 @@ class Metrics {
   std::atomic<int64_t> kv_bytes_per_page{0};
   std::atomic<int64_t> attention_pages_read{0};
   std::atomic<int64_t> attention_pages_present{0};
+  // Seconds in attention by policy kind: dense, window, rswa, topk, strided.
+  std::array<std::atomic<double>, 5> attention_seconds{};
   std::atomic<int64_t> attention_window_pages_read{0};  // of attention_pages_read: inside the local window
   std::atomic<int64_t> kv_pages_cached{0};        // registered in the prefix cache
   std::atomic<int64_t> prefix_cache_queries{0};   // prompt tokens looked up

@@ -93,6 +93,7 @@ void Scheduler::publish_gauges(size_t waiting) {
   metrics_.kv_bytes_per_page = ks.bytes_per_page;
   metrics_.attention_pages_read = ks.pages_read;
   metrics_.attention_pages_present = ks.pages_present;
+  for (size_t k = 0; k < ks.attention_seconds.size(); ++k) metrics_.attention_seconds[k] = ks.attention_seconds[k];
   metrics_.attention_window_pages_read = ks.window_pages_read;
   metrics_.kv_pages_cached = ks.pages_cached;
   metrics_.prefix_cache_queries = ks.prefix_query_tokens;

@@ -39,3 +39,21 @@ def test_dense_has_no_window():
 def test_sinks_are_reads_outside_the_window():
     read, window = run("rswa:sinks=4,window=64")
     assert 0 < window < read
+
+
+def test_attention_time_is_reported_by_policy():
+    """stride_attention_seconds_total{policy=...}: time goes to the kinds the
+    layers run (SmolLM2 with a window policy: only `window`)."""
+    import urllib.request
+    with StrideServer(SMOL, extra_args=["--kv-budget", "64M", "--attention", "window:size=64"]) as s:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=300)
+        c.completions.create(model=MODEL, prompt=PROMPT, max_tokens=4, temperature=0)
+        text = urllib.request.urlopen(s.url + "/metrics", timeout=30).read().decode()
+    seconds = {}
+    for line in text.splitlines():
+        if line.startswith("stride_attention_seconds_total{"):
+            kind = line.split('policy="')[1].split('"')[0]
+            seconds[kind] = float(line.rsplit(" ", 1)[1])
+    assert set(seconds) == {"dense", "window", "rswa", "topk", "strided"}
+    assert seconds["window"] > 0
+    assert all(v == 0 for k, v in seconds.items() if k != "window")
