@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "loader/gguf_file.h"
+#include "loader/model_source.h"
 #include "tokenizer/tokenizer.h"
 
 namespace stride {
@@ -45,7 +46,7 @@ int cmd_tokenize(const std::string& model_path, const std::optional<std::string>
     text = std::move(*read);
   }
 
-  auto gguf = GGUFFile::open(model_path);
+  auto gguf = open_gguf_file(model_path);  // plain or encrypted at rest
   if (!gguf.ok()) return fail_with(gguf.status().to_string());
   auto tok = Tokenizer::from_gguf(**gguf);
   if (!tok.ok()) return fail_with(model_path + ": " + tok.status().to_string());

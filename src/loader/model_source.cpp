@@ -25,16 +25,16 @@ uint8_t* ModelSource::own_buffer(size_t bytes) {
   return buffers_.back().get();
 }
 
+Expected<std::unique_ptr<GGUFFile>> open_gguf_file(const std::string& path) {
+  if (!is_encrypted_model(path)) return GGUFFile::open(path);
+  // Encrypted at rest: decrypt into anonymous memory, then parse as usual.
+  STRIDE_ASSIGN_OR_RETURN(ModelKey key, model_key_for(path));
+  STRIDE_ASSIGN_OR_RETURN(MappedFile plain, decrypt_to_memory(path, key));
+  return GGUFFile::parse(std::move(plain));
+}
+
 Expected<std::unique_ptr<ModelSource>> open_gguf_model(const std::string& path) {
-  std::unique_ptr<GGUFFile> file;
-  if (is_encrypted_model(path)) {
-    // Encrypted at rest: decrypt into anonymous memory, then parse as usual.
-    STRIDE_ASSIGN_OR_RETURN(ModelKey key, model_key_for(path));
-    STRIDE_ASSIGN_OR_RETURN(MappedFile plain, decrypt_to_memory(path, key));
-    STRIDE_ASSIGN_OR_RETURN(file, GGUFFile::parse(std::move(plain)));
-  } else {
-    STRIDE_ASSIGN_OR_RETURN(file, GGUFFile::open(path));
-  }
+  STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<GGUFFile> file, open_gguf_file(path));
   auto cfg = config_from_gguf(*file);
   if (!cfg.ok()) {
     return Status(cfg.status().code(), cfg.status().message() + " [" + path + "]");

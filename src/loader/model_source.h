@@ -47,6 +47,9 @@ Expected<std::unique_ptr<ModelSource>> open_model(const std::string& path);
 // Exposed for tests and `stride info`.
 Expected<ModelConfig> config_from_gguf(const GGUFFile& f);
 Expected<std::unique_ptr<ModelSource>> open_gguf_model(const std::string& path);
+// The GGUF file alone (tokenizer, metadata); an encrypted file is decrypted
+// with the key from model_key_for().
+Expected<std::unique_ptr<GGUFFile>> open_gguf_file(const std::string& path);
 Expected<std::unique_ptr<ModelSource>> open_hf_folder(const std::string& dir);
 
 }  // namespace stride

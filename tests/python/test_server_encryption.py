@@ -117,3 +117,18 @@ def test_rotate_key(files, plain):
     with StrideServer(str(rotated), extra_args=["--kv-budget", "32M"],
                       env={"STRIDE_MODEL_KEY": k2.read_text().strip()}) as s:
         assert greedy(s.url) == plain
+
+
+def test_tokenize_reads_encrypted_model(files):
+    """`stride tokenize` decrypts with the key from the environment and gives
+    llama.cpp's token ids; without the key it refuses with a reason."""
+    import llama_cpp
+    d, k1, k2, enc = files
+    text = "Encrypted weights, plain tokens: naïve café 1234."
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRIDE_")}
+    r = stride("tokenize", "-m", enc, "-p", text, env={**env, "STRIDE_MODEL_KEY_FILE": str(k1)})
+    ids = [int(t) for t in r.stdout.split()]
+    ref = llama_cpp.Llama(model_path=SMOL, vocab_only=True, verbose=False)
+    assert ids == ref.tokenize(text.encode(), add_bos=False, special=True)
+    r = stride("tokenize", "-m", enc, "-p", text, check=False, env=env)
+    assert r.returncode != 0 and "key" in r.stderr.lower(), r.stderr
