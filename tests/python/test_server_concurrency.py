@@ -1,9 +1,10 @@
 """32 concurrent greedy streams against the default max_batch of 8 (so 24 wait
-in the queue, which holds 64): every stream completes and equals the same
-request run alone. A batched decode step runs the matmuls over several rows
-instead of one, which on this Q4_1 model moves log-probs by up to a few 1e-2,
-so a near tie (top-2 gap < 0.3 in the solo run) may flip; any other difference
-fails."""
+in the queue, which holds 64): every stream completes and equals, token for
+token, the same request run alone. Batching is invariant by construction: the
+packed matmul kernels compute every token column with the same arithmetic
+whatever the batch holds (quantization is per token row), and attention runs
+per sequence over its own pages, so a batched step gives bit-identical logits
+(tests/unit/model/test_packed_batch.cpp checks that directly)."""
 import concurrent.futures as cf
 
 import openai
@@ -43,17 +44,11 @@ def test_32_concurrent_streams_equal_alone(srv):
     alone = [stream(srv.url, p, 10) for p in prompts]
     with cf.ThreadPoolExecutor(N_STREAMS) as ex:
         together = list(ex.map(lambda p: stream(srv.url, p, 10), prompts))
-    identical = 0
-    for (a_text, a_toks, a_tops, _), (t_text, t_toks, _, t_finish) in zip(alone, together):
+    for i, ((a_text, a_toks, a_tops, _), (t_text, t_toks, t_tops, t_finish)) in enumerate(zip(alone, together)):
         assert t_finish == "length" and len(t_toks) == 10
         assert a_text == "".join(a_toks) and t_text == "".join(t_toks)
-        k = next((i for i, (x, y) in enumerate(zip(a_toks, t_toks)) if x != y), None)
-        if k is None:
-            identical += 1
-            continue
-        top = sorted(a_tops[k].values(), reverse=True)
-        assert len(top) >= 2 and top[0] - top[1] < 0.3, (k, a_toks, t_toks, a_tops[k])
-    assert identical >= 28, identical
+        assert t_toks == a_toks, (i, a_toks, t_toks)
+        assert t_tops == a_tops, (i, a_tops, t_tops)  # log-probs too: same logits, bit for bit
     m = srv.metrics()
     assert m["stride_kv_cache_pages_used"] == 0 and m["stride_num_requests_running"] == 0
     assert m['stride_request_success_total{finished_reason="length"}'] >= 2 * N_STREAMS
