@@ -31,6 +31,94 @@ Scratch& scratch() {
   return s;
 }
 
+// Four query rows at a time (prefill): each load of a key or value row from
+// the page feeds four rows, halving the page traffic of the row-pair loops,
+// which was what bound prefill at head_dim 256 (a widened 32-token page of K
+// plus V is 64 KiB, past L1). Each (row, key) dot product is summed in the
+// order of simd::dot_rows_x2's main loop and each output element in that of
+// simd::pv_accumulate_x2. d % 8 == 0.
+
+// s_r[t] = q_r . k[t] for rows r < 4, keys t < n; k: [n, d]. kKeys keys per
+// pass: 4 rows x kKeys accumulators.
+template <int kKeys>
+void dot_rows_x4_keys(const float* const* q, const float* k, int t, int d, float* const* s) {
+  const float* kt = k + (int64_t)t * d;
+  __m256 a[4][kKeys];
+  for (int r = 0; r < 4; ++r)
+    for (int j = 0; j < kKeys; ++j) a[r][j] = _mm256_setzero_ps();
+  for (int i = 0; i < d; i += 8) {
+    __m256 kv[kKeys];
+    for (int j = 0; j < kKeys; ++j) {
+      kv[j] = _mm256_loadu_ps(kt + (int64_t)j * d + i);
+      __asm__("" : "+v"(kv[j]));  // in a register, not reloaded per row
+    }
+    for (int r = 0; r < 4; ++r) {
+      const __m256 qv = _mm256_loadu_ps(q[r] + i);
+      for (int j = 0; j < kKeys; ++j) a[r][j] = _mm256_fmadd_ps(qv, kv[j], a[r][j]);
+    }
+  }
+  for (int j = 0; j < kKeys; ++j) {
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, simd::hsum4(a[0][j], a[1][j], a[2][j], a[3][j]));
+    for (int r = 0; r < 4; ++r) s[r][t + j] = sums[r];
+  }
+}
+
+void dot_rows_x4(const float* const* q, const float* k, int n, int d, float* const* s) {
+#ifdef __AVX512VL__
+  constexpr int kKeys = 4;  // 32 vector registers: 16 accumulators
+#else
+  constexpr int kKeys = 2;
+#endif
+  int t = 0;
+  for (; t + kKeys <= n; t += kKeys) dot_rows_x4_keys<kKeys>(q, k, t, d, s);
+  for (; t < n; ++t) dot_rows_x4_keys<1>(q, k, t, d, s);
+}
+
+// o_r = o_r * alpha_r + sum_t p_r[t] * v[t] for rows r < 4; v: [n, d].
+void pv_accumulate_x4(float* const* o, const float* alpha, const float* const* p, const float* v,
+                      int n, int d) {
+#ifdef __AVX512VL__
+  constexpr int kVecs = 4;  // 32 vector registers: 16 accumulators
+#else
+  constexpr int kVecs = 2;
+#endif
+  constexpr int kCols = 8 * kVecs;
+  int i = 0;
+  for (; i + kCols <= d; i += kCols) {
+    __m256 a[4][kVecs];
+    for (int r = 0; r < 4; ++r) {
+      const __m256 al = _mm256_set1_ps(alpha[r]);
+      for (int j = 0; j < kVecs; ++j) a[r][j] = _mm256_mul_ps(al, _mm256_loadu_ps(o[r] + i + 8 * j));
+    }
+    for (int t = 0; t < n; ++t) {
+      const float* vt = v + (int64_t)t * d + i;
+      __m256 vv[kVecs];
+      for (int j = 0; j < kVecs; ++j) {
+        vv[j] = _mm256_loadu_ps(vt + 8 * j);
+        // Keep the row in a register: folded into each FMA, it would be
+        // loaded once per query row and the loop would be load-bound.
+        __asm__("" : "+v"(vv[j]));
+      }
+      for (int r = 0; r < 4; ++r) {
+        const __m256 pt = _mm256_set1_ps(p[r][t]);
+        for (int j = 0; j < kVecs; ++j) a[r][j] = _mm256_fmadd_ps(pt, vv[j], a[r][j]);
+      }
+    }
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; j < kVecs; ++j) _mm256_storeu_ps(o[r] + i + 8 * j, a[r][j]);
+  }
+  for (; i < d; i += 8) {  // d % kCols: 8 columns at a time
+    __m256 a[4];
+    for (int r = 0; r < 4; ++r) a[r] = _mm256_mul_ps(_mm256_set1_ps(alpha[r]), _mm256_loadu_ps(o[r] + i));
+    for (int t = 0; t < n; ++t) {
+      const __m256 vv = _mm256_loadu_ps(v + (int64_t)t * d + i);
+      for (int r = 0; r < 4; ++r) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r][t]), vv, a[r]);
+    }
+    for (int r = 0; r < 4; ++r) _mm256_storeu_ps(o[r] + i, a[r]);
+  }
+}
+
 // Software prefetch of [p, p + bytes) into L2, one hint per cache line.
 inline void prefetch_bytes(const void* p, int64_t bytes) {
   const char* c = static_cast<const char*>(p);
@@ -111,7 +199,15 @@ bool score_row(Scratch& sc, const PolicySpec& policy, const AttentionParams& p,
     for (int t = 0; t < n; ++t) s[t] = p.softcap * std::tanh(s[t] / p.softcap);
   float mx = -INFINITY;
   if (full) {
-    for (int t = 0; t < n; ++t) mx = std::max(mx, s[t]);
+    int t = 0;
+    if (n >= 8) {  // max is exact: the order of the comparisons does not matter
+      __m256 vm = _mm256_loadu_ps(s);
+      for (t = 8; t + 8 <= n; t += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(s + t));
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vm), _mm256_extractf128_ps(vm, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      mx = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    }
+    for (; t < n; ++t) mx = std::max(mx, s[t]);
   } else {  // edge page: the policy predicate on the slots' stored positions
     for (int t = 0; t < n; ++t) {
       if (!policy_attends(policy, q_pos, kpos[t])) s[t] = -INFINITY;
@@ -144,8 +240,8 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
     sc.kf.resize((size_t)g.page_size * dk);
     sc.vf.resize((size_t)g.page_size * dv);
   }
-  sc.s.resize(2 * (size_t)g.page_size);
-  sc.pr.resize(2 * (size_t)g.page_size);
+  sc.s.resize(4 * (size_t)g.page_size);
+  sc.pr.resize(4 * (size_t)g.page_size);
 
   // Row r = query i * group + head-in-group j; the scale is folded into q.
   const float scale = attention_scale(p, dk);
@@ -174,8 +270,37 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
     if (e + 1 < e1) prefetch_page(pool, plan.page_ids[e + 1], h, g);
     const PageView pv = view_page(pool, page, h, n, g, sc);
     const bool has_sinks = shift && kpos[0] < policy.sinks;
-    // Rows go in pairs so each K and V load in the inner loops feeds two rows.
-    for (int r0 = 0; r0 < rows; r0 += 2) {
+    // Rows go in fours (f32 rows) or pairs so each K and V load in the inner
+    // loops feeds several rows.
+    const bool quads = !pv.k8 && dk % 8 == 0 && dv % 8 == 0;
+    int r0 = 0;
+    if (quads) {
+      for (; r0 + 4 <= rows; r0 += 4) {
+        float* s[4];
+        float* pr[4];
+        const float* qr[4];
+        float* o[4];
+        for (int i = 0; i < 4; ++i) {
+          s[i] = sc.s.data() + (int64_t)i * g.page_size;
+          pr[i] = sc.pr.data() + (int64_t)i * g.page_size;
+          qr[i] = sc.q.data() + (int64_t)(r0 + i) * dk;
+          o[i] = sc.o.data() + (int64_t)(r0 + i) * dv;
+        }
+        dot_rows_x4(qr, pv.k, n, dk, s);
+        float alpha[4] = {1.f, 1.f, 1.f, 1.f};
+        bool any[4];
+        for (int i = 0; i < 4; ++i)
+          any[i] = score_row(sc, policy, p, pv, kpos, n, dk, r0 + i, row_pos(r0 + i), full,
+                             has_sinks, s[i], pr[i], alpha[i]);
+        if (any[0] && any[1] && any[2] && any[3]) {
+          pv_accumulate_x4(o, alpha, pr, pv.v, n, dv);
+        } else {
+          for (int i = 0; i < 4; ++i)
+            if (any[i]) simd::pv_accumulate(o[i], alpha[i], pr[i], pv.v, n, dv);
+        }
+      }
+    }
+    for (; r0 < rows; r0 += 2) {
       const int nr = std::min(2, rows - r0);
       float* s[2] = {sc.s.data(), sc.s.data() + g.page_size};
       float* pr[2] = {sc.pr.data(), sc.pr.data() + g.page_size};
@@ -281,7 +406,10 @@ void attention_paged(const KvPool& pool, const AttentionPlan& plan, const Policy
   std::atomic<int> next{0};
   auto body = [&](int, int) {
     Scratch& sc = scratch();
-    for (int item; (item = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
+    // Items are claimed from the last: later query blocks see more pages
+    // (causal prefill), and taking the longest first balances the threads.
+    for (int claimed; (claimed = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
+      const int item = n_items - 1 - claimed;
       const int split = item % splits;
       const int h = (item / splits) % g.n_kv;
       const int b = item / splits / g.n_kv;

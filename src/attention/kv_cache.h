@@ -105,6 +105,20 @@ struct KVCacheStats {
   int64_t tier_slots_total = 0;
   int64_t tier_hits = 0;
   int64_t tier_misses = 0;
+  // Top-k hot set (topk resident=N with a tier; 0 otherwise): pages moved
+  // from the pool to the tier and brought back for a selection; tier slots
+  // asked to prefetch (pages ranked right after the cut) and restores of a
+  // page prefetched the step before; offloads refused because every tier slot
+  // was owned or pinned (the page then stays in the pool: nothing is lost);
+  // selected pages that could not be restored (no pool page free) and were
+  // skipped; tier slots owned by top-k pages.
+  int64_t topk_pages_offloaded = 0;
+  int64_t topk_pages_restored = 0;
+  int64_t topk_pages_prefetched = 0;
+  int64_t topk_prefetch_hits = 0;
+  int64_t topk_offload_refused = 0;
+  int64_t topk_restore_failed = 0;
+  int64_t tier_slots_owned = 0;
 };
 
 class KVCache {
@@ -136,6 +150,10 @@ class KVCache {
   // out: [n_new, n_head, head_dim_v]
   virtual void attend(int layer, SeqId seq, const float* q, int n_new, const AttentionParams& p,
                       float* out, ThreadPool& pool) = 0;
+  // Whether attend() may run concurrently for different sequences (after
+  // their write() calls), e.g. one sequence per worker of a batched step.
+  // Calls for the same sequence, and every other method, stay serial.
+  virtual bool concurrent_attend_safe() const { return false; }
   // ids: [n_new] token ids of the committed tokens, so full pages can be
   // registered in the prefix cache; null: this sequence caches no more pages.
   virtual void commit(SeqId seq, int n_new, const int32_t* ids) = 0;

@@ -69,6 +69,7 @@ void PagedKVCache::remove_sequence(SeqId seq) {
   for (size_t i = n_logical; i-- > 0;)
     for (LayerState& ls : layers)
       if (i < ls.table.size() && ls.table[i] >= 0) pages_.release(ls.table[i]);
+  for (LayerState& ls : layers) drop_topk_tier(ls);
   seqs_[seq] = Sequence{};
 }
 
@@ -169,8 +170,10 @@ void PagedKVCache::attend(int layer, SeqId seq, const float* q, int n_new,
   const PolicySpec& policy = cfg_.layer_policies[layer];
   const int64_t kv_len = std::min<int64_t>(s.length + n_new, (int64_t)ls.table.size() * cfg_.page_size);
   const auto t0 = std::chrono::steady_clock::now();
+  // A top-k hot set moves pages between the pool and the tier here.
   const AttentionPlan plan =
-      policy.kind == PolicyKind::TopK && summaries_
+      topk_hot_set(policy) ? plan_topk_hot(layer, seq, kv_len, q, n_new, p.n_head)
+      : policy.kind == PolicyKind::TopK && summaries_
           ? plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, n_new,
                       default_q_block(n_new), *summaries_, q, p.n_head, cfg_.n_kv_heads)
           : plan_attention(policy, ls.table, cfg_.page_size, kv_len, s.length, n_new,
@@ -180,11 +183,27 @@ void PagedKVCache::attend(int layer, SeqId seq, const float* q, int n_new,
   assert(plan_ok.ok());
 #endif
   attention_paged(*pool_, plan, policy, p, q, out, pool);
-  attention_seconds_[(size_t)policy.kind] +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  (plan.per_head() ? head_pages_read_ : pages_read_) += plan.n_entries();
-  pages_present_ += ls.held * plan.n_blocks();
-  (plan.per_head() ? head_window_pages_read_ : window_pages_read_) += window_entries(plan, policy, cfg_.page_size);
+  // This call's counts, computed before the lock: concurrent calls (other
+  // sequences) only meet in the merge below.
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t read = plan.n_entries();
+  const int64_t present = ls.held * plan.n_blocks();
+  const int64_t window_read = window_entries(plan, policy, cfg_.page_size);
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  attention_seconds_[(size_t)policy.kind] += seconds;
+  (plan.per_head() ? head_pages_read_ : pages_read_) += read;
+  pages_present_ += present;
+  (plan.per_head() ? head_window_pages_read_ : window_pages_read_) += window_read;
+}
+
+// attend() reads the sequence's page table, the pool and the page summaries,
+// all written only by write/reserve/commit, which the caller keeps serial;
+// its statistics are merged under stats_mu_. A top-k hot set moves pages
+// between the pool and the tier inside attend(), so it must stay serial.
+bool PagedKVCache::concurrent_attend_safe() const {
+  for (const PolicySpec& p : cfg_.layer_policies)
+    if (topk_hot_set(p)) return false;
+  return true;
 }
 
 void PagedKVCache::commit(SeqId seq, int n_new, const int32_t* ids) {
@@ -235,10 +254,13 @@ KVCacheStats PagedKVCache::stats() const {
   st.pages_used = pages_.n_used();
   st.peak_pages_used = peak_used_;
   st.bytes_per_page = pool_->shape().bytes_per_page();
-  st.pages_read = pages_read_ + head_pages_read_ / cfg_.n_kv_heads;
-  st.pages_present = pages_present_;
-  st.attention_seconds = attention_seconds_;
-  st.window_pages_read = window_pages_read_ + head_window_pages_read_ / cfg_.n_kv_heads;
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    st.pages_read = pages_read_ + head_pages_read_ / cfg_.n_kv_heads;
+    st.pages_present = pages_present_;
+    st.attention_seconds = attention_seconds_;
+    st.window_pages_read = window_pages_read_ + head_window_pages_read_ / cfg_.n_kv_heads;
+  }
   st.pages_cached = pages_.n_cached();
   st.pages_reclaimable = pages_.n_reclaimable();
   st.pages_evicted = pages_.n_evicted();
@@ -254,6 +276,13 @@ KVCacheStats PagedKVCache::stats() const {
     st.tier_slots_total = ts.slots_total;
     st.tier_hits = ts.hits;
     st.tier_misses = tier_misses_;
+    st.tier_slots_owned = ts.slots_owned;
+    st.topk_pages_offloaded = topk_offloaded_;
+    st.topk_pages_restored = topk_restored_;
+    st.topk_pages_prefetched = topk_prefetched_;
+    st.topk_prefetch_hits = topk_prefetch_hits_;
+    st.topk_offload_refused = topk_offload_refused_;
+    st.topk_restore_failed = topk_restore_failed_;
   }
   return st;
 }

@@ -1,5 +1,5 @@
 // Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
-// | "topk:sparsity=R,block=B[,sinks=S,window=W]"
+// | "topk:sparsity=R,block=B[,sinks=S,window=W,resident=N]"
 // | "strided:window=W,stride=S[,globals=G,block=B,ranges=A-B+C-D]".
 // Arguments are comma-separated key=value; a list inside one value uses '+'.
 #include "attention/policy.h"
@@ -86,8 +86,10 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs) {
       STRIDE_ASSIGN_OR_RETURN(spec.sinks, parse_positive("topk", kv));
     } else if (kv.key == "window") {
       STRIDE_ASSIGN_OR_RETURN(spec.window, parse_positive("topk", kv));
+    } else if (kv.key == "resident") {
+      STRIDE_ASSIGN_OR_RETURN(spec.resident, parse_positive("topk", kv));
     } else {
-      return unknown_key("topk", kv, "sparsity, block, sinks, window");
+      return unknown_key("topk", kv, "sparsity, block, sinks, window, resident");
     }
   }
   return spec;
@@ -226,6 +228,7 @@ std::string policy_to_string(const PolicySpec& p) {
       if (p.block > 0) s += ",block=" + std::to_string(p.block);
       if (p.sinks > 0) s += ",sinks=" + std::to_string(p.sinks);
       if (p.window > 0) s += ",window=" + std::to_string(p.window);
+      if (p.resident > 0) s += ",resident=" + std::to_string(p.resident);
       return s;
     }
     case PolicyKind::Strided: {

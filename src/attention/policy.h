@@ -41,6 +41,10 @@ struct PolicySpec {
   // TopK: selection granularity in tokens (0: the page size; else a multiple of it).
   // Strided: the size of the blocks the stride counts.
   int64_t block = 0;
+  // TopK: the most pages of one layer of one sequence kept in the KV pool
+  // (0: all). With an offload tier the least recently read pages beyond it
+  // live in the tier and come back when selected (paged_topk_offload.cpp).
+  int64_t resident = 0;
   int64_t stride = 0;  // Strided: every stride-th block (block index % stride == 0) is visible
   // Strided: further global tokens, sorted, disjoint and not adjacent; every
   // later query sees them (and the pages holding them are never released).
@@ -50,7 +54,7 @@ struct PolicySpec {
 };
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
-// | "topk[:sparsity=R][,block=B][,sinks=S][,window=W]"
+// | "topk[:sparsity=R][,block=B][,sinks=S][,window=W][,resident=N]"
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);

@@ -60,27 +60,37 @@ float page_score(const BlockQueries& bq, bool per_row, const PageSummaries& sums
 
 }  // namespace
 
-AttentionPlan plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
-                        int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
-                        const PageSummaries& sums, const float* q, int n_head, int n_kv_heads) {
-  AttentionPlan plan;
-  plan.q_block = std::max(1, q_block);
-  plan.n_q = n_q;
-  plan.q_pos0 = q_pos0;
-  plan.n_kv_heads = n_kv_heads;
-  plan.indptr.assign(1, 0);
-  plan.head_indptr.assign(1, 0);
-  const int n_blocks = n_q <= 0 ? 0 : (n_q + plan.q_block - 1) / plan.q_block;
+TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
+                          int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
+                          const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
+                          const TopkColdPages* cold, int n_next) {
+  TopkSelection sel;
+  sel.q_block = std::max(1, q_block);
+  sel.n_q = n_q;
+  sel.q_pos0 = q_pos0;
+  sel.n_kv_heads = n_kv_heads;
+  sel.head_indptr.assign(1, 0);
+  const int n_blocks = n_q <= 0 ? 0 : (n_q + sel.q_block - 1) / sel.q_block;
   const int group = n_head / n_kv_heads;
   const int64_t n_logical =
       std::min<int64_t>((int64_t)page_table.size(), (kv_len + page_size - 1) / page_size);
+  const int dim = sums.head_dim();
+  // A page is present when the pool or the tier holds it.
+  auto present = [&](int64_t L) {
+    return page_table[L] >= 0 || (cold && (*cold->tier_key)[L] != 0);
+  };
+  auto score = [&](const BlockQueries& bq, int64_t L, int h) {
+    if (page_table[L] >= 0) return page_score(bq, /*per_row=*/true, sums, page_table[L], h);
+    const float* mn = cold->summaries + ((size_t)L * n_kv_heads + h) * 2 * dim;
+    return max_summary_bound(bq.rows.data(), (int)bq.rows.size(), mn, mn + dim, dim);
+  };
 
   BlockQueries bq;
   std::vector<uint8_t> chosen;
   std::vector<std::pair<float, int64_t>> scored;  // (-score, group): ascending = best first
   for (int b = 0; b < n_blocks; ++b) {
-    const int q_first = b * plan.q_block;
-    const int nq = std::min(plan.q_block, n_q - q_first);
+    const int q_first = b * sel.q_block;
+    const int nq = std::min(sel.q_block, n_q - q_first);
     const int64_t qa = q_pos0 + q_first, qb = qa + nq - 1;
     const int64_t n_present = std::min<int64_t>(n_logical, qb / page_size + 1);
     const TopkGeometry geo = topk_geometry(p, page_size, n_present, qa);
@@ -89,24 +99,55 @@ AttentionPlan plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_ta
     for (int h = 0; h < n_kv_heads; ++h) {
       chosen.assign(geo.n_groups, 1);
       if (keep < geo.n_groups) {
-        gather_rows(bq, q, q_first, nq, n_head, group, h, sums.head_dim());
+        gather_rows(bq, q, q_first, nq, n_head, group, h, dim);
         scored.clear();
         for (int64_t G = geo.n_sink; G < geo.local_from; ++G) {
           float best = -INFINITY;
           for (int64_t L = G * geo.group_pages; L < std::min(n_present, (G + 1) * geo.group_pages); ++L)
-            if (page_table[L] >= 0) best = std::max(best, page_score(bq, /*per_row=*/true, sums, page_table[L], h));
+            if (present(L)) best = std::max(best, score(bq, L, h));
           scored.push_back({-best, G});
           chosen[G] = 0;
         }
         const int64_t extra = keep - n_fixed;
-        std::partial_sort(scored.begin(), scored.begin() + extra, scored.end());
+        // (score, group) pairs are totally ordered, so sorting further does
+        // not change which groups make the cut.
+        const int64_t ranked = std::min<int64_t>((int64_t)scored.size(), extra + std::max(0, n_next));
+        std::partial_sort(scored.begin(), scored.begin() + ranked, scored.end());
         for (int64_t i = 0; i < extra; ++i) chosen[scored[i].second] = 1;
+        for (int64_t i = extra; i < ranked; ++i)
+          for (int64_t L = scored[i].second * geo.group_pages;
+               L < std::min(n_present, (scored[i].second + 1) * geo.group_pages); ++L)
+            if (present(L)) sel.next_pages.push_back(L);
       }
       for (int64_t L = 0; L < n_present; ++L) {
-        if (!chosen[L / geo.group_pages] || page_table[L] < 0) continue;
+        if (!chosen[L / geo.group_pages] || !present(L)) continue;
+        if (std::min<int64_t>(L * page_size + page_size, kv_len) <= L * page_size) continue;  // no key yet
+        sel.pages.push_back(L);
+      }
+      sel.head_indptr.push_back((int32_t)sel.pages.size());
+    }
+  }
+  return sel;
+}
+
+AttentionPlan topk_plan(const TopkSelection& sel, const std::vector<int32_t>& page_table,
+                        int page_size, int64_t kv_len) {
+  AttentionPlan plan;
+  plan.q_block = sel.q_block;
+  plan.n_q = sel.n_q;
+  plan.q_pos0 = sel.q_pos0;
+  plan.n_kv_heads = sel.n_kv_heads;
+  plan.indptr.assign(1, 0);
+  plan.head_indptr.assign(1, 0);
+  const int n_kv = sel.n_kv_heads;
+  for (int b = 0; b < sel.n_blocks(); ++b) {
+    const int64_t qa = sel.q_pos0 + (int64_t)b * sel.q_block;
+    for (int h = 0; h < n_kv; ++h) {
+      for (int32_t e = sel.head_indptr[(size_t)b * n_kv + h]; e < sel.head_indptr[(size_t)b * n_kv + h + 1]; ++e) {
+        const int64_t L = sel.pages[(size_t)e];
+        if (page_table[L] < 0) continue;
         const int64_t first = L * page_size;
         const int64_t last = std::min<int64_t>(first + page_size, kv_len) - 1;
-        if (last < first) continue;
         plan.page_ids.push_back(page_table[L]);
         plan.page_valid.push_back((int32_t)(last - first + 1));
         plan.page_first.push_back(first);
@@ -117,6 +158,14 @@ AttentionPlan plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_ta
     plan.indptr.push_back((int32_t)plan.page_ids.size());
   }
   return plan;
+}
+
+AttentionPlan plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
+                        int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
+                        const PageSummaries& sums, const float* q, int n_head, int n_kv_heads) {
+  return topk_plan(select_topk(p, page_table, page_size, kv_len, q_pos0, n_q, q_block, sums, q,
+                               n_head, n_kv_heads),
+                   page_table, page_size, kv_len);
 }
 
 }  // namespace stride

@@ -29,8 +29,42 @@ struct TopkGeometry {
 TopkGeometry topk_geometry(const PolicySpec& p, int page_size, int64_t n_pages_present,
                            int64_t q_first);
 
+// Pages outside the pool that selection still scores (the top-k hot set,
+// paged_topk_offload.cpp): logical page L with page_table[L] < 0 and
+// tier_key[L] != 0 has its image in the offload tier and its summary here.
+struct TopkColdPages {
+  const std::vector<uint64_t>* tier_key = nullptr;  // [logical pages] 0: not in the tier
+  const float* summaries = nullptr;                 // [logical pages, n_kv_heads, 2, head_dim]
+};
+
+// The logical pages each (query block, kv head) reads, before they are
+// mapped to physical pages.
+struct TopkSelection {
+  int q_block = 1;
+  int n_q = 0;
+  int64_t q_pos0 = 0;
+  int n_kv_heads = 0;
+  std::vector<int32_t> head_indptr;  // [n_blocks * n_kv_heads + 1]
+  std::vector<int64_t> pages;        // [entries] logical pages, ascending per (block, kv head)
+  // Logical pages of the groups ranked right after the cut (up to n_next per
+  // block and kv head): the likely picks of the next step, for prefetching.
+  std::vector<int64_t> next_pages;
+  int n_blocks() const { return n_kv_heads > 0 ? ((int)head_indptr.size() - 1) / n_kv_heads : 0; }
+};
+
 // q: [n_q, n_head, head_dim] (RoPE applied), for queries at q_pos0 + i.
-// The plan always carries per-kv-head lists (head_indptr).
+// cold: null, or pages in the tier to score as if present.
+TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
+                          int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
+                          const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
+                          const TopkColdPages* cold = nullptr, int n_next = 0);
+
+// The plan of a selection over the current page table (a page not in the
+// pool is skipped). The plan always carries per-kv-head lists (head_indptr).
+AttentionPlan topk_plan(const TopkSelection& sel, const std::vector<int32_t>& page_table,
+                        int page_size, int64_t kv_len);
+
+// select_topk over the pool's pages, then topk_plan.
 AttentionPlan plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads);

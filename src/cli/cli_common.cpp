@@ -61,6 +61,12 @@ Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t toke
   if (!o.kv_budget.empty()) {
     STRIDE_ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_bytes(o.kv_budget));
   }
+  if (!o.kv_offload.empty()) {
+    STRIDE_ASSIGN_OR_RETURN(e.kv_offload_bytes, parse_bytes(o.kv_offload));
+  }
+  if (!o.kv_offload_file.empty() && o.kv_offload.empty())
+    return InvalidArgument("--kv-offload-file needs --kv-offload-bytes (the tier's size)");
+  e.kv_offload_file = o.kv_offload_file;
   return e;
 }
 

@@ -27,6 +27,8 @@ struct ModelRunOptions {
   int page_size = 32;
   std::string kv_type = "f16";  // f16 | f32 | int8
   std::vector<std::string> layer_policies;  // "A-B=POLICY"
+  std::string kv_offload;       // offload tier bytes, empty: no tier
+  std::string kv_offload_file;  // empty: the tier is anonymous RAM
 };
 Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t tokens_needed);
 

@@ -171,6 +171,18 @@ int stream(const StreamArgs& a) {
     row["peak_rss_bytes"] = peak_rss_bytes();
     row["decode_tok_s"] = a.decode_steps / decode_s;
     row["prefill_tok_s"] = prefill_tokens / std::chrono::duration<double>(t_prefill).count();
+    row["kv_peak_pages"] = ks.peak_pages_used;
+    row["kv_cached_pages"] = ks.pages_cached;  // registered prefix pages, referenced or parked
+    if (ks.tier_slots_total > 0) {
+      // Slots hold a page image plus top-k summaries: a little over a pool page.
+      row["tier_slots_used"] = ks.tier_slots_used;
+      row["tier_slots_owned"] = ks.tier_slots_owned;
+      row["topk_offloaded"] = ks.topk_pages_offloaded;
+      row["topk_restored"] = ks.topk_pages_restored;
+      row["topk_prefetched"] = ks.topk_pages_prefetched;
+      row["topk_prefetch_hits"] = ks.topk_prefetch_hits;
+      row["topk_offload_refused"] = ks.topk_offload_refused;
+    }
     row["ppl_since_last_checkpoint"] = window_count ? std::exp(window_nll / window_count) : 0.0;
     row["elapsed_s"] = std::chrono::duration<double>(Clock::now() - t_start).count();
     std::printf("%s\n", row.dump().c_str());
@@ -215,6 +227,9 @@ void add_stream_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--layer-attention", args->model.layer_policies, "per-layer policy A-B=POLICY, repeatable");
   cmd->add_option("--kv-type", args->model.kv_type, "KV storage")->capture_default_str();
   cmd->add_option("--kv-budget", args->model.kv_budget, "KV pool size (default: what the policy can hold)");
+  cmd->add_option("--kv-offload-bytes", args->model.kv_offload,
+                  "offload tier size (e.g. 2G): evicted prefix pages and, with topk resident=N, cold top-k pages");
+  cmd->add_option("--kv-offload-file", args->model.kv_offload_file, "back the offload tier with this scratch file (default: RAM)");
   cmd->add_option("--json", args->json_out, "write the report here");
   cmd->add_flag("!--no-ppl", args->ppl, "skip perplexity (only the last position's logits are computed)");
   cmd->callback([args, &exit_code] { exit_code = stream(*args); });

@@ -17,6 +17,11 @@ void rmsnorm_ref(const float* x, const float* w, float* y, int64_t n_rows, int64
 //   neox: pairs (i, i + rot_dim/2); otherwise adjacent pairs (2i, 2i+1).
 void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
           float base, float freq_scale, bool neox);
+// rope over tokens [t0, t1) of several tensors sharing pos and parameters
+// (queries and keys): each token's cos/sin are computed once for all of them.
+//   xs[j]: [n_tok, n_heads[j], head_dim]
+void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* pos, int64_t t0,
+                 int64_t t1, int head_dim, int rot_dim, float base, float freq_scale, bool neox);
 void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
               float base, float freq_scale, bool neox);
 

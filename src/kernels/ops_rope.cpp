@@ -75,14 +75,16 @@ void rotate_neox(float* v, const float* cs, const float* sn, int half) {
 
 }  // namespace
 
-void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
-          float base, float freq_scale, bool neox) {
+void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* pos, int64_t t0,
+                 int64_t t1, int head_dim, int rot_dim, float base, float freq_scale, bool neox) {
   rot_dim = clamp_rot_dim(rot_dim, head_dim);
   if (rot_dim <= 0) return;
   const int half = rot_dim / 2;
   const std::vector<double>& theta = theta_table(base, rot_dim, freq_scale);
-  std::vector<float> cs(rot_dim), sn(rot_dim);  // per-token cos/sin, layout per pairing
-  for (int64_t t = 0; t < n_tok; ++t) {
+  thread_local std::vector<float> cs, sn;  // per-token cos/sin, layout per pairing
+  cs.resize(rot_dim);
+  sn.resize(rot_dim);
+  for (int64_t t = t0; t < t1; ++t) {
     const double p = (double)pos[t];
     for (int i = 0; i < half; ++i) {
       const double a = p * theta[i];
@@ -96,16 +98,23 @@ void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim
         sn[2 * i + 1] = s;
       }
     }
-    float* xt = x + t * (int64_t)n_heads * head_dim;  // [n_heads, head_dim]
-    for (int h = 0; h < n_heads; ++h) {
-      float* v = xt + (int64_t)h * head_dim;
-      if (neox) {
-        rotate_neox(v, cs.data(), sn.data(), half);
-      } else {
-        rotate_adjacent(v, cs.data(), sn.data(), rot_dim);
+    for (int j = 0; j < n_x; ++j) {
+      float* xt = xs[j] + t * (int64_t)n_heads[j] * head_dim;  // [n_heads, head_dim]
+      for (int h = 0; h < n_heads[j]; ++h) {
+        float* v = xt + (int64_t)h * head_dim;
+        if (neox) {
+          rotate_neox(v, cs.data(), sn.data(), half);
+        } else {
+          rotate_adjacent(v, cs.data(), sn.data(), rot_dim);
+        }
       }
     }
   }
+}
+
+void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
+          float base, float freq_scale, bool neox) {
+  rope_tokens(&x, &n_heads, 1, pos, 0, n_tok, head_dim, rot_dim, base, freq_scale, neox);
 }
 
 void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,

@@ -1,7 +1,8 @@
 // Matmul over PackedMatrix weights: a tile is 8 rows (one per int32 lane) x
-// up to 4 tokens. Per 32-element block, each weight vector is unpacked once
-// and multiplied (maddubs) with a broadcast 4-byte word of every token's int8
-// activations; the int16 sums go to int32 once per `group` vectors, and the
+// up to kTileToks tokens. Per 32-element block, each weight vector is unpacked
+// once and multiplied with a broadcast 4-byte word of every token's int8
+// activations: with AVX512-VNNI by vpdpbusd straight into int32; with AVX2 by
+// maddubs, the int16 sums going to int32 once per `group` vectors. The
 // block's float scale is applied with one FMA per token for all 8 rows.
 #include <immintrin.h>
 
@@ -18,7 +19,17 @@ namespace {
 
 using packed::Layout;
 
+// AVX512-VNNI (256-bit, EVEX): vpdpbusd multiplies u8 x s8 and accumulates in
+// int32 in one instruction, so there is no int16 stage to flush, and 32 vector
+// registers hold the accumulators of 8 tokens; each unpacked weight vector then
+// feeds twice as many tokens. Integer sums are exact on both paths, so the two
+// produce identical results.
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define STRIDE_PACKED_VNNI 1
+constexpr int kTileToks = 8;
+#else
 constexpr int kTileToks = 4;
+#endif
 constexpr int64_t kTokenBlock = 64;  // tokens whose int8 activations stay in L2
 
 struct Problem {
@@ -26,6 +37,44 @@ struct Problem {
   const QuantizedActs* a;
   float* y;  // [n_tok, n_out]
 };
+
+#ifdef STRIDE_PACKED_VNNI
+// idot[t] = per-row Σ q * x over block b (Q6_K: Σ sc * q * x, the -32 not yet
+// applied), as the AVX2 path computes it.
+template <const Layout& L, int T>
+inline void block_dot_vnni(const uint8_t* sub, const int8_t* const* xq, int64_t b, __m256i* idot) {
+  __m256i hi[L.q6 ? T : 1];  // Q6_K: sums of vectors 4-7 (elements 16-31), scaled apart
+  for (int t = 0; t < T; ++t) idot[t] = _mm256_setzero_si256();
+  if constexpr (L.q6)
+    for (int t = 0; t < T; ++t) hi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    const __m256i v = packed::vec<L>(sub, g);
+    __m256i av;
+    if constexpr (L.is_signed) av = _mm256_sign_epi8(v, v);  // |v| (-128 -> 128 unsigned)
+    for (int t = 0; t < T; ++t) {
+      int32_t x4;
+      std::memcpy(&x4, xq[t] + b * 32 + 4 * g, 4);
+      const __m256i xb = _mm256_set1_epi32(x4);
+      if constexpr (L.is_signed) {
+        idot[t] = _mm256_dpbusd_epi32(idot[t], av, _mm256_sign_epi8(xb, v));
+      } else if constexpr (L.q6) {
+        if (g < 4) idot[t] = _mm256_dpbusd_epi32(idot[t], v, xb);
+        else hi[t] = _mm256_dpbusd_epi32(hi[t], v, xb);
+      } else {
+        idot[t] = _mm256_dpbusd_epi32(idot[t], v, xb);
+      }
+    }
+  }
+  if constexpr (L.q6) {
+    const __m256i pairs = packed::q6_scale_pairs(sub);  // int16 (sc_lo, sc_hi) per row
+    const __m256i sc_lo = _mm256_srai_epi32(_mm256_slli_epi32(pairs, 16), 16);
+    const __m256i sc_hi = _mm256_srai_epi32(pairs, 16);
+    for (int t = 0; t < T; ++t)
+      idot[t] = _mm256_add_epi32(_mm256_mullo_epi32(idot[t], sc_lo), _mm256_mullo_epi32(hi[t], sc_hi));
+  }
+}
+#endif
 
 // y[t0..t0+T, rows of group grp].
 template <const Layout& L, int T>
@@ -36,11 +85,13 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
   const float* xd[T];
   const float* xs[T];
   const int32_t* xh[T];
+  const int32_t* xqs[T];
   for (int t = 0; t < T; ++t) {
     xq[t] = a.q_row(t0 + t);
     xd[t] = a.d_row(t0 + t);
     xs[t] = a.s_row(t0 + t);
     xh[t] = a.hs_row(t0 + t);
+    xqs[t] = a.qs_row(t0 + t);
   }
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
@@ -51,6 +102,9 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
       const int64_t b = ri * L.blocks + s;
       const uint8_t* sub = rec + L.header + s * L.sub;
       __m256i idot[T];
+#ifdef STRIDE_PACKED_VNNI
+      block_dot_vnni<L, T>(sub, xq, b, idot);
+#else
 #pragma GCC unroll 8
       for (int g0 = 0; g0 < 8; g0 += L.group) {
         __m256i i16[T];
@@ -74,6 +128,7 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
           idot[t] = g0 == 0 ? m : _mm256_add_epi32(idot[t], m);
         }
       }
+#endif
       if constexpr (L.q6) {
         // Σ sc * (q - 32) * x = Σ sc * q * x - 32 * (sc_lo * Σx_lo + sc_hi * Σx_hi).
         const __m256i pairs = packed::q6_scale_pairs(sub);
@@ -82,12 +137,20 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
           idot[t] = _mm256_sub_epi32(idot[t], _mm256_slli_epi32(corr, 5));
         }
       }
+      // A constant offset c (q - 8, q - 16) in integers: Σ (q - c) x = Σ q x - c Σ x,
+      // one integer subtract instead of a float FMA with the block's x sum.
+      constexpr bool kIntOffset = L.offset == packed::Offset::kMinus8 || L.offset == packed::Offset::kMinus16;
+      if constexpr (kIntOffset) {
+        constexpr int shift = L.offset == packed::Offset::kMinus8 ? 3 : 4;
+        for (int t = 0; t < T; ++t)
+          idot[t] = _mm256_sub_epi32(idot[t], _mm256_slli_epi32(_mm256_set1_epi32(xqs[t][b]), shift));
+      }
       __m256 D, M;
       packed::block_scales<L>(rec, s, D, M);
       for (int t = 0; t < T; ++t) {
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(idot[t]), _mm256_mul_ps(D, _mm256_set1_ps(xd[t][b])),
                                  acc[t]);
-        if constexpr (L.offset != packed::Offset::kNone)
+        if constexpr (L.offset != packed::Offset::kNone && !kIntOffset)
           acc[t] = _mm256_fmadd_ps(M, _mm256_set1_ps(xs[t][b]), acc[t]);
       }
     }
@@ -117,6 +180,12 @@ void run_range(const Problem& p, const detail::WorkRange& wr) {
       int64_t t = tb;
       for (; t + kTileToks <= te; t += kTileToks) tile<L, kTileToks>(p, g, t);
       switch (te - t) {
+#ifdef STRIDE_PACKED_VNNI
+        case 7: tile<L, 7>(p, g, t); break;
+        case 6: tile<L, 6>(p, g, t); break;
+        case 5: tile<L, 5>(p, g, t); break;
+        case 4: tile<L, 4>(p, g, t); break;
+#endif
         case 3: tile<L, 3>(p, g, t); break;
         case 2: tile<L, 2>(p, g, t); break;
         case 1: tile<L, 1>(p, g, t); break;
@@ -161,7 +230,12 @@ void matmul_packed_multi(const PackedMatrix* const* ws, float* const* ys, int n_
   QuantizedActs& acts = scratch_acts();
   quantize_acts_prepare(n_tok, n_in, acts);
   if (n_tok >= 8 && pool.size() > 1) {
-    pool.parallel_for(n_tok, 4, [&](int64_t t0, int64_t t1) { quantize_acts_rows(x, t0, t1, acts); });
+    // A few chunks per thread, claimed dynamically (see ThreadPool::run_chunks).
+    const int chunks = (int)std::min<int64_t>(n_tok / 4, 4 * (int64_t)pool.size());
+    pool.run_chunks(chunks, [&](int c, int nc) {
+      const int64_t t0 = n_tok * c / nc, t1 = n_tok * (c + 1) / nc;
+      if (t0 < t1) quantize_acts_rows(x, t0, t1, acts);
+    });
   } else {
     quantize_acts_rows(x, 0, n_tok, acts);
   }

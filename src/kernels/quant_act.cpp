@@ -15,6 +15,7 @@ void resize(QuantizedActs& a, int64_t n_tok, int64_t n_in) {
   a.d.resize((size_t)(n_tok * a.row_blocks));
   a.s.resize((size_t)(n_tok * a.row_blocks));
   a.hs.resize((size_t)(n_tok * a.row_blocks));
+  a.qs.resize((size_t)(n_tok * a.row_blocks));
 }
 
 // Two int16 half-block sums in one int32 (low: elements 0-15, high: 16-31).
@@ -28,6 +29,7 @@ void clear_padding(QuantizedActs& a, int64_t t) {
     a.d[(size_t)(t * a.row_blocks + b)] = 0.0f;
     a.s[(size_t)(t * a.row_blocks + b)] = 0.0f;
     a.hs[(size_t)(t * a.row_blocks + b)] = 0;
+    a.qs[(size_t)(t * a.row_blocks + b)] = 0;
   }
 }
 
@@ -52,6 +54,7 @@ void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedAct
       out.d[(size_t)(t * out.row_blocks + b)] = d;
       out.s[(size_t)(t * out.row_blocks + b)] = d * (float)sum;
       out.hs[(size_t)(t * out.row_blocks + b)] = half_sums(sum_lo, sum - sum_lo);
+      out.qs[(size_t)(t * out.row_blocks + b)] = sum;
     }
     clear_padding(out, t);
   }
@@ -108,6 +111,7 @@ void quantize_acts_rows(const float* x, int64_t t_begin, int64_t t_end, Quantize
       out.d[(size_t)(t * out.row_blocks + b)] = d;
       out.s[(size_t)(t * out.row_blocks + b)] = d * (float)total;
       out.hs[(size_t)(t * out.row_blocks + b)] = half_sums(low, total - low);
+      out.qs[(size_t)(t * out.row_blocks + b)] = total;
     }
     clear_padding(out, t);
   }

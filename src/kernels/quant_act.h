@@ -20,11 +20,13 @@ struct QuantizedActs {
   std::vector<float> d;      // [n_tok, row_blocks]  scale: x ≈ d * q
   std::vector<float> s;      // [n_tok, row_blocks]  d * sum(q): for weight offsets (mins)
   std::vector<int32_t> hs;   // [n_tok, row_blocks]  int16 pair (Σq[0..15], Σq[16..31]): Q6_K's -32
+  std::vector<int32_t> qs;   // [n_tok, row_blocks]  Σq: constant weight offsets (-8, -16) in integers
 
   const int8_t* q_row(int64_t t) const { return q.data() + t * row_blocks * kActBlock; }
   const float* d_row(int64_t t) const { return d.data() + t * row_blocks; }
   const float* s_row(int64_t t) const { return s.data() + t * row_blocks; }
   const int32_t* hs_row(int64_t t) const { return hs.data() + t * row_blocks; }
+  const int32_t* qs_row(int64_t t) const { return qs.data() + t * row_blocks; }
 };
 
 // Resizes `out` (reusing its capacity) and quantizes x: [n_tok, n_in], n_in % 32 == 0.

@@ -75,11 +75,11 @@ HostTier::~HostTier() {
   }
 }
 
-Status HostTier::put(uint64_t key, std::span<const uint8_t> page) {
+Status HostTier::put(uint64_t key, std::span<const uint8_t> page, TierSpace space) {
   if ((int64_t)page.size() != opts_.slot_bytes)
     return InvalidArgument("host tier: page image of " + std::to_string(page.size()) + " bytes, slots hold " +
                            std::to_string(opts_.slot_bytes));
-  erase(key);
+  erase(key, space);
   int64_t slot = -1;
   if (!free_.empty()) {
     slot = free_.back();
@@ -90,29 +90,34 @@ Status HostTier::put(uint64_t key, std::span<const uint8_t> page) {
     free_slot(slot);
     free_.pop_back();  // free_slot pushed it
   } else {
-    return ResourceExhausted("host tier: all " + std::to_string(slots_.size()) + " slots are pinned");
+    return ResourceExhausted("host tier: all " + std::to_string(slots_.size()) +
+                             " slots are pinned or owned (" + std::to_string(n_owned_) + " owned)");
   }
   std::memcpy(slot_data(slot), page.data(), page.size());
   Slot& s = slots_[(size_t)slot];
   s.key = key;
+  s.space = space;
   s.used = true;
   s.doomed = false;
   s.pins = 0;
-  s.lru = lru_.insert(lru_.end(), slot);
-  index_[key] = slot;
+  // Owned slots stay off the LRU list: nothing evicts them.
+  if (space == TierSpace::Cache) s.lru = lru_.insert(lru_.end(), slot);
+  else ++n_owned_;
+  index_[(size_t)space][key] = slot;
   ++stats_.puts;
   return Status::Ok();
 }
 
-std::optional<PinnedPage> HostTier::pin(uint64_t key) {
-  auto it = index_.find(key);
-  if (it == index_.end()) {
+std::optional<PinnedPage> HostTier::pin(uint64_t key, TierSpace space) {
+  auto& index = index_[(size_t)space];
+  auto it = index.find(key);
+  if (it == index.end()) {
     ++stats_.misses;
     return std::nullopt;
   }
   ++stats_.hits;
   Slot& s = slots_[(size_t)it->second];
-  if (s.pins++ == 0) lru_.erase(s.lru);
+  if (s.pins++ == 0 && s.space == TierSpace::Cache) lru_.erase(s.lru);
   return PinnedPage(this, it->second);
 }
 
@@ -122,50 +127,79 @@ void HostTier::unpin(int64_t slot) {
   if (s.doomed) {
     s.used = false;
     s.doomed = false;
+    if (s.space == TierSpace::Owned) --n_owned_;
     free_.push_back(slot);
     return;
   }
-  s.lru = lru_.insert(lru_.end(), slot);  // most recently used
+  if (s.space == TierSpace::Cache) s.lru = lru_.insert(lru_.end(), slot);  // most recently used
 }
 
-void HostTier::erase(uint64_t key) {
-  auto it = index_.find(key);
-  if (it == index_.end()) return;
+void HostTier::erase(uint64_t key, TierSpace space) {
+  auto& index = index_[(size_t)space];
+  auto it = index.find(key);
+  if (it == index.end()) return;
   const int64_t slot = it->second;
-  index_.erase(it);
+  index.erase(it);
   Slot& s = slots_[(size_t)slot];
   if (s.pins > 0) {
     s.doomed = true;
     return;
   }
-  lru_.erase(s.lru);
+  if (s.space == TierSpace::Cache) lru_.erase(s.lru);
+  else --n_owned_;
   s.used = false;
   free_.push_back(slot);
 }
 
+bool HostTier::disown(uint64_t owned_key, uint64_t cache_key) {
+  auto& owned = index_[(size_t)TierSpace::Owned];
+  auto it = owned.find(owned_key);
+  if (it == owned.end()) return false;
+  const int64_t slot = it->second;
+  if (slots_[(size_t)slot].pins > 0) {
+    erase(owned_key, TierSpace::Owned);
+    return false;
+  }
+  erase(cache_key, TierSpace::Cache);
+  owned.erase(it);
+  --n_owned_;
+  Slot& s = slots_[(size_t)slot];
+  s.key = cache_key;
+  s.space = TierSpace::Cache;
+  s.lru = lru_.insert(lru_.end(), slot);
+  index_[(size_t)TierSpace::Cache][cache_key] = slot;
+  return true;
+}
+
+// Only Cache slots are evicted (put), so only they come here.
 void HostTier::free_slot(int64_t slot) {
   Slot& s = slots_[(size_t)slot];
-  index_.erase(s.key);
+  index_[(size_t)s.space].erase(s.key);
   lru_.erase(s.lru);
   s.used = false;
   free_.push_back(slot);
 }
 
-void HostTier::prefetch(std::span<const uint64_t> keys) const {
-  if (fd_ < 0) return;  // anonymous RAM is already resident
+int64_t HostTier::prefetch(std::span<const uint64_t> keys, TierSpace space) const {
+  const auto& index = index_[(size_t)space];
   const int64_t page = sysconf(_SC_PAGESIZE);
+  int64_t found = 0;
   for (uint64_t key : keys) {
-    auto it = index_.find(key);
-    if (it == index_.end()) continue;
+    auto it = index.find(key);
+    if (it == index.end()) continue;
+    ++found;
+    if (fd_ < 0) continue;  // anonymous RAM is already resident
     const uintptr_t start = (uintptr_t)slot_data(it->second);
     const uintptr_t aligned = start - start % (uintptr_t)page;
     madvise((void*)aligned, (size_t)(start - aligned + opts_.slot_bytes), MADV_WILLNEED);
   }
+  return found;
 }
 
 HostTierStats HostTier::stats() const {
   HostTierStats st = stats_;
   st.slots_used = st.slots_total - (int64_t)free_.size();
+  st.slots_owned = n_owned_;
   return st;
 }
 

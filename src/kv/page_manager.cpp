@@ -53,6 +53,13 @@ void PageManager::release(int32_t page) {
   else free_list_.push_back(page);
 }
 
+bool PageManager::release_forget(int32_t page, PrefixKey* key) {
+  release(page);
+  if (page < 0 || page >= n_total() || !index_.evict(page, key)) return false;
+  free_list_.push_back(page);
+  return true;
+}
+
 bool PageManager::register_page(const PrefixKey& key, int32_t page) {
   if (page < 0 || page >= n_total() || ref_counts_[page] <= 0) return false;
   return index_.insert(key, page);

@@ -30,6 +30,11 @@ class PageManager {
   void retain(int32_t page);
   // One fewer; at zero a registered page stays cached, any other is freed.
   void release(int32_t page);
+  // release(), but a registered page losing its last reference leaves the
+  // prefix index and is freed now instead of parked; true, with its key in
+  // *key, when that happened. No eviction hook: the caller keeps the
+  // contents elsewhere (the top-k hot set moves them to the offload tier).
+  bool release_forget(int32_t page, PrefixKey* key);
 
   // Prefix cache. Registers a referenced page under `key`; false when the key
   // or the page is registered already (the first registration wins).

@@ -81,12 +81,16 @@ uint64_t prefix_key_id(const PrefixKey& key) {
 
 int32_t PrefixIndex::evict_lru(PrefixKey* key) {
   const int32_t page = head_;
-  if (page < 0) return -1;
+  return page >= 0 && evict(page, key) ? page : -1;
+}
+
+bool PrefixIndex::evict(int32_t page, PrefixKey* key) {
+  if (!parked(page)) return false;
   unlink(page);
   if (key) *key = key_of_[(size_t)page];
   map_.erase(key_of_[(size_t)page]);
   registered_[(size_t)page] = 0;
-  return page;
+  return true;
 }
 
 }  // namespace stride

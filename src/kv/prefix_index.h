@@ -54,6 +54,9 @@ class PrefixIndex {
   // Drops the least recently parked page from the index and returns it (its
   // key in *key when given); -1 if none.
   int32_t evict_lru(PrefixKey* key = nullptr);
+  // Drops this parked page from the index (its key in *key when given);
+  // false when it is not parked.
+  bool evict(int32_t page, PrefixKey* key = nullptr);
 
   int32_t n_registered() const { return (int32_t)map_.size(); }
   int32_t n_parked() const { return n_parked_; }

@@ -7,7 +7,9 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/ops_parallel.h"
 #include "kernels/packed_matrix.h"
+#include "model/batch_attention.h"
 
 namespace stride {
 
@@ -15,9 +17,9 @@ namespace {
 
 const float* f32(const TensorView& t) { return reinterpret_cast<const float*>(t.data); }
 
-void add_bias(float* y, const TensorView& bias, int n_rows, int64_t dim) {
+void add_bias(float* y, const TensorView& bias, int n_rows, int64_t dim, ThreadPool& pool) {
   if (!bias.valid()) return;
-  for (int r = 0; r < n_rows; ++r) add_inplace(y + (int64_t)r * dim, f32(bias), dim);
+  add_rows(y, f32(bias), n_rows, dim, pool);
 }
 
 }  // namespace
@@ -147,7 +149,7 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
     const AttentionParams ap = attention_params(il);
 
     // Attention block.
-    rmsnorm(x, f32(L.attn_norm), h_.data(), n, E, c.norm_eps);
+    rmsnorm(x, f32(L.attn_norm), h_.data(), n, E, c.norm_eps, pool);
     if (P.wq && P.wk && P.wv) {  // one dispatch, activations quantized once
       const PackedMatrix* ws[3] = {P.wq.get(), P.wk.get(), P.wv.get()};
       float* ys[3] = {q_.data(), k_.data(), v_.data()};
@@ -157,28 +159,27 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
       linear(L.wk, P.wk.get(), h_.data(), k_.data(), n, pool);  // [n, n_kv, hd]
       linear(L.wv, P.wv.get(), h_.data(), v_.data(), n, pool);  // [n, n_kv, hd_v]
     }
-    add_bias(q_.data(), L.bq, n, qd);
-    add_bias(k_.data(), L.bk, n, kd);
-    add_bias(v_.data(), L.bv, n, vd);
+    add_bias(q_.data(), L.bq, n, qd, pool);
+    add_bias(k_.data(), L.bk, n, kd, pool);
+    add_bias(v_.data(), L.bv, n, vd, pool);
     if (c.qk_norm) {
-      rmsnorm(q_.data(), f32(L.q_norm), q_.data(), (int64_t)n * c.n_head, c.head_dim, c.norm_eps);
-      rmsnorm(k_.data(), f32(L.k_norm), k_.data(), (int64_t)n * c.n_head_kv, c.head_dim, c.norm_eps);
+      rmsnorm(q_.data(), f32(L.q_norm), q_.data(), (int64_t)n * c.n_head, c.head_dim, c.norm_eps, pool);
+      rmsnorm(k_.data(), f32(L.k_norm), k_.data(), (int64_t)n * c.n_head_kv, c.head_dim, c.norm_eps, pool);
     }
-    rope(q_.data(), pos_.data(), n, c.n_head, c.head_dim, ap.rope_dim, ap.rope_base,
-         ap.rope_freq_scale, ap.rope_neox);
-    rope(k_.data(), pos_.data(), n, c.n_head_kv, c.head_dim, ap.rope_dim, ap.rope_base,
-         ap.rope_freq_scale, ap.rope_neox);
+    rope_qk(q_.data(), c.n_head, k_.data(), c.n_head_kv, pos_.data(), n, c.head_dim, ap.rope_dim,
+            ap.rope_base, ap.rope_freq_scale, ap.rope_neox, pool);
     // Attention is per sequence: each reads only its own pages.
-    for (int i = 0, row = 0; i < n_steps; row += steps[i].n, ++i) {
-      kv.write(il, steps[i].seq, k_.data() + row * kd, v_.data() + row * vd, steps[i].n);
-      kv.attend(il, steps[i].seq, q_.data() + row * qd, steps[i].n, ap, att_.data() + row * od, pool);
-    }
+    attend_batch(kv, il, steps, n_steps, ap,
+                 BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od}, pool);
     linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
-    if (L.post_attn_norm.valid()) rmsnorm(o_.data(), f32(L.post_attn_norm), o_.data(), n, E, c.norm_eps);
-    add_inplace(x, o_.data(), (int64_t)n * E);
+    if (L.post_attn_norm.valid()) {
+      rmsnorm_add(o_.data(), f32(L.post_attn_norm), x, n, E, c.norm_eps, pool);
+    } else {
+      add_inplace(x, o_.data(), (int64_t)n * E, pool);
+    }
 
     // Feed-forward block.
-    rmsnorm(x, f32(L.ffn_norm), h_.data(), n, E, c.norm_eps);
+    rmsnorm(x, f32(L.ffn_norm), h_.data(), n, E, c.norm_eps, pool);
     if (P.w_gate && P.w_up) {
       const PackedMatrix* ws[2] = {P.w_gate.get(), P.w_up.get()};
       float* ys[2] = {gate_.data(), up_.data()};
@@ -188,13 +189,16 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
       linear(L.w_up, P.w_up.get(), h_.data(), up_.data(), n, pool);        // [n, F]
     }
     if (c.act == Activation::GeluTanh) {
-      gelu_tanh_mul(gate_.data(), up_.data(), gate_.data(), (int64_t)n * F);
+      gelu_tanh_mul(gate_.data(), up_.data(), gate_.data(), (int64_t)n * F, pool);
     } else {
-      silu_mul(gate_.data(), up_.data(), gate_.data(), (int64_t)n * F);
+      silu_mul(gate_.data(), up_.data(), gate_.data(), (int64_t)n * F, pool);
     }
     linear(L.w_down, P.w_down.get(), gate_.data(), o_.data(), n, pool);  // [n, E]
-    if (L.post_ffn_norm.valid()) rmsnorm(o_.data(), f32(L.post_ffn_norm), o_.data(), n, E, c.norm_eps);
-    add_inplace(x, o_.data(), (int64_t)n * E);
+    if (L.post_ffn_norm.valid()) {
+      rmsnorm_add(o_.data(), f32(L.post_ffn_norm), x, n, E, c.norm_eps, pool);
+    } else {
+      add_inplace(x, o_.data(), (int64_t)n * E, pool);
+    }
   }
   for (int i = 0; i < n_steps; ++i) kv.commit(steps[i].seq, steps[i].n, steps[i].tokens);
 

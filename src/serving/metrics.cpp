@@ -137,6 +137,23 @@ std::string Metrics::render() const {
          (double)kv_offload_hits);
   scalar(out, "stride_kv_offload_misses_total", "counter",
          "Needed prefix pages found neither in the pool nor in the offload tier.", (double)kv_offload_misses);
+  scalar(out, "stride_kv_topk_pages_offloaded_total", "counter",
+         "Top-k pages moved from the pool to the offload tier (hot set over resident=N).",
+         (double)topk_pages_offloaded);
+  scalar(out, "stride_kv_topk_pages_restored_total", "counter",
+         "Top-k pages brought back from the offload tier because the selector picked them.",
+         (double)topk_pages_restored);
+  scalar(out, "stride_kv_topk_pages_prefetched_total", "counter",
+         "Top-k pages ranked just after a step's cut and prefetched for the next step.",
+         (double)topk_pages_prefetched);
+  scalar(out, "stride_kv_topk_prefetch_hits_total", "counter",
+         "Top-k restores of a page prefetched on the step before.", (double)topk_prefetch_hits);
+  scalar(out, "stride_kv_topk_offload_refused_total", "counter",
+         "Top-k pages kept in the pool because the offload tier had no free slot.",
+         (double)topk_offload_refused);
+  scalar(out, "stride_kv_topk_restore_failed_total", "counter",
+         "Picked top-k pages that could not be restored (no free pool page) and were skipped for a step.",
+         (double)topk_restore_failed);
   scalar(out, "stride_attention_pages_read_total", "counter", "KV pages attention read, summed over query blocks.",
          (double)attention_pages_read);
   scalar(out, "stride_attention_pages_present_total", "counter",

@@ -61,6 +61,13 @@ class Metrics {
   std::atomic<int64_t> kv_offload_slots_total{0};
   std::atomic<int64_t> kv_offload_hits{0};
   std::atomic<int64_t> kv_offload_misses{0};
+  // Top-k hot set (resident=N): cold pages moved to the tier and back.
+  std::atomic<int64_t> topk_pages_offloaded{0};
+  std::atomic<int64_t> topk_pages_restored{0};
+  std::atomic<int64_t> topk_pages_prefetched{0};
+  std::atomic<int64_t> topk_prefetch_hits{0};
+  std::atomic<int64_t> topk_offload_refused{0};
+  std::atomic<int64_t> topk_restore_failed{0};
   std::atomic<int64_t> steps{0};
   std::atomic<double> step_seconds{0};
   std::atomic<int> ready{0};

@@ -21,6 +21,8 @@ struct Scheduler::Sequence {
   StopText stop;
   std::vector<float> logits;     // [n_vocab] of the last fed token
   bool want_logits = false;      // this step's chunk reaches the end of `tokens`
+  int32_t next = -1;             // sampled from `logits` by this step
+  std::vector<TokenLogprob> next_logprobs;  // its log-probabilities, if requested (0 or 1)
   Clock::time_point last_token;
   bool admitted_once = false;
 
@@ -104,6 +106,12 @@ void Scheduler::publish_gauges(size_t waiting) {
   metrics_.kv_offload_slots_total = ks.tier_slots_total;
   metrics_.kv_offload_hits = ks.tier_hits;
   metrics_.kv_offload_misses = ks.tier_misses;
+  metrics_.topk_pages_offloaded = ks.topk_pages_offloaded;
+  metrics_.topk_pages_restored = ks.topk_pages_restored;
+  metrics_.topk_pages_prefetched = ks.topk_pages_prefetched;
+  metrics_.topk_prefetch_hits = ks.topk_prefetch_hits;
+  metrics_.topk_offload_refused = ks.topk_offload_refused;
+  metrics_.topk_restore_failed = ks.topk_restore_failed;
   waiting_size_.store(waiting);
 }
 
@@ -230,34 +238,45 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   admission_paused_ = false;
   for (size_t i = 0; i < steps.size(); ++i) owners[i]->n_cached += steps[i].n;
   publish_gauges(waiting.size());  // before the events, so clients never see stale gauges
-  for (Sequence* s : owners) {
-    if (s->want_logits) after_logits(*s);
-  }
+  // Sampling and log-probabilities read only a sequence's own logits and
+  // sampler, so all of the step's sequences draw at once, over the pool;
+  // events, text and finishing stay serial, in step order.
+  std::vector<Sequence*> ready;
+  for (Sequence* s : owners)
+    if (s->want_logits) ready.push_back(s);
+  const int n_vocab = engine_.config().n_vocab;
+  engine_.pool().run_chunks((int)ready.size(), [&](int c, int) {
+    Sequence& s = *ready[c];
+    s.next = s.sampler.sample(s.logits.data(), n_vocab, s.tokens);
+    s.next_logprobs.clear();
+    const int top_logprobs = s.req().top_logprobs;
+    if (top_logprobs < 0) return;
+    std::vector<float> lp;
+    log_softmax(s.logits.data(), n_vocab, lp);
+    TokenLogprob t;
+    t.id = s.next;
+    t.logprob = lp[s.next];
+    std::vector<int32_t> order(n_vocab);
+    for (int i = 0; i < n_vocab; ++i) order[i] = i;
+    const int k = std::min(top_logprobs, n_vocab);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int32_t a, int32_t b) { return lp[a] > lp[b]; });
+    for (int i = 0; i < k; ++i) t.top.push_back({order[i], lp[order[i]]});
+    s.next_logprobs.push_back(std::move(t));
+  });
+  for (Sequence* s : ready) after_logits(*s);
   std::erase_if(running_, [](auto& s) { return s->seq < 0; });
   return true;
 }
 
-// Samples the next token of `s` from its logits and releases text.
+// Takes the token sampled for `s` (s.next) and releases text.
 void Scheduler::after_logits(Sequence& s) {
   const ServeRequest& r = s.req();
   const Tokenizer& tok = *engine_.tokenizer();
-  const int n_vocab = engine_.config().n_vocab;
   Event ev;
-  const int32_t id = s.sampler.sample(s.logits.data(), n_vocab, s.tokens);
-  if (r.top_logprobs >= 0) {
-    std::vector<float> lp;
-    log_softmax(s.logits.data(), n_vocab, lp);
-    TokenLogprob t;
-    t.id = id;
-    t.logprob = lp[id];
-    std::vector<int32_t> order(n_vocab);
-    for (int i = 0; i < n_vocab; ++i) order[i] = i;
-    const int k = std::min(r.top_logprobs, n_vocab);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int32_t a, int32_t b) { return lp[a] > lp[b]; });
-    for (int i = 0; i < k; ++i) t.top.push_back({order[i], lp[order[i]]});
-    ev.logprobs.push_back(std::move(t));
-  }
+  const int32_t id = s.next;
+  ev.logprobs = std::move(s.next_logprobs);
+  s.next_logprobs.clear();
   const auto now = Clock::now();
   if (s.n_generated == 0) {
     metrics_.ttft.observe(seconds(now - s.ch->arrived));

@@ -218,12 +218,14 @@ TEST(QuantizeActs, HalfSumsMatchQuants) {
   quantize_acts(x.data(), n_tok, n_in, fast);
   quantize_acts_ref(x.data(), n_tok, n_in, ref);
   EXPECT_EQ(fast.hs, ref.hs);
+  EXPECT_EQ(fast.qs, ref.qs);
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t b = 0; b < fast.row_blocks; ++b) {
       int lo = 0, hi = 0;
       for (int j = 0; j < 32; ++j) (j < 16 ? lo : hi) += fast.q_row(t)[b * 32 + j];
       EXPECT_EQ((int16_t)(fast.hs_row(t)[b] & 0xFFFF), lo) << t << " " << b;
       EXPECT_EQ((int16_t)(fast.hs_row(t)[b] >> 16), hi) << t << " " << b;
+      EXPECT_EQ(fast.qs_row(t)[b], lo + hi) << t << " " << b;  // Q4_0 / Q5_0 offsets
     }
 }
 

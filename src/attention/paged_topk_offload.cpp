@@ -1,0 +1,175 @@
+// The top-k hot set of PagedKVCache (policy topk:...,resident=N with an
+// offload tier). A top-k layer reads a few pages per step but may need any of
+// them later, so without a limit every page stays in the pool and the pool
+// grows with the context. With resident=N a layer keeps at most N pages of a
+// sequence in the pool; the others live in the tier:
+//
+//   * Every attend selects pages over all of them: a page in the tier keeps
+//     its key summary in RAM (LayerState::cold_sums), so it is scored exactly
+//     as if it were in the pool and the selection does not change.
+//   * Pages the selection picked that are in the tier come back into fresh
+//     pool pages (bit-exact page images, read through a PinnedPage) before the
+//     kernel runs. To make room first, the least recently picked pages that
+//     are neither sinks, nor in the local window of the step's first query,
+//     nor picked by this step move to the tier and their pool pages are freed.
+//     After the call a layer holds at most max(N, |sinks ∪ window ∪ picks|)
+//     pages: the window reaches from the first query's local window to the
+//     last page written, and picks are the union over query blocks and kv heads.
+//   * The groups ranked right after the cut (kPrefetchGroups per query block
+//     and kv head) are the likely picks of the next step; their tier slots
+//     are prefetched (madvise WILLNEED on a file-backed tier).
+//
+// Full pages never change, so a page keeps its tier slot while it is back in
+// the pool: moving it out again only frees its pool page. A page registered
+// in the prefix cache leaves the prefix index when it moves out (parked, it
+// would keep its pool page); when the sequence ends its slot passes to the
+// tier's Cache space under its prefix key, so a later prompt can reuse it
+// like any evicted prefix page (one slot per page, no second copy). Top-k slots are
+// TierSpace::Owned: the tier never evicts them (losing one would lose keys
+// no recompute could bring back). When the tier has no slot left for a new
+// page, the put is refused with ResourceExhausted, the page stays in the
+// pool (the hot set then exceeds N) and topk_offload_refused counts it.
+// remove_sequence frees the slots (or hands them to the cache space, above).
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "attention/paged_kv_cache.h"
+#include "attention/topk_selector.h"
+
+namespace stride {
+
+namespace {
+constexpr int kPrefetchGroups = 4;  // groups ranked after the cut to prefetch, per block and kv head
+}  // namespace
+
+AttentionPlan PagedKVCache::plan_topk_hot(int layer, SeqId seq, int64_t kv_len, const float* q,
+                                          int n_new, int n_head) {
+  Sequence& s = seqs_[seq];
+  LayerState& ls = s.layers[layer];
+  const PolicySpec& policy = cfg_.layer_policies[layer];
+  const int ps = cfg_.page_size;
+  const size_t n_logical = ls.table.size();
+  const size_t sum_floats = (size_t)cfg_.n_kv_heads * 2 * cfg_.head_dim_k;  // one page's summaries
+  ls.tier_key.resize(n_logical, 0);
+  ls.last_pick.resize(n_logical, -1);
+  ls.prefetched.resize(n_logical, -1);
+  ls.cold_sums.resize(n_logical * sum_floats);
+  ls.prefix_key.resize(n_logical);
+  ls.prefix_known.resize(n_logical, 0);
+  ++ls.step;
+
+  const TopkColdPages cold{&ls.tier_key, ls.cold_sums.data()};
+  const TopkSelection sel =
+      select_topk(policy, ls.table, ps, kv_len, s.length, n_new, default_q_block(n_new), *summaries_, q,
+                  n_head, cfg_.n_kv_heads, &cold, kPrefetchGroups);
+
+  std::vector<uint8_t> picked(n_logical, 0);  // [logical pages]
+  std::vector<int64_t> bring;                 // picked pages now in the tier
+  for (const int64_t L : sel.pages) {
+    if (picked[(size_t)L]) continue;
+    picked[(size_t)L] = 1;
+    ls.last_pick[(size_t)L] = ls.step;
+    if (ls.table[(size_t)L] < 0) bring.push_back(L);
+  }
+
+  // Room first: move out the least recently picked pages the step does not need.
+  const int64_t over = ls.held + (int64_t)bring.size() - policy.resident;
+  if (over > 0) {
+    const TopkGeometry geo = topk_geometry(policy, ps, (int64_t)n_logical, s.length);
+    const int64_t sink_end = geo.n_sink * geo.group_pages;
+    // Pages before the first query's window are whole and committed.
+    const int64_t cold_end = std::min(geo.local_from * geo.group_pages, s.length / ps);
+    std::vector<int64_t> candidates;
+    for (int64_t L = sink_end; L < cold_end; ++L)
+      if (ls.table[(size_t)L] >= 0 && !picked[(size_t)L]) candidates.push_back(L);
+    std::sort(candidates.begin(), candidates.end(), [&](int64_t a, int64_t b) {
+      return std::pair(ls.last_pick[(size_t)a], a) < std::pair(ls.last_pick[(size_t)b], b);
+    });
+    int64_t moved = 0;
+    for (size_t i = 0; i < candidates.size() && moved < over; ++i) {
+      if (!offload_topk_page(ls, candidates[i]).ok()) break;  // the tier is full: the rest stay
+      ++moved;
+    }
+  }
+  for (const int64_t L : bring) restore_topk_page(ls, L);
+
+  // Next step's likely picks: warm their tier slots now.
+  std::vector<uint64_t> keys;
+  for (const int64_t L : sel.next_pages) {
+    if (ls.table[(size_t)L] >= 0 || ls.tier_key[(size_t)L] == 0 || ls.prefetched[(size_t)L] == ls.step) continue;
+    ls.prefetched[(size_t)L] = ls.step;
+    keys.push_back(ls.tier_key[(size_t)L]);
+  }
+  if (!keys.empty()) topk_prefetched_ += tier_->prefetch(keys, TierSpace::Owned);
+  return topk_plan(sel, ls.table, ps, kv_len);
+}
+
+Status PagedKVCache::offload_topk_page(LayerState& ls, int64_t L) {
+  const int32_t page = ls.table[(size_t)L];
+  if (page < 0) return Status::Ok();
+  if (ls.tier_key[(size_t)L] == 0) {
+    // Slot: page image (K, V, scales, positions), then the page's summaries.
+    const std::span<uint8_t> image(slot_image_);
+    const int64_t page_bytes = pool_->page_image_bytes();
+    pool_->save_page(page, image.first((size_t)page_bytes));
+    summaries_->save_page(page, image.subspan((size_t)page_bytes));
+    const uint64_t key = next_topk_key_++;
+    const Status put = tier_->put(key, image, TierSpace::Owned);
+    if (!put.ok()) {
+      ++topk_offload_refused_;
+      return put;
+    }
+    ls.tier_key[(size_t)L] = key;
+  }
+  const size_t sum_floats = (size_t)cfg_.n_kv_heads * 2 * cfg_.head_dim_k;
+  std::memcpy(ls.cold_sums.data() + (size_t)L * sum_floats, summaries_->min(page, 0), sum_floats * sizeof(float));
+  // A registered page leaves the prefix index rather than staying parked in
+  // the pool (which would then grow); its slot joins the tier's cache space
+  // under that key when the sequence ends (drop_topk_tier).
+  PrefixKey key;
+  if (pages_.release_forget(page, &key)) {
+    ls.prefix_key[(size_t)L] = key;
+    ls.prefix_known[(size_t)L] = 1;
+  }
+  ls.table[(size_t)L] = -1;
+  --ls.held;
+  ++topk_offloaded_;
+  return Status::Ok();
+}
+
+bool PagedKVCache::restore_topk_page(LayerState& ls, int64_t L) {
+  std::optional<PinnedPage> slot = tier_->pin(ls.tier_key[(size_t)L], TierSpace::Owned);
+  std::vector<int32_t> got;
+  // An owned slot is never evicted, so only a full pool makes this fail; the
+  // page is then skipped by this step's plan.
+  if (!slot || !pages_.allocate(1, got).ok()) {
+    ++topk_restore_failed_;
+    return false;
+  }
+  const std::span<const uint8_t> image = slot->bytes();
+  const int64_t page_bytes = pool_->page_image_bytes();
+  pool_->load_page(got[0], image.first((size_t)page_bytes));
+  summaries_->load_page(got[0], image.subspan((size_t)page_bytes));
+  ls.table[(size_t)L] = got[0];
+  ++ls.held;
+  ++topk_restored_;
+  if (ls.prefetched[(size_t)L] == ls.step - 1) ++topk_prefetch_hits_;
+  peak_used_ = std::max<int64_t>(peak_used_, pages_.n_used());
+  return true;
+}
+
+void PagedKVCache::drop_topk_tier(LayerState& ls) {
+  if (!tier_) return;
+  for (size_t L = 0; L < ls.tier_key.size(); ++L) {
+    if (ls.tier_key[L] == 0) continue;
+    // A page that left the prefix index stays in the tier as a cached prefix
+    // page (evictable now), unless the pool holds that key again.
+    const bool keep = L < ls.prefix_known.size() && ls.prefix_known[L] && pages_.lookup(ls.prefix_key[L]) < 0;
+    if (!keep || !tier_->disown(ls.tier_key[L], prefix_key_id(ls.prefix_key[L])))
+      tier_->erase(ls.tier_key[L], TierSpace::Owned);
+    ls.tier_key[L] = 0;
+  }
+}
+
+}  // namespace stride

@@ -1,0 +1,62 @@
+#pragma once
+// The top-k (Quest) selection written from its definition, for tests: which
+// groups of pages one (query block, kv head) reads. Summaries come straight
+// from the keys, every row (query x head of the group) gets the exact bound,
+// the block's score is the largest; sinks and the local window always count.
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "attention/policy.h"
+#include "cache_test_util.h"
+
+namespace stride::testing_util {
+
+// q: [n_tok, n_head, hd], k: [n_tok, n_kv, hd]. Returns [groups] read by the
+// block of nq queries at qa, kv head h.
+inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shape& s,
+                                               const std::vector<float>& q, const std::vector<float>& k,
+                                               int64_t qa, int nq, int h) {
+  const int gp = pol.block > 0 ? (int)(pol.block / s.page) : 1;
+  const int64_t B = (int64_t)gp * s.page, qb = qa + nq - 1;
+  const int64_t n_groups = qb / B + 1;
+  const int group = s.n_head / s.n_kv;
+  std::vector<bool> keep(n_groups, false);
+  const int64_t n_sink = std::min(n_groups, pol.sinks > 0 ? (pol.sinks + B - 1) / B : 1);
+  const int64_t win = pol.window > 0 ? pol.window : B;
+  const int64_t local_from = std::min(n_groups, std::max<int64_t>(0, qa - win + 1) / B);
+  for (int64_t g = 0; g < n_groups; ++g) keep[g] = g < n_sink || g >= local_from;
+  int64_t fixed = 0;
+  for (bool b : keep) fixed += b;
+  const int64_t budget =
+      std::min(n_groups, std::max(fixed, (int64_t)std::ceil((1 - pol.sparsity) * n_groups - 1e-9)));
+  std::vector<std::pair<float, int64_t>> cand;
+  for (int64_t g = n_sink; g < local_from; ++g) {
+    float best = -INFINITY;
+    for (int64_t L = g * gp; L < (g + 1) * gp; ++L) {
+      std::vector<float> mn(s.hd, INFINITY), mx(s.hd, -INFINITY);
+      for (int64_t t = L * s.page; t < (L + 1) * s.page && t <= qb; ++t)
+        for (int c = 0; c < s.hd; ++c) {
+          const float x = k[((size_t)t * s.n_kv + h) * s.hd + c];
+          mn[c] = std::min(mn[c], x);
+          mx[c] = std::max(mx[c], x);
+        }
+      for (int i = 0; i < nq; ++i)
+        for (int j = 0; j < group; ++j) {
+          const float* r = q.data() + ((size_t)(qa + i) * s.n_head + h * group + j) * s.hd;
+          float bound = 0;
+          for (int c = 0; c < s.hd; ++c) bound += std::max(r[c] * mn[c], r[c] * mx[c]);
+          best = std::max(best, bound);
+        }
+    }
+    cand.push_back({best, g});
+  }
+  std::sort(cand.begin(), cand.end(), [](auto& a, auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  for (int64_t i = 0; i < budget - fixed; ++i) keep[cand[i].second] = true;
+  return keep;
+}
+
+}  // namespace stride::testing_util
