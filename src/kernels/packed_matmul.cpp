@@ -27,6 +27,7 @@ using packed::Layout;
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define STRIDE_PACKED_VNNI 1
 constexpr int kTileToks = 8;
+constexpr int kVnniMinToks = 4;  // narrower tiles take the maddubs path
 #else
 constexpr int kTileToks = 4;
 #endif
@@ -103,8 +104,13 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
       const uint8_t* sub = rec + L.header + s * L.sub;
       __m256i idot[T];
 #ifdef STRIDE_PACKED_VNNI
-      block_dot_vnni<L, T>(sub, xq, b, idot);
-#else
+      // With few tokens each vpdpbusd chain waits on its own latency; the
+      // maddubs path keeps more independent work in flight (decode).
+      if constexpr (T >= kVnniMinToks) {
+        block_dot_vnni<L, T>(sub, xq, b, idot);
+      } else
+#endif
+      {
 #pragma GCC unroll 8
       for (int g0 = 0; g0 < 8; g0 += L.group) {
         __m256i i16[T];
@@ -128,7 +134,7 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
           idot[t] = g0 == 0 ? m : _mm256_add_epi32(idot[t], m);
         }
       }
-#endif
+      }
       if constexpr (L.q6) {
         // Σ sc * (q - 32) * x = Σ sc * q * x - 32 * (sc_lo * Σx_lo + sc_hi * Σx_hi).
         const __m256i pairs = packed::q6_scale_pairs(sub);
