@@ -10,43 +10,31 @@
 #include <filesystem>
 #include <string>
 
+#include "../engine/engine_test_util.h"
 #include "engine/generator.h"
 
 namespace stride {
 namespace {
 
-const std::string kSmol = std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+using namespace testing_util;
+
 constexpr int kPage = 32;
 constexpr int kChunk = 64;
 constexpr int kPrompt = 640;  // 20 pages
 constexpr int kDecode = 40;
 
 std::unique_ptr<Engine> make_engine(const std::string& policy, int64_t offload_bytes, const std::string& file) {
-  EngineOptions o;
-  o.model_path = kSmol;
-  o.attention = *parse_policy(policy);
-  o.threads = 1;  // the same summation order in every run
-  o.max_context = 1024;
-  o.page_size = kPage;
-  o.prefill_chunk = kChunk;
+  EngineOptions o = exact_engine_options(kSmolPath, policy, kPage, kChunk);
   o.kv_offload_bytes = offload_bytes;
   o.kv_offload_file = file;
-  o.show_progress = false;
-  auto e = Engine::create(o);
-  EXPECT_TRUE(e.ok()) << e.status().to_string();
-  return e.ok() ? std::move(*e) : nullptr;
+  return create_engine(o);
 }
 
-std::vector<int32_t> text_ids(const Engine& e, int n) {
-  std::string text;
-  std::vector<int32_t> ids;
-  for (int i = 0; (int)ids.size() < n; ++i) {
-    text += "Entry " + std::to_string(i) + ": the archivist filed " + std::to_string(17 * i + 3) +
-            " letters about the river, the mill and the winter of the long frost. ";
-    ids = e.tokenizer()->encode(text, e.tokenizer()->add_bos_default());
-  }
-  ids.resize(n);
-  return ids;
+std::vector<int32_t> archive_ids(const Engine& e, int n) {
+  return text_ids(e, n, [](int i) {
+    return "Entry " + std::to_string(i) + ": the archivist filed " + std::to_string(17 * i + 3) +
+           " letters about the river, the mill and the winter of the long frost. ";
+  });
 }
 
 struct Trace {
@@ -82,7 +70,7 @@ TEST(TopkHotSetModel, LogitsEqualTheUnlimitedPolicyBitForBit) {
   {
     auto plain = make_engine("topk:sparsity=0.75", 0, "");
     ASSERT_TRUE(plain);
-    ids = text_ids(*plain, kPrompt + kDecode);
+    ids = archive_ids(*plain, kPrompt + kDecode);
     want = run(*plain, ids);
     EXPECT_EQ(want.max_layer_pages, (kPrompt + kDecode + kPage - 1) / kPage);
   }

@@ -10,52 +10,32 @@
 #include <string>
 
 #include "engine/generator.h"
+#include "engine_test_util.h"
 
 namespace stride {
 namespace {
 
-const std::string kSmol = std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+using namespace testing_util;
+
 constexpr int kPage = 32;
 constexpr int kChunk = 64;
 constexpr int kPoolPagesPerLayer = 8;
 
 // budget 0: sized for max_context (no evictions).
 std::unique_ptr<Engine> make_engine(KvStorage storage, bool prefix_cache, int64_t budget, int64_t offload_bytes) {
-  EngineOptions o;
-  o.model_path = kSmol;
-  o.attention = *parse_policy("dense");
-  o.threads = 1;  // the same summation order in every run
-  o.max_context = 1024;
-  o.page_size = kPage;
-  o.prefill_chunk = kChunk;
+  EngineOptions o = exact_engine_options(kSmolPath, "dense", kPage, kChunk);
   o.kv_storage = storage;
   o.kv_budget_bytes = budget;
   o.prefix_cache = prefix_cache;
   o.kv_offload_bytes = offload_bytes;
-  o.show_progress = false;
-  auto e = Engine::create(o);
-  EXPECT_TRUE(e.ok()) << e.status().to_string();
-  return e.ok() ? std::move(*e) : nullptr;
+  return create_engine(o);
 }
 
-std::vector<int32_t> text_ids(const Engine& e, int n, const std::string& topic) {
-  std::string text;
-  std::vector<int32_t> ids;
-  for (int i = 0; (int)ids.size() < n; ++i) {
-    text += "Note " + std::to_string(i) + " on " + topic + ": the keeper of the lighthouse wrote down " +
-            std::to_string(31 * i + 7) + " ships and the colour of the evening sea. ";
-    ids = e.tokenizer()->encode(text, e.tokenizer()->add_bos_default());
-  }
-  ids.resize(n);
-  return ids;
-}
-
-std::vector<float> run(Engine& e, KVCache::SeqId seq, const std::vector<int32_t>& ids, int from, int to, bool all) {
-  const size_t V = (size_t)e.config().n_vocab;
-  std::vector<float> logits((all ? (size_t)(to - from) : 1) * V);
-  const Status st = e.model().forward(e.kv(), seq, ids.data() + from, to - from, all, logits.data(), e.pool());
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  return logits;
+std::vector<int32_t> topic_ids(const Engine& e, int n, const std::string& topic) {
+  return text_ids(e, n, [&](int i) {
+    return "Note " + std::to_string(i) + " on " + topic + ": the keeper of the lighthouse wrote down " +
+           std::to_string(31 * i + 7) + " ships and the colour of the evening sea. ";
+  });
 }
 
 void check_restore(KvStorage storage) {
@@ -69,14 +49,14 @@ void check_restore(KvStorage storage) {
   auto cached = make_engine(storage, true, budget, 64ll << 20);
   ASSERT_TRUE(cached);
   ASSERT_EQ(cached->kv().stats().pages_total, kPoolPagesPerLayer * n_layer);
-  const std::vector<int32_t> ids = text_ids(*cached, n, "harbours");
-  const std::vector<int32_t> other = text_ids(*cached, kPoolPagesPerLayer * kPage, "mountains");
+  const std::vector<int32_t> ids = topic_ids(*cached, n, "harbours");
+  const std::vector<int32_t> other = topic_ids(*cached, kPoolPagesPerLayer * kPage, "mountains");
   for (const std::vector<int32_t>* prompt : {&ids, &other}) {
     // The first prompt caches 4 pages per layer; the other fills the whole
     // pool, evicting them to the tier.
     auto a = cached->kv().add_sequence();
     ASSERT_TRUE(a.ok());
-    run(*cached, *a, *prompt, 0, prompt == &ids ? hit + 12 : (int)other.size(), false);
+    run_tokens(*cached, *a, *prompt, 0, prompt == &ids ? hit + 12 : (int)other.size(), false);
     cached->kv().remove_sequence(*a);
   }
   KVCacheStats st = cached->kv().stats();
@@ -92,8 +72,8 @@ void check_restore(KvStorage storage) {
 
   auto r = plain->kv().add_sequence();
   ASSERT_TRUE(r.ok());
-  run(*plain, *r, ids, 0, hit, false);
-  const std::vector<float> ref = run(*plain, *r, ids, hit, n, true);
+  run_tokens(*plain, *r, ids, 0, hit, false);
+  const std::vector<float> ref = run_tokens(*plain, *r, ids, hit, n, true);
   plain->kv().remove_sequence(*r);
   ASSERT_EQ(ref.size(), suffix->logits.size());
   size_t first_diff = ref.size();

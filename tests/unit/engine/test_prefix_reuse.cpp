@@ -12,55 +12,33 @@
 #include <string>
 
 #include "engine/generator.h"
+#include "engine_test_util.h"
 
 namespace stride {
 namespace {
 
-const std::string kSmol = std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-const std::string kGemma = std::string(STRIDE_SOURCE_DIR) + "/models/gemma-3-270m-q4_k_m.gguf";
+using namespace testing_util;
+
 constexpr int kPage = 32;
 constexpr int kChunk = 64;
 
+// One thread (exact_engine_options): with more, attention splits long page
+// lists across threads in short chunks only, which changes the summation
+// order against the one-shot prefill (Gemma-3 amplifies that to ~2 logits at
+// 600+ tokens).
 std::unique_ptr<Engine> make_engine(const std::string& path, const std::string& policy, bool prefix_cache) {
-  EngineOptions o;
-  o.model_path = path;
-  o.attention = *parse_policy(policy);
-  // One thread: with more, attention splits long page lists across threads
-  // in short chunks only, which changes the summation order against the
-  // one-shot prefill (Gemma-3 amplifies that to ~2 logits at 600+ tokens).
-  o.threads = 1;
-  o.max_context = 1024;
-  o.page_size = kPage;
-  o.prefill_chunk = kChunk;
+  EngineOptions o = exact_engine_options(path, policy, kPage, kChunk);
   o.prefix_cache = prefix_cache;
-  o.show_progress = false;
-  auto e = Engine::create(o);
-  EXPECT_TRUE(e.ok()) << e.status().to_string();
-  return e.ok() ? std::move(*e) : nullptr;
+  return create_engine(o);
 }
 
 // At least n tokens of ordinary text.
-std::vector<int32_t> text_ids(const Engine& e, int n) {
-  std::string text;
-  std::vector<int32_t> ids;
-  for (int i = 0; (int)ids.size() < n; ++i) {
-    text += "Entry " + std::to_string(i) + ": the river town kept its ledgers in a stone house by the "
-            "bridge, and every autumn the clerks counted " + std::to_string(17 * i + 3) +
-            " barrels of apples before the first frost. ";
-    ids = e.tokenizer()->encode(text, e.tokenizer()->add_bos_default());
-  }
-  ids.resize(n);
-  return ids;
-}
-
-// Runs ids[from, to) on `seq`: every row's logits when `all`, else the last row's.
-std::vector<float> run(Engine& e, KVCache::SeqId seq, const std::vector<int32_t>& ids, int from, int to,
-                       bool all) {
-  const size_t V = (size_t)e.config().n_vocab;
-  std::vector<float> logits((all ? (size_t)(to - from) : 1) * V);
-  const Status st = e.model().forward(e.kv(), seq, ids.data() + from, to - from, all, logits.data(), e.pool());
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  return logits;
+std::vector<int32_t> ledger_ids(const Engine& e, int n) {
+  return text_ids(e, n, [](int i) {
+    return "Entry " + std::to_string(i) + ": the river town kept its ledgers in a stone house by the "
+           "bridge, and every autumn the clerks counted " + std::to_string(17 * i + 3) +
+           " barrels of apples before the first frost. ";
+  });
 }
 
 int argmax(const float* x, size_t n) { return (int)(std::max_element(x, x + n) - x); }
@@ -74,14 +52,14 @@ void check_reuse(const std::string& path, const std::string& policy, int hit, bo
   auto cached = make_engine(path, policy, true);
   auto plain = make_engine(path, policy, false);
   ASSERT_TRUE(cached && plain);
-  const std::vector<int32_t> ids = text_ids(*cached, n);
+  const std::vector<int32_t> ids = ledger_ids(*cached, n);
   const size_t V = (size_t)cached->config().n_vocab;
 
   // First prompt: computed in chunks of kChunk, its full pages cached.
   {
     auto a = cached->kv().add_sequence();
     ASSERT_TRUE(a.ok());
-    run(*cached, *a, ids, 0, first_len, false);
+    run_tokens(*cached, *a, ids, 0, first_len, false);
     cached->kv().remove_sequence(*a);
   }
   // Second prompt: reuses every full page of the first.
@@ -95,12 +73,14 @@ void check_reuse(const std::string& path, const std::string& policy, int hit, bo
   // Uncached, fresh cache: the prefix in the same chunks, then the same suffix.
   auto r = plain->kv().add_sequence();
   ASSERT_TRUE(r.ok());
-  run(*plain, *r, ids, 0, hit, false);
+  run_tokens(*plain, *r, ids, 0, hit, false);
   int64_t fewest_pages = hit / kPage;
   for (int l = 0; l < plain->config().n_layer; ++l)
     fewest_pages = std::min(fewest_pages, plain->kv().pages_held(*r, l));
-  if (windowed) EXPECT_LT(fewest_pages, hit / kPage) << "no layer released a page";
-  const std::vector<float> ref = run(*plain, *r, ids, hit, n, true);
+  if (windowed) {
+    EXPECT_LT(fewest_pages, hit / kPage) << "no layer released a page";
+  }
+  const std::vector<float> ref = run_tokens(*plain, *r, ids, hit, n, true);
   plain->kv().remove_sequence(*r);
   EXPECT_EQ(plain->kv().stats().pages_cached, 0);
   size_t first_diff = ref.size();
@@ -113,7 +93,7 @@ void check_reuse(const std::string& path, const std::string& policy, int hit, bo
   plain->model().set_max_chunk(1024);
   auto o = plain->kv().add_sequence();
   ASSERT_TRUE(o.ok());
-  const std::vector<float> one_shot = run(*plain, *o, ids, 0, n, false);
+  const std::vector<float> one_shot = run_tokens(*plain, *o, ids, 0, n, false);
   plain->kv().remove_sequence(*o);
   const float* last = suffix->logits.data() + (size_t)(n - hit - 1) * V;
   double max_diff = 0;
@@ -124,13 +104,13 @@ void check_reuse(const std::string& path, const std::string& policy, int hit, bo
               path.substr(path.rfind('/') + 1).c_str(), policy.c_str(), hit, n, max_diff);
 }
 
-TEST(PrefixReuse, SmolLM2DenseIsExact) { check_reuse(kSmol, "dense", 320, false, 0.05f); }
+TEST(PrefixReuse, SmolLM2DenseIsExact) { check_reuse(kSmolPath, "dense", 320, false, 0.05f); }
 
 // Window 64 = 2 pages: by 320 tokens the R-SWA layers released most pages.
-TEST(PrefixReuse, SmolLM2RswaIsExact) { check_reuse(kSmol, "rswa:sinks=4,window=64", 320, true, 0.05f); }
+TEST(PrefixReuse, SmolLM2RswaIsExact) { check_reuse(kSmolPath, "rswa:sinks=4,window=64", 320, true, 0.05f); }
 
 // Native 512-token windows: by 640 tokens they released their first pages.
-TEST(PrefixReuse, Gemma3SlidingWindowIsExact) { check_reuse(kGemma, "dense", 640, true, 0.05f); }
+TEST(PrefixReuse, Gemma3SlidingWindowIsExact) { check_reuse(kGemmaPath, "dense", 640, true, 0.05f); }
 
 }  // namespace
 }  // namespace stride
