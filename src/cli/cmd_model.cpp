@@ -6,15 +6,13 @@
 //   stride model encrypt --key-file K IN OUT
 //   stride model decrypt --key-file K IN OUT
 //   stride model rotate-key --old-key-file A --new-key-file B FILE
-#include <sys/stat.h>
-
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "loader/encrypted_file.h"
 #include "loader/model_versions.h"
 
@@ -57,10 +55,10 @@ int list(const ModelArgs& a) {
 int genkey(const ModelArgs& a) {
   auto hex = generate_model_key_hex();
   if (!hex) return fail(hex.status());
-  const mode_t old_mask = ::umask(077);  // the key file is readable by its owner only
-  std::ofstream f(a.out, std::ios::trunc);
-  ::umask(old_mask);
-  if (!(f << *hex << "\n")) return fail("cannot write " + a.out);
+  // Readable by its owner only, and never over an existing file: replacing a
+  // key would make every model encrypted under it unreadable.
+  if (Status st = write_file_atomic(a.out, *hex + "\n", 0600, AtomicFile::Mode::kNoReplace); !st.ok())
+    return fail(st);
   std::printf("wrote a new 256-bit key to %s\n", a.out.c_str());
   return 0;
 }
@@ -102,7 +100,7 @@ void add_model_command(CLI::App& app, int& exit_code) {
   ls->add_flag("--json", a->json, "one JSON array");
   ls->callback([a, &exit_code] { exit_code = list(*a); });
 
-  CLI::App* gen = cmd->add_subcommand("genkey", "write a new random AES-256 key (64 hex digits)");
+  CLI::App* gen = cmd->add_subcommand("genkey", "write a new random AES-256 key (64 hex digits) to a new file");
   gen->add_option("out", a->out, "key file to write (mode 0600)")->required();
   gen->callback([a, &exit_code] { exit_code = genkey(*a); });
 
@@ -118,7 +116,7 @@ void add_model_command(CLI::App& app, int& exit_code) {
   dec->add_option("out", a->out, "plain output")->required();
   dec->callback([a, &exit_code] { exit_code = crypt(*a, false); });
 
-  CLI::App* rot = cmd->add_subcommand("rotate-key", "re-encrypt a model file in place under a new key");
+  CLI::App* rot = cmd->add_subcommand("rotate-key", "re-encrypt a model file in place under a new key (and update its version's SHA256)");
   rot->add_option("--old-key-file", a->old_key_file, "current key")->required();
   rot->add_option("--new-key-file", a->new_key_file, "new key")->required();
   rot->add_option("file", a->file, "encrypted model file")->required();

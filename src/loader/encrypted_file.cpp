@@ -1,6 +1,7 @@
 #include "loader/encrypted_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,6 +13,8 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+
+#include "core/atomic_file.h"
 
 namespace stride {
 
@@ -196,48 +199,16 @@ class Encryptor {
   std::vector<uint8_t> cipher_;  // ciphertext + tag of one chunk
 };
 
-// A file written beside its destination and renamed over it when complete.
-class AtomicOutput {
- public:
-  ~AtomicOutput() {
-    if (f_) std::fclose(f_);
-    if (!tmp_.empty()) std::remove(tmp_.c_str());
-  }
-  Status open(const std::string& dest) {
-    dest_ = dest;
-    std::string templ = dest + ".tmp-XXXXXX";
-    const int fd = mkstemp(templ.data());
-    if (fd < 0) return IoError("cannot create a temporary file beside " + dest + ": " + std::strerror(errno));
-    tmp_ = templ;
-    f_ = fdopen(fd, "wb");
-    if (!f_) {
-      ::close(fd);
-      return IoError("cannot open " + tmp_ + ": " + std::strerror(errno));
-    }
-    return Status::Ok();
-  }
-  ByteSink sink() {
-    return [this](const uint8_t* p, size_t n) -> Status {
-      if (n > 0 && std::fwrite(p, 1, n, f_) != n) return IoError("write to " + tmp_ + " failed: " + std::strerror(errno));
-      return Status::Ok();
-    };
-  }
-  Status commit() {
-    const bool flushed = std::fflush(f_) == 0 && ::fsync(fileno(f_)) == 0;
-    const int closed = std::fclose(f_);
-    f_ = nullptr;
-    if (!flushed || closed != 0) return IoError("cannot write " + tmp_ + ": " + std::strerror(errno));
-    if (std::rename(tmp_.c_str(), dest_.c_str()) != 0) {
-      return IoError("cannot rename " + tmp_ + " to " + dest_ + ": " + std::strerror(errno));
-    }
-    tmp_.clear();
-    return Status::Ok();
-  }
+// Streams bytes into an AtomicFile (temporary file beside the target, renamed on commit).
+ByteSink sink_to(AtomicFile& f) {
+  return [&f](const uint8_t* p, size_t n) { return f.write(p, n); };
+}
 
- private:
-  std::string dest_, tmp_;
-  FILE* f_ = nullptr;
-};
+// The mode an existing file has, so a re-keyed file keeps its permissions.
+mode_t mode_of(const std::string& path, mode_t fallback) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : fallback;
+}
 
 }  // namespace
 
@@ -294,32 +265,32 @@ Status encrypt_file(const std::string& in, const std::string& out, const ModelKe
   if (src.size() >= kMagicBytes && std::memcmp(src.data(), kEncryptedMagic, kMagicBytes) == 0) {
     return InvalidArgument(in + " is already encrypted");
   }
-  AtomicOutput dst;
-  STRIDE_RETURN_IF_ERROR(dst.open(out));
-  STRIDE_RETURN_IF_ERROR(encrypt_bytes(src.data(), src.size(), key, chunk_bytes, dst.sink()));
+  AtomicFile dst;
+  STRIDE_RETURN_IF_ERROR(dst.open(out, 0644));  // ciphertext: readable like any model file
+  STRIDE_RETURN_IF_ERROR(encrypt_bytes(src.data(), src.size(), key, chunk_bytes, sink_to(dst)));
   return dst.commit();
 }
 
 Status decrypt_file(const std::string& in, const std::string& out, const ModelKey& key) {
   STRIDE_ASSIGN_OR_RETURN(MappedFile src, MappedFile::open(in));
-  AtomicOutput dst;
-  STRIDE_RETURN_IF_ERROR(dst.open(out));
-  STRIDE_RETURN_IF_ERROR(decrypt_bytes(src.data(), src.size(), key, dst.sink(), in));
+  AtomicFile dst;
+  STRIDE_RETURN_IF_ERROR(dst.open(out, 0600));  // plaintext weights: the owner only
+  STRIDE_RETURN_IF_ERROR(decrypt_bytes(src.data(), src.size(), key, sink_to(dst), in));
   return dst.commit();
 }
 
-Status rotate_model_key(const std::string& path, const ModelKey& old_key, const ModelKey& new_key) {
+Status rotate_model_key_into(const std::string& path, const ModelKey& old_key, const ModelKey& new_key,
+                             AtomicFile& out) {
   STRIDE_ASSIGN_OR_RETURN(MappedFile src, MappedFile::open(path));
   STRIDE_ASSIGN_OR_RETURN(Header h, parse_header(src.data(), src.size(), path));
-  AtomicOutput dst;
-  STRIDE_RETURN_IF_ERROR(dst.open(path));
-  const ByteSink to_file = dst.sink();
+  STRIDE_RETURN_IF_ERROR(out.open(path, mode_of(path, 0644)));
+  const ByteSink to_file = sink_to(out);
   Encryptor enc(new_key, h.chunk_bytes, h.plaintext_bytes, to_file);
   STRIDE_RETURN_IF_ERROR(enc.begin());
+  // Every chunk is authenticated under the old key before anything is renamed.
   STRIDE_RETURN_IF_ERROR(decrypt_bytes(src.data(), src.size(), old_key,
                                        [&enc](const uint8_t* p, size_t n) { return enc.feed(p, n); }, path));
-  STRIDE_RETURN_IF_ERROR(enc.finish());
-  return dst.commit();  // every chunk authenticated under the old key before the rename
+  return enc.finish();
 }
 
 Expected<MappedFile> decrypt_to_memory(const std::string& path, const ModelKey& key) {

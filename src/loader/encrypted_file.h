@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/mapped_file.h"
 #include "core/status.h"
 
@@ -48,13 +49,22 @@ Status decrypt_bytes(const uint8_t* data, size_t size, const ModelKey& key, cons
 // Plaintext size recorded in the header (checked against the key later).
 Expected<uint64_t> encrypted_plaintext_size(const uint8_t* data, size_t size, const std::string& what);
 
-// Whole files. Outputs are written to a temporary file beside `out` and
-// renamed into place only when complete, so a failure leaves no partial file.
+// Whole files. Outputs are written to a temporary file beside `out`, synced
+// and renamed into place only when complete (core/atomic_file.h), so a
+// failure leaves no partial file. Encrypted outputs get mode 0644, decrypted
+// ones 0600.
 Status encrypt_file(const std::string& in, const std::string& out, const ModelKey& key,
                     uint32_t chunk_bytes = kDefaultChunkBytes);
 Status decrypt_file(const std::string& in, const std::string& out, const ModelKey& key);
-// Re-encrypts `path` in place under a new key (fresh nonce); atomic rename.
+// Re-encrypts `path` in place under a new key (fresh nonce), keeping its
+// mode; atomic rename. When `path` is the file of a published version
+// (model_versions.h), the version's SHA256 record is rewritten in the same
+// operation, so the version still verifies (implemented there).
 Status rotate_model_key(const std::string& path, const ModelKey& old_key, const ModelKey& new_key);
+// The re-encryption step alone: `out` is opened beside `path` and holds the
+// complete new file, not yet committed (the caller commits or discards it).
+Status rotate_model_key_into(const std::string& path, const ModelKey& old_key, const ModelKey& new_key,
+                             AtomicFile& out);
 
 // Decrypts into anonymous memory and returns it as a read-only MappedFile.
 Expected<MappedFile> decrypt_to_memory(const std::string& path, const ModelKey& key);

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.h"
+#include "loader/encrypted_file.h"
 #include "loader/sha256.h"
 
 namespace stride {
@@ -123,19 +125,34 @@ Expected<ModelVersion> publish_model_version(const std::string& model_dir, const
   } cleanup{tmp};
 
   const std::string name = fs::path(file).filename().string();
-  fs::copy_file(file, tmp / name, ec);
-  if (ec) return IoError("cannot copy " + file + " into " + tmp.string() + ": " + ec.message());
+  // Streamed in chunks and synced: after the rename below the version's
+  // bytes are on disk, not only in the page cache.
+  STRIDE_RETURN_IF_ERROR(copy_file_atomic(file, (tmp / name).string(), 0644));
   // Hash the copy: the record describes exactly the bytes that will be served.
   STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_file((tmp / name).string()));
-  {
-    std::ofstream f(tmp / kShaFile);
-    f << digest << "  " << name << "\n";
-    if (!f.flush()) return IoError("cannot write " + (tmp / kShaFile).string());
-  }
+  STRIDE_RETURN_IF_ERROR(write_file_atomic((tmp / kShaFile).string(), digest + "  " + name + "\n", 0644));
   fs::rename(tmp, final_dir, ec);
   if (ec) return IoError("cannot publish " + final_dir.string() + ": " + ec.message());
   cleanup.p.clear();
+  STRIDE_RETURN_IF_ERROR(fsync_directory(model_dir));
   return find_model_version(model_dir, version);
+}
+
+// Declared in encrypted_file.h. The record is rewritten before the model
+// file is renamed: a crash between the two renames leaves the old file under
+// the old key (so the same command can simply be run again) beside a record
+// that no longer matches it (so the version is refused, never served wrong).
+Status rotate_model_key(const std::string& path, const ModelKey& old_key, const ModelKey& new_key) {
+  AtomicFile model;
+  STRIDE_RETURN_IF_ERROR(rotate_model_key_into(path, old_key, new_key, model));
+  const fs::path record = fs::path(path).parent_path() / kShaFile;
+  const std::string name = fs::path(path).filename().string();
+  auto entry = read_sha_file(record);
+  if (entry.ok() && entry->second == name) {
+    STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_file(model.temp_path()));
+    STRIDE_RETURN_IF_ERROR(write_file_atomic(record.string(), digest + "  " + name + "\n", 0644));
+  }
+  return model.commit();
 }
 
 }  // namespace stride

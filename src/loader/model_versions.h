@@ -3,7 +3,10 @@
 //   <model_dir>/<version>/<name>.gguf   the weights (plain or encrypted)
 //   <model_dir>/<version>/SHA256        "<64 hex>  <name>.gguf", recorded at publish time
 // SHA256 is in `sha256sum` format, so `cd <model_dir>/<version> && sha256sum -c SHA256`
-// checks a version by hand. A version is published once and never rewritten.
+// checks a version by hand. A version is published once and never rewritten,
+// except by `stride model rotate-key`, which re-encrypts its file and
+// rewrites SHA256 to match (see rotate_model_key in encrypted_file.h).
+// Every file is written through core/atomic_file.h (synced, then renamed).
 #include <cstdint>
 #include <string>
 #include <vector>
