@@ -38,6 +38,36 @@ void PinnedPage::release() {
   slot_ = -1;
 }
 
+namespace {
+
+// The tier's backing file: created new (O_EXCL|O_NOFOLLOW: an existing file
+// or a symlink planted at the path is refused, never truncated or followed),
+// unlinked at once (it is scratch space: nothing is left behind after a
+// crash, and the next tier, e.g. the next model version's, can take the same
+// path), and its blocks reserved now, so a full disk is an error here rather
+// than a SIGBUS on some later page write through the mapping.
+Expected<int> open_scratch_file(const std::string& path, int64_t bytes) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == EEXIST || err == ELOOP)
+      return InvalidArgument("KV offload file " + path +
+                             " exists already (or is a symbolic link): refusing to overwrite it; the tier creates "
+                             "its own scratch file there, so remove it or choose a new path");
+    return IoError("cannot create the KV offload file " + path + ": " + std::strerror(err));
+  }
+  ::unlink(path.c_str());
+  const int rc = ::posix_fallocate(fd, 0, (off_t)bytes);  // returns the error, not errno
+  if (rc != 0) {
+    ::close(fd);
+    return ResourceExhausted("cannot reserve " + std::to_string(bytes) + " bytes for the KV offload file " + path +
+                             ": " + std::strerror(rc));
+  }
+  return fd;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<HostTier>> HostTier::create(const HostTierOptions& opts) {
   if (opts.slot_bytes <= 0) return InvalidArgument("host tier: slot size must be positive");
   const int64_t n_slots = opts.capacity_bytes / opts.slot_bytes;
@@ -50,11 +80,7 @@ Expected<std::unique_ptr<HostTier>> HostTier::create(const HostTierOptions& opts
   if (opts.file.empty()) {
     p = mmap(nullptr, (size_t)tier->mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   } else {
-    tier->fd_ = ::open(opts.file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (tier->fd_ < 0) return IoError("host tier: cannot create " + opts.file + ": " + std::strerror(errno));
-    if (ftruncate(tier->fd_, (off_t)tier->mapped_bytes_) != 0)
-      return ResourceExhausted("host tier: cannot size " + opts.file + " to " + std::to_string(tier->mapped_bytes_) +
-                               " bytes: " + std::strerror(errno));
+    STRIDE_ASSIGN_OR_RETURN(tier->fd_, open_scratch_file(opts.file, tier->mapped_bytes_));
     p = mmap(nullptr, (size_t)tier->mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, tier->fd_, 0);
   }
   if (p == MAP_FAILED)
@@ -69,10 +95,7 @@ Expected<std::unique_ptr<HostTier>> HostTier::create(const HostTierOptions& opts
 
 HostTier::~HostTier() {
   if (base_) munmap(base_, (size_t)mapped_bytes_);
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(opts_.file.c_str());  // the tier is scratch space, not a cache across runs
-  }
+  if (fd_ >= 0) ::close(fd_);  // unlinked when created: closing frees its blocks
 }
 
 Status HostTier::put(uint64_t key, std::span<const uint8_t> page, TierSpace space) {

@@ -29,7 +29,11 @@ namespace stride {
 struct HostTierOptions {
   int64_t capacity_bytes = 0;  // rounded down to whole slots; must hold at least one
   int64_t slot_bytes = 0;      // one page image
-  std::string file;            // empty: anonymous RAM; else this file backs the tier
+  // Empty: anonymous RAM. Else a new file created at this path (an existing
+  // file or symlink is refused), unlinked at once and fully reserved
+  // (posix_fallocate) before use: a full disk fails create() with
+  // ResourceExhausted instead of a SIGBUS later.
+  std::string file;
 };
 
 enum class TierSpace : uint8_t { Cache = 0, Owned = 1 };
