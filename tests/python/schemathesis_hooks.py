@@ -1,0 +1,35 @@
+"""schemathesis hooks for runs against `stride serve` (SCHEMATHESIS_HOOKS=schemathesis_hooks,
+with tests/python on PYTHONPATH).
+
+Generation requests are kept short: a valid max_tokens / max_completion_tokens
+above STRIDE_ST_MAX_TOKENS (default 4) is lowered to it, and a request without
+either gets max_tokens = STRIDE_ST_MAX_TOKENS (chat completions otherwise run
+to the cap). Values outside the schema's range are left alone, so negative
+cases stay negative, and a lowered value is still valid, so positive cases
+stay positive.
+"""
+import os
+
+import schemathesis
+
+CAP = int(os.environ.get("STRIDE_ST_MAX_TOKENS", "4"))
+SCHEMA_MAX = 4096
+GENERATION = ("/v1/completions", "/v1/chat/completions")
+
+
+def _valid_count(v):
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= SCHEMA_MAX
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    if case.operation.path not in GENERATION or not isinstance(case.body, dict):
+        return
+    body = case.body
+    keys = ["max_tokens"] + (["max_completion_tokens"] if case.operation.path.endswith("chat/completions") else [])
+    present = [k for k in keys if body.get(k) is not None]
+    for k in present:
+        if _valid_count(body[k]) and body[k] > CAP:
+            body[k] = CAP
+    if not present:
+        body["max_tokens"] = CAP
