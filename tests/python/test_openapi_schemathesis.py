@@ -33,7 +33,8 @@ def schemathesis_cmd(url, report_dir, max_examples, seed, extra=()):
             "--generation-database", "none", "--request-timeout", "60",
             "--header", f"Authorization: Bearer {ADMIN_KEY}",
             "--suppress-health-check", "too_slow,filter_too_much",
-            "--report", "json,junit", "--report-dir", report_dir, "--no-color", *extra]
+            "--report", "json,junit", "--report-dir", report_dir, "--output-sanitize", "false",
+            "--no-color", *extra]
 
 
 def schemathesis_env():
