@@ -37,3 +37,6 @@ fuzz_build() {
 }
 
 fuzz_bin() { echo "$FUZZ_BUILD/fuzz/fuzz_$1"; }
+
+# -dict=... when the target has a dictionary (fuzz/dicts/<t>.dict), else nothing.
+fuzz_dict() { [[ -f "$ROOT/fuzz/dicts/$1.dict" ]] && echo "-dict=$ROOT/fuzz/dicts/$1.dict"; }
