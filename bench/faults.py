@@ -320,6 +320,20 @@ def _fill_prefix_cache(srv, n_prompts, prompt_tokens, seed=7):
     return statuses
 
 
+def fill(path):
+    """Writes zeros to path until the file system is full."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for chunk in (1 << 20, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * chunk)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
 def offload_disk_full(args):
     f = Fault("offload_disk_full")
     mnt = tempfile.mkdtemp(prefix="stride-fault-tmpfs-")
@@ -343,6 +357,7 @@ def offload_disk_full(args):
                         ("offload" in str(e).lower() or "space" in str(e).lower()))
                 srv = None
             if srv:
+                call(srv.port, "/v1/completions", {"prompt": "warm up", "max_tokens": 2})
                 m0 = metrics(srv.port)
                 f.note(f"started: pool {m0.get('stride_kv_cache_pages_capacity')} pages, tier "
                        f"{m0.get('stride_kv_offload_slots_capacity')} slots; disk use "
@@ -365,22 +380,9 @@ def offload_disk_full(args):
             if srv:
                 srv.stop(signal.SIGKILL) if srv.proc.poll() is None else None
         # 2. The disk is already full when the server starts.
-        with open(os.path.join(mnt, "filler"), "wb") as fh:
-            try:
-                while True:
-                    fh.write(b"\0" * (1 << 20))
-                    fh.flush()
-            except OSError:
-                pass
         if os.path.exists(offload):
             os.unlink(offload)
-        with open(os.path.join(mnt, "filler"), "ab") as fh:
-            try:
-                while True:
-                    fh.write(b"\0" * 4096)
-                    fh.flush()
-            except OSError:
-                pass
+        fill(os.path.join(mnt, "filler"))
         f.note(f"disk filled: {shutil.disk_usage(mnt).free} bytes free")
         srv = StrideServer(SMOL, extra_args=["--kv-budget", "8M"], wait=False,
                            env={"STRIDE_KV_OFFLOAD_BYTES": "4M", "STRIDE_KV_OFFLOAD_FILE": offload})
@@ -417,10 +419,13 @@ def pool_exhausted(args):
     f = Fault("pool_exhausted")
     srv = StrideServer(SMOL, extra_args=["--kv-budget", "16M", "--max-batch", "8"])
     try:
+        call(srv.port, "/v1/completions", {"prompt": "warm up", "max_tokens": 2})  # gauges appear after a step
         m = metrics(srv.port)
         cap_pages = int(m["stride_kv_cache_pages_capacity"])
-        cap_tokens = cap_pages * 32
-        f.note(f"pool: {cap_pages} pages of 32 tokens ({cap_tokens} tokens)")
+        info = subprocess.run([binary(), "info", "--model", SMOL], capture_output=True, text=True, timeout=60).stdout
+        n_layer = int(next(l.split()[1] for l in info.splitlines() if l.startswith("layers:")))
+        cap_tokens = cap_pages * 32 // n_layer  # every layer has its own pages
+        f.note(f"pool: {cap_pages} pages of 32 tokens over {n_layer} layers ({cap_tokens} tokens per sequence)")
         r = random.Random(3)
         for label, n_tok, expect_ok in (("larger than the pool", int(cap_tokens * 1.5), False),
                                         ("most of the pool", int(cap_tokens * 0.8), True)):
