@@ -238,6 +238,17 @@ int serve(ServeArgs& a) {
   ho.max_body_bytes = cfg.max_body_bytes;
   ho.tls_cert_file = cfg.tls_cert_file;
   ho.tls_key_file = cfg.tls_key_file;
+  ho.io_threads = cfg.io_threads;
+  ho.max_connections = cfg.max_connections;
+  ho.max_connections_per_ip = cfg.max_connections_per_ip;
+  ho.header_timeout_s = cfg.header_timeout_s;
+  ho.body_timeout_s = cfg.body_timeout_s;
+  ho.idle_timeout_s = cfg.idle_timeout_s;
+  ho.write_timeout_s = cfg.write_timeout_s;
+  ho.keepalive_max_requests = cfg.keepalive_max_requests;
+  if (!allowlist.empty()) {
+    ho.accept_filter = [allowlist](const std::string& ip) { return server::ip_allowed(ip, allowlist); };
+  }
   server::HttpServer http(ho, [&api](const server::HttpRequest& req, server::Responder& res) { api.handle(req, res); });
   if (Status st = http.start(); !st.ok()) return fail_log(st.message());
   log(LogLevel::Info, "listening",
@@ -279,19 +290,19 @@ int serve(ServeArgs& a) {
     }
   }
   log(LogLevel::Info, "signal received: draining", {{"signal", std::to_string(sig)}});
+  // New generation requests get 503 while running and queued ones finish (a
+  // version replaced earlier drains when its last request lets go of it).
   api.set_draining();
-  http.stop();                  // no new connections
   {
-    // Running and queued requests finish (a version replaced earlier drains
-    // when its last request lets go of it).
     server::ModelPtr current = api.model();
     if (current) current->scheduler->drain_and_stop();
   }
+  http.stop();  // no new connections
+  // Handlers write their last bytes; then every connection closes and every
+  // thread is joined, so nothing runs after serve() returns.
+  if (!http.wait_handlers(10000)) log(LogLevel::Warning, "requests still running after 10 s; closing");
   http.close_idle_connections();
-  // Give handlers time to write their last bytes before the server goes away.
-  for (int i = 0; i < 500 && http.open_connections() > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  http.shutdown();
   log(LogLevel::Info, "stopped");
   return 0;
 }

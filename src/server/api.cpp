@@ -8,6 +8,7 @@
 
 #include "loader/model_versions.h"
 #include "server/openai_request.h"
+#include "server/log.h"
 #include "server/openai_response.h"
 
 namespace stride::server {
@@ -109,7 +110,13 @@ void Api::handle(const HttpRequest& req, Responder& res) {
   const std::string target(req.target());
   call.endpoint = target.substr(0, target.find('?'));
   call.model = model();
-  route(req, res, call);
+  try {
+    route(req, res, call);
+  } catch (const std::exception& e) {
+    // A bug of ours, not the client's: this request fails, the server lives on.
+    log(LogLevel::Error, "request failed", {{"request_id", call.id}, {"endpoint", call.endpoint}, {"error", e.what()}});
+    if (!res.started()) error(res, call, 500, "internal error while handling the request");
+  }
   metrics_.count_http(res.status());
   const bool api_call = call.endpoint.rfind("/v1/", 0) == 0 || call.endpoint == "/tokenize" ||
                         call.endpoint == "/detokenize";
@@ -153,11 +160,10 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
     if (ready_ && !draining_) return json(res, call, 200, R"({"status":"ready"})");
     return json(res, call, 503, draining_ ? R"({"status":"draining"})" : R"({"status":"loading"})");
   }
-  if (path == "/metrics") return res.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render());
-
   if (path == "/admin/model") return admin_model(req, res, call);
   // Everything below needs a key when keys are configured.
-  if (!cfg_.api_keys.empty()) {
+  const bool needs_key = path != "/metrics" || cfg_.metrics_require_key;
+  if (needs_key && !cfg_.api_keys.empty()) {
     const auto auth = req.find(http::field::authorization);
     const std::string token = auth == req.end() ? "" : bearer_token(std::string(auth->value()));
     const int idx = token.empty() ? -1 : match_api_key(token, cfg_.api_keys);
@@ -167,16 +173,17 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
     }
     call.key_id = "key#" + std::to_string(idx);
   }
+  if (path == "/metrics") return res.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render());
   if (!ready_ || !call.model) return error(res, call, 503, "the model is still loading", "", "not_ready");
   if (path == "/v1/models") return models(res, call);
-  if (path == "/tokenize") return tokenize(req, res, call);
-  if (path == "/detokenize") return detokenize(req, res, call);
-  if (draining_) return error(res, call, 503, "the server is shutting down", "", "draining");
   double retry = 0;
   if (!take_rate_token(call.key_id != "-" ? call.key_id : call.client_ip, &retry)) {
     return error(res, call, 429, "rate limit exceeded (" + std::to_string((int)cfg_.rate_limit_rpm) + " requests/minute)",
                  "", "rate_limit_exceeded", {{"Retry-After", std::to_string((int)std::ceil(retry))}});
   }
+  if (path == "/tokenize") return tokenize(req, res, call);
+  if (path == "/detokenize") return detokenize(req, res, call);
+  if (draining_) return error(res, call, 503, "the server is shutting down", "", "draining");
   generate(req, res, call, path == "/v1/chat/completions");
 }
 
@@ -187,10 +194,16 @@ void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
   const int idx = token.empty() ? -1 : match_api_key(token, cfg_.admin_keys);
   if (idx < 0) return error(res, call, 401, "an admin key is required", "", "invalid_api_key");
   call.key_id = "admin#" + std::to_string(idx);
-  auto b = nlohmann::json::parse(req.body(), nullptr, false);
-  const bool by_version = b.is_object() && b.contains("version") && b["version"].is_string();
-  const bool by_path = b.is_object() && b.contains("model") && b["model"].is_string();
-  if (b.is_discarded() || by_version == by_path) {
+  nlohmann::json b;
+  if (ApiError e = parse_json_object(req.body(), b); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  Fields f(b);
+  std::string version, model_path, sha256;
+  for (auto [key, out] : {std::pair{"version", &version}, {"model", &model_path}, {"sha256", &sha256}}) {
+    if (ApiError e = f.opt_string(key, 4096, *out); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  }
+  const bool by_version = !version.empty();
+  const bool by_path = !model_path.empty();
+  if (by_version == by_path) {
     return error(res, call, 400,
                  "body must be {\"version\": NAME} or {\"model\": PATH, \"sha256\": optional}", "model");
   }
@@ -201,10 +214,10 @@ void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
       std::lock_guard<std::mutex> lock(model_mu_);
       dir = model_dir_;
     }
-    ref = model_ref_for_version(dir, b["version"].get<std::string>());
+    ref = model_ref_for_version(dir, version);
   } else {
-    ref->path = b["model"].get<std::string>();
-    ref->sha256 = b.contains("sha256") && b["sha256"].is_string() ? b["sha256"].get<std::string>() : "";
+    ref->path = model_path;
+    ref->sha256 = sha256;
   }
   Expected<double> secs = ref.ok() ? switch_model(*ref) : Expected<double>(ref.status());
   if (!secs.ok()) {
@@ -215,6 +228,23 @@ void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
   ModelPtr now = model();
   json(res, call, 200, dump(nlohmann::json{{"model", now->id}, {"version", now->version}, {"sha256", now->sha256},
                                            {"switch_seconds", *secs}}));
+}
+
+Api::InflightSlot::InflightSlot(Api& api, std::string who) : api_(api), who_(std::move(who)) {
+  const int cap = api_.cfg_.max_requests_per_key;
+  std::lock_guard<std::mutex> lock(api_.inflight_mu_);
+  int& n = api_.inflight_[who_];
+  if (cap > 0 && n >= cap) return;
+  ++n;
+  held_ = true;
+}
+
+Api::InflightSlot::~InflightSlot() {
+  std::lock_guard<std::mutex> lock(api_.inflight_mu_);
+  auto it = api_.inflight_.find(who_);
+  if (it == api_.inflight_.end()) return;
+  if (held_) --it->second;
+  if (it->second <= 0) api_.inflight_.erase(it);
 }
 
 bool Api::take_rate_token(const std::string& who, double* retry_after_s) {
@@ -248,36 +278,31 @@ void Api::models(Responder& res, Call& call) {
 }
 
 void Api::tokenize(const HttpRequest& req, Responder& res, Call& call) {
-  auto b = nlohmann::json::parse(req.body(), nullptr, false);
-  if (b.is_discarded() || !b.is_object()) return error(res, call, 400, "malformed JSON body");
-  const char* key = b.contains("prompt") ? "prompt" : "content";
-  if (!b.contains(key) || !b[key].is_string()) return error(res, call, 400, "'prompt' must be a string", "prompt");
-  const bool add_special = b.value("add_special_tokens", true);
+  nlohmann::json b;
+  TokenizeCall t;
+  ApiError e = parse_json_object(req.body(), b);
+  if (e.ok()) e = parse_tokenize(b, t);
+  if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   const Tokenizer& tok = *call.model->engine->tokenizer();
-  const auto ids = tok.encode(b[key].get<std::string>(), add_special && tok.add_bos_default(), true);
+  const auto ids = tok.encode(t.text, t.add_special && tok.add_bos_default(), t.parse_special);
   call.prompt_tokens = (int)ids.size();
   json(res, call, 200,
        dump(nlohmann::json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", cfg_.max_context_length}}));
 }
 
 void Api::detokenize(const HttpRequest& req, Responder& res, Call& call) {
-  auto b = nlohmann::json::parse(req.body(), nullptr, false);
-  if (b.is_discarded() || !b.is_object()) return error(res, call, 400, "malformed JSON body");
-  if (!b.contains("tokens") || !b["tokens"].is_array()) return error(res, call, 400, "'tokens' must be a list", "tokens");
-  const Tokenizer& tok = *call.model->engine->tokenizer();
+  nlohmann::json b;
   std::vector<int32_t> ids;
-  for (const auto& t : b["tokens"]) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tok.n_vocab()) {
-      return error(res, call, 400, "token ids must be integers in [0, " + std::to_string(tok.n_vocab()) + ")", "tokens");
-    }
-    ids.push_back(t.get<int32_t>());
-  }
+  const Tokenizer& tok = *call.model->engine->tokenizer();
+  ApiError e = parse_json_object(req.body(), b);
+  if (e.ok()) e = parse_detokenize(b, tok.n_vocab(), (size_t)cfg_.max_context_length, ids);
+  if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   json(res, call, 200, dump(nlohmann::json{{"prompt", tok.decode(ids)}}));
 }
 
 void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat) {
-  auto body = nlohmann::json::parse(req.body(), nullptr, false);
-  if (body.is_discarded()) return error(res, call, 400, "malformed JSON body", "", "invalid_json");
+  nlohmann::json body;
+  if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   ParseContext ctx;
   ctx.cfg = &cfg_;
   ctx.tok = call.model->engine->tokenizer();
@@ -293,6 +318,15 @@ void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat
   g.req.id = call.id;
   g.req.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg_.request_timeout_s * 1e6));
 
+  // Fairness: one key (or address) cannot fill the queue for everyone.
+  const std::string who = call.key_id != "-" ? call.key_id : call.client_ip;
+  InflightSlot slot(*this, who);
+  if (!slot.held()) {
+    return error(res, call, 429,
+                 "too many requests in flight for this key (max_requests_per_key: " +
+                     std::to_string(cfg_.max_requests_per_key) + ")",
+                 "", "too_many_requests", {{"Retry-After", "1"}});
+  }
   auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
   Status st = call.model->scheduler->submit(ch);
   if (st.code() == StatusCode::kResourceExhausted) {
@@ -308,20 +342,29 @@ void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat
   std::string text;
   std::vector<serving::TokenLogprob> lps;
   bool streaming = g.stream;
+  int delivered_tokens = 0;  // written to the client (the audit log's count when it hangs up)
+  int pending_tokens = 0;    // generated, text held back
   if (streaming) {
     if (!res.begin_stream({{"X-Request-Id", call.id}})) return ch->cancel();
     if (chat) res.write_chunk(sse(chunk_json(ids, "", "", nullptr, true)));
   }
+  // A client that hung up is noticed within ~50 ms whether or not tokens are
+  // flowing; the scheduler then frees its pages at its next step.
+  auto next_check = Clock::now();
   for (;;) {
     auto ev = ch->pop(std::chrono::milliseconds(50));
-    if (!ev) {
+    if (Clock::now() >= next_check) {
+      next_check = Clock::now() + std::chrono::milliseconds(50);
       if (res.client_gone()) {
-        ch->cancel();  // the scheduler frees the pages at its next step
+        ch->cancel();
+        call.finish_reason = "client_disconnected";
+        call.completion_tokens = delivered_tokens;
         return;
       }
-      continue;
     }
+    if (!ev) continue;
     if (ev->kind == serving::EventKind::Token) {
+      pending_tokens += ev->tokens;
       if (!streaming) {
         text += ev->text;
         lps.insert(lps.end(), ev->logprobs.begin(), ev->logprobs.end());
@@ -332,8 +375,12 @@ void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat
       text += ev->text;
       if (!res.write_chunk(sse(chunk_json(ids, ev->text, "", lp)))) {
         ch->cancel();
+        call.finish_reason = "client_disconnected";
+        call.completion_tokens = delivered_tokens;
         return;
       }
+      delivered_tokens += pending_tokens;
+      pending_tokens = 0;
       continue;
     }
     if (ev->kind == serving::EventKind::Error) {

@@ -70,6 +70,18 @@ class Api {
 
  private:
   struct Call;  // one request's context (id, key, timing)
+  // A generation request counted against its key's max_requests_per_key while it lives.
+  class InflightSlot {
+   public:
+    InflightSlot(Api& api, std::string who);
+    ~InflightSlot();
+    bool held() const { return held_; }
+
+   private:
+    Api& api_;
+    std::string who_;
+    bool held_ = false;
+  };
   void route(const HttpRequest& req, Responder& res, Call& call);
   void generate(const HttpRequest& req, Responder& res, Call& call, bool chat);
   void tokenize(const HttpRequest& req, Responder& res, Call& call);
@@ -98,6 +110,8 @@ class Api {
     double tokens = 0;
     serving::Clock::time_point last;
   };
+  std::mutex inflight_mu_;
+  std::map<std::string, int> inflight_;  // running + queued generations per key
   std::mutex rate_mu_;
   std::map<std::string, Bucket> buckets_;
 };

@@ -1,97 +1,89 @@
 #pragma once
-// HTTP/1.1 keep-alive server on Boost.Beast. Connections are served by a
-// thread each (blocking reads and writes): a streaming response waits on its
-// request's event queue, and a thread per connection keeps that simple. The
-// acceptor's backlog is large (1024); max_connections bounds the threads.
+// HTTP/1.1 keep-alive server on Boost.Beast's asynchronous model. A few
+// network threads do all socket I/O; every read and write has a deadline
+// (header, body, idle keep-alive, write), so slow senders, idle connections
+// and clients that stop reading are cut off and cost no thread. A complete
+// request runs its handler on a request thread (handlers block on the
+// scheduler), whose writes go back through the network threads.
 // With a certificate and key the server speaks HTTPS only (OpenSSL).
 #include <atomic>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/asio/ssl.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <set>
+#include <optional>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "core/status.h"
-#include "server/connection_stream.h"
+#include "server/connection_registry.h"
+#include "server/request_threads.h"
+#include "server/responder.h"
 
 namespace stride::server {
 
-namespace http = boost::beast::http;
-using HttpRequest = http::request<http::string_body>;
-using Headers = std::vector<std::pair<std::string, std::string>>;
-
-// Writes the response(s) of one connection.
-class Responder {
- public:
-  Responder(ConnectionStream& stream, unsigned version, bool keep_alive, std::string client_ip)
-      : stream_(stream), version_(version), keep_alive_(keep_alive), client_ip_(std::move(client_ip)) {}
-
-  void send(int status, const std::string& content_type, std::string body, const Headers& extra = {});
-  // Server-Sent Events over chunked transfer encoding.
-  bool begin_stream(const Headers& extra = {});
-  bool write_chunk(const std::string& data);  // false once the client is gone
-  void end_stream();
-  // True when the peer closed its side (checked without blocking).
-  bool client_gone();
-
-  const std::string& client_ip() const { return client_ip_; }
-  int status() const { return status_; }
-  bool failed() const { return failed_; }
-
- private:
-  ConnectionStream& stream_;
-  unsigned version_;
-  bool keep_alive_;
-  std::string client_ip_;
-  int status_ = 0;
-  bool failed_ = false;
-};
-
+struct SessionContext;
 using Handler = std::function<void(const HttpRequest&, Responder&)>;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;              // 0: any free port (see port())
   int64_t max_body_bytes = 1 << 20;
-  int max_connections = 512;
-  int idle_timeout_s = 60;
+  int64_t max_header_bytes = 64 * 1024;
+  int max_connections = 1024;
+  int max_connections_per_ip = 256;
+  int max_request_threads = 512;  // requests being handled at once; beyond: 503
+  int io_threads = 2;
+  double header_timeout_s = 30;
+  double body_timeout_s = 60;
+  double idle_timeout_s = 60;
+  double write_timeout_s = 30;
+  int keepalive_max_requests = 1000;
   std::string tls_cert_file;    // both set: HTTPS only
   std::string tls_key_file;
+  // Decides at accept, before any byte is read, whether an address may connect.
+  std::function<bool(const std::string& ip)> accept_filter;
 };
 
 class HttpServer {
  public:
   HttpServer(HttpServerOptions opts, Handler handler);
   ~HttpServer();
-  Status start();   // binds and starts the accept thread
-  void stop();  // stops accepting; open connections finish their current request
-  // Wakes connections waiting for their next request so they close (call
-  // after the work in flight is done: a half-closed socket reads as a gone client).
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  Status start();  // binds, listens and starts the network threads
+  void stop();     // stops accepting; open connections finish their current request
+  // Closes connections that wait for a request (after the work in flight is done).
   void close_idle_connections();
+  // Waits for running handlers; false if some still run after `timeout_ms`.
+  bool wait_handlers(int timeout_ms) { return threads_.wait_idle(timeout_ms); }
+  // Closes everything and joins every thread (called by the destructor).
+  void shutdown();
   int port() const { return port_; }
-  int open_connections() const { return connections_.load(); }
+  int open_connections() const { return registry_.size(); }
+  int evicted_connections() const { return registry_.evicted(); }
 
  private:
-  void accept_loop();
-  void serve(boost::asio::ip::tcp::socket socket);
+  void do_accept();
+  void on_accept(boost::asio::ip::tcp::socket socket);
 
   HttpServerOptions opts_;
   Handler handler_;
+  ConnectionRegistry registry_;   // before io_: sessions destroyed with io_ unregister here
+  RequestThreads threads_;
+  std::atomic<bool> stopping_{false};
   boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   std::unique_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
-  std::thread accept_thread_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<int> connections_{0};
-  std::mutex fds_mu_;
-  std::set<int> fds_;  // sockets of open connections
+  std::unique_ptr<SessionContext> session_ctx_;  // what every session shares
+  std::vector<std::thread> io_threads_;
   int port_ = 0;
+  bool shut_down_ = false;
 };
 
 }  // namespace stride::server

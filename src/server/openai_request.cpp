@@ -1,156 +1,227 @@
 #include "server/openai_request.h"
 
+#include <random>
+
 namespace stride::server {
 
 namespace {
 
 using json = nlohmann::json;
 
-ApiError bad(const std::string& param, const std::string& message, const std::string& code = "") {
-  return {400, message, param, code};
-}
-
-// Reads an optional number field within [lo, hi].
-template <typename T>
-ApiError number(const json& b, const char* key, T lo, T hi, T& out) {
-  if (!b.contains(key) || b[key].is_null()) return {};
-  const json& v = b[key];
-  if constexpr (std::is_integral_v<T>) {
-    if (!v.is_number_integer()) return bad(key, std::string("'") + key + "' must be an integer");
-  } else {
-    if (!v.is_number()) return bad(key, std::string("'") + key + "' must be a number");
-  }
-  const T x = v.get<T>();
-  if (x < lo || x > hi) {
-    return bad(key, std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  out = x;
-  return {};
-}
-
-ApiError boolean(const json& b, const char* key, bool& out) {
-  if (!b.contains(key) || b[key].is_null()) return {};
-  if (!b[key].is_boolean()) return bad(key, std::string("'") + key + "' must be a boolean");
-  out = b[key].get<bool>();
-  return {};
-}
-
-#define TRY(expr)                  \
-  do {                             \
-    ApiError _e = (expr);          \
-    if (!_e.ok()) return _e;       \
+#define TRY(expr)            \
+  do {                       \
+    ApiError _e = (expr);    \
+    if (!_e.ok()) return _e; \
   } while (0)
 
+// The sampling knobs: one row per field, so every one is checked the same way.
+struct FloatField {
+  const char* key;
+  double lo, hi;
+  bool lo_open;
+  float SamplingParams::*target;
+};
+constexpr FloatField kSamplingFloats[] = {
+    {"temperature", 0.0, 2.0, false, &SamplingParams::temperature},
+    {"top_p", 0.0, 1.0, true, &SamplingParams::top_p},
+    {"min_p", 0.0, 1.0, false, &SamplingParams::min_p},
+    {"presence_penalty", -2.0, 2.0, false, &SamplingParams::presence_penalty},
+    {"frequency_penalty", -2.0, 2.0, false, &SamplingParams::frequency_penalty},
+    {"repetition_penalty", 0.01, 10.0, false, &SamplingParams::repeat_penalty},
+};
+
+// Fields clients send that this server does not implement: refused with a
+// clear error rather than silently ignored (absent, null, or the listed
+// harmless value are fine).
+ApiError refuse_unsupported(const json& b) {
+  Fields f(b);
+  if (const json* v = f.find("logit_bias"); v && !(v->is_object() && v->empty())) {
+    return bad_field("logit_bias", "'logit_bias' is not supported");
+  }
+  if (const json* v = f.find("tools"); v && !(v->is_array() && v->empty())) {
+    return bad_field("tools", "'tools' is not supported");
+  }
+  if (const json* v = f.find("response_format")) {
+    const json* type = v->is_object() ? Fields(*v).find("type") : nullptr;
+    if (!type || *type != "text") return bad_field("response_format", "only {\"type\": \"text\"} is supported");
+  }
+  std::string ignored;
+  TRY(f.opt_string("user", 256, ignored));
+  return {};
+}
+
 ApiError read_prompt(const json& b, const ParseContext& ctx, GenerationCall& out) {
-  if (!b.contains("prompt")) return bad("prompt", "'prompt' is required");
-  json p = b["prompt"];
+  Fields f(b);
+  const json* found = f.find("prompt");
+  if (!found) return bad_field("prompt", "'prompt' is required");
+  const json* p = found;
   // A batch of one prompt is accepted; several prompts are not (n=1 serving).
-  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = p[0];
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+  bool parse_special = false;
+  TRY(f.opt_bool("parse_special", parse_special));
   const bool add_bos = ctx.tok->add_bos_default();
-  if (p.is_string()) {
-    out.prompt_text = p.get<std::string>();
-    out.req.prompt = ctx.tok->encode(out.prompt_text, add_bos, true);
-  } else if (p.is_array() && !p.empty() && p[0].is_number_integer()) {
-    for (const auto& t : p) {
-      if (!t.is_number_integer()) return bad("prompt", "token prompts must be integers");
-      const int64_t id = t.get<int64_t>();
-      if (id < 0 || id >= ctx.n_vocab) return bad("prompt", "token id " + std::to_string(id) + " is out of range");
-      out.req.prompt.push_back((int32_t)id);
+  if (p->is_string()) {
+    out.prompt_text = p->get<std::string>();
+    out.req.prompt = ctx.tok->encode(out.prompt_text, add_bos, parse_special);
+    return {};
+  }
+  if (!p->is_array() || p->empty()) {
+    return bad_field("prompt", "'prompt' must be a string, a list of token ids, or a list of one of those");
+  }
+  if ((int64_t)p->size() > ctx.cfg->max_context_length) {
+    return {413, "the prompt has more tokens than the context length", "prompt", "prompt_too_long"};
+  }
+  out.req.prompt.reserve(p->size());
+  for (const auto& t : *p) {
+    if (!t.is_number_integer()) return bad_field("prompt", "token prompts must be lists of integers");
+    const bool too_big = t.is_number_unsigned() && t.get<uint64_t>() >= (uint64_t)ctx.n_vocab;
+    const int64_t id = too_big ? -1 : t.get<int64_t>();
+    if (too_big || id < 0 || id >= ctx.n_vocab) {
+      return bad_field("prompt", "token ids must be integers in [0, " + std::to_string(ctx.n_vocab) + ")");
+    }
+    out.req.prompt.push_back((int32_t)id);
+  }
+  return {};
+}
+
+ApiError read_message(const json& m, serving::ChatMessage& cm) {
+  if (!m.is_object()) return bad_field("messages", "each message must be an object");
+  Fields f(m);
+  const json* role = f.find("role");
+  if (!role || !role->is_string()) return bad_field("messages", "each message needs a string 'role'");
+  cm.role = role->get<std::string>();
+  const json* c = f.find("content");
+  if (!c) return {};
+  if (c->is_string()) {
+    cm.content = c->get<std::string>();
+  } else if (c->is_array()) {  // [{"type":"text","text":...}]
+    for (const auto& part : *c) {
+      const json* type = part.is_object() ? Fields(part).find("type") : nullptr;
+      const json* text = part.is_object() ? Fields(part).find("text") : nullptr;
+      if (!type || *type != "text" || !text || !text->is_string()) {
+        return bad_field("messages", "only text content parts ({\"type\": \"text\", \"text\": STRING}) are supported");
+      }
+      cm.content += text->get_ref<const std::string&>();
     }
   } else {
-    return bad("prompt", "'prompt' must be a string, a list of token ids, or a list of one of those");
+    return bad_field("messages", "message 'content' must be a string or a list of text parts");
   }
   return {};
 }
 
 ApiError read_messages(const json& b, const ParseContext& ctx, GenerationCall& out) {
-  if (!b.contains("messages") || !b["messages"].is_array() || b["messages"].empty()) {
-    return bad("messages", "'messages' must be a non-empty list");
+  const json* ms = Fields(b).find("messages");
+  if (!ms || !ms->is_array() || ms->empty()) return bad_field("messages", "'messages' must be a non-empty list");
+  if (ms->size() > kMaxMessages) {
+    return bad_field("messages", "at most " + std::to_string(kMaxMessages) + " messages are accepted");
   }
-  std::vector<serving::ChatMessage> msgs;
-  for (const auto& m : b["messages"]) {
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-      return bad("messages", "each message needs a string 'role'");
-    }
-    serving::ChatMessage cm;
-    cm.role = m["role"].get<std::string>();
-    const json& c = m.contains("content") ? m["content"] : json();
-    if (c.is_string()) {
-      cm.content = c.get<std::string>();
-    } else if (c.is_array()) {  // [{"type":"text","text":...}]
-      for (const auto& part : c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-          return bad("messages", "only text content parts are supported");
-        }
-        cm.content += part["text"].get<std::string>();
-      }
-    } else if (!c.is_null()) {
-      return bad("messages", "message 'content' must be a string or a list of text parts");
-    }
-    msgs.push_back(std::move(cm));
-  }
-  if (!ctx.chat->ok()) return bad("messages", ctx.chat->status().message(), "chat_template_unavailable");
-  auto text = serving::render_chat(ctx.chat->value(), msgs);
-  if (!text.ok()) return bad("messages", text.status().message());
-  out.prompt_text = *text;
-  out.req.prompt = ctx.tok->encode(*text, ctx.tok->add_bos_default(), true);
+  std::vector<serving::ChatMessage> msgs(ms->size());
+  for (size_t i = 0; i < ms->size(); ++i) TRY(read_message((*ms)[i], msgs[i]));
+  if (!ctx.chat->ok()) return bad_field("messages", ctx.chat->status().message(), "chat_template_unavailable");
+  auto rendered = serving::render_chat_marked(ctx.chat->value(), msgs);
+  if (!rendered.ok()) return bad_field("messages", rendered.status().message());
+  out.prompt_text = rendered->text;
+  out.req.prompt = ctx.tok->encode_with_literals(rendered->text, rendered->literal, ctx.tok->add_bos_default());
   return {};
 }
 
 ApiError read_stop(const json& b, GenerationCall& out) {
-  if (!b.contains("stop") || b["stop"].is_null()) return {};
-  const json& s = b["stop"];
-  if (s.is_string()) {
-    out.req.stop.push_back(s.get<std::string>());
-  } else if (s.is_array() && s.size() <= 16) {
-    for (const auto& x : s) {
-      if (!x.is_string()) return bad("stop", "'stop' entries must be strings");
-      out.req.stop.push_back(x.get<std::string>());
+  const json* s = Fields(b).find("stop");
+  if (!s) return {};
+  auto add = [&](const json& x) -> ApiError {
+    if (!x.is_string()) return bad_field("stop", "'stop' entries must be strings");
+    if (x.get_ref<const std::string&>().size() > kMaxStopBytes) {
+      return bad_field("stop", "each stop string must be at most " + std::to_string(kMaxStopBytes) + " bytes");
     }
-  } else {
-    return bad("stop", "'stop' must be a string or a list of at most 16 strings");
+    if (!x.get_ref<const std::string&>().empty()) out.req.stop.push_back(x.get<std::string>());
+    return {};
+  };
+  if (s->is_string()) return add(*s);
+  if (!s->is_array() || s->size() > kMaxStopStrings) {
+    return bad_field("stop", "'stop' must be a string or a list of at most " + std::to_string(kMaxStopStrings) + " strings");
   }
+  for (const auto& x : *s) TRY(add(x));
   return {};
 }
 
 ApiError read_logprobs(const json& b, bool chat, GenerationCall& out) {
-  if (!b.contains("logprobs") || b["logprobs"].is_null()) return {};
+  Fields f(b);
   if (chat) {
     bool on = false;
-    TRY(boolean(b, "logprobs", on));
+    TRY(f.opt_bool("logprobs", on));
     int top = 0;
-    TRY(number<int>(b, "top_logprobs", 0, 20, top));
+    TRY(f.opt_int("top_logprobs", 0, 20, top));
     if (on) out.req.top_logprobs = top;
-  } else {
+  } else if (f.find("logprobs")) {
     int top = 0;
-    TRY(number<int>(b, "logprobs", 0, 20, top));
+    TRY(f.opt_int("logprobs", 0, 20, top));
     out.req.top_logprobs = top;
   }
   out.logprobs = out.req.top_logprobs >= 0;
   return {};
 }
 
+ApiError read_sampling(const json& b, SamplingParams& s) {
+  Fields f(b);
+  s.temperature = 1.0f;  // OpenAI's defaults
+  s.top_p = 1.0f;
+  s.top_k = 0;
+  s.min_p = 0.0f;
+  s.repeat_penalty = 1.0f;
+  for (const FloatField& ff : kSamplingFloats) TRY(f.opt_number(ff.key, ff.lo, ff.hi, s.*ff.target, ff.lo_open));
+  TRY(f.opt_int("top_k", -1, 1 << 20, s.top_k));
+  if (const json* seed = f.find("seed")) {
+    // OpenAI documents a signed 64-bit seed; unsigned 64-bit values are accepted too.
+    if (!seed->is_number_integer()) return f.type_error("seed", "an integer");
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : (uint64_t)seed->get<int64_t>();
+  } else {
+    s.seed = std::random_device{}();
+  }
+  return {};
+}
+
+ApiError read_attention(const json& b, const ParseContext& ctx) {
+  std::string spec;
+  TRY(Fields(b).opt_string("attention", 1024, spec));
+  if (!Fields(b).find("attention")) return {};
+  if (!ctx.cfg->allow_request_attention) {
+    return bad_field("attention", "per-request attention policies are disabled (allow_request_attention: false)");
+  }
+  auto p = parse_policy(spec);
+  if (!p.ok()) return bad_field("attention", p.status().message());
+  // The KV cache holds one policy per layer for all sequences.
+  if (!(*p == ctx.attention)) {
+    return bad_field("attention", "this server runs attention '" + policy_to_string(ctx.attention) +
+                                      "'; a different per-request policy needs its own engine");
+  }
+  return {};
+}
+
 }  // namespace
 
 ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, GenerationCall& out) {
-  if (!b.is_object()) return bad("", "the request body must be a JSON object");
+  if (!b.is_object()) return bad_field("", "the request body must be a JSON object");
   const serving::ServeConfig& cfg = *ctx.cfg;
+  Fields f(b);
   out.chat = chat;
-  if (b.contains("model") && !b["model"].is_null()) {
-    if (!b["model"].is_string()) return bad("model", "'model' must be a string");
-    const std::string m = b["model"].get<std::string>();
-    if (!m.empty() && m != ctx.model_id) {
-      return {404, "the model '" + m + "' does not exist (serving '" + ctx.model_id + "')", "model", "model_not_found"};
-    }
+  std::string model;
+  TRY(f.opt_string("model", 1024, model));
+  if (!model.empty() && model != ctx.model_id) {
+    return {404, "the model '" + model + "' does not exist (serving '" + ctx.model_id + "')", "model", "model_not_found"};
   }
   int n = 1;
-  TRY(number<int>(b, "n", 1, 128, n));
-  if (n != 1) return bad("n", "only n=1 is supported");
-  if (b.contains("best_of") && !b["best_of"].is_null() && b["best_of"] != 1) return bad("best_of", "best_of is not supported");
-  if (b.value("echo", false) == true) return bad("echo", "echo is not supported");
+  TRY(f.opt_int("n", 1, 128, n));
+  if (n != 1) return bad_field("n", "only n=1 is supported");
+  int best_of = 1;
+  TRY(f.opt_int("best_of", 1, 128, best_of));
+  if (best_of != 1) return bad_field("best_of", "best_of is not supported");
+  bool echo = false;
+  TRY(f.opt_bool("echo", echo));
+  if (echo) return bad_field("echo", "echo is not supported");
+  TRY(refuse_unsupported(b));
 
   TRY(chat ? read_messages(b, ctx, out) : read_prompt(b, ctx, out));
-  if (out.req.prompt.empty()) return bad(chat ? "messages" : "prompt", "the prompt is empty");
+  if (out.req.prompt.empty()) return bad_field(chat ? "messages" : "prompt", "the prompt is empty");
   if ((int64_t)out.req.prompt.size() > cfg.max_prompt_tokens) {
     return {413,
             "the prompt has " + std::to_string(out.req.prompt.size()) + " tokens; the limit is " +
@@ -159,62 +230,59 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
   }
 
   const int64_t room = cfg.max_context_length - (int64_t)out.req.prompt.size();
-  int max_tokens = chat ? (int)std::min<int64_t>(cfg.max_tokens_cap, room) : 16;
-  const char* mt_key = chat && b.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  TRY(number<int>(b, mt_key, 1, 1 << 30, max_tokens));
+  int64_t max_tokens = chat ? std::min<int64_t>(cfg.max_tokens_cap, room) : 16;
+  const char* mt_key = chat && f.find("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  TRY(f.opt_int(mt_key, 1, INT32_MAX, max_tokens));
   if (max_tokens > cfg.max_tokens_cap) {
-    return bad(mt_key, std::string("'") + mt_key + "' exceeds the server cap of " + std::to_string(cfg.max_tokens_cap));
+    return bad_field(mt_key, std::string("'") + mt_key + "' exceeds the server cap of " + std::to_string(cfg.max_tokens_cap));
   }
   if (max_tokens > room) {
-    return bad(mt_key,
-               "prompt (" + std::to_string(out.req.prompt.size()) + " tokens) + " + mt_key + " (" +
-                   std::to_string(max_tokens) + ") exceeds the context length " + std::to_string(cfg.max_context_length),
-               "context_length_exceeded");
+    return bad_field(mt_key,
+                     "prompt (" + std::to_string(out.req.prompt.size()) + " tokens) + " + mt_key + " (" +
+                         std::to_string(max_tokens) + ") exceeds the context length " +
+                         std::to_string(cfg.max_context_length),
+                     "context_length_exceeded");
   }
-  out.req.max_tokens = max_tokens;
+  out.req.max_tokens = (int)max_tokens;
 
-  SamplingParams& s = out.req.sampling;
-  s.temperature = 1.0f;  // OpenAI's defaults
-  s.top_p = 1.0f;
-  s.top_k = 0;
-  s.min_p = 0.0f;
-  s.repeat_penalty = 1.0f;
-  TRY(number<float>(b, "temperature", 0.f, 2.f, s.temperature));
-  TRY(number<float>(b, "top_p", 0.f, 1.f, s.top_p));
-  if (s.top_p == 0.f) return bad("top_p", "'top_p' must be > 0");
-  TRY(number<int>(b, "top_k", -1, 1 << 20, s.top_k));
-  TRY(number<float>(b, "min_p", 0.f, 1.f, s.min_p));
-  TRY(number<float>(b, "presence_penalty", -2.f, 2.f, s.presence_penalty));
-  TRY(number<float>(b, "frequency_penalty", -2.f, 2.f, s.frequency_penalty));
-  TRY(number<float>(b, "repetition_penalty", 0.01f, 10.f, s.repeat_penalty));
-  int64_t seed = 0;
-  if (b.contains("seed") && !b["seed"].is_null()) {
-    TRY(number<int64_t>(b, "seed", INT64_MIN, INT64_MAX, seed));
-    s.seed = (uint64_t)seed;
-  } else {
-    s.seed = std::random_device{}();
-  }
+  TRY(read_sampling(b, out.req.sampling));
   TRY(read_stop(b, out));
-  TRY(boolean(b, "ignore_eos", out.req.ignore_eos));
-  TRY(boolean(b, "stream", out.stream));
-  if (b.contains("stream_options") && !b["stream_options"].is_null()) {
-    if (!b["stream_options"].is_object()) return bad("stream_options", "'stream_options' must be an object");
-    TRY(boolean(b["stream_options"], "include_usage", out.include_usage));
+  TRY(f.opt_bool("ignore_eos", out.req.ignore_eos));
+  TRY(f.opt_bool("stream", out.stream));
+  if (const json* so = f.find("stream_options")) {
+    if (!so->is_object()) return bad_field("stream_options", "'stream_options' must be an object");
+    ApiError e = Fields(*so).opt_bool("include_usage", out.include_usage);
+    if (!e.ok()) return bad_field("stream_options", "'stream_options.include_usage' must be a boolean");
   }
   TRY(read_logprobs(b, chat, out));
+  TRY(read_attention(b, ctx));
+  return {};
+}
 
-  if (b.contains("attention") && !b["attention"].is_null()) {
-    if (!b["attention"].is_string()) return bad("attention", "'attention' must be a policy string");
-    if (!cfg.allow_request_attention) {
-      return bad("attention", "per-request attention policies are disabled (allow_request_attention: false)");
-    }
-    auto p = parse_policy(b["attention"].get<std::string>());
-    if (!p.ok()) return bad("attention", p.status().message());
-    // The KV cache holds one policy per layer for all sequences.
-    if (!(*p == ctx.attention)) {
-      return bad("attention", "this server runs attention '" + policy_to_string(ctx.attention) +
-                                  "'; a different per-request policy needs its own engine");
-    }
+ApiError parse_tokenize(const json& b, TokenizeCall& out) {
+  Fields f(b);
+  const char* key = f.find("prompt") ? "prompt" : "content";
+  const json* text = f.find(key);
+  if (!text || !text->is_string()) return bad_field("prompt", "'prompt' (or 'content') must be a string");
+  out.text = text->get<std::string>();
+  TRY(f.opt_bool("add_special_tokens", out.add_special));
+  TRY(f.opt_bool("add_special", out.add_special));
+  TRY(f.opt_bool("parse_special", out.parse_special));
+  return {};
+}
+
+ApiError parse_detokenize(const json& b, int n_vocab, size_t max_tokens, std::vector<int32_t>& out) {
+  const json* ts = Fields(b).find("tokens");
+  if (!ts || !ts->is_array()) return bad_field("tokens", "'tokens' must be a list of token ids");
+  if (ts->size() > max_tokens) {
+    return bad_field("tokens", "at most " + std::to_string(max_tokens) + " tokens can be detokenized at once");
+  }
+  out.reserve(ts->size());
+  for (const auto& t : *ts) {
+    const bool ok = t.is_number_integer() && !(t.is_number_unsigned() && t.get<uint64_t>() >= (uint64_t)n_vocab) &&
+                    t.get<int64_t>() >= 0 && t.get<int64_t>() < n_vocab;
+    if (!ok) return bad_field("tokens", "token ids must be integers in [0, " + std::to_string(n_vocab) + ")");
+    out.push_back((int32_t)t.get<int64_t>());
   }
   return {};
 }

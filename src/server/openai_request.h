@@ -1,9 +1,12 @@
 #pragma once
 // Parses and validates OpenAI request bodies into serving::ServeRequest.
+// Every field is type- and range-checked (server/json_fields.h); nothing
+// here throws.
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "attention/policy.h"
+#include "server/json_fields.h"
 #include "serving/chat_template.h"
 #include "serving/config.h"
 #include "serving/request.h"
@@ -11,14 +14,11 @@
 
 namespace stride::server {
 
-// An API-level failure: HTTP status plus OpenAI's error fields.
-struct ApiError {
-  int status = 0;  // 0: no error
-  std::string message;
-  std::string param;
-  std::string code;
-  bool ok() const { return status == 0; }
-};
+// Stop strings: at most this many, each at most this long. Matching is linear
+// in the generated text whatever their length (engine/stop_text.h).
+constexpr size_t kMaxStopStrings = 16;
+constexpr size_t kMaxStopBytes = 32 * 1024;
+constexpr size_t kMaxMessages = 4096;
 
 struct ParseContext {
   const serving::ServeConfig* cfg = nullptr;
@@ -39,5 +39,17 @@ struct GenerationCall {
 };
 
 ApiError parse_generation(const nlohmann::json& body, bool chat, const ParseContext& ctx, GenerationCall& out);
+
+// POST /tokenize: {"prompt"|"content": str, "add_special_tokens"|"add_special": bool,
+// "parse_special": bool (default false: control-token text stays text)}.
+struct TokenizeCall {
+  std::string text;
+  bool add_special = true;
+  bool parse_special = false;
+};
+ApiError parse_tokenize(const nlohmann::json& body, TokenizeCall& out);
+
+// POST /detokenize: {"tokens": [ids in [0, n_vocab)]}.
+ApiError parse_detokenize(const nlohmann::json& body, int n_vocab, size_t max_tokens, std::vector<int32_t>& out);
 
 }  // namespace stride::server

@@ -76,7 +76,29 @@ Expected<ChatTemplate> detect_chat_template(const std::string& t, const std::str
   return out;
 }
 
-Expected<std::string> render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& in) {
+namespace {
+
+// Builds a prompt from trusted markup and client text, recording the latter.
+class PromptBuilder {
+ public:
+  PromptBuilder& markup(const std::string& s) {
+    out_.text += s;
+    return *this;
+  }
+  PromptBuilder& client(const std::string& s) {
+    if (!s.empty()) out_.literal.push_back({out_.text.size(), out_.text.size() + s.size()});
+    out_.text += s;
+    return *this;
+  }
+  RenderedChat take() { return std::move(out_); }
+
+ private:
+  RenderedChat out_;
+};
+
+}  // namespace
+
+Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& in) {
   if (in.empty()) return InvalidArgument("messages must not be empty");
   std::vector<ChatMessage> messages;
   for (const auto& m : in) {
@@ -87,27 +109,27 @@ Expected<std::string> render_chat(const ChatTemplate& t, const std::vector<ChatM
     }
     messages.push_back(std::move(c));
   }
-  std::string out;
+  PromptBuilder out;
   switch (t.family) {
     case ChatFamily::ChatML: {
       if (messages[0].role != "system" && !t.default_system.empty()) {
-        out += "<|im_start|>system\n" + t.default_system + "<|im_end|>\n";
+        out.markup("<|im_start|>system\n" + t.default_system + "<|im_end|>\n");
       }
-      for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-      out += "<|im_start|>assistant\n";
-      return out;
+      for (const auto& m : messages) out.markup("<|im_start|>" + m.role + "\n").client(m.content).markup("<|im_end|>\n");
+      out.markup("<|im_start|>assistant\n");
+      return out.take();
     }
     case ChatFamily::Llama3: {
       for (const auto& m : messages) {
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+        out.markup("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n").client(m.content).markup("<|eot_id|>");
       }
-      out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-      return out;
+      out.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
+      return out.take();
     }
     case ChatFamily::Phi3: {
-      for (const auto& m : messages) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
-      out += "<|assistant|>\n";
-      return out;
+      for (const auto& m : messages) out.markup("<|" + m.role + "|>\n").client(m.content).markup("<|end|>\n");
+      out.markup("<|assistant|>\n");
+      return out.take();
     }
     case ChatFamily::Gemma:
     case ChatFamily::Llama2:
@@ -121,22 +143,34 @@ Expected<std::string> render_chat(const ChatTemplate& t, const std::vector<ChatM
   bool first = true;
   for (const auto& m : turns) {
     const bool user = m.role == "user";
-    std::string content = m.content;
-    if (first && !sys.empty()) {
-      if (t.family == ChatFamily::Llama2) content = "<<SYS>>\n" + sys + "\n<</SYS>>\n\n" + content;
-      else content = sys + "\n\n" + content;
-    }
+    const bool with_sys = first && !sys.empty();
     first = false;
+    auto content = [&] {
+      if (with_sys && t.family == ChatFamily::Llama2) out.markup("<<SYS>>\n").client(sys).markup("\n<</SYS>>\n\n");
+      else if (with_sys) out.client(sys).markup("\n\n");
+      out.client(m.content);
+    };
     if (t.family == ChatFamily::Gemma) {
-      out += "<start_of_turn>" + std::string(user ? "user" : "model") + "\n" + content + "<end_of_turn>\n";
+      out.markup("<start_of_turn>" + std::string(user ? "user" : "model") + "\n");
+      content();
+      out.markup("<end_of_turn>\n");
     } else if (user) {
-      out += "[INST] " + content + " [/INST]";
+      out.markup("[INST] ");
+      content();
+      out.markup(" [/INST]");
     } else {
-      out += (t.family == ChatFamily::Llama2 ? " " : "") + content + "</s>";
+      out.markup(t.family == ChatFamily::Llama2 ? " " : "");
+      content();
+      out.markup("</s>");
     }
   }
-  if (t.family == ChatFamily::Gemma) out += "<start_of_turn>model\n";
-  return out;
+  if (t.family == ChatFamily::Gemma) out.markup("<start_of_turn>model\n");
+  return out.take();
+}
+
+Expected<std::string> render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
+  STRIDE_ASSIGN_OR_RETURN(RenderedChat r, render_chat_marked(t, messages));
+  return std::move(r.text);
 }
 
 }  // namespace stride::serving

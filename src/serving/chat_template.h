@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "tokenizer/special_split.h"
 
 namespace stride::serving {
 
@@ -26,8 +27,17 @@ struct ChatTemplate {
 // used when there is no template. NotFound / Unsupported with a clear message otherwise.
 Expected<ChatTemplate> detect_chat_template(const std::string& tmpl, const std::string& arch);
 
+// A rendered prompt and the byte ranges of it that came from the client
+// (message contents): they are tokenized as plain text, never as control tokens.
+struct RenderedChat {
+  std::string text;
+  std::vector<TextSpan> literal;
+};
+
 // The prompt text, ending with the assistant's turn opener. BOS is not included:
 // the tokenizer adds it when the model asks for it.
+Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& messages);
+// The text alone.
 Expected<std::string> render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& messages);
 
 }  // namespace stride::serving

@@ -45,7 +45,16 @@ struct ServeConfig {
   // Network and security.
   std::string host = "127.0.0.1";
   int port = 8080;
-  int io_threads = 4;                 // reserved; connections get a thread each
+  int io_threads = 2;                 // threads doing network I/O (requests run on their own threads)
+  int max_connections = 1024;         // open connections in total; beyond it the oldest idle one is closed
+  int max_connections_per_ip = 256;   // per client address; beyond it that address's oldest idle one is closed
+  double header_timeout_s = 30;       // to receive a request's headers
+  double body_timeout_s = 60;         // to receive its body
+  double idle_timeout_s = 60;         // keep-alive: between requests
+  double write_timeout_s = 30;        // to write one response part; a client that stops reading is cut off
+  int keepalive_max_requests = 1000;  // requests per connection before it is closed
+  int max_requests_per_key = 0;       // running + queued generation requests per API key (client IP without keys); 0 = off
+  bool metrics_require_key = false;   // /metrics needs an API key (its cache counters reveal other clients' hits)
   std::vector<std::string> api_keys;  // bearer tokens (prefer api_keys_file or STRIDE_API_KEYS)
   std::string api_keys_file;          // one key per line
   std::vector<std::string> admin_keys; // bearer tokens for POST /admin/model; empty: admin API off

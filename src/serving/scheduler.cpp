@@ -290,6 +290,7 @@ void Scheduler::after_logits(Sequence& s) {
     return;
   }
   s.tokens.push_back(id);
+  ev.tokens = 1;
   ++s.n_generated;
   ++metrics_.generation_tokens;
   if (s.stop.append(s.decoder.push(id))) {

@@ -38,6 +38,21 @@ int32_t SpecialSplitter::child(int32_t node, uint8_t byte) const {
 }
 
 std::vector<Fragment> SpecialSplitter::split(std::string_view text, bool parse_special) const {
+  return split_impl(text, parse_special, {});
+}
+
+std::vector<Fragment> SpecialSplitter::split(std::string_view text, const std::vector<TextSpan>& literal) const {
+  std::vector<uint32_t> before(text.size() + 1, 0);
+  std::vector<uint8_t> is_literal(text.size(), 0);
+  for (const TextSpan& s : literal) {
+    for (size_t i = s.begin; i < s.end && i < text.size(); ++i) is_literal[i] = 1;
+  }
+  for (size_t i = 0; i < text.size(); ++i) before[i + 1] = before[i] + is_literal[i];
+  return split_impl(text, true, before);
+}
+
+std::vector<Fragment> SpecialSplitter::split_impl(std::string_view text, bool parse_special,
+                                                  const std::vector<uint32_t>& literal_before) const {
   std::vector<Fragment> out;
   if (text.empty()) return out;
 
@@ -49,7 +64,9 @@ std::vector<Fragment> SpecialSplitter::split(std::string_view text, bool parse_s
       node = child(node, static_cast<uint8_t>(text[i]));
       if (node < 0) break;
       const int32_t rank = nodes_[node].rank;
-      if (rank >= 0 && (parse_special || !control_[rank])) {
+      if (rank < 0) continue;
+      const bool in_literal = !literal_before.empty() && literal_before[i + 1] != literal_before[pos];
+      if (!control_[rank] || (parse_special && !in_literal)) {
         hits.emplace_back(rank, static_cast<uint32_t>(pos));
       }
     }

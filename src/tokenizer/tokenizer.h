@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "loader/gguf_file.h"
+#include "tokenizer/special_split.h"
 
 namespace stride {
 
@@ -23,6 +24,12 @@ class Tokenizer {
   // parse_special: text like "<|im_start|>" becomes its special token id.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_bos,
                                       bool parse_special = true) const = 0;
+  // Chat prompts: control tokens in the markup become their ids, while text
+  // inside `literal` spans (message contents) is always plain text, so a user
+  // who writes "<|im_end|>" cannot open a turn of their own. Otherwise
+  // identical to encode(text, add_bos, true).
+  virtual std::vector<int32_t> encode_with_literals(std::string_view text, const std::vector<TextSpan>& literal,
+                                                    bool add_bos) const = 0;
   // The raw bytes of one token (may be a partial UTF-8 sequence). Control and
   // unknown tokens render as "" (as in generated text).
   virtual std::string token_to_piece(int32_t id) const = 0;

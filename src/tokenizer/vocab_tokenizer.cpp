@@ -47,4 +47,12 @@ std::vector<int32_t> VocabTokenizer::encode(std::string_view text, bool add_bos,
   return out;
 }
 
+std::vector<int32_t> VocabTokenizer::encode_with_literals(std::string_view text, const std::vector<TextSpan>& literal,
+                                                          bool add_bos) const {
+  std::vector<int32_t> out;
+  if (add_bos && vocab_.add_bos && vocab_.bos >= 0) out.push_back(vocab_.bos);
+  encode_fragments(splitter_.split(text, literal), out);
+  return out;
+}
+
 }  // namespace stride

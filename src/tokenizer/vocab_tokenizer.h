@@ -17,6 +17,8 @@ class VocabTokenizer : public Tokenizer {
  public:
   std::vector<int32_t> encode(std::string_view text, bool add_bos,
                               bool parse_special = true) const override;
+  std::vector<int32_t> encode_with_literals(std::string_view text, const std::vector<TextSpan>& literal,
+                                            bool add_bos) const override;
   std::string token_to_piece(int32_t id) const override;
   std::string token_to_piece_special(int32_t id) const override;
   int32_t find_token(std::string_view text) const override { return vocab_.find(text); }

@@ -1,4 +1,4 @@
-#include "server/connection_stream.h"
+#include "server/tls_context.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -44,17 +44,6 @@ Expected<std::unique_ptr<ssl::context>> make_tls_context(const std::string& cert
     return InvalidArgument("TLS: private key " + key_file + " does not match certificate " + cert_file);
   }
   return ctx;
-}
-
-void ConnectionStream::shutdown() {
-  boost::system::error_code ec;
-  if (tls_) {
-    // One SSL_shutdown call sends close_notify and returns; waiting for the
-    // peer's reply could block on a client that never answers.
-    SSL_shutdown(tls_->native_handle());
-    ERR_clear_error();
-  }
-  socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
 }  // namespace stride::server
