@@ -28,6 +28,7 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "kv/kv_storage.h"
+#include "kv/prefix_chains.h"
 
 namespace stride {
 
@@ -40,9 +41,13 @@ struct KVCacheConfig {
   int64_t budget_bytes = 0;       // pool capacity (K+V, all layers)
   KvStorage storage = KvStorage::F16;  // f16; f32 for exact oracle comparisons; int8 to halve KV
   std::vector<PolicySpec> layer_policies;  // [n_layer]
-  // Prefix cache: full pages are kept, keyed by a chained hash of their tokens,
-  // and shared by later sequences with the same prefix.
+  // Prefix cache: full pages are kept, keyed by their exact token prefix
+  // (kv/prefix_chains.h: a keyed hash finds it, the tokens are compared), and
+  // shared by later sequences with the same prefix.
   bool prefix_cache = true;
+  // The bucket hash of that table; empty: keyed SipHash-2-4. Tests set a
+  // weak one to force collisions.
+  PrefixChains::HashFn prefix_hash;
   // Part of every prefix key besides the layer policies: the model version and
   // anything else the K/V depend on.
   std::string cache_salt;

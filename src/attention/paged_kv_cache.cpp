@@ -29,6 +29,11 @@ PagedKVCache::PagedKVCache(const KVCacheConfig& cfg, std::unique_ptr<KvPool> poo
                      "|" + kv_storage_name(cfg_.storage);
   for (const PolicySpec& p : cfg_.layer_policies) salt += "|" + policy_to_string(p);
   salt_ = prefix_salt(salt);
+  // Room for a prefix entry per resident or offloaded page, and as many again
+  // for the ancestors of windowed layers' pages (their own pages released).
+  const size_t tier_slots = tier_ ? (size_t)tier_->stats().slots_total : 0;
+  chains_ = PrefixChains(std::max<size_t>(size_t(1) << 16, 4 * ((size_t)pool_->n_pages() + tier_slots)), salt_,
+                         cfg_.prefix_hash);
   if (tier_) {
     slot_image_.resize((size_t)tier_->slot_bytes());
     pages_.set_on_evict([this](const PrefixKey& key, int32_t page) { offload_page(key, page); });

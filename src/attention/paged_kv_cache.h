@@ -67,8 +67,8 @@ class PagedKVCache final : public KVCache {
     bool active = false;
     int64_t length = 0;
     std::vector<LayerState> layers;  // [n_layer]
-    // Prefix chain: the hash of the first hashed_pages full pages, and the
-    // ids of the tokens after them (the open page).
+    // Prefix chain: the PrefixChains id of the first hashed_pages full
+    // pages, and the ids of the tokens after them (the open page).
     bool chain_known = true;  // false once a commit came without token ids
     uint64_t chain = kPrefixChainRoot;
     int64_t hashed_pages = 0;
@@ -133,6 +133,7 @@ class PagedKVCache final : public KVCache {
   int64_t window_pages_read_ = 0;       // same split as pages_read_ / head_pages_read_
   int64_t head_window_pages_read_ = 0;
   uint64_t salt_ = 0;  // cache_salt and every layer's policy
+  PrefixChains chains_;  // exact ids of the token prefixes of registered pages
   int64_t prefix_query_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
   int64_t prefix_queries_ = 0;

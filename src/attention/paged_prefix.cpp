@@ -1,5 +1,5 @@
-// Prefix caching of PagedKVCache: full pages are registered per (chained
-// hash, layer) as they are committed; a new sequence starts on the longest
+// Prefix caching of PagedKVCache: full pages are registered per (prefix id,
+// layer) as they are committed (the id names the exact tokens: PrefixChains); a new sequence starts on the longest
 // prefix of whole pages that every layer can use. A windowed layer only needs
 // the pages its policy keeps for the next query (vLLM's rule for sliding
 // windows), so pages it released long ago need not be cached any more.
@@ -21,7 +21,7 @@ void PagedKVCache::register_full_pages(Sequence& s, const int32_t* ids, int n_ne
   s.open_ids.insert(s.open_ids.end(), ids, ids + n_new);
   size_t done = 0;
   while (s.open_ids.size() - done >= (size_t)ps) {
-    s.chain = chain_page_hash(s.chain, s.open_ids.data() + done, ps, salt_);
+    s.chain = chains_.intern(s.chain, std::span<const int32_t>(s.open_ids.data() + done, (size_t)ps));
     for (int l = 0; l < cfg_.n_layer; ++l) {
       const std::vector<int32_t>& table = s.layers[l].table;
       // A page shared from the cache is registered already; a duplicate
@@ -132,10 +132,13 @@ Expected<KVCache::PrefixHit> PagedKVCache::add_sequence_with_prefix(std::span<co
   // The last prompt token is always computed: its logits are needed.
   const int ps = cfg_.page_size;
   const int64_t max_pages = prompt.empty() ? 0 : ((int64_t)prompt.size() - 1) / ps;
+  // Exact ids of the prompt's page prefixes; kNoPrefixChain from the first
+  // page no registered prefix has (no page is registered under it, so every
+  // lookup below misses).
   std::vector<uint64_t> chains((size_t)max_pages);
   uint64_t chain = kPrefixChainRoot;
   for (int64_t i = 0; i < max_pages; ++i) {
-    chain = chain_page_hash(chain, prompt.data() + i * ps, ps, salt_);
+    chain = chains_.find(chain, prompt.subspan((size_t)(i * ps), (size_t)ps));
     chains[(size_t)i] = chain;
   }
   count_tier_misses(chains, max_pages);

@@ -1,6 +1,9 @@
 #include "kv/prefix_index.h"
 
+#include <algorithm>
 #include <cassert>
+
+#include "core/siphash.h"
 
 namespace stride {
 
@@ -16,16 +19,21 @@ uint64_t mix(uint64_t x) {
 
 }  // namespace
 
-uint64_t prefix_salt(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then mixed
-  for (const char c : text) h = (h ^ (uint8_t)c) * 0x100000001b3ull;
-  return mix(h ^ text.size());
-}
+uint64_t prefix_salt(std::string_view text) { return siphash24(process_sip_key(), text.data(), text.size()); }
 
 uint64_t chain_page_hash(uint64_t prev, const int32_t* tokens, int n, uint64_t salt) {
-  uint64_t h = mix(prev ^ mix(salt));
-  for (int i = 0; i < n; ++i) h = mix(h ^ (uint32_t)tokens[i]);
-  return mix(h ^ (uint64_t)n);
+  // One SipHash message: prev | salt | tokens, all little-endian.
+  uint8_t stack[16 + 4 * 64];
+  std::vector<uint8_t> heap;
+  const size_t bytes = 16 + 4 * (size_t)std::max(n, 0);
+  uint8_t* m = bytes <= sizeof stack ? stack : (heap.resize(bytes), heap.data());
+  for (int i = 0; i < 8; ++i) {
+    m[i] = uint8_t(prev >> (8 * i));
+    m[8 + i] = uint8_t(salt >> (8 * i));
+  }
+  for (int t = 0; t < n; ++t)
+    for (int i = 0; i < 4; ++i) m[16 + 4 * t + i] = uint8_t((uint32_t)tokens[t] >> (8 * i));
+  return siphash24(process_sip_key(), m, bytes);
 }
 
 PrefixIndex::PrefixIndex(int32_t n_pages)
@@ -75,8 +83,11 @@ void PrefixIndex::unpark(int32_t page) {
   if (parked(page)) unlink(page);
 }
 
+// Chains are PrefixChains ids (< 2^48) and layers < 2^16, so the packed
+// value is unique and mix, a bijection, keeps it unique: tier keys of two
+// different pages never collide.
 uint64_t prefix_key_id(const PrefixKey& key) {
-  return mix(key.chain ^ mix(0x510e527fade682d1ull + (uint64_t)(uint32_t)key.layer));
+  return mix((key.chain << 16) + (uint64_t)(uint16_t)key.layer);
 }
 
 int32_t PrefixIndex::evict_lru(PrefixKey* key) {

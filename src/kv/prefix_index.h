@@ -1,9 +1,9 @@
 #pragma once
 // Prefix caching bookkeeping (vLLM-style automatic prefix caching). A full KV
-// page is registered under a key: the chained hash of every token up to the
-// page's end (plus a salt naming the model and the layer policies) and the
-// layer. A later sequence with the same prefix maps the same physical pages
-// instead of recomputing them.
+// page is registered under a key: the id of every token up to the page's end
+// (a PrefixChains id: exact, never shared by two prefixes) and the layer. A
+// later sequence with the same prefix maps the same physical pages instead of
+// recomputing them.
 //
 // Registered pages that no sequence references stay cached ("parked") and are
 // evicted least recently parked first, only when an allocation needs room.
@@ -18,22 +18,26 @@ namespace stride {
 // The chain starts from this value before the first page.
 inline constexpr uint64_t kPrefixChainRoot = 0x6a09e667f3bcc908ull;
 
-// Hash of a salt string (model version, layer policies, ...).
+// Hash of a salt string (model version, layer policies, ...): keyed
+// SipHash-2-4 under the process key (core/siphash.h).
 uint64_t prefix_salt(std::string_view text);
 
-// Chained hash of one full page: hash(prev, the page's tokens, salt). A
-// 64-bit hash: a false match needs a collision of the whole chain.
+// Chained hash of one full page: SipHash-2-4(prev, salt, the page's tokens)
+// under a random per-process key, so clients cannot choose prompts whose
+// hashes collide. PrefixChains uses it to find a page's entry, then compares
+// the tokens themselves: the hash is never the identity.
 //   tokens: [n]
 uint64_t chain_page_hash(uint64_t prev, const int32_t* tokens, int n, uint64_t salt);
 
 struct PrefixKey {
-  uint64_t chain = 0;  // chain_page_hash of the page (and so of every page before it)
+  uint64_t chain = 0;  // PrefixChains id of the prefix ending with the page
   int32_t layer = 0;
   bool operator==(const PrefixKey&) const = default;
 };
 
-// One 64-bit name for a PrefixKey (the chain mixed with the layer): the key
-// of an offloaded page in the host tier.
+// One 64-bit name for a PrefixKey (the chain packed with the layer, then
+// mixed; unique for chains below 2^48): the key of an offloaded page in the
+// host tier.
 uint64_t prefix_key_id(const PrefixKey& key);
 
 class PrefixIndex {
