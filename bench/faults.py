@@ -314,8 +314,8 @@ def _fill_prefix_cache(srv, n_prompts, prompt_tokens, seed=7):
     for i in range(n_prompts):
         res = call(srv.port, "/v1/completions", {"prompt": token_prompt(prompt_tokens, r), "max_tokens": 2,
                                                  "temperature": 0}, timeout=120)
-        statuses.append(res["status"])
-        if res["status"] is None:
+        statuses.append(res["status"] if res["status"] is not None else res["error"][:80])
+        if res["status"] is None or (srv.proc.poll() is not None):
             break
     return statuses
 
@@ -390,8 +390,9 @@ def offload_disk_full(args):
             try:
                 srv.wait_ready(120)
                 statuses = _fill_prefix_cache(srv, args.offload_prompts, 200, seed=8)
+                time.sleep(0.5)
                 alive = srv.proc.poll() is None
-                tail = "" if alive else srv.logs()[-400:].replace("\n", " | ")
+                tail = srv.logs()[-400:].replace("\n", " | ")
                 f.check("start with the disk already full, then evictions", "start-up error naming the file, or "
                         "serving with every request 200",
                         f"started; {statuses.count(200)}/{len(statuses)} 200; "

@@ -88,6 +88,8 @@ def sampler(pid, port, t_start, stop, samples):
         samples.append({"t": time.time() - t_start, "rss_kb": rss_kb(pid),
                         "kv_pages_used": m.get("stride_kv_cache_pages_used"),
                         "kv_pages_cached": m.get("stride_kv_cache_pages_cached"),
+                        "kv_pages_peak": m.get("stride_kv_cache_pages_peak"),
+                        "kv_page_bytes": m.get("stride_kv_cache_page_bytes"),
                         "running": m.get("stride_num_requests_running"),
                         "waiting": m.get("stride_num_requests_waiting")})
         stop.wait(args_interval[0])
@@ -160,6 +162,12 @@ def main():
     warm_t = wall * args.warmup_share
     rss_after = [s["rss_kb"] for s in samples if s["t"] >= warm_t and s["rss_kb"]]
     rss_spread = (max(rss_after) - min(rss_after)) / min(rss_after) if rss_after else None
+    # RSS growth after warm-up against the KV pool pages touched for the first time
+    # (the pool is allocated up front but its pages become resident when first used).
+    after = [x for x in samples if x["t"] >= warm_t and x["rss_kb"] and x["kv_pages_peak"] is not None]
+    rss_growth_kb = (after[-1]["rss_kb"] - after[0]["rss_kb"]) if len(after) > 1 else None
+    kv_first_touch_kb = ((after[-1]["kv_pages_peak"] - after[0]["kv_pages_peak"]) * (after[-1]["kv_page_bytes"] or 0)
+                         / 1024) if len(after) > 1 else None
     failures = [x for x in results if not x["ok"]]
     deliberate = sum(1 for x in results if x["disconnect"])
     end_pages = end.get("stride_kv_cache_pages_used")
@@ -179,6 +187,7 @@ def main():
                       "finished": {k: v for k, v in end.items() if k.startswith("stride_request_success_total")}},
               "rss_spread_after_warmup": rss_spread, "rss_kb_min_max_after_warmup":
                   [min(rss_after), max(rss_after)] if rss_after else None,
+              "rss_growth_after_warmup_kb": rss_growth_kb, "kv_peak_growth_after_warmup_kb": kv_first_touch_kb,
               "windows": windows, "checks": checks, "samples": samples,
               "requests_detail": [{k: x[k] for k in ("t", "kind", "path", "prompt_tokens_target", "disconnect", "ok",
                                                      "latency")} for x in results]}
@@ -211,6 +220,8 @@ def main():
           f"{len(failures)} failures")
     print(f"[soak] RSS after warm-up {report['rss_kb_min_max_after_warmup']} KiB, spread "
           f"{(rss_spread or 0) * 100:.2f}%")
+    print(f"[soak] RSS growth after warm-up {rss_growth_kb} KiB; KV pool pages first touched in that time "
+          f"(peak growth x page bytes) {kv_first_touch_kb and round(kv_first_touch_kb)} KiB")
     print(f"[soak] KV pages used: baseline {baseline['kv_pages_used']}, end {end_pages}, peak "
           f"{report['end']['kv_pages_peak']} of {report['end']['kv_pages_capacity']}")
     for w in windows:
