@@ -206,10 +206,11 @@ def main():
     ax[1].legend()
     ok = [x for x in results if x["ok"] and not x["disconnect"]]
     ax[2].scatter([(x["t"] - t_start) / 60 for x in ok], [x["latency"] for x in ok], s=3, alpha=0.4, label="request")
-    mids = [w["start_min"] + args.window_minutes / 2 for w in windows]
-    ax[2].plot(mids, [w["p50_s"] or 0 for w in windows], "o-", label="p50")
-    ax[2].plot(mids, [w["p99_s"] or 0 for w in windows], "x--", label="p99")
-    ax[2].set(title="latency (s)", xlabel="minutes", yscale="log")
+    filled = [w for w in windows if w["requests"]]
+    mids = [w["start_min"] + args.window_minutes / 2 for w in filled]
+    ax[2].plot(mids, [w["p50_s"] for w in filled], "o-", label="p50 per window")
+    ax[2].plot(mids, [w["p99_s"] for w in filled], "x--", label="p99 per window")
+    ax[2].set(title="latency (s) by start time", xlabel="minutes", yscale="log")
     ax[2].legend()
     fig.suptitle(f"soak {args.minutes} min, {args.clients} clients, {len(results)} requests, "
                  f"{len(failures)} failures, {report['date']}")
