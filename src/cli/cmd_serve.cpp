@@ -266,6 +266,17 @@ int serve(ServeArgs& a) {
   for (;;) {
     sigwait(&sigs, &sig);
     if (sig != SIGHUP) break;
+    // SIGHUP also reopens the audit log (after logrotate moved it).
+    if (audit) {
+      if (Status st = audit->reopen(); !st.ok()) {
+        log(LogLevel::Error, "SIGHUP: audit log not reopened; still writing the old file", {{"reason", st.message()}});
+      }
+      server::AuditEvent ev;
+      ev.kind = "sighup";
+      ev.client_ip = "-";
+      ev.detail = "audit log reopened; reloading the configured model";
+      (void)audit->write_event(ev);
+    }
     // SIGHUP: re-read the config file (the environment is fixed at start) and
     // load the model it names beside the serving one. Only the model keys
     // (model, model_sha256, model_dir, model_version, model key) take effect;

@@ -168,6 +168,7 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
     const std::string token = auth == req.end() ? "" : bearer_token(std::string(auth->value()));
     const int idx = token.empty() ? -1 : match_api_key(token, cfg_.api_keys);
     if (idx < 0) {
+      audit_event("auth_failed", call, token.empty() ? "missing bearer token" : "invalid API key");
       return error(res, call, 401, token.empty() ? "missing bearer token (Authorization: Bearer <key>)"
                                                  : "invalid API key", "", "invalid_api_key");
     }
@@ -192,7 +193,10 @@ void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
   const auto auth = req.find(http::field::authorization);
   const std::string token = auth == req.end() ? "" : bearer_token(std::string(auth->value()));
   const int idx = token.empty() ? -1 : match_api_key(token, cfg_.admin_keys);
-  if (idx < 0) return error(res, call, 401, "an admin key is required", "", "invalid_api_key");
+  if (idx < 0) {
+    audit_event("auth_failed", call, "admin key required for /admin/model");
+    return error(res, call, 401, "an admin key is required", "", "invalid_api_key");
+  }
   call.key_id = "admin#" + std::to_string(idx);
   nlohmann::json b;
   if (ApiError e = parse_json_object(req.body(), b); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
@@ -220,12 +224,15 @@ void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
     ref->sha256 = sha256;
   }
   Expected<double> secs = ref.ok() ? switch_model(*ref) : Expected<double>(ref.status());
+  const std::string target = by_version ? "version " + version : "file " + model_path;
   if (!secs.ok()) {
+    audit_event("admin_model_switch_failed", call, target + ": " + secs.status().message());
     ModelPtr cur = model();
     return error(res, call, 422, "model switch failed, still serving '" + (cur ? cur->version : std::string("-")) +
                  "': " + secs.status().message(), "model", "model_load_failed");
   }
   ModelPtr now = model();
+  audit_event("admin_model_switch", call, target, {{"version", now->version}, {"sha256", now->sha256}});
   json(res, call, 200, dump(nlohmann::json{{"model", now->id}, {"version", now->version}, {"sha256", now->sha256},
                                            {"switch_seconds", *secs}}));
 }
@@ -245,6 +252,20 @@ Api::InflightSlot::~InflightSlot() {
   if (it == api_.inflight_.end()) return;
   if (held_) --it->second;
   if (it->second <= 0) api_.inflight_.erase(it);
+}
+
+void Api::audit_event(const std::string& kind, const Call& call, const std::string& detail,
+                      std::map<std::string, std::string> fields) {
+  if (!audit_) return;
+  AuditEvent e;
+  e.kind = kind;
+  e.client_ip = call.client_ip;
+  e.key_id = call.key_id;
+  e.detail = detail;
+  e.fields = std::move(fields);
+  e.fields["endpoint"] = call.endpoint;
+  e.fields["request_id"] = call.id;
+  if (Status st = audit_->write_event(e); !st.ok()) log(LogLevel::Error, "audit log write failed", {{"error", st.message()}});
 }
 
 bool Api::take_rate_token(const std::string& who, double* retry_after_s) {

@@ -91,6 +91,9 @@ class Api {
   void error(Responder& res, Call& call, int status, const std::string& message, const std::string& param = "",
              const std::string& code = "", const Headers& extra = {});
   void json(Responder& res, Call& call, int status, const std::string& body);
+  // An audit line for what is not a request outcome (failed logins, admin actions).
+  void audit_event(const std::string& kind, const Call& call, const std::string& detail,
+                   std::map<std::string, std::string> fields = {});
   // Token bucket per key (or client IP): false when the caller is over rate_limit_rpm.
   bool take_rate_token(const std::string& who, double* retry_after_s);
 
