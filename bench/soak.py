@@ -166,8 +166,14 @@ def main():
     # (the pool is allocated up front but its pages become resident when first used).
     after = [x for x in samples if x["t"] >= warm_t and x["rss_kb"] and x["kv_pages_peak"] is not None]
     rss_growth_kb = (after[-1]["rss_kb"] - after[0]["rss_kb"]) if len(after) > 1 else None
-    kv_first_touch_kb = ((after[-1]["kv_pages_peak"] - after[0]["kv_pages_peak"]) * (after[-1]["kv_page_bytes"] or 0)
+    def touched(x):  # pool pages used at least once so far: in use now, cached, or the in-use peak
+        return max(x["kv_pages_peak"] or 0, x["kv_pages_cached"] or 0)
+    kv_first_touch_kb = ((touched(after[-1]) - touched(after[0])) * (after[-1]["kv_page_bytes"] or 0)
                          / 1024) if len(after) > 1 else None
+    # RSS once every pool page has been touched (the prefix cache fills the pool over time).
+    capacity = end.get("stride_kv_cache_pages_capacity") or 0
+    full = [x["rss_kb"] for x in samples if x["rss_kb"] and capacity and touched(x) >= 0.99 * capacity]
+    rss_spread_pool_touched = (max(full) - min(full)) / min(full) if len(full) > 1 else None
     failures = [x for x in results if not x["ok"]]
     deliberate = sum(1 for x in results if x["disconnect"])
     end_pages = end.get("stride_kv_cache_pages_used")
@@ -187,6 +193,8 @@ def main():
                       "finished": {k: v for k, v in end.items() if k.startswith("stride_request_success_total")}},
               "rss_spread_after_warmup": rss_spread, "rss_kb_min_max_after_warmup":
                   [min(rss_after), max(rss_after)] if rss_after else None,
+              "rss_spread_after_pool_touched": rss_spread_pool_touched,
+              "rss_kb_min_max_after_pool_touched": [min(full), max(full)] if full else None,
               "rss_growth_after_warmup_kb": rss_growth_kb, "kv_peak_growth_after_warmup_kb": kv_first_touch_kb,
               "windows": windows, "checks": checks, "samples": samples,
               "requests_detail": [{k: x[k] for k in ("t", "kind", "path", "prompt_tokens_target", "disconnect", "ok",
@@ -222,7 +230,9 @@ def main():
     print(f"[soak] RSS after warm-up {report['rss_kb_min_max_after_warmup']} KiB, spread "
           f"{(rss_spread or 0) * 100:.2f}%")
     print(f"[soak] RSS growth after warm-up {rss_growth_kb} KiB; KV pool pages first touched in that time "
-          f"(peak growth x page bytes) {kv_first_touch_kb and round(kv_first_touch_kb)} KiB")
+          f"(max of cached and peak, x page bytes) {kv_first_touch_kb and round(kv_first_touch_kb)} KiB")
+    print(f"[soak] RSS once every KV pool page was touched: {report['rss_kb_min_max_after_pool_touched']} KiB "
+          f"over {len(full)} samples, spread {rss_spread_pool_touched and round(rss_spread_pool_touched * 100, 2)}%")
     print(f"[soak] KV pages used: baseline {baseline['kv_pages_used']}, end {end_pages}, peak "
           f"{report['end']['kv_pages_peak']} of {report['end']['kv_pages_capacity']}")
     for w in windows:
