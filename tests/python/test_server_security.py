@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import tempfile
+import socket
 import time
 
 import openai
@@ -84,18 +85,28 @@ def test_queue_full_429_and_timeout(keyed):
     assert m["stride_kv_cache_pages_used"] == 0
 
 
-def test_allowlist_403():
+def test_allowlist_applies_at_accept():
+    """A client outside the allowlist is closed at accept: it never gets a byte
+    read or written, and the server lives on."""
     with StrideServer(SMOL, env={"STRIDE_ALLOWLIST": "10.0.0.0/8,192.168.0.0/16", "STRIDE_KV_BUDGET": "16M"},
                       wait=False) as s:
+        got = None
         t0 = time.time()
-        while time.time() - t0 < 60:
+        while time.time() - t0 < 60 and got is None:
             try:
-                status, _, body = s.get("/health", timeout=2)
-                break
+                c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
             except OSError:
                 time.sleep(0.1)
-        e = error_of(status, body, 403, "permission_error")
-        assert e["code"] == "ip_not_allowed"
+                continue
+            try:
+                c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                got = c.recv(100)
+            except (ConnectionResetError, BrokenPipeError):
+                got = b""
+            finally:
+                c.close()
+        assert got == b"", got
+        assert s.proc.poll() is None, s.logs()
 
 
 @pytest.mark.parametrize("args,env,needle", [
