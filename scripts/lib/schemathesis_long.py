@@ -32,7 +32,7 @@ def run_one(model_dir, label, extra, examples, seed, report_root, timeout):
         cmd = schemathesis_cmd(srv.url, report_dir, examples, seed, extra)
         cmd[cmd.index("--checks") + 1] = LONG_CHECKS
         try:
-            proc = subprocess.run(cmd, env=schemathesis_env(), capture_output=True, timeout=timeout, cwd=ROOT)
+            proc = subprocess.run(cmd, env=schemathesis_env(), capture_output=True, timeout=timeout, cwd=report_root)
             out, rc = (proc.stdout + proc.stderr).decode("utf-8", "replace"), proc.returncode
         except subprocess.TimeoutExpired as e:
             out, rc = ((e.stdout or b"") + (e.stderr or b"")).decode("utf-8", "replace"), "timeout"
@@ -59,6 +59,7 @@ def main():
     model_dir = tempfile.mkdtemp(prefix="stride-st-long-models-")
     report_root = args.out + "-reports"
     shutil.rmtree(report_root, ignore_errors=True)
+    os.makedirs(report_root)
     runs = []
     try:
         subprocess.run([binary(), "model", "publish", "--model-dir", model_dir, "--version", "v1", SMOL],

@@ -63,7 +63,7 @@ def test_schemathesis_short_run(model_dir, tmp_path):
                            "STRIDE_MAX_CONTEXT_LENGTH": "8192", "STRIDE_MAX_BATCH": "8"}) as srv:
         report_dir = str(tmp_path / "report")
         proc = subprocess.run(schemathesis_cmd(srv.url, report_dir, 25, 20261201), env=schemathesis_env(),
-                              capture_output=True, timeout=600, cwd=ROOT)
+                              capture_output=True, timeout=600, cwd=str(tmp_path))
         out = proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace")
         print(out[-6000:])
         reports = glob.glob(os.path.join(report_dir, "json-*.json"))
