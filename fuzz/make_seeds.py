@@ -83,6 +83,36 @@ def bytes_to_unicode():
     return {b: chr(c) for b, c in zip(bs, cs)}
 
 
+def read_gguf_strings(path):
+    """The string metadata of a GGUF file (arrays skipped), for real seeds."""
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    out = {}
+    with open(path, "rb") as f:
+        _, _, _, n_kv = struct.unpack("<4sIQQ", f.read(24))
+
+        def rstr():
+            (n,) = struct.unpack("<Q", f.read(8))
+            return f.read(n)
+
+        for _ in range(n_kv):
+            key = rstr().decode()
+            (typ,) = struct.unpack("<I", f.read(4))
+            if typ == 8:
+                out[key] = rstr()
+            elif typ == 9:
+                et, cnt = struct.unpack("<IQ", f.read(12))
+                for _ in range(cnt):
+                    rstr() if et == 8 else f.read(sizes[et])
+            else:
+                f.read(sizes[typ])
+    return out
+
+
+def model_paths():
+    d = os.path.join(ROOT, "models")
+    return sorted(os.path.join(d, n) for n in os.listdir(d) if n.endswith(".gguf")) if os.path.isdir(d) else []
+
+
 def gguf_seeds(vocab_dir):
     put("gguf", "empty_v3.gguf", gguf([]))
     put("gguf", "empty_v2.gguf", gguf([], version=2))
@@ -129,11 +159,11 @@ def gguf_seeds(vocab_dir):
            kv_u32("tokenizer.ggml.unknown_token_id", 0), kv_u32("tokenizer.ggml.bos_token_id", 1),
            kv_u32("tokenizer.ggml.eos_token_id", 2), kv_bool("tokenizer.ggml.add_space_prefix", 1)]
     put("gguf", "tiny_spm.gguf", gguf(spm))
-    for name in ("ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf"):
-        path = os.path.join(vocab_dir, name)
+    paths = [os.path.join(vocab_dir, n) for n in ("ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf")]
+    for path in paths + model_paths():
         if os.path.exists(path):
             with open(path, "rb") as f:
-                put("gguf", "head4k_" + name, f.read(4096))
+                put("gguf", "head4k_" + os.path.basename(path), f.read(4096))
 
 
 # --- safetensors --------------------------------------------------------------
@@ -216,6 +246,10 @@ def chat_template_seeds():
         ("<|start_header_id|>", "llama"), ("<start_of_turn>", "gemma3"), ("", "gemma3"),
         ("<|assistant|><|end|>", "phi3"), ("[INST] <<SYS>>", "llama"), ("[INST]", "llama"),
     ]
+    for path in model_paths():  # the real models' templates
+        meta = read_gguf_strings(path)
+        if b"tokenizer.chat_template" in [k.encode() for k in meta]:
+            cases.append((meta["tokenizer.chat_template"].decode(), meta.get("general.architecture", b"").decode()))
     for i, (t, arch) in enumerate(cases):
         msgs = b"\x00" + b"sys text" + b"\x00" + b"\x01" + b"hello" + b"\x00" + b"\x02" + b"hi" + b"\x00" + b"\x01" + b"again"
         put("chat_template", "c%02d" % i, t.encode() + b"\x00" + arch.encode() + b"\x00" + msgs)
