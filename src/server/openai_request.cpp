@@ -231,7 +231,15 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
 
   const int64_t room = cfg.max_context_length - (int64_t)out.req.prompt.size();
   int64_t max_tokens = chat ? std::min<int64_t>(cfg.max_tokens_cap, room) : 16;
+  // Chat takes either name (max_tokens is OpenAI's older one); both are checked.
   const char* mt_key = chat && f.find("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  if (chat && f.find("max_completion_tokens")) {
+    int64_t older = max_tokens;
+    TRY(f.opt_int("max_tokens", 1, INT32_MAX, older));
+    if (older > cfg.max_tokens_cap) {
+      return bad_field("max_tokens", "'max_tokens' exceeds the server cap of " + std::to_string(cfg.max_tokens_cap));
+    }
+  }
   TRY(f.opt_int(mt_key, 1, INT32_MAX, max_tokens));
   if (max_tokens > cfg.max_tokens_cap) {
     return bad_field(mt_key, std::string("'") + mt_key + "' exceeds the server cap of " + std::to_string(cfg.max_tokens_cap));
@@ -261,9 +269,12 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
 
 ApiError parse_tokenize(const json& b, TokenizeCall& out) {
   Fields f(b);
-  const char* key = f.find("prompt") ? "prompt" : "content";
-  const json* text = f.find(key);
-  if (!text || !text->is_string()) return bad_field("prompt", "'prompt' (or 'content') must be a string");
+  // "prompt" (vLLM) or "content" (llama-server); both are type-checked.
+  for (const char* key : {"prompt", "content"}) {
+    if (const json* v = f.find(key); v && !v->is_string()) return f.type_error(key, "a string");
+  }
+  const json* text = f.find("prompt") ? f.find("prompt") : f.find("content");
+  if (!text) return bad_field("prompt", "'prompt' (or 'content') must be a string");
   out.text = text->get<std::string>();
   TRY(f.opt_bool("add_special_tokens", out.add_special));
   TRY(f.opt_bool("add_special", out.add_special));

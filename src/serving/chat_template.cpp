@@ -136,7 +136,10 @@ Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vect
     case ChatFamily::Mistral: break;
   }
   // These families have no system role: it is folded into the first user turn.
-  auto [sys, turns] = split_system(messages);
+  // Named copies: lambdas may not capture structured bindings before C++20's P1091 (clang 14).
+  const auto split = split_system(messages);
+  const std::string& sys = split.first;
+  const std::vector<ChatMessage>& turns = split.second;
   if (turns.empty() || turns[0].role != "user") {
     return InvalidArgument(std::string(chat_family_name(t.family)) + " chats must start with a user message");
   }

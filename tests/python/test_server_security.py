@@ -57,7 +57,10 @@ def test_api_keys(keyed):
     # The key never reaches the logs or the audit trail.
     assert KEY not in keyed.logs()
     lines = [json.loads(x) for x in open(keyed.audit)]
-    ok = [x for x in lines if x["status"] == 200 and x["endpoint"] == "/v1/completions"]
+    requests = [x for x in lines if "kind" not in x]  # event lines (failed logins) have a kind
+    ok = [x for x in requests if x["status"] == 200 and x["endpoint"] == "/v1/completions"]
+    failed = [x for x in lines if x.get("kind") == "auth_failed"]
+    assert len(failed) == 2 and all(x["client_ip"] == "127.0.0.1" for x in failed), failed
     assert ok and ok[-1]["key_id"] == "key#1" and ok[-1]["prompt_tokens"] > 0
     assert {"time", "request_id", "client_ip", "model_version", "completion_tokens", "latency_s"} <= set(ok[-1])
     assert "prompt" not in ok[-1]
