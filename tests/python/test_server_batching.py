@@ -22,12 +22,14 @@ def complete(url, prompt, n, logprobs=None):
 def assert_same_or_near_tie(alone, other):
     """Greedy runs agree token for token, except that a recomputed sequence may
     flip a near tie: recompute is a prefill, and on this Q4_1 model the engine's
-    prefill and decode log-probs differ by up to ~0.2. At the first difference
-    the two best alternatives of the solo run must be within 0.3."""
+    prefill and decode log-probs differ by up to ~0.2 on AVX2 CPUs and by more
+    on AVX-512 VNNI ones (a tile-size-dependent rounding path; 0.32 seen on an
+    Intel Xeon). At the first difference the two best alternatives of the solo
+    run must be within 0.5."""
     for i, (a, b) in enumerate(zip(alone.tokens, other.tokens)):
         if a != b:
             top = sorted(alone.top_logprobs[i].values(), reverse=True)
-            assert len(top) >= 2 and top[0] - top[1] < 0.3, (i, a, b, alone.top_logprobs[i])
+            assert len(top) >= 2 and top[0] - top[1] < 0.5, (i, a, b, alone.top_logprobs[i])
             return i
     assert len(alone.tokens) == len(other.tokens)
     return None
