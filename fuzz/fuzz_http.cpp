@@ -57,9 +57,9 @@ struct ServerHolder {
   ServerHolder& operator=(const ServerHolder&) = delete;
 };
 
-int server_port() {
-  static ServerHolder holder;
-  return holder.server->port();
+ServerHolder& holder() {
+  static ServerHolder h;
+  return h;
 }
 
 // A connected socket with its own RAII close.
@@ -81,14 +81,15 @@ bool wait_fd(int fd, short events, std::chrono::steady_clock::time_point deadlin
 }
 
 [[noreturn]] void hang(const char* what) {
-  std::fprintf(stderr, "fuzz_http: the server %s within %d ms\n", what, kHangMs);
+  std::fprintf(stderr, "fuzz_http: the server %s within %d ms (%d connections open)\n", what, kHangMs,
+               holder().server->open_connections());
   std::abort();
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const int port = server_port();
+  const int port = holder().server->port();
   Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (s.fd < 0) return 0;
   sockaddr_in addr{};
