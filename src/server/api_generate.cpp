@@ -1,0 +1,128 @@
+// POST /v1/completions and /v1/chat/completions: validate, submit to the
+// scheduler, and relay its events as one JSON body or as Server-Sent Events.
+#include <chrono>
+
+#include "server/api.h"
+#include "server/api_call.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+
+namespace stride::server {
+
+using serving::Clock;
+
+void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat) {
+  nlohmann::json body;
+  if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  ParseContext ctx;
+  ctx.cfg = &cfg_;
+  ctx.tok = call.model->engine->tokenizer();
+  ctx.chat = &call.model->chat;
+  ctx.model_id = call.model->id;
+  ctx.attention = call.model->attention;
+  ctx.n_vocab = call.model->engine->config().n_vocab;
+  GenerationCall g;
+  ApiError e = parse_generation(body, chat, ctx, g);
+  if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  call.prompt_tokens = (int)g.req.prompt.size();
+  if (cfg_.audit_log_prompts) call.prompt = g.prompt_text;
+  g.req.id = call.id;
+  g.req.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg_.request_timeout_s * 1e6));
+
+  // Fairness: one key (or address) cannot fill the queue for everyone.
+  const std::string who = call.key_id != "-" ? call.key_id : call.client_ip;
+  InflightSlot slot(*this, who);
+  if (!slot.held()) {
+    return error(res, call, 429,
+                 "too many requests in flight for this key (max_requests_per_key: " +
+                     std::to_string(cfg_.max_requests_per_key) + ")",
+                 "", "too_many_requests", {{"Retry-After", "1"}});
+  }
+  auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
+  Status st = call.model->scheduler->submit(ch);
+  if (st.code() == StatusCode::kResourceExhausted) {
+    return error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
+  }
+  if (!st.ok()) return error(res, call, 503, st.message(), "", "unavailable");
+
+  const Tokenizer& tok = *call.model->engine->tokenizer();
+  ResponseIds ids{(chat ? "chatcmpl-" : "cmpl-") + call.id.substr(4), call.model->id,
+                  (int64_t)std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count(),
+                  chat};
+  std::string text;
+  std::vector<serving::TokenLogprob> lps;
+  bool streaming = g.stream;
+  int delivered_tokens = 0;  // written to the client (the audit log's count when it hangs up)
+  int pending_tokens = 0;    // generated, text held back
+  if (streaming) {
+    if (!res.begin_stream({{"X-Request-Id", call.id}})) return ch->cancel();
+    if (chat) res.write_chunk(sse(chunk_json(ids, "", "", nullptr, true)));
+  }
+  // A client that hung up is noticed within ~50 ms whether or not tokens are
+  // flowing; the scheduler then frees its pages at its next step.
+  auto next_check = Clock::now();
+  for (;;) {
+    auto ev = ch->pop(std::chrono::milliseconds(50));
+    if (Clock::now() >= next_check) {
+      next_check = Clock::now() + std::chrono::milliseconds(50);
+      if (res.client_gone()) {
+        ch->cancel();
+        call.finish_reason = "client_disconnected";
+        call.completion_tokens = delivered_tokens;
+        return;
+      }
+    }
+    if (!ev) continue;
+    if (ev->kind == serving::EventKind::Token) {
+      pending_tokens += ev->tokens;
+      if (!streaming) {
+        text += ev->text;
+        lps.insert(lps.end(), ev->logprobs.begin(), ev->logprobs.end());
+        continue;
+      }
+      if (ev->text.empty() && ev->logprobs.empty()) continue;
+      const nlohmann::json lp = g.logprobs ? logprobs_json(ev->logprobs, tok, chat, text.size()) : nlohmann::json();
+      text += ev->text;
+      if (!res.write_chunk(sse(chunk_json(ids, ev->text, "", lp)))) {
+        ch->cancel();
+        call.finish_reason = "client_disconnected";
+        call.completion_tokens = delivered_tokens;
+        return;
+      }
+      delivered_tokens += pending_tokens;
+      pending_tokens = 0;
+      continue;
+    }
+    if (ev->kind == serving::EventKind::Error) {
+      const int status = http_status_for(Status(ev->code, ev->message));
+      if (!streaming) return error(res, call, status, ev->message);
+      nlohmann::json err = {{"error", {{"message", ev->message}, {"type", error_type_for(status)},
+                                       {"param", nullptr}, {"code", status}}}};
+      res.write_chunk(sse(err));
+      res.write_chunk("data: [DONE]\n\n");
+      res.end_stream();
+      return;
+    }
+    // Finish.
+    call.completion_tokens = ev->completion_tokens;
+    call.finish_reason = ev->finish_reason;
+    if (!streaming) {
+      const nlohmann::json lp = g.logprobs ? logprobs_json(lps, tok, chat, 0) : nlohmann::json();
+      return json(res, call, 200,
+                  dump(completion_json(ids, text, ev->finish_reason, lp, ev->prompt_tokens, ev->completion_tokens)));
+    }
+    res.write_chunk(sse(chunk_json(ids, "", ev->finish_reason, nullptr)));
+    if (g.include_usage) {
+      nlohmann::json u = chunk_json(ids, "", "", nullptr);
+      u["choices"] = nlohmann::json::array();
+      u["usage"] = usage_json(ev->prompt_tokens, ev->completion_tokens);
+      res.write_chunk(sse(u));
+    }
+    res.write_chunk("data: [DONE]\n\n");
+    res.end_stream();
+    return;
+  }
+}
+
+}  // namespace stride::server
