@@ -4,6 +4,7 @@
       srv.url            # http://127.0.0.1:PORT
       srv.get("/health") # (status, headers, body bytes)
 """
+import hashlib
 import http.client
 import json
 import os
@@ -16,6 +17,15 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMOL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 GEMMA = os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
+
+
+def sha256(path):
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def binary():

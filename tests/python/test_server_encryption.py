@@ -2,24 +2,15 @@
 file's greedy completion; decrypt restores the original bytes (checked with
 hashlib); a wrong or missing key and a tampered file are refused with a reason
 naming the problem; rotate-key makes the old key fail and the new one work."""
-import hashlib
 import os
 import subprocess
 
 import openai
 import pytest
 
-from stride_server import SMOL, StrideServer, binary
+from stride_server import SMOL, StrideServer, binary, sha256
 
 PROMPT = "The capital of France is"
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def stride(*args, check=True, env=None):

@@ -1,7 +1,6 @@
 """Model switching and rollback: POST /admin/model loads and warms a version
 beside the serving one; new requests go to it while running ones finish on the
 old; a corrupt file or a wrong sha256 leaves the old version serving."""
-import hashlib
 import json
 import os
 import tempfile
@@ -10,17 +9,9 @@ import time
 
 import openai
 
-from stride_server import GEMMA, SMOL, StrideServer
+from stride_server import GEMMA, SMOL, StrideServer, sha256
 
 ADMIN = "admin-secret-1"
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def test_switch_and_rollback():

@@ -4,7 +4,6 @@ ciphertext (checked with hashlib and `sha256sum -c`), the server starts on the
 rotated version (the record is verified before loading) and serves the same
 greedy completion as the plain copy of the same weights, and POST
 /admin/model switches to an older version and back to the rotated one."""
-import hashlib
 import json
 import os
 import subprocess
@@ -12,19 +11,11 @@ import subprocess
 import openai
 import pytest
 
-from stride_server import SMOL, StrideServer, binary
+from stride_server import SMOL, StrideServer, binary, sha256
 
 ADMIN = "admin-secret-rotation"
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 PROMPT = "The capital of France is"
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def stride(*args, check=True):

@@ -3,7 +3,6 @@ here against hashlib), STRIDE_MODEL_VERSION selects one at start-up, and
 POST /admin/model {"version": ...} or SIGHUP switches; a version whose file no
 longer matches its record is refused with the reason while the serving one
 stays, and rolling back gives the first version's output again."""
-import hashlib
 import json
 import os
 import shutil
@@ -14,19 +13,11 @@ import time
 import openai
 import pytest
 
-from stride_server import GEMMA, SMOL, StrideServer, binary
+from stride_server import GEMMA, SMOL, StrideServer, binary, sha256
 
 ADMIN = "admin-secret-versions"
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 PROMPT = "The capital of France is"
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def stride(*args, check=True):
