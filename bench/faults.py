@@ -88,13 +88,23 @@ def completes(srv, n=4):
 
 
 def versioned_server(model_dir, version, extra_env=None, wait=True):
-    env = {"STRIDE_MODEL_DIR": model_dir, "STRIDE_MODEL_VERSION": version, "STRIDE_ADMIN_KEYS": ADMIN}
+    env = {"STRIDE_MODEL_DIR": model_dir, "STRIDE_ADMIN_KEYS": ADMIN}
+    if version:  # else the server follows <model_dir>/ACTIVE
+        env["STRIDE_MODEL_VERSION"] = version
     env.update(extra_env or {})
     return StrideServer(None, extra_args=["--kv-budget", "64M"], env=env, wait=wait)
 
 
 def admin(srv, body, timeout=300):
     return call(srv.port, "/admin/model", body, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=timeout)
+
+
+def active_of(model_dir):
+    try:
+        with open(os.path.join(model_dir, "ACTIVE")) as fh:
+            return fh.read().strip()
+    except OSError as e:
+        return f"unreadable: {e}"
 
 
 def second_model():
@@ -108,8 +118,8 @@ def kill9_switch(args):
     try:
         publish(d, "v1", SMOL)
         publish(d, "v2", second_model())
-        # 1. kill -9 while the admin API loads v2.
-        srv = versioned_server(d, "v1")
+        # 1. kill -9 while the admin API loads v2 (the server follows ACTIVE, which publish set to v1).
+        srv = versioned_server(d, None)
         th = threading.Thread(target=admin, args=(srv, {"version": "v2"}), daemon=True)
         th.start()
         time.sleep(args.kill_after)
@@ -121,7 +131,8 @@ def kill9_switch(args):
         f.check("model dir intact after kill -9", "v1, v2 listed", [v.get("version") for v in versions]
                 if isinstance(versions, list) else versions,
                 isinstance(versions, list) and {v.get("version") for v in versions} == {"v1", "v2"})
-        srv = versioned_server(d, "v1", wait=False)
+        f.check("ACTIVE after kill -9 mid-switch", "v1", active_of(d), active_of(d) == "v1")
+        srv = versioned_server(d, None, wait=False)
         try:
             srv.wait_ready(120)
             v = served_version(srv)
@@ -133,23 +144,24 @@ def kill9_switch(args):
             f.check("switch to v2 after restart", "200 version v2",
                     f"{r['status']} {(r['body'] or {}).get('version') if isinstance(r['body'], dict) else r['body']}",
                     r["status"] == 200)
-            # 2. kill -9 right after a completed switch: a restart serves the configured version again.
+            # 2. kill -9 right after a completed switch: a restart serves the switched-to version.
             srv.proc.send_signal(signal.SIGKILL)
             srv.proc.wait(30)
         except AssertionError as e:
             f.check("restart after kill -9 mid-switch", "ready", str(e)[-300:], False)
         finally:
             srv.__exit__(None, None, None)
-        srv = versioned_server(d, "v1", wait=False)
-        try:
-            srv.wait_ready(120)
-            v = served_version(srv)
-            f.check("restart after kill -9 following a completed switch to v2 (STRIDE_MODEL_VERSION=v1)",
-                    "v1 (the configured version; the admin switch is not persisted)", v, v == "v1")
-        except AssertionError as e:
-            f.check("restart after kill -9 following a switch", "ready", str(e)[-300:], False)
-        finally:
-            srv.__exit__(None, None, None)
+        for pinned, want in [(None, "v2"), ("v1", "v1")]:
+            srv = versioned_server(d, pinned, wait=False)
+            try:
+                srv.wait_ready(120)
+                v = served_version(srv)
+                how = f"STRIDE_MODEL_VERSION={pinned}" if pinned else "following ACTIVE"
+                f.check(f"restart after kill -9 following a completed switch to v2 ({how})", want, v, v == want)
+            except AssertionError as e:
+                f.check("restart after kill -9 following a switch", "ready", str(e)[-300:], False)
+            finally:
+                srv.__exit__(None, None, None)
 
         # 3. kill -9 while `stride model publish` copies v3 in: no half version, and v3 can be published again.
         src = second_model()

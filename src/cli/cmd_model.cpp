@@ -2,6 +2,7 @@
 // re-key model files at rest.
 //   stride model publish --model-dir D --version V FILE
 //   stride model list --model-dir D [--json]
+//   stride model activate --model-dir D VERSION   (served by `stride serve --model-dir D` from then on)
 //   stride model genkey OUT
 //   stride model encrypt --key-file K IN OUT
 //   stride model decrypt --key-file K IN OUT
@@ -33,21 +34,30 @@ int publish(const ModelArgs& a) {
   return 0;
 }
 
+int activate(const ModelArgs& a) {
+  if (Status st = set_active_model_version(a.model_dir, a.version); !st.ok()) return fail(st);
+  std::printf("%s is the active version of %s (a running server follows on SIGHUP or POST /admin/model)\n",
+              a.version.c_str(), a.model_dir.c_str());
+  return 0;
+}
+
 int list(const ModelArgs& a) {
   auto all = list_model_versions(a.model_dir);
   if (!all) return fail(all.status());
+  const auto active = read_active_model_version(a.model_dir);
+  auto is_active = [&](const ModelVersion& v) { return active.ok() && *active == v.version; };
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& v : *all) {
       out.push_back({{"version", v.version}, {"path", v.path}, {"sha256", v.sha256}, {"bytes", v.bytes},
-                     {"encrypted", is_encrypted_model(v.path)}});
+                     {"encrypted", is_encrypted_model(v.path)}, {"active", is_active(v)}});
     }
     std::printf("%s\n", out.dump().c_str());
     return 0;
   }
   for (const auto& v : *all) {
-    std::printf("%-16s %s  %12llu  %s%s\n", v.version.c_str(), v.sha256.c_str(), (unsigned long long)v.bytes,
-                v.path.c_str(), is_encrypted_model(v.path) ? "  (encrypted)" : "");
+    std::printf("%s %-16s %s  %12llu  %s%s\n", is_active(v) ? "*" : " ", v.version.c_str(), v.sha256.c_str(),
+                (unsigned long long)v.bytes, v.path.c_str(), is_encrypted_model(v.path) ? "  (encrypted)" : "");
   }
   return 0;
 }
@@ -99,6 +109,12 @@ void add_model_command(CLI::App& app, int& exit_code) {
   ls->add_option("--model-dir", a->model_dir, "directory of versions")->required();
   ls->add_flag("--json", a->json, "one JSON array");
   ls->callback([a, &exit_code] { exit_code = list(*a); });
+
+  CLI::App* act = cmd->add_subcommand("activate", "record VERSION in <model-dir>/ACTIVE: the version a server "
+                                                   "configured with model_version 'active' (the default) serves");
+  act->add_option("--model-dir", a->model_dir, "directory of versions")->required();
+  act->add_option("version", a->version, "a published version")->required();
+  act->callback([a, &exit_code] { exit_code = activate(*a); });
 
   CLI::App* gen = cmd->add_subcommand("genkey", "write a new random AES-256 key (64 hex digits) to a new file");
   gen->add_option("out", a->out, "key file to write (mode 0600)")->required();

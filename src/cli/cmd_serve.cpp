@@ -11,6 +11,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "loader/model_versions.h"
 #include "loader/encrypted_file.h"
 #include "loader/sha256.h"
 #include "server/api.h"
@@ -208,6 +209,13 @@ int serve(ServeArgs& a) {
   server::set_log_level(cfg.log_level);
   auto first_ref = configured_model(cfg);
   if (!first_ref) return fail_log(first_ref.status().message());
+  if (!cfg.model_dir.empty() && cfg.model_version != kActiveVersionName) {
+    // A pinned version wins over the recorded one (and becomes the recorded one once it serves).
+    if (auto active = read_active_model_version(cfg.model_dir); active.ok() && *active != first_ref->version) {
+      log(LogLevel::Warning, "the config pins a version other than the active one",
+          {{"pinned", first_ref->version}, {"active", *active}});
+    }
+  }
   if (Status st = install_model_key(cfg); !st.ok()) return fail_log(st.message());
   if (!server::is_loopback_host(cfg.host) && cfg.api_keys.empty()) {
     return fail_log("binding to " + cfg.host + " (beyond loopback) requires API keys (api_keys_file or STRIDE_API_KEYS)");
@@ -257,6 +265,7 @@ int serve(ServeArgs& a) {
   auto loader = [&cfg, &metrics](const server::ModelRef& ref) { return load_version(cfg, ref, metrics); };
   auto first = loader(*first_ref);
   if (!first) return fail_log(first.status().message());
+  (void)server::record_active_version(*first_ref);  // logged on failure
   api.set_loader(loader);
   api.set_model_dir(cfg.model_dir);
   api.set_model(std::move(*first));
@@ -342,7 +351,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   flag("--request-timeout", "request_timeout_s", a->request_timeout_s, "seconds before a request ends with 'timeout'");
   flag("--audit-log", "audit_log", a->audit_log, "JSON-lines audit log path");
   flag("--model-dir", "model_dir", a->model_dir, "directory of published versions (see stride model publish)");
-  flag("--model-version", "model_version", a->model_version, "version of --model-dir to serve");
+  flag("--model-version", "model_version", a->model_version,
+       "version of --model-dir to serve (default 'active': the one <model-dir>/ACTIVE records)");
   flag("--model-key-file", "model_key_file", a->model_key_file, "AES-256 key for encrypted model files");
   flag("--tls-cert", "tls_cert_file", a->tls_cert, "PEM certificate chain: serve HTTPS only");
   flag("--tls-key", "tls_key_file", a->tls_key, "PEM private key for --tls-cert");

@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kShaFile = "SHA256";
+constexpr const char* kActiveFile = "ACTIVE";
 
 bool is_hex64(const std::string& s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
@@ -51,6 +52,9 @@ Status check_version_name(const std::string& v) {
   if (v.empty() || v.size() > 128 || !chars_ok || v == "." || v == ".." || v[0] == '.') {
     return InvalidArgument("bad model version '" + v +
                            "': use letters, digits, '.', '_' and '-' (not starting with '.')");
+  }
+  if (v == kActiveVersionName) {
+    return InvalidArgument("'" + v + "' is reserved: it names the version recorded in <model_dir>/ACTIVE");
   }
   return Status::Ok();
 }
@@ -135,6 +139,10 @@ Expected<ModelVersion> publish_model_version(const std::string& model_dir, const
   if (ec) return IoError("cannot publish " + final_dir.string() + ": " + ec.message());
   cleanup.p.clear();
   STRIDE_RETURN_IF_ERROR(fsync_directory(model_dir));
+  // The first version of a directory becomes its active one.
+  if (!fs::exists(fs::path(model_dir) / kActiveFile, ec)) {
+    STRIDE_RETURN_IF_ERROR(set_active_model_version(model_dir, version));
+  }
   return find_model_version(model_dir, version);
 }
 
@@ -153,6 +161,31 @@ Status rotate_model_key(const std::string& path, const ModelKey& old_key, const 
     STRIDE_RETURN_IF_ERROR(write_file_atomic(record.string(), digest + "  " + name + "\n", 0644));
   }
   return model.commit();
+}
+
+Expected<std::string> read_active_model_version(const std::string& model_dir) {
+  const fs::path p = fs::path(model_dir) / kActiveFile;
+  std::ifstream f(p);
+  if (!f) return NotFound("no active version recorded in " + model_dir + " (stride model activate --model-dir " +
+                          model_dir + " VERSION)");
+  std::string line;
+  std::getline(f, line);
+  line.erase(line.find_last_not_of(" \t\r\n") + 1);
+  if (Status st = check_version_name(line); !st.ok()) {
+    return InvalidArgument(p.string() + " does not hold a version name: " + st.message());
+  }
+  return line;
+}
+
+Status set_active_model_version(const std::string& model_dir, const std::string& version) {
+  STRIDE_RETURN_IF_ERROR(find_model_version(model_dir, version).status());
+  return write_file_atomic((fs::path(model_dir) / kActiveFile).string(), version + "\n", 0644);
+}
+
+Expected<ModelVersion> resolve_model_version(const std::string& model_dir, const std::string& version) {
+  if (!version.empty() && version != kActiveVersionName) return find_model_version(model_dir, version);
+  STRIDE_ASSIGN_OR_RETURN(std::string active, read_active_model_version(model_dir));
+  return find_model_version(model_dir, active);
 }
 
 }  // namespace stride

@@ -57,8 +57,18 @@ ModelPtr Api::model() const {
 
 Expected<ModelRef> model_ref_for_version(const std::string& model_dir, const std::string& version) {
   if (model_dir.empty()) return InvalidArgument("no model_dir is configured, so versions cannot be selected");
-  STRIDE_ASSIGN_OR_RETURN(ModelVersion v, find_model_version(model_dir, version));
-  return ModelRef{v.path, v.sha256, v.version};
+  STRIDE_ASSIGN_OR_RETURN(ModelVersion v, resolve_model_version(model_dir, version));
+  return ModelRef{v.path, v.sha256, v.version, model_dir};
+}
+
+Status record_active_version(const ModelRef& ref) {
+  if (ref.model_dir.empty() || ref.version.empty()) return Status::Ok();
+  Status st = set_active_model_version(ref.model_dir, ref.version);
+  if (!st.ok()) {
+    log(LogLevel::Error, "the serving version is not recorded as active; a restart may serve another",
+        {{"version", ref.version}, {"reason", st.message()}});
+  }
+  return st;
 }
 
 void Api::set_model_dir(const std::string& dir) {
@@ -73,6 +83,7 @@ Expected<double> Api::switch_model(const ModelRef& ref) {
   auto loaded = loader_(ref);
   if (!loaded.ok()) return loaded.status();
   set_model(std::move(*loaded));
+  (void)record_active_version(ref);  // logged; the switch itself succeeded
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
@@ -220,9 +231,13 @@ void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
                  "': " + secs.status().message(), "model", "model_load_failed");
   }
   ModelPtr now = model();
-  audit_event("admin_model_switch", call, target, {{"version", now->version}, {"sha256", now->sha256}});
+  // Whether a restart that follows ACTIVE comes back to this version.
+  auto active = ref->model_dir.empty() ? Expected<std::string>(NotFound("")) : read_active_model_version(ref->model_dir);
+  const bool recorded = active.ok() && *active == now->version;
+  audit_event("admin_model_switch", call, target,
+              {{"version", now->version}, {"sha256", now->sha256}, {"recorded_active", recorded ? "yes" : "no"}});
   json(res, call, 200, dump(nlohmann::json{{"model", now->id}, {"version", now->version}, {"sha256", now->sha256},
-                                           {"switch_seconds", *secs}}));
+                                           {"switch_seconds", *secs}, {"recorded_active", recorded}}));
 }
 
 Api::InflightSlot::InflightSlot(Api& api, std::string who) : api_(api), who_(std::move(who)) {

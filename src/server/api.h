@@ -44,9 +44,14 @@ struct ModelRef {
   std::string path;
   std::string sha256;
   std::string version;
+  std::string model_dir;  // set for a published version: it is recorded as ACTIVE once it serves
 };
-// A version of <model_dir> as a ModelRef (its recorded sha256 is then verified by the loader).
+// A version of <model_dir> as a ModelRef (its recorded sha256 is then verified
+// by the loader); "active" or "" names the version <model_dir>/ACTIVE records.
 Expected<ModelRef> model_ref_for_version(const std::string& model_dir, const std::string& version);
+// Records a published version that now serves as its directory's ACTIVE one
+// (nothing for a plain file); a failure is logged and returned.
+Status record_active_version(const ModelRef& ref);
 
 // Loads and warms up a model; used at start-up, for /admin/model and SIGHUP.
 using ModelLoader = std::function<Expected<std::shared_ptr<ModelHandle>>(const ModelRef&)>;

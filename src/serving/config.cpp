@@ -1,5 +1,7 @@
 #include "serving/config.h"
 
+#include "loader/model_versions.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -214,9 +216,7 @@ Status finalize_config(ServeConfig& c) {
   if (!c.model_dir.empty() && !c.model.empty()) {
     return InvalidArgument("config: give either model (a file) or model_dir + model_version, not both");
   }
-  if (!c.model_dir.empty() && c.model_version.empty()) {
-    return InvalidArgument("config: model_dir needs model_version (or STRIDE_MODEL_VERSION)");
-  }
+  if (!c.model_dir.empty() && c.model_version.empty()) c.model_version = kActiveVersionName;
   if (c.model_dir.empty() && !c.model_version.empty()) {
     return InvalidArgument("config: model_version needs model_dir");
   }

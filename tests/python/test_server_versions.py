@@ -2,7 +2,9 @@
 here against hashlib), STRIDE_MODEL_VERSION selects one at start-up, and
 POST /admin/model {"version": ...} or SIGHUP switches; a version whose file no
 longer matches its record is refused with the reason while the serving one
-stays, and rolling back gives the first version's output again."""
+stays, and rolling back gives the first version's output again. The version
+that last went live is recorded in <model_dir>/ACTIVE, so that a switch or a
+rollback survives a kill -9 and a restart."""
 import json
 import os
 import shutil
@@ -49,6 +51,7 @@ def test_publish_and_list(model_dir):
     assert listed[0]["sha256"] == sha256(SMOL) and listed[1]["sha256"] == sha256(GEMMA)
     assert listed[2]["sha256"] == sha256(SMOL) != sha256(listed[2]["path"])  # the record predates the damage
     assert all(not v["encrypted"] for v in listed)
+    assert listed[0]["active"]  # the first version published
     # The record is in sha256sum format.
     check = subprocess.run(["sha256sum", "-c", "SHA256"], cwd=os.path.join(model_dir, "v1"), capture_output=True)
     assert check.returncode == 0, check.stdout
@@ -59,11 +62,13 @@ def test_publish_and_list(model_dir):
     assert r.returncode != 0 and "bad model version" in r.stderr
     r = stride("model", "publish", "--model-dir", model_dir, "--version", "v9", "/no/such.gguf", check=False)
     assert r.returncode != 0 and "no such model file" in r.stderr
-    assert sorted(os.listdir(model_dir)) == ["v1", "v2", "v3"]  # no temporary folders left behind
+    r = stride("model", "publish", "--model-dir", model_dir, "--version", "active", SMOL, check=False)
+    assert r.returncode != 0 and "reserved" in r.stderr
+    assert sorted(os.listdir(model_dir)) == ["ACTIVE", "v1", "v2", "v3"]  # no temporary folders left behind
 
 
 def test_startup_refuses_a_damaged_or_unknown_version(model_dir):
-    for version, needle in [("v3", "sha256 mismatch"), ("v7", "not found"), ("", "needs model_version")]:
+    for version, needle in [("v3", "sha256 mismatch"), ("v7", "not found")]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("STRIDE_")}
         env.update({"STRIDE_MODEL_DIR": model_dir, "STRIDE_MODEL_VERSION": version})
         r = subprocess.run([binary(), "serve", "--port", "0", "--threads", "2"], env=env, capture_output=True,
@@ -149,3 +154,64 @@ def test_sighup_rereads_the_config(model_dir, tmp_path):
             time.sleep(0.1)
         assert "unknown key 'bogus_key'" in s.logs()
         assert version() == "v2"
+
+
+def serve_dir(directory, version=None):
+    env = {"STRIDE_MODEL_DIR": directory, "STRIDE_ADMIN_KEYS": ADMIN, "STRIDE_KV_BUDGET": "32M"}
+    if version:
+        env["STRIDE_MODEL_VERSION"] = version
+    return StrideServer(None, env=env)
+
+
+def active_of(directory):
+    with open(os.path.join(directory, "ACTIVE")) as f:
+        return f.read().strip()
+
+
+def test_the_active_version_survives_kill_and_restart(tmp_path):
+    d = str(tmp_path / "active")
+    stride("model", "publish", "--model-dir", d, "--version", "v1", SMOL)
+    stride("model", "publish", "--model-dir", d, "--version", "v2", GEMMA)
+    assert active_of(d) == "v1"
+
+    # Without a recorded version, a server that follows ACTIVE refuses to guess.
+    os.remove(os.path.join(d, "ACTIVE"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRIDE_")}
+    env["STRIDE_MODEL_DIR"] = d
+    r = subprocess.run([binary(), "serve", "--port", "0", "--threads", "2"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode != 0 and "no active version recorded" in r.stdout + r.stderr, r.stdout + r.stderr
+    r = stride("model", "activate", "--model-dir", d, "v9", check=False)
+    assert r.returncode != 0 and "not found" in r.stderr
+    stride("model", "activate", "--model-dir", d, "v1")
+    listed = json.loads(stride("model", "list", "--model-dir", d, "--json").stdout)
+    assert [v["active"] for v in listed] == [True, False]
+
+    # A switch is recorded once the new version serves, and a kill -9 keeps it.
+    with serve_dir(d) as s:
+        assert json.loads(s.get("/v1/models")[2])["data"][0]["version"] == "v1"
+        status, _, body = s.post("/admin/model", {"version": "v2"}, headers=AUTH)
+        assert status == 200 and json.loads(body)["recorded_active"] is True, body
+        assert active_of(d) == "v2"
+        # A refused switch records nothing.
+        assert s.post("/admin/model", {"version": "v8"}, headers=AUTH)[0] == 422
+        assert active_of(d) == "v2"
+        s.stop(signal.SIGKILL)
+    with serve_dir(d) as s:
+        assert json.loads(s.get("/v1/models")[2])["data"][0]["version"] == "v2"
+        # Roll back, kill again: the rollback holds.
+        status, _, body = s.post("/admin/model", {"version": "v1"}, headers=AUTH)
+        assert status == 200, body
+        s.stop(signal.SIGKILL)
+    with serve_dir(d) as s:
+        assert json.loads(s.get("/v1/models")[2])["data"][0]["version"] == "v1"
+        # A model file that is not a version of the directory serves but is not recorded.
+        status, _, body = s.post("/admin/model", {"model": GEMMA}, headers=AUTH)
+        assert status == 200 and json.loads(body)["recorded_active"] is False, body
+        assert active_of(d) == "v1"
+
+    # A pinned version wins, says so, and becomes the recorded one.
+    with serve_dir(d, "v2") as s:
+        assert json.loads(s.get("/v1/models")[2])["data"][0]["version"] == "v2"
+        assert "pins a version other than the active one" in s.logs()
+    assert active_of(d) == "v2"

@@ -1,6 +1,8 @@
 // Model versions: publish copies a file in and records its sha256 (checked
 // against the FIPS 180-2 digest of "abc"), versions are immutable, names are
-// checked, and lookups of unknown versions list the published ones.
+// checked, and lookups of unknown versions list the published ones. ACTIVE
+// records the first version published, then whatever is activated; "active"
+// resolves through it and is not a publishable name.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -79,6 +81,32 @@ TEST_F(ModelVersions, BadNamesAndMissingThingsAreClearErrors) {
   ASSERT_TRUE(publish_model_version(dir(), "v2", file()).ok());
   fs::remove(fs::path(dir()) / "v2" / "m.gguf");
   EXPECT_FALSE(find_model_version(dir(), "v2").ok());
+}
+
+TEST_F(ModelVersions, ActiveStartsAtTheFirstPublishAndMovesOnlyToPublishedVersions) {
+  EXPECT_FALSE(read_active_model_version(dir()).ok());
+  ASSERT_TRUE(publish_model_version(dir(), "v1", file()).ok());
+  ASSERT_TRUE(publish_model_version(dir(), "v2", file()).ok());
+  auto active = read_active_model_version(dir());
+  ASSERT_TRUE(active.ok()) << active.status().message();
+  EXPECT_EQ(*active, "v1");
+  for (const char* name : {"", "active"}) {
+    auto v = resolve_model_version(dir(), name);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_EQ(v->version, "v1");
+  }
+  ASSERT_TRUE(set_active_model_version(dir(), "v2").ok());
+  EXPECT_EQ(resolve_model_version(dir(), "active")->version, "v2");
+  EXPECT_EQ(resolve_model_version(dir(), "v1")->version, "v1");  // a named version ignores ACTIVE
+
+  EXPECT_FALSE(set_active_model_version(dir(), "v9").ok());
+  EXPECT_FALSE(set_active_model_version(dir(), "../v1").ok());
+  EXPECT_EQ(*read_active_model_version(dir()), "v2");
+  EXPECT_FALSE(publish_model_version(dir(), "active", file()).ok());
+
+  std::ofstream(fs::path(dir()) / "ACTIVE") << "../etc\n";  // a hand-edited record is checked, not followed
+  EXPECT_FALSE(read_active_model_version(dir()).ok());
+  EXPECT_FALSE(resolve_model_version(dir(), "").ok());
 }
 
 }  // namespace
