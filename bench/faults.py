@@ -365,7 +365,8 @@ def offload_disk_full(args):
                 srv.wait_ready(120)
             except AssertionError as e:
                 f.check("start with a 64 MiB offload file on an 8 MiB disk", "serves, or a start-up error naming "
-                        "the file", str(e).splitlines()[0][:200], srv.proc.returncode not in (None, 0) and
+                        "the file", next((ln for ln in str(e).splitlines() if "offload file" in ln), str(e).splitlines()[0])[-300:],
+                        srv.proc.returncode not in (None, 0) and
                         ("offload" in str(e).lower() or "space" in str(e).lower()))
                 srv = None
             if srv:

@@ -22,12 +22,13 @@ SPEC = os.path.join(ROOT, "docs", "openapi.yaml")
 ADMIN_KEY = "schemathesis-admin-key"
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
           "response_schema_conformance,response_headers_conformance")
+CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemathesis.toml")
 OPERATIONS = {"POST /v1/completions", "POST /v1/chat/completions", "GET /v1/models", "POST /tokenize",
               "POST /detokenize", "GET /health", "GET /ready", "GET /metrics", "POST /admin/model"}
 
 
 def schemathesis_cmd(url, report_dir, max_examples, seed, extra=()):
-    return [sys.executable, "-m", "schemathesis.cli", "run", SPEC, "--url", url,
+    return [sys.executable, "-m", "schemathesis.cli", "--config-file", CONFIG, "run", SPEC, "--url", url,
             "--checks", CHECKS, "--max-examples", str(max_examples), "--seed", str(seed),
             "--phases", "examples,coverage,fuzzing", "--workers", "1", "--mode", "all",
             "--generation-database", "none", "--request-timeout", "60",
