@@ -57,6 +57,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "schemathesis_long"))
     args = ap.parse_args()
     model_dir = tempfile.mkdtemp(prefix="stride-st-long-models-")
+    args.out = os.path.abspath(args.out)  # schemathesis runs with the report folder as its working directory
     report_root = args.out + "-reports"
     shutil.rmtree(report_root, ignore_errors=True)
     os.makedirs(report_root)
