@@ -142,7 +142,7 @@ struct PageView {
 
   float key_dot(const float* q, int t, int dk) const {
     return k8 ? ks[t] * simd::dot_i8(q, k8 + (int64_t)t * dk, dk)
-              : simd::dot(q, k + (int64_t)t * dk, dk);
+              : simd::dot_key(q, k + (int64_t)t * dk, dk);
   }
 };
 

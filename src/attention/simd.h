@@ -36,6 +36,24 @@ inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
+// q . k summed in exactly the order of the four-key loops below (one 8-wide
+// FMA chain, lane 0 of the hsum4 tree, then the scalar tail), for the keys
+// left over after them. A row's scores must not depend on which micro-kernel
+// (x4, x2 or single rows) it went through, nor on how many keys a page has:
+// that would make logits depend on how many tokens share a prefill call.
+inline float dot_key(const float* q, const float* k, int d) {
+  const int d8 = d & ~7;
+  __m256 a = _mm256_setzero_ps();
+  for (int i = 0; i < d8; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), a);
+  float r = _mm_cvtss_f32(hsum4(a, a, a, a));
+  if (d8 < d) {
+    float tail = 0;
+    for (int i = d8; i < d; ++i) tail += q[i] * k[i];
+    r += tail;
+  }
+  return r;
+}
+
 // s[t] = q . k[t] for t < n; k: [n, d]. Four keys per pass keep four
 // independent FMA chains in flight and share each load of q.
 inline void dot_rows(const float* q, const float* k, int n, int d, float* s) {
@@ -67,7 +85,7 @@ inline void dot_rows(const float* q, const float* k, int n, int d, float* s) {
     }
     _mm_storeu_ps(s + t, r);
   }
-  for (; t < n; ++t) s[t] = dot(q, k + (int64_t)t * d, d);
+  for (; t < n; ++t) s[t] = dot_key(q, k + (int64_t)t * d, d);
 }
 
 // pv_accumulate restricted to columns [from, d): 8 at a time, then scalar.
@@ -128,8 +146,8 @@ inline void dot_rows_x2(const float* qa, const float* qb, const float* k, int n,
     _mm_storeu_ps(sb + t, rb);
   }
   for (; t < n; ++t) {
-    sa[t] = dot(qa, k + (int64_t)t * d, d);
-    sb[t] = dot(qb, k + (int64_t)t * d, d);
+    sa[t] = dot_key(qa, k + (int64_t)t * d, d);
+    sb[t] = dot_key(qb, k + (int64_t)t * d, d);
   }
 }
 
@@ -241,18 +259,20 @@ inline float exp_shift_sum(const float* s, float m, float* p, int n) {
     _mm256_storeu_ps(p + i, e);
     acc = _mm256_add_ps(acc, e);
   }
-  float sum = hsum(acc);
+  // The tail joins the vector sum as a zero-padded vector (exp(-inf) = 0): a
+  // page of n valid keys then sums exactly like a longer page whose extra keys
+  // are masked, so the denominator does not depend on how many keys the
+  // page held when the row was computed (prefill chunking, decode).
   if (i < n) {
     float tmp_in[8], tmp_out[8];
     const int r = n - i;
     for (int j = 0; j < 8; ++j) tmp_in[j] = j < r ? s[i + j] - m : -INFINITY;
-    _mm256_storeu_ps(tmp_out, exp_ps(_mm256_loadu_ps(tmp_in)));
-    for (int j = 0; j < r; ++j) {
-      p[i + j] = tmp_out[j];
-      sum += tmp_out[j];
-    }
+    const __m256 e = exp_ps(_mm256_loadu_ps(tmp_in));
+    _mm256_storeu_ps(tmp_out, e);
+    acc = _mm256_add_ps(acc, e);
+    for (int j = 0; j < r; ++j) p[i + j] = tmp_out[j];
   }
-  return sum;
+  return hsum(acc);
 }
 
 }  // namespace stride::simd

@@ -210,6 +210,75 @@ TEST(PackedMatrix, MultiMatchesSingle) {
   }
 }
 
+// A token's output must not depend on how many tokens share the call (the
+// tile it lands in): the same rows, bit for bit, for every prefix length.
+TEST(PackedMatrix, EachTokenIsIndependentOfTheTileItSitsIn) {
+  const int64_t n_in = 512, n_out = 24, n_all = 40;
+  ThreadPool pool(1);
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    RandomWeight w(t, n_in, n_out, 5);
+    auto pm = pack_matrix(w.view);
+    ASSERT_TRUE(pm.ok());
+    const auto x = random_acts(n_in * n_all, 77);
+    std::vector<float> all((size_t)(n_all * n_out));
+    matmul_packed(pm.value(), x.data(), all.data(), n_all, pool);
+    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 17, 33}) {
+      std::vector<float> part((size_t)(n * n_out));
+      matmul_packed(pm.value(), x.data(), part.data(), n, pool);
+      for (int64_t tok = 0; tok < n; ++tok) {
+        EXPECT_EQ(std::memcmp(part.data() + tok * n_out, all.data() + tok * n_out, sizeof(float) * n_out), 0)
+            << dtype_name(t) << ": token " << tok << " of a " << n << "-token call differs from the " << n_all
+            << "-token call";
+      }
+    }
+  }
+}
+
+// The same for the unpacked paths (float weights, and quantized weights that
+// are not repacked): matmul() on a prefix equals the full call's rows.
+TEST(Matmul, EachTokenIsIndependentOfHowManyShareTheCall) {
+  const int64_t n_in = 512, n_out = 24, n_all = 40;
+  ThreadPool pool(1);
+  for (DType t : {DType::F32, DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+    std::vector<uint8_t> bytes;
+    TensorView view;
+    if (t == DType::F32 || t == DType::F16) {
+      const size_t esz = t == DType::F32 ? 4 : 2;
+      bytes.resize((size_t)(n_in * n_out) * esz);
+      std::mt19937 rng(9);
+      std::normal_distribution<float> nd(0.0f, 0.05f);
+      for (int64_t i = 0; i < n_in * n_out; ++i) {
+        const float v = nd(rng);
+        if (t == DType::F32) std::memcpy(bytes.data() + i * 4, &v, 4);
+        else { const uint16_t h = fp32_to_fp16(v); std::memcpy(bytes.data() + i * 2, &h, 2); }
+      }
+      view.name = "w";
+      view.type = t;
+      view.n_dims = 2;
+      view.ne = {n_in, n_out, 1, 1};
+      view.data = bytes.data();
+      view.nbytes = (int64_t)bytes.size();
+    } else {
+      RandomWeight w(t, n_in, n_out, 5);
+      bytes = w.bytes;
+      view = w.view;
+      view.data = bytes.data();
+    }
+    const auto x = random_acts(n_in * n_all, 78);
+    std::vector<float> all((size_t)(n_all * n_out));
+    matmul(view, x.data(), all.data(), n_all, pool);
+    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 17, 33}) {
+      std::vector<float> part((size_t)(n * n_out));
+      matmul(view, x.data(), part.data(), n, pool);
+      for (int64_t tok = 0; tok < n; ++tok) {
+        EXPECT_EQ(std::memcmp(part.data() + tok * n_out, all.data() + tok * n_out, sizeof(float) * n_out), 0)
+            << dtype_name(t) << ": token " << tok << " of a " << n << "-token call differs from the " << n_all
+            << "-token call";
+      }
+    }
+  }
+}
+
 TEST(QuantizeActs, HalfSumsMatchQuants) {
   // Q6_K's offset uses the int16 pair (Σq[0..15], Σq[16..31]) of each block.
   const int64_t n_in = 96, n_tok = 3;
