@@ -22,9 +22,22 @@ struct Scratch {
   std::vector<float> vf;   // [page_size, dv]
   std::vector<float> s;    // [2, page_size] scores of a row pair
   std::vector<float> pr;   // [2, page_size] probabilities of a row pair
-  std::vector<float> m, d; // [rows]
+  std::vector<float> m, d; // [rows] running state of the current segment
   std::vector<float> o;    // [rows, dv]
+  std::vector<SoftmaxPartial> fold;  // [rows] segments folded so far
+  std::vector<float> fold_o;         // [rows, dv]
 };
+
+// A row's pages are summed in segments of kSegmentPages pages, cut at fixed
+// key positions (not at the call's or thread's boundaries), each from a fresh
+// softmax state, and the segments are folded left to right with
+// softmax_merge. Serially or split across threads, the same operations run
+// in the same order, so a row's result depends only on its keys.
+constexpr int kSegmentPages = 8;
+
+int64_t segment_of(const KvPool& pool, const AttentionPlan& plan, int64_t e, int page_size) {
+  return pool.positions(plan.page_ids[e])[0] / ((int64_t)kSegmentPages * page_size);
+}
 
 Scratch& scratch() {
   thread_local Scratch s;
@@ -262,7 +275,21 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
       rope_rotate_by(sc.qs.data() + (int64_t)r * dk, dk, -rswa_sink_shift(policy, row_pos(r)), rp);
   }
 
+  sc.fold.assign(rows, SoftmaxPartial{});
+  sc.fold_o.assign((size_t)rows * dv, 0.f);
+  // Folds the current segment's state into sc.fold and starts a fresh one.
+  auto end_segment = [&] {
+    for (int r = 0; r < rows; ++r) {
+      softmax_merge(sc.fold[r], sc.fold_o.data() + (int64_t)r * dv, SoftmaxPartial{sc.m[r], sc.d[r]},
+                    sc.o.data() + (int64_t)r * dv, dv);
+    }
+    std::fill(sc.m.begin(), sc.m.end(), -INFINITY);
+    std::fill(sc.d.begin(), sc.d.end(), 0.f);
+    std::fill(sc.o.begin(), sc.o.end(), 0.f);
+  };
+
   for (int64_t e = e0; e < e1; ++e) {
+    if (e > e0 && segment_of(pool, plan, e, g.page_size) != segment_of(pool, plan, e - 1, g.page_size)) end_segment();
     const int32_t page = plan.page_ids[e];
     const int n = plan.page_valid[e];
     const bool full = plan.page_full[e] != 0;
@@ -337,6 +364,12 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
       }
     }
   }
+  end_segment();
+  for (int r = 0; r < rows; ++r) {
+    sc.m[r] = sc.fold[r].m;
+    sc.d[r] = sc.fold[r].d;
+  }
+  sc.o.swap(sc.fold_o);
 }
 
 // out row of (query i, head) <- o / d.
@@ -376,25 +409,47 @@ void attention_paged(const KvPool& pool, const AttentionPlan& plan, const Policy
   const int n_blocks = plan.n_blocks();
   if (n_blocks <= 0) return;
 
-  // Split each block's page list when there are too few (block, head) items
-  // for the threads (decode); each split keeps >= kMinPages pages.
-  constexpr int64_t kMinPages = 8;
+  // With too few (block, head) items for the threads (decode, one short
+  // chunk), the segments of each row become the work items, and their
+  // partials are folded in order afterwards: the same operations as the
+  // serial fold in run_item, so the choice of path never changes a bit.
   int64_t max_entries = 0;
   for (int b = 0; b < n_blocks; ++b)
     max_entries = std::max<int64_t>(max_entries, plan.indptr[b + 1] - plan.indptr[b]);
   const int base_items = n_blocks * g.n_kv;
-  int splits = 1;
-  if (threads.size() > 1 && base_items < 2 * threads.size()) {
-    const int want = (4 * threads.size() + base_items - 1) / base_items;
-    splits = (int)std::max<int64_t>(1, std::min<int64_t>(want, max_entries / kMinPages));
-  }
-  const int n_items = base_items * splits;
   const int max_rows = plan.q_block * g.group;
+  struct Item {
+    int bh;
+    int64_t e0, e1;
+  };
+  std::vector<Item> items;
+  std::vector<int> first_item;  // [base_items + 1]: the segments of (block, head) bh
+  bool by_segment = threads.size() > 1 && base_items < 2 * threads.size() && max_entries >= 2 * kSegmentPages;
+  if (by_segment) {
+    first_item.reserve(base_items + 1);
+    for (int bh = 0; bh < base_items; ++bh) {
+      first_item.push_back((int)items.size());
+      const int h = bh % g.n_kv, b = bh / g.n_kv;
+      const int64_t lo = plan.entry_begin(b, h), hi = plan.entry_end(b, h);
+      for (int64_t e = lo; e < hi;) {
+        int64_t end = e + 1;
+        while (end < hi && segment_of(pool, plan, end, g.page_size) == segment_of(pool, plan, e, g.page_size)) ++end;
+        items.push_back({bh, e, end});
+        e = end;
+      }
+    }
+    first_item.push_back((int)items.size());
+    // Partials of every segment at once: keep that bounded (long prefill
+    // chunks with few blocks take the serial path, with the same result).
+    const double bytes = (double)items.size() * max_rows * (g.dv + 2) * sizeof(float);
+    if (bytes > 64.0 * (1 << 20)) by_segment = false;
+  }
+  const int n_items = by_segment ? (int)items.size() : base_items;
 
-  // Split partials: [n_items, max_rows] of (m, d) and [n_items, max_rows, dv] of o.
+  // Segment partials: [n_items, max_rows] of (m, d) and [n_items, max_rows, dv] of o.
   std::vector<SoftmaxPartial> part_md;
   std::vector<float> part_o;
-  if (splits > 1) {
+  if (by_segment) {
     part_md.resize((size_t)n_items * max_rows);
     part_o.resize((size_t)n_items * max_rows * g.dv);
   }
@@ -410,18 +465,15 @@ void attention_paged(const KvPool& pool, const AttentionPlan& plan, const Policy
     // (causal prefill), and taking the longest first balances the threads.
     for (int claimed; (claimed = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
       const int item = n_items - 1 - claimed;
-      const int split = item % splits;
-      const int h = (item / splits) % g.n_kv;
-      const int b = item / splits / g.n_kv;
-      const int64_t lo = plan.entry_begin(b, h), hi = plan.entry_end(b, h);  // per-head lists: top-k
-      const int64_t e0 = lo + (hi - lo) * split / splits;
-      const int64_t e1 = lo + (hi - lo) * (split + 1) / splits;
       int rows = 0;
-      run_item(pool, plan, policy, p, g, q, b, h, e0, e1, sc, rows);
-      if (splits == 1) {
+      if (!by_segment) {
+        const int h = item % g.n_kv, b = item / g.n_kv;
+        run_item(pool, plan, policy, p, g, q, b, h, plan.entry_begin(b, h), plan.entry_end(b, h), sc, rows);
         write_rows(sc, plan, p, g, b, h, rows, out);
         continue;
       }
+      const Item& it = items[item];
+      run_item(pool, plan, policy, p, g, q, it.bh / g.n_kv, it.bh % g.n_kv, it.e0, it.e1, sc, rows);
       for (int r = 0; r < rows; ++r) {
         part_md[(size_t)item * max_rows + r] = {sc.m[r], sc.d[r]};
         std::copy(sc.o.begin() + (int64_t)r * g.dv, sc.o.begin() + (int64_t)(r + 1) * g.dv,
@@ -431,26 +483,29 @@ void attention_paged(const KvPool& pool, const AttentionPlan& plan, const Policy
   };
   if (inline_run) body(0, 1);
   else threads.run(body);
-  if (splits == 1) return;
+  if (!by_segment) return;
 
-  // Merge the splits of every (block, head) row exactly, then normalise.
-  std::vector<float> acc(g.dv);
+  // Fold each row's segments in order (as run_item does serially), then
+  // normalise as write_rows does.
+  Scratch& sc = scratch();
   for (int bh = 0; bh < base_items; ++bh) {
     const int h = bh % g.n_kv, b = bh / g.n_kv;
     const int nq = std::min(plan.q_block, plan.n_q - b * plan.q_block);
-    for (int r = 0; r < nq * g.group; ++r) {
+    const int rows = nq * g.group;
+    sc.m.assign(rows, -INFINITY);
+    sc.d.assign(rows, 0.f);
+    sc.o.assign((size_t)rows * g.dv, 0.f);
+    for (int r = 0; r < rows; ++r) {
       SoftmaxPartial st;
-      std::fill(acc.begin(), acc.end(), 0.f);
-      for (int s = 0; s < splits; ++s) {
-        const size_t idx = (size_t)(bh * splits + s) * max_rows + r;
-        softmax_merge(st, acc.data(), part_md[idx], part_o.data() + idx * g.dv, g.dv);
+      float* acc = sc.o.data() + (int64_t)r * g.dv;
+      for (int item = first_item[bh]; item < first_item[bh + 1]; ++item) {
+        const size_t idx = (size_t)item * max_rows + r;
+        softmax_merge(st, acc, part_md[idx], part_o.data() + idx * g.dv, g.dv);
       }
-      const int i = r / g.group, j = r % g.group;
-      float* dst =
-          out + ((int64_t)(b * plan.q_block + i) * p.n_head + (int64_t)h * g.group + j) * g.dv;
-      const float inv = st.d > 0.f ? 1.f / st.d : 0.f;
-      for (int t = 0; t < g.dv; ++t) dst[t] = acc[t] * inv;
+      sc.m[r] = st.m;
+      sc.d[r] = st.d;
     }
+    write_rows(sc, plan, p, g, b, h, rows, out);
   }
 }
 

@@ -10,10 +10,12 @@ page holding n valid keys gave different bits from the same page holding more
 keys with the extra ones masked, and int8 re-quantization of the activations
 amplified that into 0.5-1.2 logit differences (SmolLM2, 2026-12-01).
 
-300 tokens keep to 10 pages of 32: beyond 16 pages the attention splits a
-row's keys across threads when a call has few query blocks (decode, short
-chunks of Gemma-3's single KV head), and that split still changes the
-summation order."""
+When a call has few query blocks (decode, short chunks of Gemma-3's single
+KV head), the attention splits a row's pages across threads. It used to merge
+the pieces in an order set by the thread count, which changed the bits past
+16 pages. Rows are now summed in segments of 8 pages cut at fixed key
+positions and folded in order on every path. 600 tokens (19 pages) cover that,
+and one case compares 1 thread against 2."""
 import json
 import pathlib
 import subprocess
@@ -24,7 +26,7 @@ import pytest
 from stride_server import GEMMA, SMOL, binary
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-N_TOKENS = 300
+N_TOKENS = 600
 CHUNKS = [1, 7, 33, 100, 256]
 
 
@@ -37,9 +39,9 @@ def ids_of(model):
     return " ".join(ids)
 
 
-def score(model, ids, chunk, kv, policy, out):
+def score(model, ids, chunk, kv, policy, out, threads=2):
     r = subprocess.run([binary(), "score", "-m", model, "--ids", ids, "--chunk", str(chunk), "--kv-type", kv,
-                        "--attention", policy, "--threads", "2", "-o", str(out)],
+                        "--attention", policy, "--threads", str(threads), "-o", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     meta = json.loads(r.stdout.strip().splitlines()[-1])
@@ -61,3 +63,11 @@ def test_every_chunk_size_gives_the_same_logits(model, kv, policy, tmp_path):
         bad = np.nonzero(diff)[0]
         assert len(bad) == 0, (f"chunk {chunk}: {len(bad)} of {N_TOKENS} positions differ from one 512-token "
                                f"chunk, the first at {bad[0]} by up to {diff.max():.3g}")
+
+
+def test_one_thread_gives_the_same_logits_as_two(tmp_path):
+    ids = ids_of(GEMMA)
+    two = score(GEMMA, ids, 1, "f16", "dense", tmp_path / "two.f32")
+    one = score(GEMMA, ids, 1, "f16", "dense", tmp_path / "one.f32", threads=1)
+    bad = np.nonzero(np.abs(one - two).max(axis=1))[0]
+    assert len(bad) == 0, f"decode on 1 thread differs from 2 threads at {len(bad)} positions, the first {bad[0]}"
