@@ -132,27 +132,19 @@ TEST(Scheduler, PreemptionUnderTinyPoolKeepsOutput) {
     chans.push_back(request(p));
     ASSERT_TRUE(sched.submit(chans.back()).ok());
   }
-  int identical = 0;
+  // A preempted sequence is recomputed by a prefill; prefill and decode sum
+  // in the same order, so every token and log-prob equals the solo run's.
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::string reason;
     auto together = drain_logprobs(*chans[i], &reason);
     EXPECT_EQ(reason, "length");
     ASSERT_EQ(together.size(), 70u);
     ASSERT_EQ(alone[i].size(), 70u);
-    size_t k = 0;
-    while (k < 70 && together[k].id == alone[i][k].id) ++k;
-    if (k == 70) {
-      ++identical;
-      continue;
+    for (size_t k = 0; k < 70; ++k) {
+      ASSERT_EQ(together[k].id, alone[i][k].id) << prompts[i] << ": token " << k;
+      ASSERT_EQ(together[k].logprob, alone[i][k].logprob) << prompts[i] << ": token " << k;
     }
-    ASSERT_GE(alone[i][k].top.size(), 2u);
-    // Recompute is a prefill: its rounding differs from decode's, by more on
-    // AVX-512 VNNI CPUs than on AVX2 ones (gaps of 0.3+ flip there), so only
-    // near ties may flip.
-    EXPECT_LT(alone[i][k].top[0].logprob - alone[i][k].top[1].logprob, 0.5f)
-        << prompts[i] << ": diverged at token " << k << " without a near tie";
   }
-  EXPECT_GE(identical, 1);  // a sequence never preempted; how many are depends on timing
   sched.drain_and_stop();
   EXPECT_GT(metrics.preemptions.load(), 0);
   EXPECT_EQ(engine->kv().stats().pages_used, 0);
