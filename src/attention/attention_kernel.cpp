@@ -288,8 +288,12 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
     std::fill(sc.o.begin(), sc.o.end(), 0.f);
   };
 
+  int64_t segment = e0 < e1 ? segment_of(pool, plan, e0, g.page_size) : 0;
   for (int64_t e = e0; e < e1; ++e) {
-    if (e > e0 && segment_of(pool, plan, e, g.page_size) != segment_of(pool, plan, e - 1, g.page_size)) end_segment();
+    if (const int64_t seg = segment_of(pool, plan, e, g.page_size); seg != segment) {
+      end_segment();
+      segment = seg;
+    }
     const int32_t page = plan.page_ids[e];
     const int n = plan.page_valid[e];
     const bool full = plan.page_full[e] != 0;
@@ -432,8 +436,9 @@ void attention_paged(const KvPool& pool, const AttentionPlan& plan, const Policy
       const int h = bh % g.n_kv, b = bh / g.n_kv;
       const int64_t lo = plan.entry_begin(b, h), hi = plan.entry_end(b, h);
       for (int64_t e = lo; e < hi;) {
+        const int64_t seg = segment_of(pool, plan, e, g.page_size);
         int64_t end = e + 1;
-        while (end < hi && segment_of(pool, plan, end, g.page_size) == segment_of(pool, plan, e, g.page_size)) ++end;
+        while (end < hi && segment_of(pool, plan, end, g.page_size) == seg) ++end;
         items.push_back({bh, e, end});
         e = end;
       }

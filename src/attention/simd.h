@@ -41,17 +41,23 @@ inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
 // left over after them. A row's scores must not depend on which micro-kernel
 // (x4, x2 or single rows) it went through, nor on how many keys a page has:
 // that would make logits depend on how many tokens share a prefill call.
-inline float dot_key(const float* q, const float* k, int d) {
+// `load8` widens 8 keys to f32 (f32 keys, or int8 ones in simd_int8.h).
+template <class K, class Load8>
+inline float dot_in_row_order(const float* q, const K* k, int d, Load8 load8) {
   const int d8 = d & ~7;
   __m256 a = _mm256_setzero_ps();
-  for (int i = 0; i < d8; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), a);
+  for (int i = 0; i < d8; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k + i), a);
   float r = _mm_cvtss_f32(hsum4(a, a, a, a));
   if (d8 < d) {
     float tail = 0;
-    for (int i = d8; i < d; ++i) tail += q[i] * k[i];
+    for (int i = d8; i < d; ++i) tail += q[i] * (float)k[i];
     r += tail;
   }
   return r;
+}
+
+inline float dot_key(const float* q, const float* k, int d) {
+  return dot_in_row_order(q, k, d, [](const float* p) { return _mm256_loadu_ps(p); });
 }
 
 // s[t] = q . k[t] for t < n; k: [n, d]. Four keys per pass keep four

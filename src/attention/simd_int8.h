@@ -18,21 +18,9 @@ inline __m256 load_i8x8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)));
 }
 
-// q . k (unscaled), k int8, summed in the order of the four-key loops below
-// (see dot_key in simd.h): a key's score must not depend on whether it fell
-// in a group of four or in the tail of its page.
-inline float dot_i8(const float* q, const int8_t* k, int d) {
-  const int d8 = d & ~7;
-  __m256 acc = _mm256_setzero_ps();
-  for (int i = 0; i < d8; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_i8x8(k + i), acc);
-  float s = _mm_cvtss_f32(hsum4(acc, acc, acc, acc));
-  if (d8 < d) {
-    float tail = 0;
-    for (int i = d8; i < d; ++i) tail += q[i] * (float)k[i];
-    s += tail;
-  }
-  return s;
-}
+// q . k (unscaled), k int8, in the order of the four-key loops below (see
+// dot_in_row_order in simd.h).
+inline float dot_i8(const float* q, const int8_t* k, int d) { return dot_in_row_order(q, k, d, load_i8x8); }
 
 // s[t] = ks[t] * (q . k[t]) for t < n; k: [n, d] int8, ks: [n].
 inline void dot_rows_i8(const float* q, const int8_t* k, const float* ks, int n, int d, float* s) {

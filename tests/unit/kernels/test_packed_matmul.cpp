@@ -28,6 +28,18 @@ std::vector<int> half_fields(DType t) {
   }
 }
 
+// A 2-D weight [n_out, n_in] over `bytes`.
+TensorView matrix_view(DType t, int64_t n_in, int64_t n_out, const std::vector<uint8_t>& bytes) {
+  TensorView view;
+  view.name = "w";
+  view.type = t;
+  view.n_dims = 2;
+  view.ne = {n_in, n_out, 1, 1};
+  view.data = bytes.data();
+  view.nbytes = (int64_t)bytes.size();
+  return view;
+}
+
 // Random bytes with sane fp16 scales. Q8_0 quants include -128 on purpose
 // (the sign trick must handle it); Q6_K scales span the whole int8 range.
 struct RandomWeight {
@@ -47,12 +59,7 @@ struct RandomWeight {
         std::memcpy(blk + off, &h, 2);
       }
     }
-    view.name = "w";
-    view.type = t;
-    view.n_dims = 2;
-    view.ne = {n_in, n_out, 1, 1};
-    view.data = bytes.data();
-    view.nbytes = (int64_t)bytes.size();
+    view = matrix_view(t, n_in, n_out, bytes);
   }
 };
 
@@ -241,7 +248,6 @@ TEST(Matmul, EachTokenIsIndependentOfHowManyShareTheCall) {
   ThreadPool pool(1);
   for (DType t : {DType::F32, DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
     std::vector<uint8_t> bytes;
-    TensorView view;
     if (t == DType::F32 || t == DType::F16) {
       const size_t esz = t == DType::F32 ? 4 : 2;
       bytes.resize((size_t)(n_in * n_out) * esz);
@@ -252,18 +258,10 @@ TEST(Matmul, EachTokenIsIndependentOfHowManyShareTheCall) {
         if (t == DType::F32) std::memcpy(bytes.data() + i * 4, &v, 4);
         else { const uint16_t h = fp32_to_fp16(v); std::memcpy(bytes.data() + i * 2, &h, 2); }
       }
-      view.name = "w";
-      view.type = t;
-      view.n_dims = 2;
-      view.ne = {n_in, n_out, 1, 1};
-      view.data = bytes.data();
-      view.nbytes = (int64_t)bytes.size();
     } else {
-      RandomWeight w(t, n_in, n_out, 5);
-      bytes = w.bytes;
-      view = w.view;
-      view.data = bytes.data();
+      bytes = RandomWeight(t, n_in, n_out, 5).bytes;
     }
+    const TensorView view = matrix_view(t, n_in, n_out, bytes);
     const auto x = random_acts(n_in * n_all, 78);
     std::vector<float> all((size_t)(n_all * n_out));
     matmul(view, x.data(), all.data(), n_all, pool);
