@@ -121,7 +121,7 @@ void BM_PrefillChunkAttention(benchmark::State& state) {
 
 BENCHMARK(BM_PrefillChunkAttention)
     ->ArgNames({"policy", "threads"})
-    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

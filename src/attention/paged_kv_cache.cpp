@@ -180,7 +180,7 @@ void PagedKVCache::attend(int layer, SeqId seq, const float* q, int n_new,
       topk_hot_set(policy) ? plan_topk_hot(layer, seq, kv_len, q, n_new, p.n_head)
       : policy.kind == PolicyKind::TopK && summaries_
           ? plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, n_new,
-                      default_q_block(n_new), *summaries_, q, p.n_head, cfg_.n_kv_heads)
+                      policy_q_block(policy, n_new), *summaries_, q, p.n_head, cfg_.n_kv_heads)
           : plan_attention(policy, ls.table, cfg_.page_size, kv_len, s.length, n_new,
                            default_q_block(n_new));
 #ifndef NDEBUG

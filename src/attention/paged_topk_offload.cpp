@@ -61,7 +61,7 @@ AttentionPlan PagedKVCache::plan_topk_hot(int layer, SeqId seq, int64_t kv_len, 
 
   const TopkColdPages cold{&ls.tier_key, ls.cold_sums.data()};
   const TopkSelection sel =
-      select_topk(policy, ls.table, ps, kv_len, s.length, n_new, default_q_block(n_new), *summaries_, q,
+      select_topk(policy, ls.table, ps, kv_len, s.length, n_new, policy_q_block(policy, n_new), *summaries_, q,
                   n_head, cfg_.n_kv_heads, &cold, kPrefetchGroups);
 
   std::vector<uint8_t> picked(n_logical, 0);  // [logical pages]

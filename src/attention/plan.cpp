@@ -96,6 +96,10 @@ Status check_plan(const AttentionPlan& plan, const PolicySpec& p, int page_size,
 
 int default_q_block(int n_q) { return n_q <= 1 ? 1 : std::min(n_q, 32); }
 
+int policy_q_block(const PolicySpec& p, int n_q) {
+  return p.kind == PolicyKind::TopK && !p.select_per_block ? 1 : default_q_block(n_q);
+}
+
 AttentionPlan plan_attention(const PolicySpec& p, const std::vector<int32_t>& page_table,
                              int page_size, int64_t kv_len, int64_t q_pos0, int n_q, int q_block) {
   AttentionPlan plan;

@@ -60,5 +60,9 @@ Status check_plan(const AttentionPlan& plan, const PolicySpec& p, int page_size,
 
 // The query block size the cache uses for n_q queries.
 int default_q_block(int n_q);
+// The query block of a layer's plan: top-k selects per query (1) unless the
+// policy asks for per-block selection, so a query's pages never depend on
+// which other queries share its call.
+int policy_q_block(const PolicySpec& p, int n_q);
 
 }  // namespace stride

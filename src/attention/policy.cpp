@@ -88,8 +88,14 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs) {
       STRIDE_ASSIGN_OR_RETURN(spec.window, parse_positive("topk", kv));
     } else if (kv.key == "resident") {
       STRIDE_ASSIGN_OR_RETURN(spec.resident, parse_positive("topk", kv));
+    } else if (kv.key == "select") {
+      if (kv.value == "query") spec.select_per_block = false;
+      else if (kv.value == "block") spec.select_per_block = true;
+      else
+        return InvalidArgument("policy 'topk': select must be 'query' or 'block', got '" +
+                               std::string(kv.value) + "'");
     } else {
-      return unknown_key("topk", kv, "sparsity, block, sinks, window, resident");
+      return unknown_key("topk", kv, "sparsity, block, sinks, window, resident, select");
     }
   }
   return spec;
@@ -229,6 +235,7 @@ std::string policy_to_string(const PolicySpec& p) {
       if (p.sinks > 0) s += ",sinks=" + std::to_string(p.sinks);
       if (p.window > 0) s += ",window=" + std::to_string(p.window);
       if (p.resident > 0) s += ",resident=" + std::to_string(p.resident);
+      if (p.select_per_block) s += ",select=block";
       return s;
     }
     case PolicyKind::Strided: {

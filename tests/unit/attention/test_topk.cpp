@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "attention/paged_kv_cache.h"
@@ -51,11 +52,11 @@ KVCacheStats check_topk(const std::string& policy, int n_tok, const std::vector<
   const auto got = run_chunks(*cache, s, p, q, k, v, chunks, threads);
   EXPECT_EQ(cache->stats().pages_used, 0) << "pages leaked after the sequence ended";
 
-  // Row i's selection: the block it fell in (chunks split into blocks of default_q_block).
+  // Row i's selection: the block it fell in (chunks split into blocks of policy_q_block: one query each unless select=block).
   std::vector<std::vector<std::vector<bool>>> sel(n_tok);  // [query][kv head][group]
   int64_t pos = 0;
   for (int c : chunks) {
-    const int qblk = default_q_block(c);
+    const int qblk = policy_q_block(*pol, c);
     for (int b0 = 0; b0 < c; b0 += qblk) {
       const int nq = std::min(qblk, c - b0);
       std::vector<std::vector<bool>> heads;
@@ -80,20 +81,22 @@ KVCacheStats check_topk(const std::string& policy, int n_tok, const std::vector<
 }  // namespace
 
 TEST(TopkPolicy, ParsesAndPrints) {
-  auto p = parse_policy("topk:sparsity=0.9,block=64");
+  auto p = parse_policy("topk:sparsity=0.9,block=64,select=block");
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_EQ(p->kind, PolicyKind::TopK);
   EXPECT_DOUBLE_EQ(p->sparsity, 0.9);
   EXPECT_EQ(p->block, 64);
+  EXPECT_TRUE(p->select_per_block);
   auto d = parse_policy("topk");
   ASSERT_TRUE(d.ok());
   EXPECT_DOUBLE_EQ(d->sparsity, 0.9);  // the seed default
   EXPECT_EQ(d->block, 0);              // the page size
+  EXPECT_FALSE(d->select_per_block);   // per query: schedule-invariant
   auto rt = parse_policy(policy_to_string(*p));
   ASSERT_TRUE(rt.ok());
   EXPECT_EQ(*rt, *p);
   for (const char* bad : {"topk:sparsity=1", "topk:sparsity=-0.1", "topk:sparsity=x", "topk:block=0",
-                          "topk:k=2048", "topk:sparsity=0.5,sparsity=0.5"})
+                          "topk:k=2048", "topk:sparsity=0.5,sparsity=0.5", "topk:select=row"})
     EXPECT_FALSE(parse_policy(bad).ok()) << bad;
   // The predicate is causal: the selection is the plan's, and nothing is released.
   EXPECT_TRUE(policy_attends(*p, 100, 0));
@@ -126,17 +129,44 @@ TEST(TopkPolicy, SparsityZeroIsDense) {
   ThreadPool threads(2);
   for (const auto& chunks : {std::vector<int>{300}, split_into(n, {100, 1, 1, 7})}) {
     auto dense = make_cache(s, {PolicySpec{}});
-    auto topk = make_cache(s, {*parse_policy("topk:sparsity=0")});
     const auto a = run_chunks(*dense, s, p, q, k, v, chunks, threads);
-    const auto b = run_chunks(*topk, s, p, q, k, v, chunks, threads);
-    EXPECT_LT(max_abs_diff(a, b), 1e-6f);
-    EXPECT_EQ(topk->stats().pages_read, dense->stats().pages_read);
+    for (const char* policy : {"topk:sparsity=0", "topk:sparsity=0,select=block"}) {
+      auto topk = make_cache(s, {*parse_policy(policy)});
+      const auto b = run_chunks(*topk, s, p, q, k, v, chunks, threads);
+      EXPECT_LT(max_abs_diff(a, b), 1e-6f) << policy;
+      // Per-block selection reads what dense reads, block for block.
+      if (std::string(policy).find("block") != std::string::npos) {
+        EXPECT_EQ(topk->stats().pages_read, dense->stats().pages_read);
+      }
+    }
   }
 }
 
 TEST(TopkPolicy, PrefillMatchesMaskedReferenceOverBruteForceSelection) {
   check_topk("topk:sparsity=0.75", 260, {260}, 2);
   check_topk("topk:sparsity=0.6,block=32,sinks=20,window=40", 300, {130, 170}, 2);
+  check_topk("topk:sparsity=0.75,select=block", 260, {260}, 2);
+  check_topk("topk:sparsity=0.6,block=32,sinks=20,window=40,select=block", 300, {130, 170}, 2);
+}
+
+// Per-query selection (the default): a query's pages and output do not depend
+// on the chunk it was computed in; per-block selection (select=block) does.
+TEST(TopkPolicy, PerQuerySelectionIsTheSameInEveryChunking) {
+  Shape s;
+  const AttentionParams p = params_for(s);
+  const int n = 300;
+  const auto q = random_vec((size_t)n * s.n_head * s.hd, 41);
+  const auto k = random_vec((size_t)n * s.n_kv * s.hd, 42);
+  const auto v = random_vec((size_t)n * s.n_kv * s.hd, 43);
+  ThreadPool threads(2);
+  for (const char* policy : {"topk:sparsity=0.8", "topk:sparsity=0.8,select=block"}) {
+    auto whole = make_cache(s, {*parse_policy(policy)});
+    auto cut = make_cache(s, {*parse_policy(policy)});
+    const auto a = run_chunks(*whole, s, p, q, k, v, {n}, threads);
+    const auto b = run_chunks(*cut, s, p, q, k, v, split_into(n, {7, 33, 1}), threads);
+    const bool same = a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    EXPECT_EQ(same, std::string(policy).find("block") == std::string::npos) << policy;
+  }
 }
 
 TEST(TopkPolicy, DecodeMatchesMaskedReferenceOverBruteForceSelection) {
