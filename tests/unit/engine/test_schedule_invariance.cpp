@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <ostream>
 #include <set>
 #include <string>
 
@@ -36,6 +37,8 @@ struct InvarianceCase {
   KvStorage storage = KvStorage::F16;
   bool real = false;  // real models skip the slow chunk-1 run (tests/python covers it)
 };
+
+void PrintTo(const InvarianceCase& c, std::ostream* os) { *os << c.label; }
 
 std::string tiny(const std::string& name) {
   return std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/tiny/" + name + "/model-f32.gguf";
