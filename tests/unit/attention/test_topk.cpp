@@ -22,6 +22,15 @@ using namespace testing_util;
 
 namespace {
 
+// Random queries, keys and values for n tokens of shape s (seeds seed, +1, +2).
+struct Inputs {
+  std::vector<float> q, k, v;  // [n, n_head, hd], [n, n_kv, hd], [n, n_kv, hd]
+};
+Inputs random_inputs(const Shape& s, int n, uint32_t seed) {
+  return {random_vec((size_t)n * s.n_head * s.hd, seed), random_vec((size_t)n * s.n_kv * s.hd, seed + 1),
+          random_vec((size_t)n * s.n_kv * s.hd, seed + 2)};
+}
+
 // The brute-force selection (topk_oracle.h), under its local name.
 std::vector<bool> brute_selection(const PolicySpec& pol, const Shape& s, const std::vector<float>& q,
                                   const std::vector<float>& k, int64_t qa, int nq, int h) {
@@ -43,9 +52,7 @@ KVCacheStats check_topk(const std::string& policy, int n_tok, const std::vector<
   EXPECT_TRUE(pol.ok());
   Shape s;
   const AttentionParams p = params_for(s);
-  const auto q = random_vec((size_t)n_tok * s.n_head * s.hd, 11);
-  const auto k = random_vec((size_t)n_tok * s.n_kv * s.hd, 12);
-  const auto v = random_vec((size_t)n_tok * s.n_kv * s.hd, 13);
+  const auto [q, k, v] = random_inputs(s, n_tok, 11);
   auto cache = make_cache(s, {*pol});
   EXPECT_TRUE(cache);
   ThreadPool threads(threads_n);
@@ -123,9 +130,7 @@ TEST(TopkPolicy, SparsityZeroIsDense) {
   Shape s;
   const AttentionParams p = params_for(s);
   const int n = 300;
-  const auto q = random_vec((size_t)n * s.n_head * s.hd, 1);
-  const auto k = random_vec((size_t)n * s.n_kv * s.hd, 2);
-  const auto v = random_vec((size_t)n * s.n_kv * s.hd, 3);
+  const auto [q, k, v] = random_inputs(s, n, 1);
   ThreadPool threads(2);
   for (const auto& chunks : {std::vector<int>{300}, split_into(n, {100, 1, 1, 7})}) {
     auto dense = make_cache(s, {PolicySpec{}});
@@ -155,9 +160,7 @@ TEST(TopkPolicy, PerQuerySelectionIsTheSameInEveryChunking) {
   Shape s;
   const AttentionParams p = params_for(s);
   const int n = 300;
-  const auto q = random_vec((size_t)n * s.n_head * s.hd, 41);
-  const auto k = random_vec((size_t)n * s.n_kv * s.hd, 42);
-  const auto v = random_vec((size_t)n * s.n_kv * s.hd, 43);
+  const auto [q, k, v] = random_inputs(s, n, 41);
   ThreadPool threads(2);
   for (const char* policy : {"topk:sparsity=0.8", "topk:sparsity=0.8,select=block"}) {
     auto whole = make_cache(s, {*parse_policy(policy)});
