@@ -1,14 +1,14 @@
 #include "attention/attention_kernel.h"
 
 #include <algorithm>
-#include <cstring>
 #include <atomic>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "attention/attention_tiles.h"
 #include "attention/rope_shift.h"
-#include "attention/simd.h"
-#include "attention/simd_int8.h"
+#include "kernels/simd/loaders.h"
 
 namespace stride {
 
@@ -18,10 +18,10 @@ namespace {
 struct Scratch {
   std::vector<float> q;    // [rows, dk] scaled queries
   std::vector<float> qs;   // [rows, dk] scaled queries shifted for sink keys (cache-relative)
-  std::vector<float> kf;   // [page_size, dk] f16 pages widened
+  std::vector<float> kf;   // [page_size, dk] f16 page widened (when many rows read it)
   std::vector<float> vf;   // [page_size, dv]
-  std::vector<float> s;    // [2, page_size] scores of a row pair
-  std::vector<float> pr;   // [2, page_size] probabilities of a row pair
+  std::vector<float> s;    // [4, page_size] scores of a row tile
+  std::vector<float> pr;   // [4, page_size] probabilities of a row tile
   std::vector<float> m, d; // [rows] running state of the current segment
   std::vector<float> o;    // [rows, dv]
   std::vector<SoftmaxPartial> fold;  // [rows] segments folded so far
@@ -31,9 +31,17 @@ struct Scratch {
 // A row's pages are summed in segments of kSegmentPages pages, cut at fixed
 // key positions (not at the call's or thread's boundaries), each from a fresh
 // softmax state, and the segments are folded left to right with
-// softmax_merge. Serially or split across threads, the same operations run
+// softmax_merge. Serially or split into work items, the same operations run
 // in the same order, so a row's result depends only on its keys.
 constexpr int kSegmentPages = 8;
+
+// Calls with fewer (block, head) items than this are split into one work
+// item per segment (decode, short chunks), so a pool of any size has work.
+// A fixed rule of the plan and shapes, never of the pool: the partition,
+// like the result, is the same for every thread count. A segment is 256+
+// keys per row and its fold one merge per row, so splitting is cheap even
+// when few threads run.
+constexpr int kSplitBelowItems = 16;
 
 int64_t segment_of(const KvPool& pool, const AttentionPlan& plan, int64_t e, int page_size) {
   return pool.positions(plan.page_ids[e])[0] / ((int64_t)kSegmentPages * page_size);
@@ -42,94 +50,6 @@ int64_t segment_of(const KvPool& pool, const AttentionPlan& plan, int64_t e, int
 Scratch& scratch() {
   thread_local Scratch s;
   return s;
-}
-
-// Four query rows at a time (prefill): each load of a key or value row from
-// the page feeds four rows, halving the page traffic of the row-pair loops,
-// which was what bound prefill at head_dim 256 (a widened 32-token page of K
-// plus V is 64 KiB, past L1). Each (row, key) dot product is summed in the
-// order of simd::dot_rows_x2's main loop and each output element in that of
-// simd::pv_accumulate_x2. d % 8 == 0.
-
-// s_r[t] = q_r . k[t] for rows r < 4, keys t < n; k: [n, d]. kKeys keys per
-// pass: 4 rows x kKeys accumulators.
-template <int kKeys>
-void dot_rows_x4_keys(const float* const* q, const float* k, int t, int d, float* const* s) {
-  const float* kt = k + (int64_t)t * d;
-  __m256 a[4][kKeys];
-  for (int r = 0; r < 4; ++r)
-    for (int j = 0; j < kKeys; ++j) a[r][j] = _mm256_setzero_ps();
-  for (int i = 0; i < d; i += 8) {
-    __m256 kv[kKeys];
-    for (int j = 0; j < kKeys; ++j) {
-      kv[j] = _mm256_loadu_ps(kt + (int64_t)j * d + i);
-      __asm__("" : "+v"(kv[j]));  // in a register, not reloaded per row
-    }
-    for (int r = 0; r < 4; ++r) {
-      const __m256 qv = _mm256_loadu_ps(q[r] + i);
-      for (int j = 0; j < kKeys; ++j) a[r][j] = _mm256_fmadd_ps(qv, kv[j], a[r][j]);
-    }
-  }
-  for (int j = 0; j < kKeys; ++j) {
-    alignas(16) float sums[4];
-    _mm_store_ps(sums, simd::hsum4(a[0][j], a[1][j], a[2][j], a[3][j]));
-    for (int r = 0; r < 4; ++r) s[r][t + j] = sums[r];
-  }
-}
-
-void dot_rows_x4(const float* const* q, const float* k, int n, int d, float* const* s) {
-#ifdef __AVX512VL__
-  constexpr int kKeys = 4;  // 32 vector registers: 16 accumulators
-#else
-  constexpr int kKeys = 2;
-#endif
-  int t = 0;
-  for (; t + kKeys <= n; t += kKeys) dot_rows_x4_keys<kKeys>(q, k, t, d, s);
-  for (; t < n; ++t) dot_rows_x4_keys<1>(q, k, t, d, s);
-}
-
-// o_r = o_r * alpha_r + sum_t p_r[t] * v[t] for rows r < 4; v: [n, d].
-void pv_accumulate_x4(float* const* o, const float* alpha, const float* const* p, const float* v,
-                      int n, int d) {
-#ifdef __AVX512VL__
-  constexpr int kVecs = 4;  // 32 vector registers: 16 accumulators
-#else
-  constexpr int kVecs = 2;
-#endif
-  constexpr int kCols = 8 * kVecs;
-  int i = 0;
-  for (; i + kCols <= d; i += kCols) {
-    __m256 a[4][kVecs];
-    for (int r = 0; r < 4; ++r) {
-      const __m256 al = _mm256_set1_ps(alpha[r]);
-      for (int j = 0; j < kVecs; ++j) a[r][j] = _mm256_mul_ps(al, _mm256_loadu_ps(o[r] + i + 8 * j));
-    }
-    for (int t = 0; t < n; ++t) {
-      const float* vt = v + (int64_t)t * d + i;
-      __m256 vv[kVecs];
-      for (int j = 0; j < kVecs; ++j) {
-        vv[j] = _mm256_loadu_ps(vt + 8 * j);
-        // Keep the row in a register: folded into each FMA, it would be
-        // loaded once per query row and the loop would be load-bound.
-        __asm__("" : "+v"(vv[j]));
-      }
-      for (int r = 0; r < 4; ++r) {
-        const __m256 pt = _mm256_set1_ps(p[r][t]);
-        for (int j = 0; j < kVecs; ++j) a[r][j] = _mm256_fmadd_ps(pt, vv[j], a[r][j]);
-      }
-    }
-    for (int r = 0; r < 4; ++r)
-      for (int j = 0; j < kVecs; ++j) _mm256_storeu_ps(o[r] + i + 8 * j, a[r][j]);
-  }
-  for (; i < d; i += 8) {  // d % kCols: 8 columns at a time
-    __m256 a[4];
-    for (int r = 0; r < 4; ++r) a[r] = _mm256_mul_ps(_mm256_set1_ps(alpha[r]), _mm256_loadu_ps(o[r] + i));
-    for (int t = 0; t < n; ++t) {
-      const __m256 vv = _mm256_loadu_ps(v + (int64_t)t * d + i);
-      for (int r = 0; r < 4; ++r) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(p[r][t]), vv, a[r]);
-    }
-    for (int r = 0; r < 4; ++r) _mm256_storeu_ps(o[r] + i, a[r]);
-  }
 }
 
 // Software prefetch of [p, p + bytes) into L2, one hint per cache line.
@@ -142,44 +62,32 @@ struct Geometry {
   int n_kv, group, dk, dv, page_size;
 };
 
-// One page of one kv head as the inner loops read it: f32 rows (f32 pages in
-// place, f16 pages widened into scratch) or int8 rows with per-token scales,
-// which are widened in registers by the int8 loops.
-struct PageView {
-  const float* k = nullptr;    // [n, dk] f32
-  const float* v = nullptr;    // [n, dv] f32
-  const int8_t* k8 = nullptr;  // [n, dk] int8 pages
-  const int8_t* v8 = nullptr;  // [n, dv]
-  const float* ks = nullptr;   // [n] key scales
-  const float* vs = nullptr;   // [n] value scales
-
-  float key_dot(const float* q, int t, int dk) const {
-    return k8 ? ks[t] * simd::dot_i8(q, k8 + (int64_t)t * dk, dk)
-              : simd::dot_key(q, k + (int64_t)t * dk, dk);
-  }
+// One page of one kv head as the row tiles read it, in its stored type.
+template <class L>
+struct PageRows {
+  const typename L::Elem* k = nullptr;  // [n, dk]
+  const typename L::Elem* v = nullptr;  // [n, dv]
+  const float* ks = nullptr;            // [n] key scales (int8)
+  const float* vs = nullptr;            // [n] value scales (int8)
 };
 
-PageView view_page(const KvPool& pool, int32_t page, int h, int n, const Geometry& g, Scratch& sc) {
-  PageView pv;
-  switch (pool.storage()) {
-    case KvStorage::F32:
-      pv.k = pool.k32(page, h);
-      pv.v = pool.v32(page, h);
-      break;
-    case KvStorage::F16:
-      simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * g.dk);
-      simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * g.dv);
-      pv.k = sc.kf.data();
-      pv.v = sc.vf.data();
-      break;
-    case KvStorage::Int8:
-      pv.k8 = pool.k8(page, h);
-      pv.v8 = pool.v8(page, h);
-      pv.ks = pool.k_scale(page, h);
-      pv.vs = pool.v_scale(page, h);
-      break;
+// F32Rows over an f16 pool reads the page widened into scratch: with more
+// than one tile of rows per page (prefill) one widening pass is cheaper than
+// widening at every load, as F16Rows does (decode). Widening is exact, so
+// both give the same bits.
+template <class L>
+PageRows<L> page_rows(const KvPool& pool, int32_t page, int h, int n, const Geometry& g,
+                      Scratch& sc) {
+  if constexpr (std::is_same_v<L, simd::F32Rows>) {
+    if (pool.storage() == KvStorage::F32) return {pool.k32(page, h), pool.v32(page, h)};
+    simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * g.dk);
+    simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * g.dv);
+    return {sc.kf.data(), sc.vf.data()};
+  } else if constexpr (std::is_same_v<L, simd::F16Rows>) {
+    return {pool.k(page, h), pool.v(page, h)};
+  } else {
+    return {pool.k8(page, h), pool.v8(page, h), pool.k_scale(page, h), pool.v_scale(page, h)};
   }
-  return pv;
 }
 
 // Pages are scattered in the pool, so the hardware prefetcher stops at each
@@ -198,41 +106,118 @@ void prefetch_page(const KvPool& pool, int32_t page, int h, const Geometry& g) {
   }
 }
 
+// What the rows of one work item share while they stream one page.
+struct PageStep {
+  const PolicySpec& policy;
+  const AttentionParams& p;
+  const Geometry& g;
+  int64_t row_pos0;     // position of row 0's query; row r sits at row_pos0 + r / group
+  const int32_t* kpos;  // [n] stored positions of the page's slots
+  int n;                // valid slots
+  bool full;            // every key visible to every row
+  bool has_sinks;       // the page holds sink keys seen by the shifted query
+};
+
 // Turns the raw scores s of row r on one page into probabilities pr
 // relative to the row's new running max, updating (m, d). Returns false when
 // the page holds no key this row sees (state untouched).
-bool score_row(Scratch& sc, const PolicySpec& policy, const AttentionParams& p,
-               const PageView& page, const int32_t* kpos, int n, int dk, int r, int64_t q_pos,
-               bool full, bool has_sinks, float* s, float* pr, float& alpha) {
-  if (has_sinks) {  // sink keys see the query shifted back (cache-relative R-SWA)
+template <class L>
+bool score_row(Scratch& sc, const PageStep& st, const PageRows<L>& page, int r, float* s,
+               float* pr, float& alpha) {
+  const int n = st.n, dk = st.g.dk;
+  if (st.has_sinks) {  // sink keys see the query shifted back (cache-relative R-SWA)
     const float* qsr = sc.qs.data() + (int64_t)r * dk;
-    for (int t = 0; t < n && kpos[t] < policy.sinks; ++t) s[t] = page.key_dot(qsr, t, dk);
+    for (int t = 0; t < n && st.kpos[t] < st.policy.sinks; ++t)
+      tiles::dot_tile<L, 1, 1>(&qsr, page.k, page.ks, t, dk, &s);
   }
-  if (p.softcap > 0.f)
-    for (int t = 0; t < n; ++t) s[t] = p.softcap * std::tanh(s[t] / p.softcap);
-  float mx = -INFINITY;
-  if (full) {
-    int t = 0;
-    if (n >= 8) {  // max is exact: the order of the comparisons does not matter
-      __m256 vm = _mm256_loadu_ps(s);
-      for (t = 8; t + 8 <= n; t += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(s + t));
-      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vm), _mm256_extractf128_ps(vm, 1));
-      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-      mx = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
-    }
-    for (; t < n; ++t) mx = std::max(mx, s[t]);
-  } else {  // edge page: the policy predicate on the slots' stored positions
-    for (int t = 0; t < n; ++t) {
-      if (!policy_attends(policy, q_pos, kpos[t])) s[t] = -INFINITY;
-      mx = std::max(mx, s[t]);
-    }
+  if (st.p.softcap > 0.f)
+    for (int t = 0; t < n; ++t) s[t] = st.p.softcap * std::tanh(s[t] / st.p.softcap);
+  if (!st.full) {  // edge page: the policy predicate on the slots' stored positions
+    const int64_t q_pos = st.row_pos0 + r / st.g.group;
+    for (int t = 0; t < n; ++t)
+      if (!policy_attends(st.policy, q_pos, st.kpos[t])) s[t] = -INFINITY;
   }
+  const float mx = tiles::row_max(s, n);
   if (mx == -INFINITY) return false;
   const float m_new = std::max(sc.m[r], mx);
   alpha = std::exp(sc.m[r] - m_new);  // 0 on the row's first visible page
-  sc.d[r] = sc.d[r] * alpha + simd::exp_shift_sum(s, m_new, pr, n);
+  sc.d[r] = sc.d[r] * alpha + tiles::exp_shift_sum(s, m_new, pr, n);
   sc.m[r] = m_new;
+  // int8 values: fold each token's scale into its probability (d is summed).
+  if constexpr (L::kScaled)
+    for (int t = 0; t < n; ++t) pr[t] *= page.vs[t];
   return true;
+}
+
+// Rows [r0, r0 + R) over one page: one tile of scores, the softmax step per
+// row, one tile of value accumulation (rows with no visible key skip it).
+template <class L, int R>
+void attend_rows(Scratch& sc, const PageStep& st, const PageRows<L>& page, int r0) {
+  const Geometry& g = st.g;
+  float* s[R];
+  float* pr[R];
+  const float* qr[R];
+  float* o[R];
+  for (int i = 0; i < R; ++i) {
+    s[i] = sc.s.data() + (int64_t)i * g.page_size;
+    pr[i] = sc.pr.data() + (int64_t)i * g.page_size;
+    qr[i] = sc.q.data() + (int64_t)(r0 + i) * g.dk;
+    o[i] = sc.o.data() + (int64_t)(r0 + i) * g.dv;
+  }
+  tiles::dot_rows<L, R>(qr, page.k, page.ks, st.n, g.dk, s);
+  float alpha[R];
+  bool all = true, any[R];
+  for (int i = 0; i < R; ++i) {
+    alpha[i] = 1.f;
+    any[i] = score_row<L>(sc, st, page, r0 + i, s[i], pr[i], alpha[i]);
+    all = all && any[i];
+  }
+  if (all) {
+    tiles::pv_rows<L, R>(o, alpha, pr, page.v, st.n, g.dv);
+    return;
+  }
+  for (int i = 0; i < R; ++i)
+    if (any[i]) tiles::pv_rows<L, 1>(&o[i], &alpha[i], &pr[i], page.v, st.n, g.dv);
+}
+
+// Folds the current segment's state into sc.fold and starts a fresh one.
+void end_segment(Scratch& sc, int rows, int dv) {
+  for (int r = 0; r < rows; ++r)
+    softmax_merge(sc.fold[r], sc.fold_o.data() + (int64_t)r * dv, SoftmaxPartial{sc.m[r], sc.d[r]},
+                  sc.o.data() + (int64_t)r * dv, dv);
+  std::fill(sc.m.begin(), sc.m.end(), -INFINITY);
+  std::fill(sc.d.begin(), sc.d.end(), 0.f);
+  std::fill(sc.o.begin(), sc.o.end(), 0.f);
+}
+
+// Plan entries [e0, e1) of kv head h for `rows` rows whose queries are in sc.
+// Rows go in fours, then a pair, then one, so each K and V load feeds several
+// rows; the tiles give the same bits for a row whichever group it is in.
+template <class L>
+void run_pages(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+               const AttentionParams& p, const Geometry& g, int h, int64_t row_pos0, int rows,
+               bool shift, int64_t e0, int64_t e1, Scratch& sc) {
+  int64_t segment = e0 < e1 ? segment_of(pool, plan, e0, g.page_size) : 0;
+  for (int64_t e = e0; e < e1; ++e) {
+    if (const int64_t seg = segment_of(pool, plan, e, g.page_size); seg != segment) {
+      end_segment(sc, rows, g.dv);
+      segment = seg;
+    }
+    const int32_t page = plan.page_ids[e];
+    const int32_t* kpos = pool.positions(page);
+    if (e + 1 < e1) prefetch_page(pool, plan.page_ids[e + 1], h, g);
+    const PageRows<L> rows_of_page = page_rows<L>(pool, page, h, plan.page_valid[e], g, sc);
+    const PageStep st{policy,     p,    g, row_pos0, kpos, plan.page_valid[e], plan.page_full[e] != 0,
+                      shift && kpos[0] < policy.sinks};
+    int r0 = 0;
+    for (; r0 + 4 <= rows; r0 += 4) attend_rows<L, 4>(sc, st, rows_of_page, r0);
+    if (r0 + 2 <= rows) {
+      attend_rows<L, 2>(sc, st, rows_of_page, r0);
+      r0 += 2;
+    }
+    if (r0 < rows) attend_rows<L, 1>(sc, st, rows_of_page, r0);
+  }
+  end_segment(sc, rows, g.dv);
 }
 
 // One work item: rows of query block b (all queries x the group's heads of kv
@@ -249,10 +234,6 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   sc.m.assign(rows, -INFINITY);
   sc.d.assign(rows, 0.f);
   sc.o.assign((size_t)rows * dv, 0.f);
-  if (pool.storage() == KvStorage::F16) {
-    sc.kf.resize((size_t)g.page_size * dk);
-    sc.vf.resize((size_t)g.page_size * dv);
-  }
   sc.s.resize(4 * (size_t)g.page_size);
   sc.pr.resize(4 * (size_t)g.page_size);
 
@@ -264,111 +245,37 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
       float* dst = sc.q.data() + (int64_t)(i * g.group + j) * dk;
       for (int t = 0; t < dk; ++t) dst[t] = src[t] * scale;
     }
-  auto row_pos = [&](int r) { return plan.q_pos0 + q_first + r / g.group; };
+  const int64_t row_pos0 = plan.q_pos0 + q_first;
 
   // Cache-relative sinks: the query seen shifted back by delta for sink keys.
-  const bool shift = rswa_sink_shift(policy, plan.q_pos0 + q_first + nq - 1) > 0;
+  const bool shift = rswa_sink_shift(policy, row_pos0 + nq - 1) > 0;
   if (shift) {
     sc.qs = sc.q;
     const RopeParams rp{p.rope_base, p.rope_freq_scale, p.rope_dim, p.rope_neox};
     for (int r = 0; r < rows; ++r)
-      rope_rotate_by(sc.qs.data() + (int64_t)r * dk, dk, -rswa_sink_shift(policy, row_pos(r)), rp);
+      rope_rotate_by(sc.qs.data() + (int64_t)r * dk, dk, -rswa_sink_shift(policy, row_pos0 + r / g.group),
+                     rp);
   }
 
   sc.fold.assign(rows, SoftmaxPartial{});
   sc.fold_o.assign((size_t)rows * dv, 0.f);
-  // Folds the current segment's state into sc.fold and starts a fresh one.
-  auto end_segment = [&] {
-    for (int r = 0; r < rows; ++r) {
-      softmax_merge(sc.fold[r], sc.fold_o.data() + (int64_t)r * dv, SoftmaxPartial{sc.m[r], sc.d[r]},
-                    sc.o.data() + (int64_t)r * dv, dv);
-    }
-    std::fill(sc.m.begin(), sc.m.end(), -INFINITY);
-    std::fill(sc.d.begin(), sc.d.end(), 0.f);
-    std::fill(sc.o.begin(), sc.o.end(), 0.f);
-  };
-
-  int64_t segment = e0 < e1 ? segment_of(pool, plan, e0, g.page_size) : 0;
-  for (int64_t e = e0; e < e1; ++e) {
-    if (const int64_t seg = segment_of(pool, plan, e, g.page_size); seg != segment) {
-      end_segment();
-      segment = seg;
-    }
-    const int32_t page = plan.page_ids[e];
-    const int n = plan.page_valid[e];
-    const bool full = plan.page_full[e] != 0;
-    const int32_t* kpos = pool.positions(page);
-    if (e + 1 < e1) prefetch_page(pool, plan.page_ids[e + 1], h, g);
-    const PageView pv = view_page(pool, page, h, n, g, sc);
-    const bool has_sinks = shift && kpos[0] < policy.sinks;
-    // Rows go in fours (f32 rows) or pairs so each K and V load in the inner
-    // loops feeds several rows.
-    const bool quads = !pv.k8 && dk % 8 == 0 && dv % 8 == 0;
-    int r0 = 0;
-    if (quads) {
-      for (; r0 + 4 <= rows; r0 += 4) {
-        float* s[4];
-        float* pr[4];
-        const float* qr[4];
-        float* o[4];
-        for (int i = 0; i < 4; ++i) {
-          s[i] = sc.s.data() + (int64_t)i * g.page_size;
-          pr[i] = sc.pr.data() + (int64_t)i * g.page_size;
-          qr[i] = sc.q.data() + (int64_t)(r0 + i) * dk;
-          o[i] = sc.o.data() + (int64_t)(r0 + i) * dv;
-        }
-        dot_rows_x4(qr, pv.k, n, dk, s);
-        float alpha[4] = {1.f, 1.f, 1.f, 1.f};
-        bool any[4];
-        for (int i = 0; i < 4; ++i)
-          any[i] = score_row(sc, policy, p, pv, kpos, n, dk, r0 + i, row_pos(r0 + i), full,
-                             has_sinks, s[i], pr[i], alpha[i]);
-        if (any[0] && any[1] && any[2] && any[3]) {
-          pv_accumulate_x4(o, alpha, pr, pv.v, n, dv);
-        } else {
-          for (int i = 0; i < 4; ++i)
-            if (any[i]) simd::pv_accumulate(o[i], alpha[i], pr[i], pv.v, n, dv);
-        }
-      }
-    }
-    for (; r0 < rows; r0 += 2) {
-      const int nr = std::min(2, rows - r0);
-      float* s[2] = {sc.s.data(), sc.s.data() + g.page_size};
-      float* pr[2] = {sc.pr.data(), sc.pr.data() + g.page_size};
-      const float* q0 = sc.q.data() + (int64_t)r0 * dk;
-      if (pv.k8) {
-        if (nr == 2) simd::dot_rows_i8_x2(q0, q0 + dk, pv.k8, pv.ks, n, dk, s[0], s[1]);
-        else simd::dot_rows_i8(q0, pv.k8, pv.ks, n, dk, s[0]);
+  switch (pool.storage()) {
+    case KvStorage::F32:
+      run_pages<simd::F32Rows>(pool, plan, policy, p, g, h, row_pos0, rows, shift, e0, e1, sc);
+      break;
+    case KvStorage::F16:
+      if (rows > 4) {  // more than one tile of rows per page: widen once (page_rows)
+        sc.kf.resize((size_t)g.page_size * dk);
+        sc.vf.resize((size_t)g.page_size * dv);
+        run_pages<simd::F32Rows>(pool, plan, policy, p, g, h, row_pos0, rows, shift, e0, e1, sc);
       } else {
-        if (nr == 2) simd::dot_rows_x2(q0, q0 + dk, pv.k, n, dk, s[0], s[1]);
-        else simd::dot_rows(q0, pv.k, n, dk, s[0]);
+        run_pages<simd::F16Rows>(pool, plan, policy, p, g, h, row_pos0, rows, shift, e0, e1, sc);
       }
-      float alpha[2] = {1.f, 1.f};
-      bool any[2] = {false, false};
-      for (int i = 0; i < nr; ++i) {
-        any[i] = score_row(sc, policy, p, pv, kpos, n, dk, r0 + i, row_pos(r0 + i), full,
-                           has_sinks, s[i], pr[i], alpha[i]);
-        // int8 values: fold each token's scale into its probability (d is already summed).
-        if (any[i] && pv.v8)
-          for (int t = 0; t < n; ++t) pr[i][t] *= pv.vs[t];
-      }
-      float* o0 = sc.o.data() + (int64_t)r0 * dv;
-      if (nr == 2 && any[0] && any[1]) {
-        if (pv.v8)
-          simd::pv_accumulate_i8_x2(o0, o0 + dv, alpha[0], alpha[1], pr[0], pr[1], pv.v8, n, dv);
-        else
-          simd::pv_accumulate_x2(o0, o0 + dv, alpha[0], alpha[1], pr[0], pr[1], pv.v, n, dv);
-      } else {
-        for (int i = 0; i < nr; ++i) {
-          if (!any[i]) continue;
-          float* oi = o0 + (int64_t)i * dv;
-          if (pv.v8) simd::pv_accumulate_i8(oi, alpha[i], pr[i], pv.v8, n, dv);
-          else simd::pv_accumulate(oi, alpha[i], pr[i], pv.v, n, dv);
-        }
-      }
-    }
+      break;
+    case KvStorage::Int8:
+      run_pages<simd::I8Rows>(pool, plan, policy, p, g, h, row_pos0, rows, shift, e0, e1, sc);
+      break;
   }
-  end_segment();
   for (int r = 0; r < rows; ++r) {
     sc.m[r] = sc.fold[r].m;
     sc.d[r] = sc.fold[r].d;
@@ -387,6 +294,53 @@ void write_rows(const Scratch& sc, const AttentionPlan& plan, const AttentionPar
     const float inv = sc.d[r] > 0.f ? 1.f / sc.d[r] : 0.f;
     for (int t = 0; t < g.dv; ++t) dst[t] = src[t] * inv;
   }
+}
+
+// The work items of one call. With few (block, head) items (decode, one
+// short chunk), the segments of each row become the items, and their
+// partials are folded in order afterwards: the same operations as the serial
+// fold in run_item, so the choice never changes a bit. It is a function of
+// the plan and the shapes only (kSplitBelowItems), never of the pool.
+struct Partition {
+  struct Item {
+    int bh;  // block * n_kv + kv head
+    int64_t e0, e1;
+  };
+  bool by_segment = false;
+  int n_items = 0;
+  std::vector<Item> items;      // [n_items] when by_segment
+  std::vector<int> first_item;  // [n_blocks * n_kv + 1]: the segments of (block, head) bh
+};
+
+Partition partition_work(const KvPool& pool, const AttentionPlan& plan, const Geometry& g) {
+  const int base_items = plan.n_blocks() * g.n_kv;
+  int64_t max_entries = 0;
+  for (int b = 0; b < plan.n_blocks(); ++b)
+    max_entries = std::max<int64_t>(max_entries, plan.indptr[b + 1] - plan.indptr[b]);
+  Partition part;
+  part.n_items = base_items;
+  if (base_items >= kSplitBelowItems || max_entries < 2 * kSegmentPages) return part;
+  part.first_item.reserve(base_items + 1);
+  for (int bh = 0; bh < base_items; ++bh) {
+    part.first_item.push_back((int)part.items.size());
+    const int h = bh % g.n_kv, b = bh / g.n_kv;
+    const int64_t lo = plan.entry_begin(b, h), hi = plan.entry_end(b, h);
+    for (int64_t e = lo; e < hi;) {
+      const int64_t seg = segment_of(pool, plan, e, g.page_size);
+      int64_t end = e + 1;
+      while (end < hi && segment_of(pool, plan, end, g.page_size) == seg) ++end;
+      part.items.push_back({bh, e, end});
+      e = end;
+    }
+  }
+  part.first_item.push_back((int)part.items.size());
+  // Partials of every segment at once: keep that bounded (long prefill
+  // chunks with few blocks take the serial path, with the same result).
+  const double bytes = (double)part.items.size() * plan.q_block * g.group * (g.dv + 2) * sizeof(float);
+  if (bytes > 64.0 * (1 << 20)) return Partition{false, base_items, {}, {}};
+  part.by_segment = true;
+  part.n_items = (int)part.items.size();
+  return part;
 }
 
 }  // namespace
@@ -413,43 +367,13 @@ void attention_paged(const KvPool& pool, const AttentionPlan& plan, const Policy
   const int n_blocks = plan.n_blocks();
   if (n_blocks <= 0) return;
 
-  // With too few (block, head) items for the threads (decode, one short
-  // chunk), the segments of each row become the work items, and their
-  // partials are folded in order afterwards: the same operations as the
-  // serial fold in run_item, so the choice of path never changes a bit.
-  int64_t max_entries = 0;
-  for (int b = 0; b < n_blocks; ++b)
-    max_entries = std::max<int64_t>(max_entries, plan.indptr[b + 1] - plan.indptr[b]);
+  const Partition part = partition_work(pool, plan, g);
+  const bool by_segment = part.by_segment;
   const int base_items = n_blocks * g.n_kv;
   const int max_rows = plan.q_block * g.group;
-  struct Item {
-    int bh;
-    int64_t e0, e1;
-  };
-  std::vector<Item> items;
-  std::vector<int> first_item;  // [base_items + 1]: the segments of (block, head) bh
-  bool by_segment = threads.size() > 1 && base_items < 2 * threads.size() && max_entries >= 2 * kSegmentPages;
-  if (by_segment) {
-    first_item.reserve(base_items + 1);
-    for (int bh = 0; bh < base_items; ++bh) {
-      first_item.push_back((int)items.size());
-      const int h = bh % g.n_kv, b = bh / g.n_kv;
-      const int64_t lo = plan.entry_begin(b, h), hi = plan.entry_end(b, h);
-      for (int64_t e = lo; e < hi;) {
-        const int64_t seg = segment_of(pool, plan, e, g.page_size);
-        int64_t end = e + 1;
-        while (end < hi && segment_of(pool, plan, end, g.page_size) == seg) ++end;
-        items.push_back({bh, e, end});
-        e = end;
-      }
-    }
-    first_item.push_back((int)items.size());
-    // Partials of every segment at once: keep that bounded (long prefill
-    // chunks with few blocks take the serial path, with the same result).
-    const double bytes = (double)items.size() * max_rows * (g.dv + 2) * sizeof(float);
-    if (bytes > 64.0 * (1 << 20)) by_segment = false;
-  }
-  const int n_items = by_segment ? (int)items.size() : base_items;
+  const int n_items = part.n_items;
+  const auto& items = part.items;
+  const auto& first_item = part.first_item;
 
   // Segment partials: [n_items, max_rows] of (m, d) and [n_items, max_rows, dv] of o.
   std::vector<SoftmaxPartial> part_md;
@@ -477,7 +401,7 @@ void attention_paged(const KvPool& pool, const AttentionPlan& plan, const Policy
         write_rows(sc, plan, p, g, b, h, rows, out);
         continue;
       }
-      const Item& it = items[item];
+      const Partition::Item& it = items[item];
       run_item(pool, plan, policy, p, g, q, it.bh / g.n_kv, it.bh % g.n_kv, it.e0, it.e1, sc, rows);
       for (int r = 0; r < rows; ++r) {
         part_md[(size_t)item * max_rows + r] = {sc.m[r], sc.d[r]};

@@ -2,11 +2,13 @@
 // The fused paged attention kernel: runs any AttentionPlan. For each
 // (query block, kv head[, kv split]) work item it streams the listed pages,
 // masks edge pages with policy_attends on the slots' stored positions, and
-// keeps an online softmax state (m, d, o) per query row. Pages are f16
-// (widened per page), f32 (read in place) or int8 (widened in registers, the
-// per-token key scale applied to each score and the value scale folded into
-// each probability). Split partial states are merged exactly
-// (flash-decoding), so a single decode query still keeps several threads busy.
+// keeps an online softmax state (m, d, o) per query row. Pages are f16 or
+// int8 (widened in registers; for int8 the per-token key scale is applied to
+// each score and the value scale folded into each probability) or f32; one
+// set of row tiles (attention_tiles.h) serves all three. Split partial
+// states are merged exactly (flash-decoding), so a single decode query still
+// keeps several threads busy; the split is a rule of the plan and shapes, so
+// results and partition are the same for any pool size.
 #include <cmath>
 
 #include "attention/kv_cache.h"

@@ -5,18 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/simd/reduce.h"
 #include "kv/page_summary.h"
 
 namespace stride {
 
 namespace {
-
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Up to four rows share each load of the summary.
 template <int R>
@@ -30,7 +24,7 @@ void bound_rows(const float* const* rows, const float* mn, const float* mx, int 
       acc[r] = _mm256_add_ps(acc[r], _mm256_max_ps(_mm256_mul_ps(q, lo), _mm256_mul_ps(q, hi)));
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+  for (int r = 0; r < R; ++r) out[r] = simd::hsum(acc[r]);
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ void tile(const Problem& p, int64_t r0, int64_t t0) {
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) {
-      float s = hsum(acc[r][t]);
+      float s = simd::hsum(acc[r][t]);
       for (int64_t i = n8; i < p.n_in; ++i) s += L::scalar(rows[r], i) * xs[t][i];
       p.y[(t0 + t) * p.n_out + r0 + r] = s;
     }

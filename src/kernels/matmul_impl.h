@@ -6,6 +6,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/simd/reduce.h"
 
 namespace stride::detail {
 
@@ -25,12 +26,5 @@ WorkRange split_work(int64_t n_out, int64_t n_tok, int64_t row_align, int ti, in
 // Chunks to hand the pool for one call: a few per thread, so the threads that
 // are running take over the share of one the OS has descheduled.
 int work_chunks(int64_t n_out, int64_t n_tok, int64_t row_align, int n_threads);
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 }  // namespace stride::detail

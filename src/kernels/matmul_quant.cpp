@@ -90,7 +90,7 @@ void tile(const Problem& p, int64_t r0, int64_t t0) {
     accumulate_chunk<Dec, R, T>(dec, nsub, *p.a, t0, blk0, acc);
   }
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) p.y[(t0 + t) * p.n_out + r0 + r] = hsum(acc[r][t]);
+    for (int t = 0; t < T; ++t) p.y[(t0 + t) * p.n_out + r0 + r] = simd::hsum(acc[r][t]);
 }
 
 // Rows [r0, r1) x tokens [t0, t1): token blocks outermost so their int8

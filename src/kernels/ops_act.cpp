@@ -38,7 +38,7 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
   for (; i + 8 <= n; i += 8) {
     const __m256 g = _mm256_loadu_ps(gate + i);
-    const __m256 e = exp256(_mm256_xor_ps(g, neg));
+    const __m256 e = simd::exp_ps(_mm256_xor_ps(g, neg));
     const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
   }
@@ -64,7 +64,7 @@ void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
     const __m256 x = _mm256_loadu_ps(gate + i);
     const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
     const __m256 m2u = _mm256_mul_ps(m2k, _mm256_fmadd_ps(c, x3, x));  // -2u
-    const __m256 g = _mm256_div_ps(x, _mm256_add_ps(one, exp256(m2u)));
+    const __m256 g = _mm256_div_ps(x, _mm256_add_ps(one, simd::exp_ps(m2u)));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(g, _mm256_loadu_ps(up + i)));
   }
 #endif
@@ -94,7 +94,7 @@ void softmax(float* x, int64_t n) {
   if (n >= 8) {
     __m256 vm = _mm256_loadu_ps(x);
     for (i = 8; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
-    mx = hmax256(vm);
+    mx = simd::hmax(vm);
   }
 #endif
   for (; i < n; ++i) mx = std::max(mx, x[i]);
@@ -106,11 +106,11 @@ void softmax(float* x, int64_t n) {
   const __m256 vmx = _mm256_set1_ps(mx);
   __m256d acc = _mm256_setzero_pd();
   for (; i + 8 <= n; i += 8) {
-    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx));
+    const __m256 e = simd::exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx));
     _mm256_storeu_ps(x + i, e);
     acc = add_widened(acc, e);
   }
-  sum = hsum256d(acc);
+  sum = simd::hsum_pd(acc);
 #endif
   for (; i < n; ++i) {
     x[i] = std::exp(x[i] - mx);

@@ -38,7 +38,7 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n
       d = _mm256_cvtps_pd(blo); acc0 = _mm256_fmadd_pd(d, d, acc0);
       d = _mm256_cvtps_pd(bhi); acc1 = _mm256_fmadd_pd(d, d, acc1);
     }
-    ss = hsum256d(_mm256_add_pd(acc0, acc1));
+    ss = simd::hsum_pd(_mm256_add_pd(acc0, acc1));
 #endif
     for (; i < n; ++i) ss += (double)xr[i] * xr[i];
     const float scale = (float)(1.0 / std::sqrt(ss / (double)n + (double)eps));
