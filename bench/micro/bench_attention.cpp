@@ -8,7 +8,10 @@
 #include <random>
 #include <vector>
 
-#include "attention/kv_cache.h"
+#include <span>
+
+#include "attention/attention_kernel.h"
+#include "kv/kv_manager.h"
 #include "attention/policy.h"
 #include "core/thread_pool.h"
 
@@ -28,19 +31,46 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
   return v;
 }
 
+// Writes n tokens of keys/values (the same rows each time) and commits them.
+void fill(KvManager& cache, KvManager::SeqId seq, const std::vector<float>& kv, int n, benchmark::State& state) {
+  const StepRequest r{seq, n, nullptr};
+  auto plan = cache.prepare(std::span<const StepRequest>(&r, 1));
+  if (!plan.ok() || !cache.write(*plan, 0, 0, kv.data(), kv.data()).ok() || !cache.commit(*plan).ok())
+    state.SkipWithError("prepare, write or commit failed");
+}
+
+// The plan of one more step of n tokens, written but not committed.
+StepPlan open_step(KvManager& cache, KvManager::SeqId seq, const std::vector<float>& kv, int n, benchmark::State& state) {
+  const StepRequest r{seq, n, nullptr};
+  auto plan = cache.prepare(std::span<const StepRequest>(&r, 1));
+  if (!plan.ok() || !cache.write(*plan, 0, 0, kv.data(), kv.data()).ok()) {
+    state.SkipWithError("prepare or write failed");
+    return StepPlan{};
+  }
+  return std::move(plan).value();
+}
+
+// Top-k selection (if any) and the kernel: what one layer's attention costs per step.
+void attend(KvManager& cache, StepPlan& plan, const float* q, const AttentionParams& p, float* out, ThreadPool& threads) {
+  if (plan.seqs.empty()) return;
+  plan.seqs[0].layers[0].needs_selection = cache.config().layer_policies[0].kind == PolicyKind::TopK;
+  (void)cache.select(plan, 0, 0, q, p.n_head);
+  attention_paged(cache.pool(), plan.seqs[0].layers[0].pages, cache.config().layer_policies[0], p, q, out, threads);
+}
+
 // args: policy index, context length, threads
 void BM_DecodeAttention(benchmark::State& state) {
   const PolicySpec policy = *parse_policy(kPolicies[state.range(0)]);
   const int ctx = (int)state.range(1);
   ThreadPool threads((int)state.range(2));
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = 1;
   cfg.n_kv_heads = kKvHeads;
   cfg.head_dim_k = cfg.head_dim_v = kHeadDim;
   cfg.page_size = kPage;
   cfg.layer_policies = {policy};
   cfg.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 2 * 2;
-  auto cache = std::move(KVCache::create(cfg)).value();
+  auto cache = std::move(KvManager::create(cfg)).value();
   const auto seq = *cache->add_sequence();
 
   // Fill the context in chunks (written, not attended), leaving one decode slot.
@@ -48,13 +78,10 @@ void BM_DecodeAttention(benchmark::State& state) {
   const auto kv = random_vec((size_t)chunk * kKvHeads * kHeadDim, 1);
   for (int done = 0; done < ctx - 1;) {
     const int n = std::min(chunk, ctx - 1 - done);
-    if (!cache->reserve(seq, n).ok()) state.SkipWithError("reserve failed");
-    cache->write(0, seq, kv.data(), kv.data(), n);
-    cache->commit(seq, n);
+    fill(*cache, seq, kv, n, state);
     done += n;
   }
-  if (!cache->reserve(seq, 1).ok()) state.SkipWithError("reserve failed");
-  cache->write(0, seq, kv.data(), kv.data(), 1);
+  StepPlan step = open_step(*cache, seq, kv, 1, state);
   const auto q = random_vec((size_t)kHeads * kHeadDim, 2);
   std::vector<float> out((size_t)kHeads * kHeadDim);
   AttentionParams p;
@@ -62,14 +89,13 @@ void BM_DecodeAttention(benchmark::State& state) {
   p.scale = 1.f / std::sqrt((float)kHeadDim);
   p.rope_dim = kHeadDim;
 
-  const KVCacheStats before = cache->stats();
   for (auto _ : state) {
-    cache->attend(0, seq, q.data(), 1, p, out.data(), threads);
+    attend(*cache, step, q.data(), p, out.data(), threads);
     benchmark::DoNotOptimize(out.data());
   }
-  const KVCacheStats after = cache->stats();
   const double calls = (double)state.iterations();
-  const double pages = (double)(after.pages_read - before.pages_read) / calls;
+  const AttentionPlan& pages_plan = step.seqs.empty() ? AttentionPlan{} : step.seqs[0].layers[0].pages;
+  const double pages = (double)pages_plan.n_entries() / (pages_plan.per_head() ? kKvHeads : 1);
   state.counters["pages_read"] = pages;
   state.counters["pages_held"] = (double)cache->pages_held(seq, 0);
   // Bytes of K and V streamed per call.
@@ -89,30 +115,27 @@ void BM_PrefillChunkAttention(benchmark::State& state) {
   const PolicySpec policy = *parse_policy(kPolicies[state.range(0)]);
   ThreadPool threads((int)state.range(1));
   const int ctx = 4096, chunk = 512;
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = 1;
   cfg.n_kv_heads = kKvHeads;
   cfg.head_dim_k = cfg.head_dim_v = kHeadDim;
   cfg.page_size = kPage;
   cfg.layer_policies = {policy};
   cfg.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 2 * 2;
-  auto cache = std::move(KVCache::create(cfg)).value();
+  auto cache = std::move(KvManager::create(cfg)).value();
   const auto seq = *cache->add_sequence();
   const auto kv = random_vec((size_t)chunk * kKvHeads * kHeadDim, 1);
   for (int done = 0; done < ctx - chunk; done += chunk) {
-    if (!cache->reserve(seq, chunk).ok()) state.SkipWithError("reserve failed");
-    cache->write(0, seq, kv.data(), kv.data(), chunk);
-    cache->commit(seq, chunk);
+    fill(*cache, seq, kv, chunk, state);
   }
-  if (!cache->reserve(seq, chunk).ok()) state.SkipWithError("reserve failed");
-  cache->write(0, seq, kv.data(), kv.data(), chunk);
+  StepPlan step = open_step(*cache, seq, kv, chunk, state);
   const auto q = random_vec((size_t)chunk * kHeads * kHeadDim, 2);
   std::vector<float> out((size_t)chunk * kHeads * kHeadDim);
   AttentionParams p;
   p.n_head = kHeads;
   p.rope_dim = kHeadDim;
   for (auto _ : state) {
-    cache->attend(0, seq, q.data(), chunk, p, out.data(), threads);
+    attend(*cache, step, q.data(), p, out.data(), threads);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * chunk);

@@ -11,7 +11,7 @@
 // results and partition are the same for any pool size.
 #include <cmath>
 
-#include "attention/kv_cache.h"
+#include "attention/attention_params.h"
 #include "attention/plan.h"
 #include "attention/policy.h"
 #include "core/thread_pool.h"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "attention/kv_cache.h"
+#include "attention/attention_params.h"
 #include "attention/policy.h"
 
 namespace stride {

@@ -220,6 +220,17 @@ Expected<PolicySpec> parse_policy(std::string_view text) {
                          "topk:sparsity=R,block=B or strided:window=W,stride=S,globals=G[,ranges=A-B+C-D])");
 }
 
+const char* policy_kind_name(PolicyKind k) {
+  switch (k) {
+    case PolicyKind::Dense: return "dense";
+    case PolicyKind::Window: return "window";
+    case PolicyKind::RSWA: return "rswa";
+    case PolicyKind::TopK: return "topk";
+    case PolicyKind::Strided: return "strided";
+  }
+  return "unknown";
+}
+
 std::string policy_to_string(const PolicySpec& p) {
   switch (p.kind) {
     case PolicyKind::Dense: return "dense";

@@ -12,6 +12,10 @@
 namespace stride {
 
 enum class PolicyKind { Dense, Window, RSWA, TopK, Strided };
+// How many kinds there are: per-kind arrays are sized by it.
+inline constexpr int kPolicyKinds = 5;
+// "dense", "window", "rswa", "topk", "strided".
+const char* policy_kind_name(PolicyKind k);
 
 // How an R-SWA layer positions its sink tokens.
 //   Absolute: every key keeps its position in the text (as Mistral does).

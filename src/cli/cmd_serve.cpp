@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/step_runner.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "loader/model_versions.h"
@@ -65,7 +66,7 @@ Status warm_up(Engine& engine) {
   if (!seq) return seq.status();
   std::vector<int32_t> ids(8, engine.tokenizer()->bos_id() >= 0 ? engine.tokenizer()->bos_id() : 0);
   std::vector<float> logits(engine.config().n_vocab);
-  Status st = engine.model().forward(engine.kv(), *seq, ids.data(), (int)ids.size(), false, logits.data(), engine.pool());
+  Status st = run_sequence(engine.model(), engine.kv(), *seq, ids.data(), (int)ids.size(), false, logits.data(), engine.pool());
   engine.kv().remove_sequence(*seq);
   return st;
 }
@@ -121,7 +122,7 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   STRIDE_ASSIGN_OR_RETURN(m->owned_engine, Engine::create(eo));
   Engine& engine = *m->owned_engine;
   if (!engine.tokenizer()) return Unsupported("serving needs a GGUF model with a tokenizer");
-  const KVCacheStats ks = engine.kv().stats();
+  const KvStats ks = engine.kv().stats();
   engine_stage.done({{"kv_pages", std::to_string(ks.pages_total)},
                      {"kv_bytes", std::to_string(ks.pages_total * ks.bytes_per_page)},
                      {"threads", std::to_string(engine.pool().size())}});

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/step_runner.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "eval/memory_plan.h"
@@ -143,7 +144,7 @@ int stream(const StreamArgs& a) {
     const int64_t stop = next_cp < checkpoints.size() ? checkpoints[next_cp] : a.tokens;
     const int n = (int)std::min<int64_t>(a.chunk, stop - pos);
     const auto t0 = Clock::now();
-    Status st = engine.model().forward(engine.kv(), *sid, ids->data() + pos, n, a.ppl, logits.data(), engine.pool());
+    Status st = run_sequence(engine.model(), engine.kv(), *sid, ids->data() + pos, n, a.ppl, logits.data(), engine.pool());
     if (!st.ok()) return fail(st);
     t_prefill += Clock::now() - t0;
     prefill_tokens += n;
@@ -157,12 +158,12 @@ int stream(const StreamArgs& a) {
     // Decode speed at this depth: single-token steps on the stream's own tokens.
     const auto t1 = Clock::now();
     for (int i = 0; i < a.decode_steps; ++i) {
-      st = engine.model().forward(engine.kv(), *sid, ids->data() + pos, 1, false, logits.data(), engine.pool());
+      st = run_sequence(engine.model(), engine.kv(), *sid, ids->data() + pos, 1, false, logits.data(), engine.pool());
       if (!st.ok()) return fail(st);
       ++pos;
     }
     const double decode_s = std::chrono::duration<double>(Clock::now() - t1).count();
-    const KVCacheStats ks = engine.kv().stats();
+    const KvStats ks = engine.kv().stats();
     nlohmann::json row;
     row["depth"] = pos;
     row["kv_bytes"] = ks.pages_used * ks.bytes_per_page;

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/step_runner.h"
 #include "engine/stop_text.h"
+#include "kv/kv_pages_needed.h"
 #include "kv/kv_pool.h"
 #include "model/weight_prefetch.h"
 
@@ -21,15 +23,15 @@ double seconds_since(Clock::time_point t0) {
 // A removable KV sequence: freed on every exit path.
 class SequenceGuard {
  public:
-  SequenceGuard(KVCache& kv, KVCache::SeqId id) : kv_(kv), id_(id) {}
+  SequenceGuard(KvManager& kv, KvManager::SeqId id) : kv_(kv), id_(id) {}
   ~SequenceGuard() { kv_.remove_sequence(id_); }
   SequenceGuard(const SequenceGuard&) = delete;
   SequenceGuard& operator=(const SequenceGuard&) = delete;
-  KVCache::SeqId id() const { return id_; }
+  KvManager::SeqId id() const { return id_; }
 
  private:
-  KVCache& kv_;
-  KVCache::SeqId id_;
+  KvManager& kv_;
+  KvManager::SeqId id_;
 };
 
 }  // namespace
@@ -84,52 +86,58 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   }
   e->layer_policies_ = resolve_layer_policies(c, opts.attention, overrides);
 
-  KVCacheConfig kc;
+  KvManagerConfig kc;
   kc.n_layer = c.n_layer;
   kc.n_kv_heads = c.n_head_kv;
   kc.head_dim_k = c.head_dim;
   kc.head_dim_v = c.head_dim_v;
   kc.page_size = opts.page_size;
-  kc.budget_bytes = opts.kv_budget_bytes > 0
-                        ? opts.kv_budget_bytes
-                        : kv_bytes_for_tokens(c, opts.max_context + opts.prefill_chunk, opts.page_size,
-                                              opts.kv_storage);
+  if (opts.kv_budget_bytes > 0) {
+    kc.budget_bytes = opts.kv_budget_bytes;
+  } else {
+    // One sequence of max_context tokens under these policies, prefilled in
+    // prefill_chunk steps, with a page per layer of slack.
+    const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, opts.page_size, opts.kv_storage};
+    const int64_t pages = pages_for_growth(e->layer_policies_, opts.page_size, 0,
+                                           opts.max_context + opts.prefill_chunk, opts.prefill_chunk);
+    kc.budget_bytes = (pages + c.n_layer) * shape.bytes_per_page();
+  }
   kc.storage = opts.kv_storage;
   kc.layer_policies = e->layer_policies_;
   kc.prefix_cache = opts.prefix_cache;
   kc.cache_salt = opts.model_version.empty() ? opts.model_path : opts.model_version;
   kc.offload_bytes = opts.kv_offload_bytes;
   kc.offload_file = opts.kv_offload_file;
-  STRIDE_ASSIGN_OR_RETURN(e->kv_, KVCache::create(kc));
+  STRIDE_ASSIGN_OR_RETURN(e->kv_, KvManager::create(kc));
   return e;
 }
 
-Expected<KVCache::PrefixHit> Engine::start_sequence(const std::vector<int32_t>& prompt) {
+Expected<KvManager::PrefixHit> Engine::start_sequence(const std::vector<int32_t>& prompt) {
   if (opts_.prefix_cache) return kv_->add_sequence_with_prefix(prompt);
-  STRIDE_ASSIGN_OR_RETURN(const KVCache::SeqId id, kv_->add_sequence());
-  return KVCache::PrefixHit{id, 0};
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId id, kv_->add_sequence());
+  return KvManager::PrefixHit{id, 0};
 }
 
 Expected<Engine::SuffixScores> Engine::score_suffix(const std::vector<int32_t>& ids) {
   if (ids.empty()) return InvalidArgument("score: no tokens");
-  STRIDE_ASSIGN_OR_RETURN(const KVCache::PrefixHit hit, start_sequence(ids));
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::PrefixHit hit, start_sequence(ids));
   SequenceGuard seq(*kv_, hit.seq);
   SuffixScores r;
   r.reused_tokens = hit.reused_tokens;
   const int n = (int)((int64_t)ids.size() - hit.reused_tokens);
   r.logits.resize((size_t)n * config().n_vocab);
-  STRIDE_RETURN_IF_ERROR(model_->forward(*kv_, seq.id(), ids.data() + hit.reused_tokens, n, true,
+  STRIDE_RETURN_IF_ERROR(run_sequence(*model_, *kv_, seq.id(), ids.data() + hit.reused_tokens, n, true,
                                          r.logits.data(), *pool_));
   return r;
 }
 
 Expected<std::vector<float>> Engine::score(const std::vector<int32_t>& ids) {
   if (ids.empty()) return InvalidArgument("score: no tokens");
-  STRIDE_ASSIGN_OR_RETURN(KVCache::SeqId sid, kv_->add_sequence());
+  STRIDE_ASSIGN_OR_RETURN(KvManager::SeqId sid, kv_->add_sequence());
   SequenceGuard seq(*kv_, sid);
   std::vector<float> logits(ids.size() * (size_t)config().n_vocab);
   STRIDE_RETURN_IF_ERROR(
-      model_->forward(*kv_, seq.id(), ids.data(), (int)ids.size(), true, logits.data(), *pool_));
+      run_sequence(*model_, *kv_, seq.id(), ids.data(), (int)ids.size(), true, logits.data(), *pool_));
   return logits;
 }
 
@@ -143,11 +151,11 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
   const int n_vocab = config().n_vocab;
 
   auto t0 = Clock::now();
-  STRIDE_ASSIGN_OR_RETURN(const KVCache::PrefixHit hit, start_sequence(prompt));
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::PrefixHit hit, start_sequence(prompt));
   SequenceGuard seq(*kv_, hit.seq);
   r.cached_tokens = (int)hit.reused_tokens;
   std::vector<float> logits(n_vocab);
-  STRIDE_RETURN_IF_ERROR(model_->forward(*kv_, seq.id(), prompt.data() + hit.reused_tokens,
+  STRIDE_RETURN_IF_ERROR(run_sequence(*model_, *kv_, seq.id(), prompt.data() + hit.reused_tokens,
                                          (int)((int64_t)prompt.size() - hit.reused_tokens), false,
                                          logits.data(), *pool_));
   r.prefill_seconds = seconds_since(t0);
@@ -175,14 +183,14 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
     }
     emit(stop_text.take_safe());
     if (step + 1 == opts.max_tokens) break;
-    Status st = model_->forward(*kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
+    Status st = run_sequence(*model_, *kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
     if (!st.ok()) return st;
   }
   if (r.finish != FinishReason::Stop) stop_text.append(decoder.flush());
   emit(stop_text.take_all());
   r.decode_seconds = seconds_since(t1);
   r.text = stop_text.text();
-  const KVCacheStats ks = kv_->stats();
+  const KvStats ks = kv_->stats();
   r.peak_kv_bytes = ks.peak_pages_used * ks.bytes_per_page;
   return r;
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/kv_cache.h"
+#include "kv/kv_manager.h"
 #include "attention/layer_policies.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -67,7 +67,7 @@ class Engine {
   const ModelConfig& config() const { return model_->config(); }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null for HF folders
   Transformer& model() { return *model_; }
-  KVCache& kv() { return *kv_; }
+  KvManager& kv() { return *kv_; }
   ThreadPool& pool() { return *pool_; }
   const std::vector<PolicySpec>& layer_policies() const { return layer_policies_; }
 
@@ -92,11 +92,11 @@ class Engine {
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<KVCache> kv_;
+  std::unique_ptr<KvManager> kv_;
   std::vector<PolicySpec> layer_policies_;
   EngineOptions opts_;
   // A fresh sequence on the longest cached prefix (none when the cache is off).
-  Expected<KVCache::PrefixHit> start_sequence(const std::vector<int32_t>& prompt);
+  Expected<KvManager::PrefixHit> start_sequence(const std::vector<int32_t>& prompt);
 };
 
 // Bytes of KV the pool needs so one sequence can hold `tokens` tokens on

@@ -1,3 +1,4 @@
+#include "engine/step_runner.h"
 #include "eval/fidelity.h"
 
 #include <algorithm>
@@ -22,15 +23,15 @@ void log_softmax(const float* x, int n, std::vector<double>& out) {
 // RAII: a sequence that is removed from its cache whatever happens.
 class ScopedSeq {
  public:
-  ScopedSeq(KVCache& kv, KVCache::SeqId id) : kv_(kv), id_(id) {}
+  ScopedSeq(KvManager& kv, KvManager::SeqId id) : kv_(kv), id_(id) {}
   ~ScopedSeq() { kv_.remove_sequence(id_); }
   ScopedSeq(const ScopedSeq&) = delete;
   ScopedSeq& operator=(const ScopedSeq&) = delete;
-  KVCache::SeqId id() const { return id_; }
+  KvManager::SeqId id() const { return id_; }
 
  private:
-  KVCache& kv_;
-  KVCache::SeqId id_;
+  KvManager& kv_;
+  KvManager::SeqId id_;
 };
 
 }  // namespace
@@ -88,12 +89,12 @@ Expected<std::vector<std::vector<FidelityPoint>>> compare_engines(
     if (e->config().n_vocab != n_vocab) return InvalidArgument("validate: the engines differ");
   chunk = std::max(1, chunk);
   const size_t n_pol = policies.size();
-  STRIDE_ASSIGN_OR_RETURN(KVCache::SeqId sd, dense.kv().add_sequence());
+  STRIDE_ASSIGN_OR_RETURN(KvManager::SeqId sd, dense.kv().add_sequence());
   ScopedSeq seq_d(dense.kv(), sd);
   std::vector<std::unique_ptr<ScopedSeq>> seqs;
-  std::vector<KVCacheStats> before;
+  std::vector<KvStats> before;
   for (Engine* e : policies) {
-    STRIDE_ASSIGN_OR_RETURN(KVCache::SeqId sp, e->kv().add_sequence());
+    STRIDE_ASSIGN_OR_RETURN(KvManager::SeqId sp, e->kv().add_sequence());
     seqs.push_back(std::make_unique<ScopedSeq>(e->kv(), sp));
     before.push_back(e->kv().stats());
   }
@@ -105,11 +106,11 @@ Expected<std::vector<std::vector<FidelityPoint>>> compare_engines(
   for (int64_t pos = 0; pos < lengths.back();) {
     // A chunk never crosses a reported length, so each point is exact.
     const int n = (int)std::min<int64_t>(chunk, lengths[next_len] - pos);
-    STRIDE_RETURN_IF_ERROR(dense.model().forward(dense.kv(), seq_d.id(), ids.data() + pos, n, true,
+    STRIDE_RETURN_IF_ERROR(run_sequence(dense.model(), dense.kv(), seq_d.id(), ids.data() + pos, n, true,
                                                  ld.data(), dense.pool()));
     for (size_t e = 0; e < n_pol; ++e) {
       Engine& pe = *policies[e];
-      STRIDE_RETURN_IF_ERROR(pe.model().forward(pe.kv(), seqs[e]->id(), ids.data() + pos, n, true,
+      STRIDE_RETURN_IF_ERROR(run_sequence(pe.model(), pe.kv(), seqs[e]->id(), ids.data() + pos, n, true,
                                                 lp.data(), pe.pool()));
       for (int i = 0; i < n; ++i) {
         const int64_t t = pos + i;
@@ -123,7 +124,7 @@ Expected<std::vector<std::vector<FidelityPoint>>> compare_engines(
     if (pos == lengths[next_len]) {
       for (size_t e = 0; e < n_pol; ++e) {
         FidelityPoint p = acc[e].point();
-        const KVCacheStats st = policies[e]->kv().stats();
+        const KvStats st = policies[e]->kv().stats();
         const int64_t present = st.pages_present - before[e].pages_present;
         p.pages_read_share =
             present > 0 ? (double)(st.pages_read - before[e].pages_read) / (double)present : 0;

@@ -19,7 +19,7 @@ struct FidelityPoint {
   double top1 = 0;           // share of positions whose argmax agrees
   double ppl_dense = 0;      // exp(mean NLL of token t + 1 at positions t < length)
   double ppl_policy = 0;
-  double pages_read_share = 0;  // policy engine: pages read / pages present (KVCacheStats)
+  double pages_read_share = 0;  // policy engine: pages read / pages present (KvStats)
 };
 
 // Running sums over positions; add() takes one position's two logit rows.

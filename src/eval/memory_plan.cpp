@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kv/kv_pages_needed.h"
 #include "kv/kv_pool.h"
 
 namespace stride {
@@ -13,28 +14,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 int64_t policy_pages_held(const PolicySpec& p, int64_t context, int page_size, int prefill_chunk) {
-  // Pages are reserved a chunk ahead, then released after the chunk commits.
-  const int64_t all = ceil_div(context + prefill_chunk, page_size);
-  const int64_t ahead = ceil_div(prefill_chunk, page_size);
-  int64_t bound = all;
-  switch (p.kind) {
-    case PolicyKind::Dense:
-    case PolicyKind::TopK: break;  // every page is kept
-    case PolicyKind::Window: bound = ceil_div(p.window, page_size) + 1 + ahead; break;
-    case PolicyKind::RSWA:
-      bound = ceil_div(p.sinks, page_size) + ceil_div(p.window, page_size) + 1 + ahead;
-      break;
-    case PolicyKind::Strided: {
-      const int64_t blocks = ceil_div(context, p.block * p.stride);
-      bound = ceil_div(p.sinks, page_size) + blocks * (ceil_div(p.block, page_size) + 1) +
-              ceil_div(p.window, page_size) + 1 + ahead;
-      for (const TokenRange& r : p.global_ranges)  // the part of each range inside the context
-        if (r.first < context)
-          bound += ceil_div(std::min(r.last + 1, context) - r.first, page_size) + 1;
-      break;
-    }
-  }
-  return std::min(all, bound);
+  // Pages are reserved a chunk ahead, then released after the chunk commits:
+  // the same count the scheduler admits by (kv/kv_pages_needed.h).
+  return layer_pages_for_growth(p, page_size, 0, context + prefill_chunk, prefill_chunk);
 }
 
 MemoryPlan plan_memory(const MemoryPlanInput& in) {

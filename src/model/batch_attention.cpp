@@ -1,17 +1,18 @@
 #include "model/batch_attention.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <vector>
+
+#include "attention/attention_kernel.h"
 
 namespace stride {
 
 namespace {
 
-// Attention work of a step, in query-key pairs before the policy prunes any.
-int64_t attend_cost(const KVCache& kv, const SequenceStep& s) {
-  return (int64_t)s.n * (kv.length(s.seq) + s.n);
-}
+// Attention work of a sequence's step, in query-key pairs before the policy prunes any.
+int64_t attend_cost(const SeqStepPlan& sp) { return (int64_t)sp.n_new * (sp.pos0 + sp.n_new); }
 
 // A pool of `size` threads that runs on the calling worker; one per thread,
 // kept, since every layer of every step needs it.
@@ -23,52 +24,59 @@ ThreadPool& local_inline_pool(int size) {
 
 }  // namespace
 
-void attend_batch(KVCache& kv, int layer, const SequenceStep* steps, int n_steps,
-                  const AttentionParams& ap, const BatchAttentionIO& io, ThreadPool& pool) {
-  std::vector<int64_t> row(n_steps);  // first token row of each step
-  for (int i = 0, r = 0; i < n_steps; r += steps[i].n, ++i) row[i] = r;
-  auto write = [&](int i) {
-    kv.write(layer, steps[i].seq, io.k + row[i] * io.k_row, io.v + row[i] * io.v_row, steps[i].n);
-  };
+Status attend_batch(KvManager& kv, StepPlan& plan, int layer, const AttentionParams& ap,
+                    const BatchAttentionIO& io, ThreadPool& pool) {
+  const int n_seqs = (int)plan.seqs.size();
+  const PolicySpec& policy = kv.config().layer_policies[(size_t)layer];
+  std::vector<int64_t> row(n_seqs);  // first token row of each sequence
+  for (int i = 0, r = 0; i < n_seqs; r += plan.seqs[(size_t)i].n_new, ++i) row[i] = r;
+  // Writes, and selections that move pages, are serial like every other KV
+  // mutation; afterwards each kernel call only reads its own sequence's pages.
+  const bool serial_select = kv.select_is_serial(layer);
+  for (int i = 0; i < n_seqs; ++i) {
+    STRIDE_RETURN_IF_ERROR(kv.write(plan, i, layer, io.k + row[i] * io.k_row, io.v + row[i] * io.v_row));
+    if (serial_select) STRIDE_RETURN_IF_ERROR(kv.select(plan, i, layer, io.q + row[i] * io.q_row, ap.n_head));
+  }
+  std::vector<Status> failures(n_seqs);
   auto attend = [&](int i, ThreadPool& threads) {
-    kv.attend(layer, steps[i].seq, io.q + row[i] * io.q_row, steps[i].n, ap,
-              io.out + row[i] * io.out_row, threads);
+    const auto t0 = std::chrono::steady_clock::now();
+    const float* q = io.q + row[i] * io.q_row;
+    failures[i] = kv.select(plan, i, layer, q, ap.n_head);  // a no-op once selected
+    LayerStepPlan& lp = plan.seqs[(size_t)i].layers[(size_t)layer];
+    if (failures[i].ok()) attention_paged(kv.pool(), lp.pages, policy, ap, q, io.out + row[i] * io.out_row, threads);
+    lp.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  if (n_steps < 2 || pool.size() < 2 || !kv.concurrent_attend_safe()) {
-    for (int i = 0; i < n_steps; ++i) {
-      write(i);
-      attend(i, pool);
-    }
-    return;
+  auto first_failure = [&]() {
+    for (const Status& st : failures)
+      if (!st.ok()) return st;
+    return Status::Ok();
+  };
+  if (n_seqs < 2 || pool.size() < 2) {
+    for (int i = 0; i < n_seqs; ++i) attend(i, pool);
+    return first_failure();
   }
 
-  // All writes first, serial like every other cache mutation; afterwards each
-  // attend only reads (its own sequence's pages).
-  for (int i = 0; i < n_steps; ++i) write(i);
-
-  // A step holding more than its thread's share of the work would leave the
-  // others idle as one task: it runs first, split over the whole pool.
-  std::vector<int64_t> cost(n_steps);
+  // A sequence holding more than its thread's share of the work would leave
+  // the others idle as one task: it runs first, split over the whole pool.
+  std::vector<int64_t> cost(n_seqs);
   int64_t total = 0;
-  for (int i = 0; i < n_steps; ++i) total += cost[i] = attend_cost(kv, steps[i]);
-  std::vector<int> group;  // steps run side by side
-  group.reserve(n_steps);
-  for (int i = 0; i < n_steps; ++i) {
+  for (int i = 0; i < n_seqs; ++i) total += cost[i] = attend_cost(plan.seqs[(size_t)i]);
+  std::vector<int> group;  // sequences run side by side
+  group.reserve(n_seqs);
+  for (int i = 0; i < n_seqs; ++i) {
     if (cost[i] * pool.size() > total) {
       attend(i, pool);
     } else {
       group.push_back(i);
     }
   }
-  if (group.empty()) return;
-  if (group.size() == 1) {
-    attend(group[0], pool);
-    return;
-  }
+  if (group.size() == 1) attend(group[0], pool);
+  if (group.size() < 2) return first_failure();
   // Largest first, claimed dynamically: the tail of the step stays short.
   std::stable_sort(group.begin(), group.end(), [&](int a, int b) { return cost[a] > cost[b]; });
   const int size = pool.size();
   pool.run_chunks((int)group.size(), [&](int c, int) { attend(group[c], local_inline_pool(size)); });
+  return first_failure();
 }
 
 }  // namespace stride

@@ -1,21 +1,23 @@
 #pragma once
 // The attention stage of one layer of a batched step: every sequence writes
-// its new K/V, then attends over its own pages. With many short sequences
-// (continuous-batching decode) one attend call is too small to split across
-// the pool, so the calls run side by side instead, one sequence per worker;
-// a sequence holding most of the step's attention work (a long prefill)
-// still gets the whole pool. Each call sees a pool of the caller's size()
-// either way, so it chunks its work exactly as it would alone and the
-// outputs are bit-identical to running every sequence by itself.
+// its new K/V, top-k layers select their pages, then the stateless kernel runs
+// on each sequence's page lists. With many short sequences (continuous-batching
+// decode) one kernel call is too small to split across the pool, so the calls
+// run side by side instead, one sequence per worker; a sequence holding most
+// of the step's attention work (a long prefill) still gets the whole pool.
+// Each call sees a pool of the caller's size() either way, so it chunks its
+// work exactly as it would alone and the outputs are bit-identical to running
+// every sequence by itself.
 #include <cstdint>
 
-#include "attention/kv_cache.h"
+#include "attention/attention_params.h"
+#include "core/status.h"
 #include "core/thread_pool.h"
-#include "model/transformer.h"
+#include "kv/kv_manager.h"
 
 namespace stride {
 
-// Rows of q/k/v/out follow the steps' tokens in order ([sum of steps[i].n, ...]):
+// Rows of q/k/v/out follow the plan's sequences in order ([sum of n_new, ...]):
 // q:   [n, q_row]  (q_row  = n_head * head_dim_k)
 // k:   [n, k_row]  (k_row  = n_kv_heads * head_dim_k), v: [n, v_row]
 // out: [n, out_row] (out_row = n_head * head_dim_v)
@@ -27,7 +29,8 @@ struct BatchAttentionIO {
   int64_t q_row = 0, k_row = 0, v_row = 0, out_row = 0;
 };
 
-void attend_batch(KVCache& kv, int layer, const SequenceStep* steps, int n_steps,
-                  const AttentionParams& ap, const BatchAttentionIO& io, ThreadPool& pool);
+// Sets each sequence's layer plan `seconds`.
+Status attend_batch(KvManager& kv, StepPlan& plan, int layer, const AttentionParams& ap,
+                    const BatchAttentionIO& io, ThreadPool& pool);
 
 }  // namespace stride

@@ -76,28 +76,8 @@ void Transformer::ensure_scratch(int n) {
   scratch_tokens_ = n;
 }
 
-Status Transformer::forward(KVCache& kv, KVCache::SeqId seq, const int32_t* tokens, int n,
-                            bool all_logits, float* logits, ThreadPool& pool) {
-  if (n <= 0) return InvalidArgument("forward: no tokens");
-  const int64_t n_vocab = config().n_vocab;
-  for (int done = 0; done < n;) {
-    const int m = std::min(max_chunk_, n - done);
-    const bool last = done + m == n;
-    SequenceStep step;
-    step.seq = seq;
-    step.tokens = tokens + done;
-    step.n = m;
-    step.all_logits = all_logits;
-    // Intermediate chunks of a last-token-only call need no logits at all.
-    step.logits = all_logits ? logits + (int64_t)done * n_vocab : (last ? logits : nullptr);
-    STRIDE_RETURN_IF_ERROR(forward_batch(kv, &step, 1, pool));
-    done += m;
-  }
-  return Status::Ok();
-}
-
-Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_steps,
-                                  ThreadPool& pool, int* failed) {
+Status Transformer::forward_batch(KvManager& kv, StepPlan& plan, const SequenceStep* steps, int n_steps,
+                                  ThreadPool& pool) {
   const ModelConfig& c = config();
   int n = 0;
   for (int i = 0; i < n_steps; ++i) {
@@ -113,13 +93,10 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
   }
   if (n == 0) return InvalidArgument("forward: no tokens");
   if (n > max_chunk_) return InvalidArgument("forward: batch of " + std::to_string(n) + " tokens exceeds the chunk size");
-  for (int i = 0; i < n_steps; ++i) {
-    Status st = kv.reserve(steps[i].seq, steps[i].n);
-    if (!st.ok()) {
-      if (failed) *failed = i;
-      return st;
-    }
-  }
+  if ((int)plan.seqs.size() != n_steps) return InvalidArgument("forward: the steps do not match the plan");
+  for (int i = 0; i < n_steps; ++i)
+    if (plan.seqs[(size_t)i].seq != steps[i].seq || plan.seqs[(size_t)i].n_new != steps[i].n)
+      return InvalidArgument("forward: step " + std::to_string(i) + " does not match the plan");
   ensure_scratch(n);
 
   const int64_t E = c.n_embd;
@@ -130,7 +107,7 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
   const int64_t F = c.n_ff;
   ids_.resize(n);
   for (int i = 0, row = 0; i < n_steps; ++i) {
-    const int64_t pos0 = kv.length(steps[i].seq);
+    const int64_t pos0 = plan.seqs[(size_t)i].pos0;
     for (int j = 0; j < steps[i].n; ++j, ++row) {
       pos_[row] = (int32_t)(pos0 + j);
       ids_[row] = steps[i].tokens[j];
@@ -169,8 +146,9 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
     rope_qk(q_.data(), c.n_head, k_.data(), c.n_head_kv, pos_.data(), n, c.head_dim, ap.rope_dim,
             ap.rope_base, ap.rope_freq_scale, ap.rope_neox, pool);
     // Attention is per sequence: each reads only its own pages.
-    attend_batch(kv, il, steps, n_steps, ap,
-                 BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od}, pool);
+    STRIDE_RETURN_IF_ERROR(attend_batch(kv, plan, il, ap,
+                                        BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od},
+                                        pool));
     linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
     if (L.post_attn_norm.valid()) {
       rmsnorm_add(o_.data(), f32(L.post_attn_norm), x, n, E, c.norm_eps, pool);
@@ -200,7 +178,6 @@ Status Transformer::forward_batch(KVCache& kv, const SequenceStep* steps, int n_
       add_inplace(x, o_.data(), (int64_t)n * E, pool);
     }
   }
-  for (int i = 0; i < n_steps; ++i) kv.commit(steps[i].seq, steps[i].n, steps[i].tokens);
 
   // Only the rows whose logits are wanted go through the output head:
   // gather them into h_ (contiguous), one matmul, then scatter.

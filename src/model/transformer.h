@@ -1,13 +1,16 @@
 #pragma once
 // The decoder-only transformer shared by llama, mistral, qwen2 and gemma3.
 // Architectures differ only in flags of ModelConfig (biases, QK-norm,
-// sandwich norms, activation, embedding scale, per-layer RoPE base); the
-// attention itself is always KVCache::attend over a policy's page plan.
+// sandwich norms, activation, embedding scale, per-layer RoPE base). The
+// model runs a step the KV manager planned (kv/step_plan.h): it writes K/V,
+// asks top-k layers to select, and runs the stateless attention kernel on each
+// layer's page lists. It never reserves, commits or reads a page table.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "attention/kv_cache.h"
+#include "attention/attention_params.h"
+#include "kv/kv_manager.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "loader/model_source.h"
@@ -17,7 +20,7 @@ namespace stride {
 
 // One sequence's share of a batched step: n tokens continuing `seq`.
 struct SequenceStep {
-  KVCache::SeqId seq = -1;
+  KvManager::SeqId seq = -1;  // must match the plan's entry
   const int32_t* tokens = nullptr;  // [n]
   int n = 0;
   bool all_logits = false;  // logits for every token, else only the last
@@ -38,21 +41,12 @@ class Transformer {
   int max_chunk() const { return max_chunk_; }
   void set_max_chunk(int n) { max_chunk_ = n > 0 ? n : 1; }
 
-  // Runs `n` tokens of sequence `seq` at positions [kv.length(seq), +n),
-  // in chunks of at most max_chunk tokens, and commits them to the cache.
-  //   logits: [n, n_vocab] when all_logits, else [n_vocab] for the last token.
-  // Returns ResourceExhausted (cache unchanged for the failed chunk) when the
-  // KV pool cannot hold the tokens.
-  Status forward(KVCache& kv, KVCache::SeqId seq, const int32_t* tokens, int n, bool all_logits,
-                 float* logits, ThreadPool& pool);
-
   // One step over several sequences at once (continuous batching): the
-  // matmuls run over all their tokens together, attention runs per sequence.
-  // Sum of n must not exceed max_chunk(). On ResourceExhausted, *failed is
-  // the index of the step whose pages could not be reserved; no step has
-  // been run and reservations already made stay for the next attempt.
-  Status forward_batch(KVCache& kv, const SequenceStep* steps, int n_steps, ThreadPool& pool,
-                       int* failed = nullptr);
+  // matmuls run over all their tokens together, attention runs per
+  // sequence. steps[i] is plan.seqs[i]'s tokens and logits; the sum of n
+  // must not exceed max_chunk(). Fills each layer plan's attention time;
+  // the caller commits the plan (engine/step_runner.h runs the whole step).
+  Status forward_batch(KvManager& kv, StepPlan& plan, const SequenceStep* steps, int n_steps, ThreadPool& pool);
 
   // Per-layer attention parameters (scale, softcap, RoPE) for the KV cache.
   AttentionParams attention_params(int layer) const;

@@ -97,6 +97,8 @@ std::string Metrics::render() const {
   scalar(out, "stride_prompt_tokens_total", "counter", "Prompt tokens processed.", (double)prompt_tokens);
   scalar(out, "stride_generation_tokens_total", "counter", "Tokens generated.", (double)generation_tokens);
   scalar(out, "stride_num_preemptions_total", "counter", "Sequences preempted for recompute.", (double)preemptions);
+  scalar(out, "stride_deferred_prefill_steps_total", "counter",
+         "Steps run without prompt chunks that did not fit in the KV pool (they ran later).", (double)deferred_prefills);
   scalar(out, "stride_engine_steps_total", "counter", "Scheduler steps run.", (double)steps);
   scalar(out, "stride_engine_step_seconds_total", "counter", "Seconds spent in forward steps.", step_seconds.load());
   {
@@ -160,10 +162,9 @@ std::string Metrics::render() const {
          "KV pages the attending sequences held, summed over query blocks.", (double)attention_pages_present);
   out += "# HELP stride_attention_seconds_total Time spent in attention (planning and kernel), by layer policy.\n"
          "# TYPE stride_attention_seconds_total counter\n";
-  const char* kinds[] = {"dense", "window", "rswa", "topk", "strided"};
   for (size_t k = 0; k < attention_seconds.size(); ++k) {
     char line[128];
-    std::snprintf(line, sizeof line, "stride_attention_seconds_total{policy=\"%s\"} %.6f\n", kinds[k],
+    std::snprintf(line, sizeof line, "stride_attention_seconds_total{policy=\"%s\"} %.6f\n", policy_kind_name((PolicyKind)k),
                   attention_seconds[k].load());
     out += line;
   }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "attention/policy.h"
+
 namespace stride::serving {
 
 class Histogram {
@@ -40,6 +42,7 @@ class Metrics {
   std::atomic<int64_t> prompt_tokens{0};
   std::atomic<int64_t> generation_tokens{0};
   std::atomic<int64_t> preemptions{0};
+  std::atomic<int64_t> deferred_prefills{0};  // steps run without prompt chunks that did not fit
   std::atomic<int64_t> num_running{0};
   std::atomic<int64_t> num_waiting{0};
   std::atomic<int64_t> kv_pages_used{0};
@@ -49,12 +52,12 @@ class Metrics {
   std::atomic<int64_t> attention_pages_read{0};
   std::atomic<int64_t> attention_pages_present{0};
   // Seconds in attention by policy kind: dense, window, rswa, topk, strided.
-  std::array<std::atomic<double>, 5> attention_seconds{};
+  std::array<std::atomic<double>, kPolicyKinds> attention_seconds{};
   std::atomic<int64_t> attention_window_pages_read{0};  // of attention_pages_read: inside the local window
   std::atomic<int64_t> kv_pages_cached{0};        // registered in the prefix cache
   std::atomic<int64_t> prefix_cache_queries{0};   // prompt tokens looked up
   std::atomic<int64_t> prefix_cache_hits{0};      // prompt tokens reused
-  // KV offload tier (KVCacheStats): pages moved out on eviction and back on a hit.
+  // KV offload tier (KvStats): pages moved out on eviction and back on a hit.
   std::atomic<int64_t> kv_pages_offloaded{0};
   std::atomic<int64_t> kv_pages_restored{0};
   std::atomic<int64_t> kv_offload_slots_used{0};

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "engine/step_runner.h"
 #include "engine/stop_text.h"
+#include "kv/kv_pages_needed.h"
 
 namespace stride::serving {
 
@@ -12,7 +14,7 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 struct Scheduler::Sequence {
   std::shared_ptr<RequestChannel> ch;
-  KVCache::SeqId seq = -1;       // -1: holds no KV (waiting or preempted)
+  KvManager::SeqId seq = -1;       // -1: holds no KV (waiting or preempted)
   std::vector<int32_t> tokens;   // prompt + generated; [0, n_cached) are in the cache
   int64_t n_cached = 0;
   int n_generated = 0;
@@ -25,6 +27,7 @@ struct Scheduler::Sequence {
   std::vector<TokenLogprob> next_logprobs;  // its log-probabilities, if requested (0 or 1)
   Clock::time_point last_token;
   bool admitted_once = false;
+  int64_t admission_pages = -1;  // pages the whole prompt and a first token need; -1: not computed yet
 
   Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab)
       : ch(std::move(c)),
@@ -86,7 +89,7 @@ void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
 }
 
 void Scheduler::publish_gauges(size_t waiting) {
-  const KVCacheStats ks = engine_.kv().stats();
+  const KvStats ks = engine_.kv().stats();
   metrics_.num_running = (int64_t)running_.size();
   metrics_.num_waiting = (int64_t)waiting;
   metrics_.kv_pages_used = ks.pages_used;
@@ -155,17 +158,22 @@ void Scheduler::drop_expired(std::deque<std::unique_ptr<Sequence>>& waiting) {
 }
 
 void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
-  KVCache& kv = engine_.kv();
-  const int page = kv.config().page_size;
-  const int n_layer = kv.config().n_layer;
+  KvManager& kv = engine_.kv();
+  const KvManagerConfig& kc = kv.config();
   if (admission_paused_ && !running_.empty()) return;
+  // Pages promised to the sequences admitted by this call: they reserve
+  // nothing until their first step, so the pool's free count does not show them.
+  int64_t promised = 0;
   while ((int)running_.size() < opts_.max_batch && !waiting.empty()) {
     Sequence& s = *waiting.front();
-    // Dense worst case for the whole prompt plus one page of growth; windowed
-    // layers release pages, so this never under-counts.
-    const int64_t need = ((int64_t)s.tokens.size() / page + 2) * n_layer;
-    const KVCacheStats ks = kv.stats();
-    if (!running_.empty() && ks.pages_total - ks.pages_used < need) break;
+    // The pages the prompt and its first token need, in this scheduler's step
+    // sizes, from the policy predicate (kv/kv_pages_needed.h); a prefix hit
+    // can only need fewer.
+    if (s.admission_pages < 0)
+      s.admission_pages = pages_for_growth(kc.layer_policies, kc.page_size, 0, (int64_t)s.tokens.size() + 1,
+                                           opts_.step_tokens);
+    const KvStats ks = kv.stats();
+    if (!running_.empty() && ks.pages_total - ks.pages_used - promised < s.admission_pages) break;
     // The longest cached prefix (a shared system prompt, earlier turns of a
     // chat, or this sequence's own pages before a preemption) is not recomputed.
     auto hit = kv.add_sequence_with_prefix(s.tokens);
@@ -176,6 +184,7 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     }
     s.seq = hit->seq;
     s.n_cached = hit->reused_tokens;
+    promised += s.admission_pages;
     if (!s.admitted_once) {
       metrics_.queue_time.observe(seconds(Clock::now() - s.ch->arrived));
       metrics_.prompt_tokens += (int64_t)s.req().prompt.size();
@@ -184,6 +193,44 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     running_.push_back(std::move(waiting.front()));
     waiting.pop_front();
   }
+}
+
+// When prepare() finds no room for the step (the rule, in order):
+//   1. Prompt chunks that do not fit wait: the step runs without them, if
+//      anything else fits (they lose no work, and finishing decodes free pages).
+//   2. Otherwise the most recently admitted sequence is preempted (its pages
+//      freed, requeued for recompute through the prefix cache): older requests
+//      keep their progress, as in vLLM's FCFS preemption.
+//   3. A sequence alone that does not fit fails with ResourceExhausted.
+// Returns the step's Status; ResourceExhausted after 2 or 3 (nothing ran).
+Status Scheduler::run_step_with_room(std::vector<SequenceStep>& steps, std::vector<Sequence*>& owners,
+                                     std::deque<std::unique_ptr<Sequence>>& waiting) {
+  std::vector<int> unfit;
+  Status st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit);
+  const bool prompts_only = !unfit.empty() && unfit.size() < steps.size() &&
+                            std::all_of(unfit.begin(), unfit.end(), [&](int i) { return owners[i]->n_generated == 0; });
+  if (st.code() == StatusCode::kResourceExhausted && prompts_only) {
+    for (auto it = unfit.rbegin(); it != unfit.rend(); ++it) {
+      owners[*it]->want_logits = false;
+      steps.erase(steps.begin() + *it);
+      owners.erase(owners.begin() + *it);
+    }
+    ++metrics_.deferred_prefills;
+    st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit);
+  }
+  if (st.code() != StatusCode::kResourceExhausted) return st;
+  if (running_.size() == 1) {
+    fail(*running_.back(), ResourceExhausted("the KV pool cannot hold this request: " + st.message()));
+    running_.pop_back();
+    return st;
+  }
+  auto victim = std::move(running_.back());
+  running_.pop_back();
+  release(*victim);
+  ++metrics_.preemptions;
+  waiting.push_front(std::move(victim));
+  admission_paused_ = true;
+  return st;
 }
 
 bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
@@ -209,27 +256,11 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
     }
   }
   if (steps.empty()) return false;
-  int failed = -1;
   const auto t0 = Clock::now();
-  Status st = engine_.model().forward_batch(engine_.kv(), steps.data(), (int)steps.size(),
-                                            engine_.pool(), &failed);
+  Status st = run_step_with_room(steps, owners, waiting);
   metrics_.step_seconds = metrics_.step_seconds.load() + seconds(Clock::now() - t0);
   ++metrics_.steps;
-  if (st.code() == StatusCode::kResourceExhausted) {
-    if (running_.size() == 1) {
-      fail(*running_.back(), ResourceExhausted("the KV pool cannot hold this request: " + st.message()));
-      running_.pop_back();
-      return false;
-    }
-    // Preempt the youngest sequence: free its pages, recompute it later.
-    auto victim = std::move(running_.back());
-    running_.pop_back();
-    release(*victim);
-    ++metrics_.preemptions;
-    waiting.push_front(std::move(victim));
-    admission_paused_ = true;
-    return false;
-  }
+  if (st.code() == StatusCode::kResourceExhausted) return false;
   if (!st.ok()) {
     for (auto& s : running_) fail(*s, st);
     running_.clear();
@@ -317,7 +348,7 @@ void Scheduler::finish(Sequence& s, const std::string& reason) {
   // Pages go back before the client hears "finished", so a client that reads
   // /metrics right after sees them free.
   release(s);
-  const KVCacheStats ks = engine_.kv().stats();
+  const KvStats ks = engine_.kv().stats();
   metrics_.kv_pages_used = ks.pages_used;
   metrics_.kv_pages_cached = ks.pages_cached;
   metrics_.prefix_cache_queries = ks.prefix_query_tokens;

@@ -2,10 +2,12 @@
 // The engine loop: one thread owns the Engine and runs continuous batching.
 // Each step decodes every running sequence (one token each) and spends the
 // rest of the per-step token budget on prefill chunks of admitted requests.
-// Admission is gated by free KV pages; when reserve() still runs out, the
-// youngest sequence is preempted (pages freed, requeued for recompute).
+// Each step is schedule -> KvManager::prepare -> forward -> sample -> commit
+// (engine/step_runner.h). Admission is gated by the pages a prompt needs
+// (kv/kv_pages_needed.h); when prepare() still finds no room, prompt chunks
+// wait or the youngest sequence is preempted (run_step_with_room).
 // New and recomputed sequences start on the longest cached prefix of their
-// tokens (KVCache::add_sequence_with_prefix), so only the rest is prefilled.
+// tokens (KvManager::add_sequence_with_prefix), so only the rest is prefilled.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -48,6 +50,8 @@ class Scheduler {
   void drop_expired(std::deque<std::unique_ptr<Sequence>>& waiting);
   void admit(std::deque<std::unique_ptr<Sequence>>& waiting);
   bool step(std::deque<std::unique_ptr<Sequence>>& waiting);
+  Status run_step_with_room(std::vector<SequenceStep>& steps, std::vector<Sequence*>& owners,
+                            std::deque<std::unique_ptr<Sequence>>& waiting);
   void after_logits(Sequence& s);
   void finish(Sequence& s, const std::string& reason);
   void fail(Sequence& s, const Status& st);

@@ -1,6 +1,6 @@
 #pragma once
-// Shared helpers of the KVCache tests: random data, a driver that feeds a
-// KVCache chunk by chunk, and the f16-rounded scalar reference.
+// Shared helpers of the KvManager tests: random data, a driver that feeds a
+// KvManager chunk by chunk, and the f16-rounded scalar reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,8 +8,12 @@
 #include <random>
 #include <vector>
 
+#include <map>
+#include <span>
+
+#include "attention/attention_kernel.h"
 #include "attention/attention_reference.h"
-#include "attention/kv_cache.h"
+#include "kv/kv_manager.h"
 #include "core/fp16.h"
 
 namespace stride::testing_util {
@@ -45,9 +49,76 @@ inline AttentionParams params_for(const Shape& s, float softcap = 0.f) {
   return p;
 }
 
-inline std::unique_ptr<KVCache> make_cache(const Shape& s, std::vector<PolicySpec> pols,
+// One sequence at a time through KvManager's step (prepare, write, select +
+// the stateless kernel, commit), as the cache tests drive it: reserve()
+// prepares a one-sequence plan, commit() commits it.
+class StepDriver {
+ public:
+  explicit StepDriver(KvManager& kv) : kv_(kv) {}
+  KvManager& kv() { return kv_; }
+  const KvManager& kv() const { return kv_; }
+  // The manager's own calls, so a test reads as one object.
+  const KvManagerConfig& config() const { return kv_.config(); }
+  KvStats stats() const { return kv_.stats(); }
+  int64_t length(KvManager::SeqId seq) const { return kv_.length(seq); }
+  int64_t pages_held(KvManager::SeqId seq, int layer) const { return kv_.pages_held(seq, layer); }
+  const std::vector<int32_t>* page_table(KvManager::SeqId seq, int layer) const { return kv_.page_table(seq, layer); }
+  Expected<KvManager::SeqId> add_sequence() { return kv_.add_sequence(); }
+  Expected<KvManager::PrefixHit> add_sequence_with_prefix(std::span<const int32_t> prompt) {
+    return kv_.add_sequence_with_prefix(prompt);
+  }
+  void remove_sequence(KvManager::SeqId seq) {
+    plans_.erase(seq);
+    kv_.remove_sequence(seq);
+  }
+
+  Status reserve(KvManager::SeqId seq, int n) {
+    plans_.erase(seq);  // a plan prepared again gives its unused pages back first
+    const StepRequest r{seq, n, nullptr};
+    auto plan = kv_.prepare(std::span<const StepRequest>(&r, 1));
+    if (!plan.ok()) return plan.status();
+    plans_.emplace(seq, std::move(plan).value());
+    return Status::Ok();
+  }
+  void write(int layer, KvManager::SeqId seq, const float* k, const float* v, int n) {
+    StepPlan& plan = plan_of(seq, n);
+    const Status st = kv_.write(plan, 0, layer, k, v);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+  }
+  void attend(int layer, KvManager::SeqId seq, const float* q, int n, const AttentionParams& p, float* out,
+              ThreadPool& threads) {
+    StepPlan& plan = plan_of(seq, n);
+    const Status st = kv_.select(plan, 0, layer, q, p.n_head);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    attention_paged(kv_.pool(), plan.seqs[0].layers[(size_t)layer].pages, kv_.config().layer_policies[(size_t)layer],
+                    p, q, out, threads);
+  }
+  // The plan of the last reserve() (its per-layer page lists), for inspection.
+  const StepPlan& plan(KvManager::SeqId seq) { return plans_.at(seq); }
+  void commit(KvManager::SeqId seq, int n, const int32_t* ids = nullptr) {
+    auto it = plans_.find(seq);
+    ASSERT_TRUE(it != plans_.end()) << "commit without reserve";
+    it->second.seqs[0].n_new = n;
+    it->second.seqs[0].tokens = ids;
+    const Status st = kv_.commit(it->second);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    plans_.erase(it);
+  }
+
+ private:
+  StepPlan& plan_of(KvManager::SeqId seq, int n) {
+    auto it = plans_.find(seq);
+    EXPECT_TRUE(it != plans_.end()) << "write or attend without reserve";
+    EXPECT_EQ(it->second.seqs[0].n_new, n);
+    return it->second;
+  }
+  KvManager& kv_;
+  std::map<KvManager::SeqId, StepPlan> plans_;
+};
+
+inline std::unique_ptr<KvManager> make_cache(const Shape& s, std::vector<PolicySpec> pols,
                                            int64_t budget_tokens_per_layer = 1 << 14) {
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = (int)pols.size();
   cfg.n_kv_heads = s.n_kv;
   cfg.head_dim_k = s.hd;
@@ -55,18 +126,19 @@ inline std::unique_ptr<KVCache> make_cache(const Shape& s, std::vector<PolicySpe
   cfg.page_size = s.page;
   cfg.layer_policies = std::move(pols);
   cfg.budget_bytes = budget_tokens_per_layer * cfg.n_layer * s.n_kv * s.hd * 2 * 2;
-  auto c = KVCache::create(cfg);
+  auto c = KvManager::create(cfg);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   return c.ok() ? std::move(c).value() : nullptr;
 }
 
 // Feeds [n_tok] tokens in the given chunk sizes through layer 0 and returns
 // the attention output [n_tok, n_head, hd].
-inline std::vector<float> run_chunks(KVCache& cache, const Shape& s, const AttentionParams& p,
+inline std::vector<float> run_chunks(KvManager& kv, const Shape& s, const AttentionParams& p,
                                      const std::vector<float>& q, const std::vector<float>& k,
                                      const std::vector<float>& v, const std::vector<int>& chunks,
                                      ThreadPool& threads) {
-  auto seq = cache.add_sequence();
+  StepDriver cache(kv);
+  auto seq = kv.add_sequence();
   EXPECT_TRUE(seq.ok());
   int64_t n_tok = 0;
   for (int c : chunks) n_tok += c;
@@ -76,15 +148,15 @@ inline std::vector<float> run_chunks(KVCache& cache, const Shape& s, const Atten
   for (int c : chunks) {
     const Status st = cache.reserve(*seq, c);
     EXPECT_TRUE(st.ok()) << st.to_string();
-    for (int l = 0; l < cache.config().n_layer; ++l) {
+    for (int l = 0; l < kv.config().n_layer; ++l) {
       cache.write(l, *seq, k.data() + pos * kr, v.data() + pos * kr, c);
       if (l == 0) cache.attend(0, *seq, q.data() + pos * qr, c, p, out.data() + pos * qr, threads);
     }
     cache.commit(*seq, c);
     pos += c;
   }
-  EXPECT_EQ(cache.length(*seq), n_tok);
-  cache.remove_sequence(*seq);
+  EXPECT_EQ(kv.length(*seq), n_tok);
+  kv.remove_sequence(*seq);
   return out;
 }
 

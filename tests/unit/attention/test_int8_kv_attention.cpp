@@ -1,4 +1,4 @@
-// The fused kernel on int8 KV pages, through KVCache (reserve, write, attend,
+// The fused kernel on int8 KV pages, through KvManager (reserve, write, attend,
 // commit), for every policy: against the scalar reference run on K/V
 // quantized and dequantized here from the definition (tight: only float
 // rounding differs), and against the reference on the f32 K/V (loose: the
@@ -27,9 +27,9 @@ constexpr float kTightTol = 2e-5f;
 constexpr float kLooseTol = 0.05f;
 constexpr float kLooseMeanTol = 0.005f;
 
-std::unique_ptr<KVCache> make_typed_cache(const Shape& s, std::vector<PolicySpec> pols,
+std::unique_ptr<KvManager> make_typed_cache(const Shape& s, std::vector<PolicySpec> pols,
                                           KvStorage storage) {
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = (int)pols.size();
   cfg.n_kv_heads = s.n_kv;
   cfg.head_dim_k = s.hd;
@@ -38,7 +38,7 @@ std::unique_ptr<KVCache> make_typed_cache(const Shape& s, std::vector<PolicySpec
   cfg.storage = storage;
   cfg.layer_policies = std::move(pols);
   cfg.budget_bytes = (int64_t)(1 << 14) * cfg.n_layer * s.n_kv * s.hd * 2 * 4;
-  auto c = KVCache::create(cfg);
+  auto c = KvManager::create(cfg);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   return c.ok() ? std::move(c).value() : nullptr;
 }
@@ -167,16 +167,16 @@ TEST(Int8KvAttention, TopkSelectsFromF32SummariesAsWithF32Storage) {
 
 TEST(Int8KvAttention, PoolHoldsAboutTwiceTheTokensOfF16) {
   Shape s;  // 2 kv heads x 64, page 16
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = 1;
   cfg.n_kv_heads = s.n_kv;
   cfg.head_dim_k = cfg.head_dim_v = s.hd;
   cfg.page_size = s.page;
   cfg.layer_policies = {PolicySpec{}};
   cfg.budget_bytes = 1 << 20;
-  auto f16 = KVCache::create(cfg);
+  auto f16 = KvManager::create(cfg);
   cfg.storage = KvStorage::Int8;
-  auto i8 = KVCache::create(cfg);
+  auto i8 = KvManager::create(cfg);
   ASSERT_TRUE(f16.ok() && i8.ok());
   // f16: 16 x 2 x 128 x 2 = 8192 bytes a page; int8: 16 x 2 x (128 + 8) = 4352.
   EXPECT_EQ((*f16)->stats().bytes_per_page, 8192);

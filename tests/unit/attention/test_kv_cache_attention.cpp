@@ -1,4 +1,4 @@
-// Every policy through KVCache (reserve, write, attend, commit) against the
+// Every policy through KvManager (reserve, write, attend, commit) against the
 // scalar reference on the same f16-rounded K/V.
 #include <gtest/gtest.h>
 

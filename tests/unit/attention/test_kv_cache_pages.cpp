@@ -1,9 +1,9 @@
-// KVCache page lifetime: release by policy, exhaustion, sequence ids.
+// KvManager page lifetime: release by policy, exhaustion, sequence ids.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "attention/paged_kv_cache.h"
+#include "kv/kv_manager.h"
 #include "attention/policy.h"
 #include "cache_test_util.h"
 
@@ -16,20 +16,21 @@ namespace {
 // Decodes n tokens one by one (reserve, write, attend, commit on every layer)
 // and calls after(length) after each commit.
 template <typename F>
-void decode(KVCache& cache, KVCache::SeqId seq, const Shape& s, int n, ThreadPool& threads,
+void decode(KvManager& kv, KvManager::SeqId seq, const Shape& s, int n, ThreadPool& threads,
             F after) {
+  StepDriver cache(kv);
   const auto k = random_vec((size_t)s.n_kv * s.hd, 5);
   const auto q = random_vec((size_t)s.n_head * s.hd, 6);
   std::vector<float> out((size_t)s.n_head * s.hd);
   const AttentionParams p = params_for(s);
   for (int i = 0; i < n; ++i) {
     ASSERT_TRUE(cache.reserve(seq, 1).ok());
-    for (int l = 0; l < cache.config().n_layer; ++l) {
+    for (int l = 0; l < kv.config().n_layer; ++l) {
       cache.write(l, seq, k.data(), k.data(), 1);
       cache.attend(l, seq, q.data(), 1, p, out.data(), threads);
     }
     cache.commit(seq, 1);
-    after(cache.length(seq));
+    after(kv.length(seq));
   }
 }
 
@@ -63,9 +64,7 @@ TEST(KVCachePages, RswaAndWindowHoldBoundedPagesDenseGrows) {
   EXPECT_LE(used_max, rswa_bound + win_bound);
   EXPECT_LE(used_max - used_min, 2);
   // The sink page is still there, released window pages are -1.
-  auto* impl = dynamic_cast<PagedKVCache*>(cache.get());
-  ASSERT_NE(impl, nullptr);
-  const auto* table = impl->page_table(*seq, 0);
+  const auto* table = cache->page_table(*seq, 0);
   ASSERT_NE(table, nullptr);
   EXPECT_GE((*table)[0], 0);
   EXPECT_EQ((*table)[10], -1);
@@ -81,7 +80,7 @@ TEST(KVCachePages, WindowReadsFewerPagesThanItHoldsInChunkedPrefill) {
   const auto q = random_vec((size_t)n * s.n_head * s.hd, 1);
   const auto k = random_vec((size_t)n * s.n_kv * s.hd, 2);
   run_chunks(*cache, s, params_for(s), q, k, k, split_into(n, {200}), threads);
-  const KVCacheStats st = cache->stats();
+  const KvStats st = cache->stats();
   EXPECT_GT(st.pages_read, 0);
   EXPECT_LT(st.pages_read * 2, st.pages_present);
   EXPECT_EQ(st.pages_used, 0);
@@ -92,39 +91,40 @@ TEST(KVCachePages, WindowReadsFewerPagesThanItHoldsInChunkedPrefill) {
 TEST(KVCachePages, ExhaustionIsAStatusAndChangesNothing) {
   Shape s;
   // Two dense layers, budget of 10 pages in all.
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = 2;
   cfg.n_kv_heads = s.n_kv;
   cfg.head_dim_k = cfg.head_dim_v = s.hd;
   cfg.page_size = s.page;
   cfg.layer_policies = {PolicySpec{}, PolicySpec{}};
   cfg.budget_bytes = 10 * (int64_t)s.page * s.n_kv * s.hd * 2 * 2 + 100;
-  auto created = KVCache::create(cfg);
+  auto created = KvManager::create(cfg);
   ASSERT_TRUE(created.ok());
-  KVCache& cache = **created;
-  EXPECT_EQ(cache.stats().pages_total, 10);
-  auto seq = cache.add_sequence();
+  KvManager& kv = **created;
+  StepDriver cache(kv);
+  EXPECT_EQ(kv.stats().pages_total, 10);
+  auto seq = kv.add_sequence();
   ASSERT_TRUE(seq.ok());
   ASSERT_TRUE(cache.reserve(*seq, 20).ok());  // 2 pages per layer
-  ASSERT_EQ(cache.stats().pages_used, 4);
+  ASSERT_EQ(kv.stats().pages_used, 4);
   const Status st = cache.reserve(*seq, 100);  // 7 per layer: 10 more needed, 6 free
   EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
   EXPECT_FALSE(st.message().empty());
-  EXPECT_EQ(cache.stats().pages_used, 4);
-  EXPECT_EQ(cache.pages_held(*seq, 0), 2);
-  EXPECT_EQ(cache.pages_held(*seq, 1), 2);
-  EXPECT_EQ(cache.length(*seq), 0);
+  EXPECT_EQ(kv.stats().pages_used, 4);
+  EXPECT_EQ(kv.pages_held(*seq, 0), 2);
+  EXPECT_EQ(kv.pages_held(*seq, 1), 2);
+  EXPECT_EQ(kv.length(*seq), 0);
   EXPECT_TRUE(cache.reserve(*seq, 80).ok());  // 5 per layer: 6 more, fits exactly
-  EXPECT_EQ(cache.stats().pages_used, 10);
+  EXPECT_EQ(kv.stats().pages_used, 10);
   EXPECT_EQ(cache.reserve(*seq, 81).code(), StatusCode::kResourceExhausted);
   // A second sequence cannot get anything; removing the first frees all.
-  auto other = cache.add_sequence();
+  auto other = kv.add_sequence();
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(cache.reserve(*other, 1).code(), StatusCode::kResourceExhausted);
-  cache.remove_sequence(*seq);
-  EXPECT_EQ(cache.stats().pages_used, 0);
+  kv.remove_sequence(*seq);
+  EXPECT_EQ(kv.stats().pages_used, 0);
   EXPECT_TRUE(cache.reserve(*other, 1).ok());
-  EXPECT_EQ(cache.stats().peak_pages_used, 10);
+  EXPECT_EQ(kv.stats().peak_pages_used, 10);
 }
 
 TEST(KVCachePages, SequenceIdsAreReusedCleanAndInvalidIdsAreErrors) {
@@ -145,31 +145,36 @@ TEST(KVCachePages, SequenceIdsAreReusedCleanAndInvalidIdsAreErrors) {
   EXPECT_EQ(cache->length(*c), 0);
   EXPECT_EQ(cache->pages_held(*c, 0), 0);
   EXPECT_EQ(cache->stats().pages_used, 0);
-  EXPECT_EQ(cache->reserve(-1, 1).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(cache->reserve(99, 1).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(cache->reserve(*c, -5).code(), StatusCode::kInvalidArgument);
+  StepDriver steps(*cache);
+  EXPECT_EQ(steps.reserve(-1, 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(steps.reserve(99, 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(steps.reserve(*c, -5).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(steps.reserve(*c, 0).code(), StatusCode::kInvalidArgument);
+  // One sequence twice in one step.
+  const StepRequest twice[2] = {{*c, 1, nullptr}, {*c, 1, nullptr}};
+  EXPECT_EQ(cache->prepare(twice).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(cache->pages_held(99, 0), 0);
   EXPECT_EQ(cache->pages_held(*c, 7), 0);
   cache->remove_sequence(99);
 }
 
 TEST(KVCachePages, CreateRejectsBadConfigs) {
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = 1;
   cfg.n_kv_heads = 2;
   cfg.head_dim_k = cfg.head_dim_v = 64;
   cfg.page_size = 16;
   cfg.budget_bytes = 1 << 20;
-  EXPECT_EQ(KVCache::create(cfg).status().code(), StatusCode::kInvalidArgument);  // no policies
+  EXPECT_EQ(KvManager::create(cfg).status().code(), StatusCode::kInvalidArgument);  // no policies
   cfg.layer_policies = {PolicySpec{}};
-  EXPECT_TRUE(KVCache::create(cfg).ok());
+  EXPECT_TRUE(KvManager::create(cfg).ok());
   cfg.budget_bytes = 100;  // less than a page
-  EXPECT_EQ(KVCache::create(cfg).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvManager::create(cfg).status().code(), StatusCode::kInvalidArgument);
   cfg.budget_bytes = 1 << 20;
   PolicySpec bad;
   bad.kind = PolicyKind::Window;
   cfg.layer_policies = {bad};  // window 0
-  EXPECT_EQ(KVCache::create(cfg).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvManager::create(cfg).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace stride

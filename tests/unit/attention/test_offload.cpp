@@ -12,7 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "attention/paged_kv_cache.h"
+#include "kv/kv_manager.h"
 #include "attention/policy.h"
 #include "cache_test_util.h"
 #include "kv/kv_pool.h"
@@ -37,8 +37,8 @@ struct TierSpec {
   std::string file;
 };
 
-std::unique_ptr<PagedKVCache> make_cache(int32_t n_pages, KvStorage storage, const TierSpec& tier) {
-  KVCacheConfig cfg;
+std::unique_ptr<KvManager> make_cache(int32_t n_pages, KvStorage storage, const TierSpec& tier) {
+  KvManagerConfig cfg;
   cfg.n_layer = 2;
   cfg.n_kv_heads = kShape.n_kv;
   cfg.head_dim_k = cfg.head_dim_v = kShape.hd;
@@ -52,10 +52,10 @@ std::unique_ptr<PagedKVCache> make_cache(int32_t n_pages, KvStorage storage, con
   const int64_t slot = shape.bytes_per_page() + kShape.page * 4 + (int64_t)kShape.n_kv * 2 * kShape.hd * 4;
   cfg.offload_bytes = tier.slots * slot;
   cfg.offload_file = tier.file;
-  auto c = KVCache::create(cfg);
+  auto c = KvManager::create(cfg);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   if (!c.ok()) return nullptr;
-  std::unique_ptr<PagedKVCache> out(static_cast<PagedKVCache*>(c->release()));
+  std::unique_ptr<KvManager> out = std::move(c).value();
   EXPECT_EQ(out->stats().pages_total, n_pages);
   EXPECT_EQ(out->stats().tier_slots_total, tier.slots);
   return out;
@@ -84,8 +84,9 @@ Outputs outputs() {
 }
 
 // Runs positions [length, to) in chunks on both layers; rows land in *out.
-Status feed(KVCache& cache, KVCache::SeqId seq, const Data& d, const std::vector<int32_t>& ids, int to,
+Status feed(KvManager& cache_kv, KvManager::SeqId seq, const Data& d, const std::vector<int32_t>& ids, int to,
             Outputs* out = nullptr) {
+  StepDriver cache(cache_kv);
   ThreadPool threads(1);
   const AttentionParams p = params_for(kShape);
   const size_t kr = (size_t)kShape.n_kv * kShape.hd, qr = (size_t)kShape.n_head * kShape.hd;
@@ -108,14 +109,15 @@ Status feed(KVCache& cache, KVCache::SeqId seq, const Data& d, const std::vector
 // every cached page is evicted (to the tier, when there is one) and every
 // physical page, summaries included, is overwritten; the other prompt's pages
 // stay cached.
-void evict_everything(PagedKVCache& cache) {
+void evict_everything(KvManager& cache_kv) {
+  StepDriver cache(cache_kv);
   static const Data other(/*seed=*/7);
   std::vector<int32_t> ids = token_ids(kMaxTokens);
   for (int32_t& id : ids) id += 5000;
   auto seq = cache.add_sequence();
   ASSERT_TRUE(seq.ok());
   const int tokens = (int)(cache.stats().pages_total / 2) * kShape.page;
-  ASSERT_TRUE(feed(cache, *seq, other, ids, tokens).ok());
+  ASSERT_TRUE(feed(cache_kv, *seq, other, ids, tokens).ok());
   EXPECT_EQ(cache.stats().pages_cached, cache.stats().pages_total) << "only the other prompt's pages";
   cache.remove_sequence(*seq);
 }
@@ -157,7 +159,7 @@ TEST_P(OffloadRoundTrip, RestoredPrefixGivesBitIdenticalAttention) {
     cache->remove_sequence(*a);
     EXPECT_EQ(cache->stats().pages_reclaimable, 12);
     evict_everything(*cache);
-    KVCacheStats st = cache->stats();
+    KvStats st = cache->stats();
     EXPECT_EQ(st.pages_offloaded, 12);
     EXPECT_EQ(st.tier_slots_used, 12);
     EXPECT_EQ(st.pages_used, 0);
@@ -253,14 +255,15 @@ TEST(Offload, ExhaustedRestoreFailsCleanly) {
 
   auto hog = cache->add_sequence();
   ASSERT_TRUE(hog.ok());
-  ASSERT_TRUE(cache->reserve(*hog, 8 * kShape.page).ok());  // 16 of 20 pages
-  const KVCacheStats before = cache->stats();
+  StepDriver steps(*cache);
+  ASSERT_TRUE(steps.reserve(*hog, 8 * kShape.page).ok());  // 16 of 20 pages
+  const KvStats before = cache->stats();
   auto b = cache->add_sequence_with_prefix(ids);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(b.status().message().find("restoring 12 offloaded prefix pages"), std::string::npos)
       << b.status().to_string();
-  const KVCacheStats after = cache->stats();
+  const KvStats after = cache->stats();
   EXPECT_EQ(after.pages_used, before.pages_used);
   EXPECT_EQ(after.pages_cached, before.pages_cached);
   EXPECT_EQ(after.tier_slots_used, before.tier_slots_used);
@@ -279,7 +282,7 @@ TEST(Offload, ExhaustedRestoreFailsCleanly) {
 }
 
 TEST(Offload, BadTierSettingsAreClearErrors) {
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = 1;
   cfg.n_kv_heads = 1;
   cfg.head_dim_k = cfg.head_dim_v = 16;
@@ -287,14 +290,14 @@ TEST(Offload, BadTierSettingsAreClearErrors) {
   cfg.layer_policies = {*parse_policy("dense")};
   cfg.budget_bytes = 1 << 20;
   cfg.offload_bytes = 10;  // less than one slot
-  auto small = KVCache::create(cfg);
+  auto small = KvManager::create(cfg);
   ASSERT_FALSE(small.ok());
   EXPECT_EQ(small.status().code(), StatusCode::kInvalidArgument);
   cfg.offload_bytes = -1;
-  EXPECT_FALSE(KVCache::create(cfg).ok());
+  EXPECT_FALSE(KvManager::create(cfg).ok());
   cfg.offload_bytes = 1 << 20;
   cfg.offload_file = "/nonexistent-dir/stride/tier.bin";
-  auto nofile = KVCache::create(cfg);
+  auto nofile = KvManager::create(cfg);
   ASSERT_FALSE(nofile.ok());
   EXPECT_NE(nofile.status().message().find("/nonexistent-dir/stride/tier.bin"), std::string::npos);
 }

@@ -6,7 +6,7 @@
 
 #include <numeric>
 
-#include "attention/paged_kv_cache.h"
+#include "kv/kv_manager.h"
 #include "attention/policy.h"
 #include "cache_test_util.h"
 
@@ -21,9 +21,9 @@ constexpr int kMaxTokens = 256;
 
 PolicySpec policy(const char* text) { return *parse_policy(text); }
 
-std::unique_ptr<PagedKVCache> make_paged(std::vector<PolicySpec> pols, int32_t n_pages,
+std::unique_ptr<KvManager> make_paged(std::vector<PolicySpec> pols, int32_t n_pages,
                                          bool prefix_cache = true) {
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = (int)pols.size();
   cfg.n_kv_heads = kShape.n_kv;
   cfg.head_dim_k = cfg.head_dim_v = kShape.hd;
@@ -32,10 +32,10 @@ std::unique_ptr<PagedKVCache> make_paged(std::vector<PolicySpec> pols, int32_t n
   cfg.prefix_cache = prefix_cache;
   cfg.cache_salt = "test-model";
   cfg.budget_bytes = (int64_t)n_pages * kShape.page * kShape.n_kv * 2 * kShape.hd * 2;
-  auto c = KVCache::create(cfg);
+  auto c = KvManager::create(cfg);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   if (!c.ok()) return nullptr;
-  std::unique_ptr<PagedKVCache> out(static_cast<PagedKVCache*>(c->release()));
+  std::unique_ptr<KvManager> out = std::move(c).value();
   EXPECT_EQ(out->stats().pages_total, n_pages);
   return out;
 }
@@ -60,8 +60,9 @@ std::vector<int32_t> token_ids(int n, int32_t salt = 0) {
 
 // Runs positions [length, to) of `ids` in chunks, on every layer; the
 // attention output rows land in out[layer] (sized [kMaxTokens, n_head, hd]).
-Status feed(KVCache& cache, KVCache::SeqId seq, const Data& d, const std::vector<int32_t>& ids,
+Status feed(KvManager& cache_kv, KvManager::SeqId seq, const Data& d, const std::vector<int32_t>& ids,
             int to, int chunk, std::vector<std::vector<float>>* out = nullptr) {
+  StepDriver cache(cache_kv);
   ThreadPool threads(2);
   const AttentionParams p = params_for(kShape);
   const size_t kr = (size_t)kShape.n_kv * kShape.hd, qr = (size_t)kShape.n_head * kShape.hd;
@@ -87,7 +88,8 @@ std::vector<std::vector<float>> outputs(int n_layer) {
 
 // Allocates every reclaimable page through a throwaway sequence (so the
 // cache holds only what sequences reference), then frees that sequence.
-void evict_everything(PagedKVCache& cache) {
+void evict_everything(KvManager& cache_kv) {
+  StepDriver cache(cache_kv);
   auto seq = cache.add_sequence();
   ASSERT_TRUE(seq.ok());
   const int n_layer = cache.config().n_layer;
@@ -122,7 +124,7 @@ TEST(PrefixCache, HitSharesThePhysicalPagesAndCountsTokens) {
     EXPECT_TRUE(std::equal(tb.begin(), tb.end(), ta.begin())) << "layer " << l;
     EXPECT_EQ(cache->pages_held(b->seq, l), 6);
   }
-  const KVCacheStats st = cache->stats();
+  const KvStats st = cache->stats();
   EXPECT_EQ(st.prefix_queries, 1);
   EXPECT_EQ(st.prefix_query_tokens, 130);
   EXPECT_EQ(st.prefix_hits, 1);
@@ -261,13 +263,14 @@ TEST(PrefixCache, AfterRemovalNothingIsUsedAndCachedPagesAreReclaimed) {
     cache->remove_sequence(b->seq);
     EXPECT_EQ(cache->stats().pages_used, 0);
   }
-  const KVCacheStats st = cache->stats();
+  const KvStats st = cache->stats();
   EXPECT_GT(st.pages_cached, 0);
   EXPECT_EQ(st.pages_reclaimable, st.pages_cached);
   EXPECT_GT(st.pages_evicted, 0) << "three prompts do not fit: older pages were evicted";
   // The whole pool is still allocatable.
   auto c = cache->add_sequence();
-  ASSERT_TRUE(cache->reserve(*c, kPages / 2 * kShape.page).ok());
+  StepDriver steps(*cache);
+  ASSERT_TRUE(steps.reserve(*c, kPages / 2 * kShape.page).ok());
   EXPECT_EQ(cache->stats().pages_used, kPages);
   EXPECT_EQ(cache->stats().pages_cached, 0);
   cache->remove_sequence(*c);
@@ -283,11 +286,11 @@ TEST(PrefixCache, ExhaustionAfterAHitIsAnErrorWithNoStateChange) {
   auto b = cache->add_sequence_with_prefix(ids);
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->reused_tokens, 128);
-  const KVCacheStats before = cache->stats();
+  const KvStats before = cache->stats();
   // 72 more tokens need 5 pages per layer: 10 > 4 free.
   const Status st = feed(*cache, b->seq, d, ids, 200, 72);
   EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.to_string();
-  const KVCacheStats after = cache->stats();
+  const KvStats after = cache->stats();
   EXPECT_EQ(after.pages_used, before.pages_used);
   EXPECT_EQ(after.pages_cached, before.pages_cached);
   EXPECT_EQ(cache->length(b->seq), 128);

@@ -4,7 +4,7 @@
 // the cached prompt itself is still reused (its pages' tokens match).
 #include <gtest/gtest.h>
 
-#include "attention/paged_kv_cache.h"
+#include "kv/kv_manager.h"
 #include "attention/policy.h"
 #include "cache_test_util.h"
 
@@ -16,8 +16,8 @@ namespace {
 
 const Shape kShape{/*n_head=*/2, /*n_kv=*/1, /*hd=*/16, /*page=*/8};
 
-std::unique_ptr<KVCache> collision_cache(const char* pol) {
-  KVCacheConfig cfg;
+std::unique_ptr<KvManager> collision_cache(const char* pol) {
+  KvManagerConfig cfg;
   cfg.n_layer = 2;
   cfg.n_kv_heads = kShape.n_kv;
   cfg.head_dim_k = cfg.head_dim_v = kShape.hd;
@@ -26,13 +26,14 @@ std::unique_ptr<KVCache> collision_cache(const char* pol) {
   cfg.cache_salt = "collision-test";
   cfg.budget_bytes = (int64_t)64 * kShape.page * kShape.n_kv * 2 * kShape.hd * 2;
   cfg.prefix_hash = [](uint64_t, std::span<const int32_t>) { return uint64_t(0x5eed); };
-  auto c = KVCache::create(cfg);
+  auto c = KvManager::create(cfg);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   return c.ok() ? std::move(*c) : nullptr;
 }
 
 // Writes `ids` (zeros for K/V: only the bookkeeping matters here) and commits them.
-void run_prompt(KVCache& cache, KVCache::SeqId seq, const std::vector<int32_t>& ids) {
+void run_prompt(KvManager& cache_kv, KvManager::SeqId seq, const std::vector<int32_t>& ids) {
+  StepDriver cache(cache_kv);
   const std::vector<float> kv((size_t)ids.size() * kShape.n_kv * kShape.hd, 0.5f);
   const int start = (int)cache.length(seq);
   const int n = (int)ids.size() - start;

@@ -1,6 +1,6 @@
 // Strided sparsity (local window + global tokens + every s-th block): the
 // predicate from its definition, the plan's visibility helpers by brute
-// force, KVCache against the naive reference, decode == prefill, and release.
+// force, KvManager against the naive reference, decode == prefill, and release.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -112,9 +112,10 @@ TEST(StridedPolicy, ReleasesPagesOutsideWindowGlobalsAndStride) {
   ThreadPool threads(1);
   const int n = 640;  // 40 pages
   const auto k = random_vec((size_t)n * s.n_kv * s.hd, 1);
-  ASSERT_TRUE(cache->reserve(*seq, n).ok());
-  cache->write(0, *seq, k.data(), k.data(), n);
-  cache->commit(*seq, n);
+  StepDriver steps(*cache);
+  ASSERT_TRUE(steps.reserve(*seq, n).ok());
+  steps.write(0, *seq, k.data(), k.data(), n);
+  steps.commit(*seq, n);
   // Kept: every 4th page (0, 4, ..., 36: 10 pages, page 0 also holds the
   // globals) plus the pages the next query's window (600, 640] touches (37..39).
   EXPECT_EQ(cache->pages_held(*seq, 0), 10 + 3);

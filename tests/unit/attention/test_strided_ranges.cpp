@@ -1,6 +1,6 @@
 // Strided sparsity with global ranges (`ranges=A-B+C-D`): keys in a range are
 // seen by every later query. The grammar and its errors, the predicate and
-// the plan's visibility helpers by brute force, KVCache against the masked
+// the plan's visibility helpers by brute force, KvManager against the masked
 // reference with visibility written from the definition, and release.
 #include <gtest/gtest.h>
 
@@ -125,9 +125,10 @@ TEST(StridedRanges, PagesHoldingARangeAreKeptForever) {
   ASSERT_TRUE(seq.ok());
   const int n = 640;  // 40 pages
   const auto k = random_vec((size_t)n * s.n_kv * s.hd, 1);
-  ASSERT_TRUE(cache->reserve(*seq, n).ok());
-  cache->write(0, *seq, k.data(), k.data(), n);
-  cache->commit(*seq, n);
+  StepDriver steps(*cache);
+  ASSERT_TRUE(steps.reserve(*seq, n).ok());
+  steps.write(0, *seq, k.data(), k.data(), n);
+  steps.commit(*seq, n);
   // Strided pages 0, 4, ..., 36 (10), the window's pages 37..39 (3), and the
   // range pages 6, 7 (100-131; page 8 is strided anyway) and 21 (345).
   EXPECT_EQ(cache->pages_held(*seq, 0), 10 + 3 + 3);

@@ -1,5 +1,5 @@
 // Top-k (Quest) sparsity: the policy grammar, the page selection against a
-// brute-force selection written from the definition, and KVCache output
+// brute-force selection written from the definition, and KvManager output
 // against the naive reference masked with that selection.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "attention/paged_kv_cache.h"
+#include "kv/kv_manager.h"
 #include "attention/plan.h"
 #include "attention/policy.h"
 #include "attention/topk_selector.h"
@@ -39,7 +39,7 @@ std::vector<bool> brute_selection(const PolicySpec& pol, const Shape& s, const s
 
 // Runs the cache in the given chunks and compares with the masked reference
 // over the brute-force selection. Returns the cache's stats.
-KVCacheStats check_topk(const std::string& policy, int n_tok, const std::vector<int>& chunks,
+KvStats check_topk(const std::string& policy, int n_tok, const std::vector<int>& chunks,
                         int threads_n) {
   SCOPED_TRACE(policy + " n=" + std::to_string(n_tok) + " chunk0=" + std::to_string(chunks[0]));
   int64_t total = 0;
@@ -112,18 +112,18 @@ TEST(TopkPolicy, ParsesAndPrints) {
 }
 
 TEST(TopkPolicy, BlockMustBeAMultipleOfThePageSize) {
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = 1;
   cfg.n_kv_heads = 1;
   cfg.head_dim_k = cfg.head_dim_v = 8;
   cfg.page_size = 32;
   cfg.budget_bytes = 1 << 20;
   cfg.layer_policies = {*parse_policy("topk:block=48")};
-  auto c = KVCache::create(cfg);
+  auto c = KvManager::create(cfg);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("multiple of the KV page size"), std::string::npos);
   cfg.layer_policies = {*parse_policy("topk:block=64")};
-  EXPECT_TRUE(KVCache::create(cfg).ok());
+  EXPECT_TRUE(KvManager::create(cfg).ok());
 }
 
 TEST(TopkPolicy, SparsityZeroIsDense) {
@@ -182,10 +182,10 @@ TEST(TopkPolicy, DecodeMatchesMaskedReferenceOverBruteForceSelection) {
 
 TEST(TopkPolicy, DecodeReadsAboutOneMinusSparsityOfThePages) {
   // 960-token prompt then 64 decode steps: 60..64 pages of 16 tokens.
-  const KVCacheStats st = check_topk("topk:sparsity=0.9", 1024, split_into(1024, {960, 1}), 2);
+  const KvStats st = check_topk("topk:sparsity=0.9", 1024, split_into(1024, {960, 1}), 2);
   // Prefill blocks read at least their sink + local pages; decode ~10%. Take
   // decode alone by running the same prefill-only once more.
-  const KVCacheStats pre = check_topk("topk:sparsity=0.9", 960, {960}, 2);
+  const KvStats pre = check_topk("topk:sparsity=0.9", 960, {960}, 2);
   const double read = (double)(st.pages_read - pre.pages_read);
   const double present = (double)(st.pages_present - pre.pages_present);
   EXPECT_GT(read / present, 0.08);

@@ -19,7 +19,7 @@
 #include <filesystem>
 #include <set>
 
-#include "attention/paged_kv_cache.h"
+#include "kv/kv_manager.h"
 #include "attention/plan.h"
 #include "attention/policy.h"
 #include "cache_test_util.h"
@@ -49,9 +49,9 @@ int64_t slot_bytes(KvStorage storage) {
   return (*pool)->page_image_bytes() + PageSummaries::page_bytes(kS.n_kv, kS.hd);
 }
 
-std::unique_ptr<PagedKVCache> make_topk_cache(const std::string& policy, int32_t n_pages,
+std::unique_ptr<KvManager> make_topk_cache(const std::string& policy, int32_t n_pages,
                                               const TierSpec& tier, KvStorage storage = KvStorage::F16) {
-  KVCacheConfig cfg;
+  KvManagerConfig cfg;
   cfg.n_layer = kLayers;
   cfg.n_kv_heads = kS.n_kv;
   cfg.head_dim_k = cfg.head_dim_v = kS.hd;
@@ -63,10 +63,10 @@ std::unique_ptr<PagedKVCache> make_topk_cache(const std::string& policy, int32_t
   cfg.budget_bytes = (int64_t)n_pages * shape.bytes_per_page();
   cfg.offload_bytes = tier.slots * slot_bytes(storage);
   cfg.offload_file = tier.file;
-  auto c = KVCache::create(cfg);
+  auto c = KvManager::create(cfg);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   if (!c.ok()) return nullptr;
-  return std::unique_ptr<PagedKVCache>(static_cast<PagedKVCache*>(c->release()));
+  return std::move(c).value();
 }
 
 struct Data {
@@ -110,7 +110,7 @@ int64_t hot_bound(const PolicySpec& pol, int layer, int64_t pos, int c) {
 
 struct RunResult {
   std::vector<float> out[kLayers];  // [kTok, n_head, hd]
-  KVCacheStats after;               // stats before remove_sequence
+  KvStats after;               // stats before remove_sequence
   int64_t max_held = 0;             // over layers and steps
   int64_t max_excess = 0;           // max(held - hot_bound) over layers and steps (> 0: bound broken)
   int64_t steps_at_n = 0;           // steps where held == N after the call
@@ -125,7 +125,8 @@ std::vector<int32_t> token_ids() {
   return ids;
 }
 
-RunResult run(PagedKVCache& cache, const std::vector<int>& chunks, bool check_bound, bool ids_on = true) {
+RunResult run(KvManager& cache_kv, const std::vector<int>& chunks, bool check_bound, bool ids_on = true) {
+  StepDriver cache(cache_kv);
   const Data& d = data();
   const PolicySpec pol = cache.config().layer_policies[0];
   RunResult r;
@@ -230,7 +231,7 @@ TEST_P(TopkHotSet, MatchesUnlimitedBitForBitAndStaysBounded) {
     ASSERT_TRUE(cache);
     got = run(*cache, tc.chunks, true);
     EXPECT_LE(got.max_excess, 0) << "pool pages above max(N, |sinks ∪ window ∪ picks|)";
-    const KVCacheStats& st = got.after;
+    const KvStats& st = got.after;
     EXPECT_GT(st.topk_pages_offloaded, 0);
     if (tc.many_steps) {
       EXPECT_LT(got.max_held, 25);
@@ -243,7 +244,7 @@ TEST_P(TopkHotSet, MatchesUnlimitedBitForBitAndStaysBounded) {
     EXPECT_GT(st.tier_slots_owned, 0);
     EXPECT_EQ(st.tier_slots_used, st.tier_slots_owned) << "pages moved out are not copied twice";
     EXPECT_LE(st.tier_slots_owned, 2 * 25);
-    const KVCacheStats end = cache->stats();
+    const KvStats end = cache->stats();
     EXPECT_EQ(end.pages_used, 0) << "pool accounting back to its baseline";
     EXPECT_EQ(end.tier_slots_owned, 0) << "remove_sequence frees the tier slots";
     // Left: the slots of pages that moved out, handed to the cache space
@@ -295,7 +296,8 @@ TEST(TopkHotSetDecode, SmallPoolServesALongerContext) {
     auto small = make_topk_cache(kUnlimited, 24, {});
     auto seq = small->add_sequence();
     ASSERT_TRUE(seq.ok());
-    EXPECT_EQ(small->reserve(*seq, kTok).code(), StatusCode::kResourceExhausted);
+    StepDriver small_steps(*small);
+    EXPECT_EQ(small_steps.reserve(*seq, kTok).code(), StatusCode::kResourceExhausted);
   }
   auto cache = make_topk_cache("topk:sparsity=0.8,resident=8", 24, {64, ""});
   ASSERT_TRUE(cache);
@@ -318,7 +320,7 @@ TEST(TopkHotSetDecode, FullTierKeepsColdPagesInThePool) {
   auto cache = make_topk_cache(kHot, 64, {5, ""});
   ASSERT_TRUE(cache);
   const RunResult got = run(*cache, chunks, false, /*ids_on=*/false);
-  EXPECT_FALSE(cache->concurrent_attend_safe()) << "attend moves pages: it must stay serial";
+  EXPECT_TRUE(cache->select_is_serial(0)) << "selection moves pages: it must stay serial";
   EXPECT_GT(got.after.topk_offload_refused, 0);
   EXPECT_EQ(got.after.tier_slots_owned, 5);
   EXPECT_EQ(got.after.topk_restore_failed, 0) << "no owned page was lost";
@@ -335,7 +337,7 @@ TEST(TopkHotSetDecode, WithoutATierResidentChangesNothing) {
   const RunResult got = run(*hot, chunks, false);
   EXPECT_EQ(got.max_held, 25);
   EXPECT_EQ(got.after.topk_pages_offloaded, 0);
-  EXPECT_TRUE(hot->concurrent_attend_safe()) << "no tier: attend moves nothing";
+  EXPECT_FALSE(hot->select_is_serial(0)) << "no tier: selection moves nothing";
   EXPECT_TRUE(same_bits(got, want));
 }
 
@@ -358,11 +360,12 @@ TEST(TopkHotSetDecode, MovedOutPagesStayReusableAsAPrefix) {
   const size_t kr = (size_t)kS.n_kv * kS.hd, qr = (size_t)kS.n_head * kS.hd;
   std::vector<float> out[kLayers];
   ThreadPool threads(2);
-  ASSERT_TRUE(cache->reserve(hit->seq, 16).ok());
+  StepDriver steps(*cache);
+  ASSERT_TRUE(steps.reserve(hit->seq, 16).ok());
   for (int l = 0; l < kLayers; ++l) {
     out[l].resize((size_t)16 * qr);
-    cache->write(l, hit->seq, d.k[l].data() + 384 * kr, d.v[l].data() + 384 * kr, 16);
-    cache->attend(l, hit->seq, d.q[l].data() + 384 * qr, 16, params_for(kS), out[l].data(), threads);
+    steps.write(l, hit->seq, d.k[l].data() + 384 * kr, d.v[l].data() + 384 * kr, 16);
+    steps.attend(l, hit->seq, d.q[l].data() + 384 * qr, 16, params_for(kS), out[l].data(), threads);
   }
   // The same rows from the unlimited policy fed in the same chunks.
   auto plain = make_topk_cache(kUnlimited, 64, {});
@@ -370,7 +373,7 @@ TEST(TopkHotSetDecode, MovedOutPagesStayReusableAsAPrefix) {
   for (int l = 0; l < kLayers; ++l)
     EXPECT_EQ(std::memcmp(out[l].data(), ref.out[l].data() + 384 * qr, out[l].size() * sizeof(float)), 0)
         << "layer " << l;
-  cache->commit(hit->seq, 16, ids.data() + 384);
+  steps.commit(hit->seq, 16, ids.data() + 384);
   cache->remove_sequence(hit->seq);
   EXPECT_EQ(cache->stats().pages_used, 0);
   EXPECT_EQ(cache->stats().tier_slots_owned, 0);

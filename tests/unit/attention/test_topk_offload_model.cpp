@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/step_runner.h"
 #include "../engine/engine_test_util.h"
 #include "engine/generator.h"
 
@@ -39,7 +40,7 @@ std::vector<int32_t> archive_ids(const Engine& e, int n) {
 
 struct Trace {
   std::vector<float> logits;  // [kPrompt + kDecode, n_vocab]: prefill rows, then one per decode step
-  KVCacheStats stats;         // before the sequence is removed
+  KvStats stats;         // before the sequence is removed
   int64_t max_layer_pages = 0;  // pages one layer held after the last decode step
 };
 
@@ -50,11 +51,11 @@ Trace run(Engine& e, const std::vector<int32_t>& ids) {
   auto seq = e.kv().add_sequence();
   EXPECT_TRUE(seq.ok());
   for (int pos = 0; pos < kPrompt; pos += kChunk) {
-    const Status st = e.model().forward(e.kv(), *seq, ids.data() + pos, kChunk, true, t.logits.data() + pos * V, e.pool());
+    const Status st = run_sequence(e.model(), e.kv(), *seq, ids.data() + pos, kChunk, true, t.logits.data() + pos * V, e.pool());
     EXPECT_TRUE(st.ok()) << st.to_string();
   }
   for (int pos = kPrompt; pos < kPrompt + kDecode; ++pos) {
-    const Status st = e.model().forward(e.kv(), *seq, ids.data() + pos, 1, false, t.logits.data() + pos * V, e.pool());
+    const Status st = run_sequence(e.model(), e.kv(), *seq, ids.data() + pos, 1, false, t.logits.data() + pos * V, e.pool());
     EXPECT_TRUE(st.ok()) << st.to_string();
   }
   t.stats = e.kv().stats();

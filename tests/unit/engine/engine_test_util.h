@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/step_runner.h"
 #include "attention/policy.h"
 #include "engine/generator.h"
 
@@ -51,11 +52,11 @@ std::vector<int32_t> text_ids(const Engine& e, int n, Sentence sentence) {
 }
 
 // Runs ids[from, to) on `seq`: every row's logits when `all`, else the last row's.
-inline std::vector<float> run_tokens(Engine& e, KVCache::SeqId seq, const std::vector<int32_t>& ids, int from,
+inline std::vector<float> run_tokens(Engine& e, KvManager::SeqId seq, const std::vector<int32_t>& ids, int from,
                                      int to, bool all) {
   const size_t V = (size_t)e.config().n_vocab;
   std::vector<float> logits((all ? (size_t)(to - from) : 1) * V);
-  const Status st = e.model().forward(e.kv(), seq, ids.data() + from, to - from, all, logits.data(), e.pool());
+  const Status st = run_sequence(e.model(), e.kv(), seq, ids.data() + from, to - from, all, logits.data(), e.pool());
   EXPECT_TRUE(st.ok()) << st.to_string();
   return logits;
 }

@@ -59,7 +59,7 @@ void check_restore(KvStorage storage) {
     run_tokens(*cached, *a, *prompt, 0, prompt == &ids ? hit + 12 : (int)other.size(), false);
     cached->kv().remove_sequence(*a);
   }
-  KVCacheStats st = cached->kv().stats();
+  KvStats st = cached->kv().stats();
   EXPECT_EQ(st.pages_offloaded, 4 * n_layer);
   EXPECT_EQ(st.pages_cached, kPoolPagesPerLayer * n_layer) << "only the other prompt's pages";
 

@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 
+#include "engine/step_runner.h"
 #include "engine/generator.h"
 #include "engine_test_util.h"
 
@@ -135,8 +136,8 @@ TEST_P(ScheduleInvariance, BatchedWithJoinsMidDecodeEqualsSolo) {
     auto ref_a = e->score(a);
     auto ref_b = e->score(b);
     ASSERT_TRUE(ref_a.ok() && ref_b.ok());
-    KVCache& kv = e->kv();
-    const KVCache::SeqId sa = *kv.add_sequence(), sb = *kv.add_sequence();
+    KvManager& kv = e->kv();
+    const KvManager::SeqId sa = *kv.add_sequence(), sb = *kv.add_sequence();
     std::vector<float> rows_a(a.size() * V), rows_b(b.size() * V);
     // A prefills p tokens alone, then decodes; B joins on A's second decode
     // step and prefills in chunks of 5 beside A's single tokens.
@@ -145,7 +146,7 @@ TEST_P(ScheduleInvariance, BatchedWithJoinsMidDecodeEqualsSolo) {
       std::vector<SequenceStep> steps;
       if (n_a) steps.push_back({sa, a.data() + done_a, n_a, true, rows_a.data() + done_a * V});
       if (n_b) steps.push_back({sb, b.data() + done_b, n_b, true, rows_b.data() + done_b * V});
-      const Status st = e->model().forward_batch(kv, steps.data(), (int)steps.size(), e->pool());
+      const Status st = run_step(e->model(), kv, steps.data(), (int)steps.size(), e->pool());
       ASSERT_TRUE(st.ok()) << st.to_string();
       done_a += n_a;
       done_b += n_b;
@@ -226,7 +227,7 @@ void check_tier_round_trip(const InvarianceCase& c, bool file) {
   const int64_t offloaded = cached->kv().stats().pages_offloaded;
   auto hit = cached->score_suffix(ids);
   ASSERT_TRUE(hit.ok()) << hit.status().to_string();
-  const KVCacheStats st = cached->kv().stats();
+  const KvStats st = cached->kv().stats();
   const std::string what = c.label + (file ? " file tier" : " RAM tier");
   EXPECT_GT(offloaded, 0) << what << ": nothing was evicted to the tier";
   EXPECT_GT(st.pages_restored, 0) << what << ": the hit restored nothing";

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/step_runner.h"
 #include "engine/generator.h"
 
 namespace stride {
@@ -44,20 +45,20 @@ TEST(Batch, MixedPrefillAndDecodeEqualSeparateRuns) {
 
     // Batched: prefill all but the last 2 tokens of each in one step, then
     // two batched single-token decode steps.
-    KVCache& kv = engine->kv();
-    std::vector<KVCache::SeqId> ids;
+    KvManager& kv = engine->kv();
+    std::vector<KvManager::SeqId> ids;
     for (size_t i = 0; i < seqs.size(); ++i) ids.push_back(*kv.add_sequence());
     std::vector<SequenceStep> steps(seqs.size());
     for (size_t i = 0; i < seqs.size(); ++i) {
       steps[i] = SequenceStep{ids[i], seqs[i].data(), (int)seqs[i].size() - 2, false, nullptr};
     }
-    ASSERT_TRUE(engine->model().forward_batch(kv, steps.data(), (int)steps.size(), engine->pool()).ok());
+    ASSERT_TRUE(run_step(engine->model(), kv, steps.data(), (int)steps.size(), engine->pool()).ok());
     std::vector<std::vector<float>> last(seqs.size(), std::vector<float>(V));
     for (int d = 2; d >= 1; --d) {
       for (size_t i = 0; i < seqs.size(); ++i) {
         steps[i] = SequenceStep{ids[i], &seqs[i][seqs[i].size() - d], 1, false, last[i].data()};
       }
-      ASSERT_TRUE(engine->model().forward_batch(kv, steps.data(), (int)steps.size(), engine->pool()).ok());
+      ASSERT_TRUE(run_step(engine->model(), kv, steps.data(), (int)steps.size(), engine->pool()).ok());
     }
     for (size_t i = 0; i < seqs.size(); ++i) {
       double max_diff = 0;

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "engine/step_runner.h"
 #include "engine/generator.h"
 #include "model/batch_attention.h"
 
@@ -39,11 +40,11 @@ class BatchAttentionModels : public ::testing::TestWithParam<const char*> {};
 TEST_P(BatchAttentionModels, BatchedDecodeIsBitIdenticalToSoloRuns) {
   auto engine = real_engine(GetParam());
   ASSERT_TRUE(engine);
-  KVCache& kv = engine->kv();
+  KvManager& kv = engine->kv();
   Transformer& model = engine->model();
   ThreadPool& pool = engine->pool();
   ASSERT_GE(pool.size(), 2);
-  ASSERT_TRUE(kv.concurrent_attend_safe());
+  for (int l = 0; l < kv.config().n_layer; ++l) ASSERT_FALSE(kv.select_is_serial(l)) << "kernels run side by side";
   const int V = engine->config().n_vocab;
   constexpr int kDecode = 3;
   // Two long contexts (their decode attention splits its pages over the
@@ -57,29 +58,29 @@ TEST_P(BatchAttentionModels, BatchedDecodeIsBitIdenticalToSoloRuns) {
   const std::vector<int32_t> joiner = tokens(40 + kDecode - 1, 99);
 
   // Alone: [seq][decode step] -> logits.
-  const KVCacheStats before_solo = kv.stats();
+  const KvStats before_solo = kv.stats();
   std::vector<std::vector<std::vector<float>>> alone(n_seq + 1);
   for (int i = 0; i <= n_seq; ++i) {
     const bool is_joiner = i == n_seq;
     const std::vector<int32_t>& s = is_joiner ? joiner : seqs[i];
     const int prompt = is_joiner ? 40 : lens[i];
-    const KVCache::SeqId id = *kv.add_sequence();
+    const KvManager::SeqId id = *kv.add_sequence();
     std::vector<float> logits(V);
-    ASSERT_TRUE(model.forward(kv, id, s.data(), prompt, false, logits.data(), pool).ok());
+    ASSERT_TRUE(run_sequence(model, kv, id, s.data(), prompt, false, logits.data(), pool).ok());
     if (is_joiner) alone[i].push_back(logits);
     for (int d = 0; prompt + d < (int)s.size(); ++d) {
-      ASSERT_TRUE(model.forward(kv, id, &s[prompt + d], 1, false, logits.data(), pool).ok());
+      ASSERT_TRUE(run_sequence(model, kv, id, &s[prompt + d], 1, false, logits.data(), pool).ok());
       alone[i].push_back(logits);
     }
     kv.remove_sequence(id);
   }
-  const KVCacheStats after_solo = kv.stats();
+  const KvStats after_solo = kv.stats();
 
   // Batched: the same prefills alone, then kDecode steps over all sequences.
-  std::vector<KVCache::SeqId> ids(n_seq + 1);
+  std::vector<KvManager::SeqId> ids(n_seq + 1);
   for (int i = 0; i < n_seq; ++i) {
     ids[i] = *kv.add_sequence();
-    ASSERT_TRUE(model.forward(kv, ids[i], seqs[i].data(), lens[i], false, nullptr, pool).ok());
+    ASSERT_TRUE(run_sequence(model, kv, ids[i], seqs[i].data(), lens[i], false, nullptr, pool).ok());
   }
   std::vector<std::vector<std::vector<float>>> batched(n_seq + 1);
   std::vector<std::vector<float>> out(n_seq + 1, std::vector<float>(V));
@@ -98,14 +99,14 @@ TEST_P(BatchAttentionModels, BatchedDecodeIsBitIdenticalToSoloRuns) {
       steps.push_back(SequenceStep{ids[n_seq], &joiner[40], 1, false, out[n_seq].data()});
       owner.push_back(n_seq);
     }
-    ASSERT_TRUE(model.forward_batch(kv, steps.data(), (int)steps.size(), pool).ok());
+    ASSERT_TRUE(run_step(model, kv, steps.data(), (int)steps.size(), pool).ok());
     for (int i : owner) batched[i].push_back(out[i]);
   }
   // The solo runs also decoded the joiner's last token: do it here too.
-  ASSERT_TRUE(model.forward(kv, ids[n_seq], &joiner[41], 1, false, out[n_seq].data(), pool).ok());
+  ASSERT_TRUE(run_sequence(model, kv, ids[n_seq], &joiner[41], 1, false, out[n_seq].data(), pool).ok());
   batched[n_seq].push_back(out[n_seq]);
   for (int i = 0; i <= n_seq; ++i) kv.remove_sequence(ids[i]);
-  const KVCacheStats after_batched = kv.stats();
+  const KvStats after_batched = kv.stats();
 
   for (int i = 0; i <= n_seq; ++i) {
     ASSERT_EQ(batched[i].size(), alone[i].size()) << "sequence " << i;

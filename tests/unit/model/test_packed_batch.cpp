@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "engine/step_runner.h"
 #include "engine/generator.h"
 
 namespace stride {
@@ -33,30 +34,30 @@ TEST(PackedBatch, BatchedStepsEqualSeparateRuns) {
         {1, 504, 3210, 28, 7, 913, 30, 1181, 4, 1900, 3, 8, 77, 12, 6000},
         {1, 2104, 4, 417, 6, 2, 9, 15},
         {1, 3, 18, 815, 22, 10, 6, 5, 14, 99, 3000}};
-    KVCache& kv = engine->kv();
+    KvManager& kv = engine->kv();
     Transformer& model = engine->model();
     // Alone: prefill all but 2 tokens, then two single-token steps.
     std::vector<std::vector<float>> alone(seqs.size(), std::vector<float>(V));
     for (size_t i = 0; i < seqs.size(); ++i) {
       const auto& s = seqs[i];
-      const KVCache::SeqId id = *kv.add_sequence();
+      const KvManager::SeqId id = *kv.add_sequence();
       const int n = (int)s.size();
-      ASSERT_TRUE(model.forward(kv, id, s.data(), n - 2, false, nullptr, engine->pool()).ok());
-      ASSERT_TRUE(model.forward(kv, id, &s[n - 2], 1, false, alone[i].data(), engine->pool()).ok());
-      ASSERT_TRUE(model.forward(kv, id, &s[n - 1], 1, false, alone[i].data(), engine->pool()).ok());
+      ASSERT_TRUE(run_sequence(model, kv, id, s.data(), n - 2, false, nullptr, engine->pool()).ok());
+      ASSERT_TRUE(run_sequence(model, kv, id, &s[n - 2], 1, false, alone[i].data(), engine->pool()).ok());
+      ASSERT_TRUE(run_sequence(model, kv, id, &s[n - 1], 1, false, alone[i].data(), engine->pool()).ok());
       kv.remove_sequence(id);
     }
-    std::vector<KVCache::SeqId> ids;
+    std::vector<KvManager::SeqId> ids;
     for (size_t i = 0; i < seqs.size(); ++i) ids.push_back(*kv.add_sequence());
     std::vector<SequenceStep> steps(seqs.size());
     for (size_t i = 0; i < seqs.size(); ++i)
       steps[i] = SequenceStep{ids[i], seqs[i].data(), (int)seqs[i].size() - 2, false, nullptr};
-    ASSERT_TRUE(model.forward_batch(kv, steps.data(), (int)steps.size(), engine->pool()).ok());
+    ASSERT_TRUE(run_step(model, kv, steps.data(), (int)steps.size(), engine->pool()).ok());
     std::vector<std::vector<float>> last(seqs.size(), std::vector<float>(V));
     for (int d = 2; d >= 1; --d) {
       for (size_t i = 0; i < seqs.size(); ++i)
         steps[i] = SequenceStep{ids[i], &seqs[i][seqs[i].size() - d], 1, false, last[i].data()};
-      ASSERT_TRUE(model.forward_batch(kv, steps.data(), (int)steps.size(), engine->pool()).ok());
+      ASSERT_TRUE(run_step(model, kv, steps.data(), (int)steps.size(), engine->pool()).ok());
     }
     for (size_t i = 0; i < seqs.size(); ++i) {
       double max_diff = 0, max_abs = 0;

@@ -127,11 +127,21 @@ TEST(Scheduler, PreemptionUnderTinyPoolKeepsOutput) {
     ASSERT_EQ(reason, "length");
   }
   EXPECT_EQ(metrics.preemptions.load(), 0);
+  sched.drain_and_stop();
+  // The batch goes to a scheduler that has not started: its first
+  // take_incoming() sees all four requests at once. Submitting to the running
+  // one let its thread pick up the first request alone (or the first two, ...)
+  // depending on when it woke, so batch composition, the victims, where their
+  // recompute chunks start and the number of preemptions (5 or 6 measured)
+  // depended on thread timing, and a failure did not reproduce.
+  Metrics batch_metrics;
+  Scheduler batch(*engine, so, batch_metrics);
   std::vector<std::shared_ptr<RequestChannel>> chans;
   for (const auto& p : prompts) {
     chans.push_back(request(p));
-    ASSERT_TRUE(sched.submit(chans.back()).ok());
+    ASSERT_TRUE(batch.submit(chans.back()).ok());
   }
+  batch.start();
   // A preempted sequence is recomputed by a prefill; prefill and decode sum
   // in the same order, so every token and log-prob equals the solo run's.
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -141,12 +151,14 @@ TEST(Scheduler, PreemptionUnderTinyPoolKeepsOutput) {
     ASSERT_EQ(together.size(), 70u);
     ASSERT_EQ(alone[i].size(), 70u);
     for (size_t k = 0; k < 70; ++k) {
-      ASSERT_EQ(together[k].id, alone[i][k].id) << prompts[i] << ": token " << k;
-      ASSERT_EQ(together[k].logprob, alone[i][k].logprob) << prompts[i] << ": token " << k;
+      ASSERT_EQ(together[k].id, alone[i][k].id)
+          << prompts[i] << ": token " << k << " (preemptions so far " << batch_metrics.preemptions.load() << ")";
+      ASSERT_EQ(together[k].logprob, alone[i][k].logprob)
+          << prompts[i] << ": token " << k << " (preemptions so far " << batch_metrics.preemptions.load() << ")";
     }
   }
-  sched.drain_and_stop();
-  EXPECT_GT(metrics.preemptions.load(), 0);
+  batch.drain_and_stop();
+  EXPECT_GT(batch_metrics.preemptions.load(), 0);
   EXPECT_EQ(engine->kv().stats().pages_used, 0);
 }
 

@@ -1,15 +1,15 @@
-// Prefix caching of PagedKVCache: full pages are registered per (prefix id,
+// Prefix caching of the KV manager: full pages are registered per (prefix id,
 // layer) as they are committed (the id names the exact tokens: PrefixChains); a new sequence starts on the longest
 // prefix of whole pages that every layer can use. A windowed layer only needs
 // the pages its policy keeps for the next query (vLLM's rule for sliding
 // windows), so pages it released long ago need not be cached any more.
 #include <algorithm>
 
-#include "attention/paged_kv_cache.h"
+#include "kv/kv_manager.h"
 
 namespace stride {
 
-void PagedKVCache::register_full_pages(Sequence& s, const int32_t* ids, int n_new) {
+void KvManager::register_full_pages(Sequence& s, const int32_t* ids, int n_new) {
   if (!cfg_.prefix_cache || !s.chain_known || n_new <= 0) return;
   if (!ids) {
     // Tokens of unknown identity: no later page can be keyed.
@@ -36,7 +36,7 @@ void PagedKVCache::register_full_pages(Sequence& s, const int32_t* ids, int n_ne
 }
 
 // Does the layer's policy keep any slot of logical page `page` for the query at next_q?
-bool PagedKVCache::page_needed(int layer, int64_t page, int64_t next_q) const {
+bool KvManager::page_needed(int layer, int64_t page, int64_t next_q) const {
   const PolicySpec& policy = cfg_.layer_policies[layer];
   const int64_t first = page * cfg_.page_size;
   // Latest slots first: the ones most likely kept.
@@ -45,7 +45,7 @@ bool PagedKVCache::page_needed(int layer, int64_t page, int64_t next_q) const {
   return false;
 }
 
-bool PagedKVCache::prefix_usable(const std::vector<uint64_t>& chains, int64_t n_pages) const {
+bool KvManager::prefix_usable(const std::vector<uint64_t>& chains, int64_t n_pages) const {
   const int64_t next_q = n_pages * cfg_.page_size;
   for (int l = 0; l < cfg_.n_layer; ++l)
     for (int64_t i = n_pages - 1; i >= 0; --i)  // the deepest page fails first
@@ -57,7 +57,7 @@ bool PagedKVCache::prefix_usable(const std::vector<uint64_t>& chains, int64_t n_
 
 // All or nothing: when the pool cannot take the pages to restore from the
 // tier, ResourceExhausted and nothing changes.
-Status PagedKVCache::take_prefix(Sequence& s, const std::vector<uint64_t>& chains, int64_t n_pages) {
+Status KvManager::take_prefix(Sequence& s, const std::vector<uint64_t>& chains, int64_t n_pages) {
   const int64_t next_q = n_pages * cfg_.page_size;
   std::vector<PrefixKey> cold;        // needed pages to restore from the tier
   std::vector<size_t> cold_slot;      // their place: layer * n_pages + logical page
@@ -122,7 +122,7 @@ Status PagedKVCache::take_prefix(Sequence& s, const std::vector<uint64_t>& chain
   return Status::Ok();
 }
 
-Expected<KVCache::PrefixHit> PagedKVCache::add_sequence_with_prefix(std::span<const int32_t> prompt) {
+Expected<KvManager::PrefixHit> KvManager::add_sequence_with_prefix(std::span<const int32_t> prompt) {
   STRIDE_ASSIGN_OR_RETURN(const SeqId id, add_sequence());
   PrefixHit hit;
   hit.seq = id;

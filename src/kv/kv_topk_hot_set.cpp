@@ -1,15 +1,16 @@
-// The top-k hot set of PagedKVCache (policy topk:...,resident=N with an
+// The top-k hot set of the KV manager (policy topk:...,resident=N with an
 // offload tier). A top-k layer reads a few pages per step but may need any of
 // them later, so without a limit every page stays in the pool and the pool
 // grows with the context. With resident=N a layer keeps at most N pages of a
 // sequence in the pool; the others live in the tier:
 //
-//   * Every attend selects pages over all of them: a page in the tier keeps
+//   * Every select() picks pages over all of them: a page in the tier keeps
 //     its key summary in RAM (LayerState::cold_sums), so it is scored exactly
 //     as if it were in the pool and the selection does not change.
 //   * Pages the selection picked that are in the tier come back into fresh
 //     pool pages (bit-exact page images, read through a PinnedPage) before the
-//     kernel runs. To make room first, the least recently picked pages that
+//     kernel runs: into pages prepare() reserved for the step (spare_pages), so
+//     a selection never finds the pool full. To make room first, the least recently picked pages that
 //     are neither sinks, nor in the local window of the step's first query,
 //     nor picked by this step move to the tier and their pool pages are freed.
 //     After the call a layer holds at most max(N, |sinks ∪ window ∪ picks|)
@@ -34,7 +35,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "attention/paged_kv_cache.h"
+#include "kv/kv_manager.h"
 #include "attention/topk_selector.h"
 
 namespace stride {
@@ -43,8 +44,8 @@ namespace {
 constexpr int kPrefetchGroups = 4;  // groups ranked after the cut to prefetch, per block and kv head
 }  // namespace
 
-AttentionPlan PagedKVCache::plan_topk_hot(int layer, SeqId seq, int64_t kv_len, const float* q,
-                                          int n_new, int n_head) {
+Expected<AttentionPlan> KvManager::plan_topk_hot(int layer, SeqId seq, int64_t kv_len, const float* q,
+                                                int n_new, int n_head, std::vector<int32_t>& spares) {
   Sequence& s = seqs_[seq];
   LayerState& ls = s.layers[layer];
   const PolicySpec& policy = cfg_.layer_policies[layer];
@@ -92,7 +93,7 @@ AttentionPlan PagedKVCache::plan_topk_hot(int layer, SeqId seq, int64_t kv_len, 
       ++moved;
     }
   }
-  for (const int64_t L : bring) restore_topk_page(ls, L);
+  for (const int64_t L : bring) STRIDE_RETURN_IF_ERROR(restore_topk_page(ls, L, spares));
 
   // Next step's likely picks: warm their tier slots now.
   std::vector<uint64_t> keys;
@@ -105,7 +106,7 @@ AttentionPlan PagedKVCache::plan_topk_hot(int layer, SeqId seq, int64_t kv_len, 
   return topk_plan(sel, ls.table, ps, kv_len);
 }
 
-Status PagedKVCache::offload_topk_page(LayerState& ls, int64_t L) {
+Status KvManager::offload_topk_page(LayerState& ls, int64_t L) {
   const int32_t page = ls.table[(size_t)L];
   if (page < 0) return Status::Ok();
   if (ls.tier_key[(size_t)L] == 0) {
@@ -134,32 +135,46 @@ Status PagedKVCache::offload_topk_page(LayerState& ls, int64_t L) {
   }
   ls.table[(size_t)L] = -1;
   --ls.held;
+  ++ls.pages_in_tier;
   ++topk_offloaded_;
   return Status::Ok();
 }
 
-bool PagedKVCache::restore_topk_page(LayerState& ls, int64_t L) {
+// Into a page prepare() reserved for this layer, else a free one; failing
+// both, the step fails (a selected page is never silently skipped).
+Status KvManager::restore_topk_page(LayerState& ls, int64_t L, std::vector<int32_t>& spares) {
   std::optional<PinnedPage> slot = tier_->pin(ls.tier_key[(size_t)L], TierSpace::Owned);
-  std::vector<int32_t> got;
-  // An owned slot is never evicted, so only a full pool makes this fail; the
-  // page is then skipped by this step's plan.
-  if (!slot || !pages_.allocate(1, got).ok()) {
+  if (!slot) {
     ++topk_restore_failed_;
-    return false;
+    return Internal("top-k hot set: an owned tier slot is missing");  // owned slots are never evicted
+  }
+  int32_t page = -1;
+  if (!spares.empty()) {
+    page = spares.back();
+    spares.pop_back();
+  } else {
+    std::vector<int32_t> got;
+    if (!pages_.allocate(1, got).ok()) {
+      ++topk_restore_failed_;
+      return ResourceExhausted("KV pool exhausted: the top-k hot set cannot bring a selected page back "
+                               "(the offload tier refused to take the pages it would replace)");
+    }
+    page = got[0];
   }
   const std::span<const uint8_t> image = slot->bytes();
   const int64_t page_bytes = pool_->page_image_bytes();
-  pool_->load_page(got[0], image.first((size_t)page_bytes));
-  summaries_->load_page(got[0], image.subspan((size_t)page_bytes));
-  ls.table[(size_t)L] = got[0];
+  pool_->load_page(page, image.first((size_t)page_bytes));
+  summaries_->load_page(page, image.subspan((size_t)page_bytes));
+  ls.table[(size_t)L] = page;
   ++ls.held;
+  --ls.pages_in_tier;
   ++topk_restored_;
   if (ls.prefetched[(size_t)L] == ls.step - 1) ++topk_prefetch_hits_;
   peak_used_ = std::max<int64_t>(peak_used_, pages_.n_used());
-  return true;
+  return Status::Ok();
 }
 
-void PagedKVCache::drop_topk_tier(LayerState& ls) {
+void KvManager::drop_topk_tier(LayerState& ls) {
   if (!tier_) return;
   for (size_t L = 0; L < ls.tier_key.size(); ++L) {
     if (ls.tier_key[L] == 0) continue;
@@ -170,6 +185,7 @@ void PagedKVCache::drop_topk_tier(LayerState& ls) {
       tier_->erase(ls.tier_key[L], TierSpace::Owned);
     ls.tier_key[L] = 0;
   }
+  ls.pages_in_tier = 0;
 }
 
 }  // namespace stride

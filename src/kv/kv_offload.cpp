@@ -1,21 +1,21 @@
-// The offload tier of PagedKVCache. When the page manager evicts a cached
+// The offload tier of the KV manager. When the page manager evicts a cached
 // prefix page to make room, the page's image (K, V, int8 scales, positions)
 // and, with a top-k layer, its key summaries are copied to a host-tier slot
 // named by prefix_key_id(key). A later prefix lookup counts such pages as
 // available; take_prefix pins them, allocates pool pages, copies them back
-// bit for bit and registers them again (paged_prefix.cpp).
+// bit for bit and registers them again (kv_prefix.cpp).
 #include <cassert>
 #include <cstring>
 
-#include "attention/paged_kv_cache.h"
+#include "kv/kv_manager.h"
 
 namespace stride {
 
-bool PagedKVCache::in_tier(const PrefixKey& key) const {
+bool KvManager::in_tier(const PrefixKey& key) const {
   return tier_ && tier_->contains(prefix_key_id(key));
 }
 
-void PagedKVCache::offload_page(const PrefixKey& key, int32_t page) {
+void KvManager::offload_page(const PrefixKey& key, int32_t page) {
   if (!tier_) return;
   const std::span<uint8_t> image(slot_image_);
   const int64_t page_bytes = pool_->page_image_bytes();
@@ -26,7 +26,7 @@ void PagedKVCache::offload_page(const PrefixKey& key, int32_t page) {
   if (tier_->put(prefix_key_id(key), image).ok()) ++pages_offloaded_;
 }
 
-std::vector<PinnedPage> PagedKVCache::pin_tier_pages(const std::vector<PrefixKey>& keys) {
+std::vector<PinnedPage> KvManager::pin_tier_pages(const std::vector<PrefixKey>& keys) {
   std::vector<uint64_t> ids;
   ids.reserve(keys.size());
   for (const PrefixKey& k : keys) ids.push_back(prefix_key_id(k));
@@ -41,7 +41,7 @@ std::vector<PinnedPage> PagedKVCache::pin_tier_pages(const std::vector<PrefixKey
   return pinned;
 }
 
-void PagedKVCache::restore_page(const PrefixKey& key, const PinnedPage& slot, int32_t page) {
+void KvManager::restore_page(const PrefixKey& key, const PinnedPage& slot, int32_t page) {
   const std::span<const uint8_t> image = slot.bytes();
   const int64_t page_bytes = pool_->page_image_bytes();
   pool_->load_page(page, image.first((size_t)page_bytes));
@@ -54,7 +54,7 @@ void PagedKVCache::restore_page(const PrefixKey& key, const PinnedPage& slot, in
   ++pages_restored_;
 }
 
-void PagedKVCache::count_tier_misses(const std::vector<uint64_t>& chains, int64_t n_pages) {
+void KvManager::count_tier_misses(const std::vector<uint64_t>& chains, int64_t n_pages) {
   if (!tier_) return;
   const int64_t next_q = n_pages * cfg_.page_size;
   for (int l = 0; l < cfg_.n_layer; ++l)

@@ -1,0 +1,221 @@
+#pragma once
+// The KV manager: the only owner of KV state. It holds the paged pool, the
+// page manager, each sequence's page tables (one per layer: windowed layers
+// release pages while dense ones keep theirs), the prefix cache, the offload
+// tier and the top-k hot set. It plans; it never runs a kernel.
+//
+// A step is transactional (llama.cpp's init_batch/apply, vLLM's allocate_slots):
+//   prepare(batch)        -> StepPlan: every page the step needs is reserved
+//                            and every static layer's page lists are planned;
+//                            or ResourceExhausted naming the sequences that
+//                            do not fit, with nothing changed
+//   per layer, per sequence (the model's forward pass):
+//     write(plan, i, layer, k, v)   the new keys and values
+//     select(plan, i, layer, q)     top-k layers only: pages from the queries
+//     attention_paged(pool(), plan.seqs[i].layers[layer].pages, ...)  stateless
+//   commit(plan)          -> lengths advance, full pages enter the prefix
+//                            cache, pages no future query can see are
+//                            released (policy_keeps), counters are merged
+//
+// Prefix caching: add_sequence_with_prefix(prompt) starts a sequence on the
+// longest cached prefix of whole pages (shared, reference-counted pages);
+// its length() starts at the number of tokens reused. With an offload tier,
+// evicted prefix pages are kept in host memory (or a mapped file) and come
+// back into the pool when a later prompt needs them (kv_offload.cpp).
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attention/plan.h"
+#include "attention/policy.h"
+#include "core/status.h"
+#include "kv/host_tier.h"
+#include "kv/kv_pool.h"
+#include "kv/kv_stats.h"
+#include "kv/kv_storage.h"
+#include "kv/page_manager.h"
+#include "kv/page_summary.h"
+#include "kv/prefix_chains.h"
+#include "kv/prefix_index.h"
+#include "kv/step_plan.h"
+
+namespace stride {
+
+struct KvManagerConfig {
+  int n_layer = 0;
+  int n_kv_heads = 0;
+  int head_dim_k = 0;
+  int head_dim_v = 0;
+  int page_size = 32;             // tokens per page
+  int64_t budget_bytes = 0;       // pool capacity (K+V, all layers)
+  KvStorage storage = KvStorage::F16;  // f16; f32 for exact oracle comparisons; int8 to halve KV
+  std::vector<PolicySpec> layer_policies;  // [n_layer]
+  // Prefix cache: full pages are kept, keyed by their exact token prefix
+  // (kv/prefix_chains.h: a keyed hash finds it, the tokens are compared), and
+  // shared by later sequences with the same prefix.
+  bool prefix_cache = true;
+  // The bucket hash of that table; empty: keyed SipHash-2-4. Tests set a
+  // weak one to force collisions.
+  PrefixChains::HashFn prefix_hash;
+  // Part of every prefix key besides the layer policies: the model version and
+  // anything else the K/V depend on.
+  std::string cache_salt;
+  // Offload tier: cached prefix pages evicted from the pool are copied here
+  // (bit for bit, with their top-k summaries) and restored on a prefix hit.
+  int64_t offload_bytes = 0;  // tier capacity; 0: no tier (evicted pages are dropped)
+  std::string offload_file;   // empty: anonymous RAM; else a memory-mapped scratch file
+};
+
+class KvManager {
+ public:
+  using SeqId = int32_t;
+
+  static Expected<std::unique_ptr<KvManager>> create(const KvManagerConfig& cfg);
+  // Use create(); tier: the offload tier (slots of page image + summary bytes), or null.
+  KvManager(const KvManagerConfig& cfg, std::unique_ptr<KvPool> pool, std::unique_ptr<HostTier> tier);
+  KvManager(const KvManager&) = delete;
+  KvManager& operator=(const KvManager&) = delete;
+
+  struct PrefixHit {
+    SeqId seq = -1;
+    int64_t reused_tokens = 0;  // whole pages; at most prompt.size() - 1
+  };
+  Expected<SeqId> add_sequence();
+  // A new sequence holding the longest cached prefix of `prompt` that every
+  // layer can use (the pages its policy still needs for the next query).
+  // At least the last prompt token is left to compute, so its logits can be
+  // produced. With the prefix cache off this is add_sequence() (0 reused).
+  Expected<PrefixHit> add_sequence_with_prefix(std::span<const int32_t> prompt);
+  void remove_sequence(SeqId seq);  // frees every page it holds
+  int64_t length(SeqId seq) const;  // tokens committed
+
+  // The step (see the top of this file). On ResourceExhausted, *unfit (when
+  // given) lists the batch indices that do not fit: taken in batch order,
+  // each request that fits beside the earlier fitting ones is kept.
+  Expected<StepPlan> prepare(std::span<const StepRequest> batch, std::vector<int>* unfit = nullptr);
+  // k: [n_new, n_kv_heads, head_dim_k], v: [n_new, n_kv_heads, head_dim_v] f32
+  // for plan.seqs[i]'s new positions; keys already carry RoPE.
+  Status write(const StepPlan& plan, int i, int layer, const float* k, const float* v);
+  // q: [n_new, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
+  // hot set it first moves pages between the pool and the tier.
+  Status select(StepPlan& plan, int i, int layer, const float* q, int n_head);
+  // Whether select() on this layer changes shared state (so calls for
+  // different sequences must not run at once).
+  bool select_is_serial(int layer) const { return topk_hot_set(cfg_.layer_policies[layer]); }
+  Status commit(StepPlan& plan);
+
+  // Pool pages prepare() would reserve now for n_new more tokens of seq.
+  int64_t pages_to_reserve(SeqId seq, int n_new) const;
+
+  const KvPool& pool() const { return *pool_; }
+  const KvManagerConfig& config() const { return cfg_; }
+  KvStats stats() const;
+  int64_t pages_held(SeqId seq, int layer) const;  // pages the sequence holds on this layer now
+  // Logical page -> physical page (-1: released) of one layer; for tests and tools.
+  const std::vector<int32_t>* page_table(SeqId seq, int layer) const;
+
+ private:
+  friend class StepPlan;
+  struct LayerState {
+    std::vector<int32_t> table;  // [logical pages] physical id or -1
+    int64_t held = 0;            // entries != -1
+    int64_t scan_from = 0;       // pages before this are settled: released or kept for good
+    // Top-k hot set (kv_topk_hot_set.cpp); empty unless topk resident=N
+    // with a tier. A page in the tier has table[L] == -1.
+    std::vector<uint64_t> tier_key;    // [logical pages] owned tier slot with the page image, 0: none
+    std::vector<int64_t> last_pick;    // [logical pages] step that last read the page
+    std::vector<int64_t> prefetched;   // [logical pages] step that last prefetched it
+    std::vector<float> cold_sums;      // [logical pages, n_kv_heads, 2, head_dim_k] key summaries
+    std::vector<PrefixKey> prefix_key;  // [logical pages] its prefix-cache key, where prefix_known
+    std::vector<uint8_t> prefix_known;  // [logical pages] 1: left the prefix index when it moved out
+    int64_t pages_in_tier = 0;         // logical pages whose image is only in the tier
+    int64_t step = 0;                  // selections on this layer
+  };
+  struct Sequence {
+    bool active = false;
+    int64_t length = 0;
+    std::vector<LayerState> layers;  // [n_layer]
+    // Prefix chain: the PrefixChains id of the first hashed_pages full
+    // pages, and the ids of the tokens after them (the open page).
+    bool chain_known = true;  // false once a commit came without token ids
+    uint64_t chain = kPrefixChainRoot;
+    int64_t hashed_pages = 0;
+    std::vector<int32_t> open_ids;
+  };
+
+  bool valid(SeqId seq) const;
+  bool valid(SeqId seq, int layer) const;
+  int64_t capacity(const Sequence& s) const;  // tokens every layer has pages for
+  // Step (kv_step.cpp).
+  Status check_batch(std::span<const StepRequest> batch) const;
+  int64_t spare_pages_for(const Sequence& s, int layer, int n_new) const;
+  void plan_static_layer(const Sequence& s, int layer, SeqStepPlan& sp) const;
+  void release_unseen(Sequence& s, int layer);
+  void count_layer(const LayerStepPlan& lp, int layer);
+  void return_spares(StepPlan& plan);  // unused reserved pages back to the pool
+  // Prefix cache (kv_prefix.cpp).
+  void register_full_pages(Sequence& s, const int32_t* ids, int n_new);
+  bool page_needed(int layer, int64_t page, int64_t next_q) const;
+  bool prefix_usable(const std::vector<uint64_t>& chains, int64_t n_pages) const;
+  Status take_prefix(Sequence& s, const std::vector<uint64_t>& chains, int64_t n_pages);
+  // Offload tier (kv_offload.cpp).
+  bool in_tier(const PrefixKey& key) const;
+  void offload_page(const PrefixKey& key, int32_t page);  // the page manager's eviction hook
+  // Pins the keys' slots (prefetched first); empty when one is missing.
+  std::vector<PinnedPage> pin_tier_pages(const std::vector<PrefixKey>& keys);
+  // Copies a pinned slot into a freshly allocated page and registers it.
+  void restore_page(const PrefixKey& key, const PinnedPage& slot, int32_t page);
+  void count_tier_misses(const std::vector<uint64_t>& chains, int64_t n_pages);
+  // Top-k hot set (kv_topk_hot_set.cpp): with resident=N and a tier, a
+  // top-k layer keeps at most N pages (or the step's picks, sinks and window
+  // if more) in the pool; the others live in owned tier slots.
+  bool topk_hot_set(const PolicySpec& p) const {
+    return p.kind == PolicyKind::TopK && p.resident > 0 && tier_ && summaries_;
+  }
+  // Selects, moves cold pages out, brings the picks in (pages from `spares`
+  // first), prefetches the next likely picks.
+  Expected<AttentionPlan> plan_topk_hot(int layer, SeqId seq, int64_t kv_len, const float* q,
+                                        int n_new, int n_head, std::vector<int32_t>& spares);
+  Status offload_topk_page(LayerState& ls, int64_t page);  // by logical page
+  Status restore_topk_page(LayerState& ls, int64_t page, std::vector<int32_t>& spares);
+  void drop_topk_tier(LayerState& ls);  // frees the layer's owned tier slots
+
+  KvManagerConfig cfg_;
+  std::unique_ptr<KvPool> pool_;
+  PageManager pages_;
+  std::unique_ptr<PageSummaries> summaries_;  // key min/max per page; only with a TopK layer
+  std::unique_ptr<HostTier> tier_;            // null: evicted pages are dropped
+  std::vector<uint8_t> slot_image_;           // [tier slot bytes] scratch for offloading
+  int64_t pages_offloaded_ = 0;
+  int64_t pages_restored_ = 0;
+  int64_t tier_misses_ = 0;
+  uint64_t next_topk_key_ = 1;  // owned tier keys: a counter, 0 means none
+  int64_t topk_offloaded_ = 0;
+  int64_t topk_restored_ = 0;
+  int64_t topk_prefetched_ = 0;
+  int64_t topk_prefetch_hits_ = 0;
+  int64_t topk_offload_refused_ = 0;
+  int64_t topk_restore_failed_ = 0;
+  std::vector<Sequence> seqs_;
+  int64_t peak_used_ = 0;
+  // Counters merged by commit(); stats() may be read from another thread.
+  mutable std::mutex stats_mu_;
+  int64_t pages_read_ = 0;
+  int64_t head_pages_read_ = 0;  // per-kv-head (top-k) lists: entries / n_kv_heads pages
+  int64_t pages_present_ = 0;
+  std::array<double, kPolicyKinds> attention_seconds_{};
+  int64_t window_pages_read_ = 0;       // same split as pages_read_ / head_pages_read_
+  int64_t head_window_pages_read_ = 0;
+  uint64_t salt_ = 0;  // cache_salt and every layer's policy
+  PrefixChains chains_;  // exact ids of the token prefixes of registered pages
+  int64_t prefix_query_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
+  int64_t prefix_queries_ = 0;
+  int64_t prefix_hits_ = 0;
+};
+
+}  // namespace stride

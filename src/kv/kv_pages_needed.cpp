@@ -1,0 +1,64 @@
+#include "kv/kv_pages_needed.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace stride {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Step starts evaluated at most: the pages kept for good (sinks, strided
+// blocks, global ranges, dense) only grow with the length, and the window's
+// share depends on the start's offset within a page, which repeats at least
+// every page_size steps; so the last starts hold the maximum.
+constexpr int64_t kMaxStarts = 64;
+
+// Pages among [0, ceil(q0 / page_size)) with a key that a query >= q0 may attend.
+int64_t pages_kept(const PolicySpec& p, int page_size, int64_t q0) {
+  const int64_t n_pages = ceil_div(q0, page_size);
+  int64_t kept = 0;
+  for (int64_t L = 0; L < n_pages; ++L) {
+    const int64_t first = L * page_size, last = std::min<int64_t>(first + page_size, q0) - 1;
+    for (int64_t k = last; k >= first; --k)  // latest keys first: the ones most likely kept
+      if (policy_keeps(p, k, q0)) {
+        ++kept;
+        break;
+      }
+  }
+  return kept;
+}
+
+}  // namespace
+
+int64_t layer_pages_for_growth(const PolicySpec& p, int page_size, int64_t from, int64_t n, int chunk) {
+  if (n <= 0 || page_size <= 0) return 0;
+  chunk = std::max(chunk, 1);
+  const int64_t n_steps = ceil_div(n, chunk);
+  int64_t most = 0;
+  for (int64_t s = std::max<int64_t>(0, n_steps - kMaxStarts); s < n_steps; ++s) {
+    const int64_t q0 = from + s * chunk;
+    const int64_t end = std::min(q0 + chunk, from + n);
+    const int64_t written = ceil_div(end, page_size) - ceil_div(q0, page_size);  // pages the step adds
+    most = std::max(most, pages_kept(p, page_size, q0) + written);
+  }
+  return most;
+}
+
+int64_t pages_for_growth(std::span<const PolicySpec> layers, int page_size, int64_t from, int64_t n, int chunk) {
+  // Layers sharing a policy share the count (most models have one or two).
+  std::vector<std::pair<const PolicySpec*, int64_t>> seen;
+  int64_t total = 0;
+  for (const PolicySpec& p : layers) {
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& e) { return *e.first == p; });
+    if (it == seen.end()) {
+      seen.emplace_back(&p, layer_pages_for_growth(p, page_size, from, n, chunk));
+      it = seen.end() - 1;
+    }
+    total += it->second;
+  }
+  return total;
+}
+
+}  // namespace stride

@@ -1,0 +1,23 @@
+#pragma once
+// How many pool pages a sequence needs: the one answer that admission, the
+// engine's default pool size and `stride plan` share. It follows from the
+// policy predicate alone (policy_keeps), exactly as the KV manager holds and
+// releases pages: during a step that starts at length q0 a layer holds the
+// pages with a key some query >= q0 may still attend, plus every page the
+// step writes (prepare() reserves them on every layer; commit() releases
+// what the policy no longer keeps).
+#include <cstdint>
+#include <span>
+
+#include "attention/policy.h"
+
+namespace stride {
+
+// The most pages one layer holds while a sequence grows from `from` to
+// `from + n` tokens in steps of at most `chunk` tokens.
+int64_t layer_pages_for_growth(const PolicySpec& p, int page_size, int64_t from, int64_t n, int chunk);
+
+// The same summed over the layers.
+int64_t pages_for_growth(std::span<const PolicySpec> layers, int page_size, int64_t from, int64_t n, int chunk);
+
+}  // namespace stride

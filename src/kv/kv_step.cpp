@@ -1,0 +1,296 @@
+// The step of the KV manager: prepare (reserve and plan), write, select
+// (top-k), commit (advance, cache, release). See kv_manager.h.
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <string>
+
+#include "attention/topk_selector.h"
+#include "kv/kv_manager.h"
+
+namespace stride {
+
+namespace {
+
+// A query position beyond any real one: keys kept for it are kept forever.
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max() / 4;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Plan entries whose page holds a key in the local window (p - window, p] of
+// some query p of its block (the window hits behind
+// stride_attention_window_pages_read_total); sinks, globals and top-k picks are the rest.
+int64_t window_entries(const AttentionPlan& plan, const PolicySpec& policy, int page_size) {
+  if (policy.window <= 0) return 0;
+  int64_t n = 0;
+  for (int b = 0; b < plan.n_blocks(); ++b) {
+    const int64_t q_first = plan.q_pos0 + (int64_t)b * plan.q_block;
+    const int64_t window_first = q_first - policy.window + 1;
+    for (int32_t e = plan.indptr[b]; e < plan.indptr[b + 1]; ++e)
+      n += plan.page_first[e] + page_size - 1 >= window_first;
+  }
+  return n;
+}
+
+}  // namespace
+
+StepPlan::StepPlan(StepPlan&& o) noexcept : seqs(std::move(o.seqs)), owner_(o.owner_) { o.owner_ = nullptr; }
+
+StepPlan& StepPlan::operator=(StepPlan&& o) noexcept {
+  if (this != &o) {
+    release_spares();
+    seqs = std::move(o.seqs);
+    owner_ = o.owner_;
+    o.owner_ = nullptr;
+  }
+  return *this;
+}
+
+StepPlan::~StepPlan() { release_spares(); }
+
+void StepPlan::release_spares() {
+  if (owner_) owner_->return_spares(*this);
+  owner_ = nullptr;
+}
+
+// Pages a top-k hot-set layer may have to bring back during select(): the
+// layer ends the call holding at most max(resident, sinks + local pages +
+// picks) pages (kv_topk_hot_set.cpp), and only pages now in the tier come back.
+int64_t KvManager::spare_pages_for(const Sequence& s, int layer, int n_new) const {
+  const PolicySpec& policy = cfg_.layer_policies[layer];
+  const LayerState& ls = s.layers[layer];
+  if (!topk_hot_set(policy) || ls.pages_in_tier == 0) return 0;
+  const int ps = cfg_.page_size;
+  const int64_t n_logical = ceil_div(s.length + n_new, ps);
+  const int64_t held_after_reserve = ls.held + std::max<int64_t>(0, n_logical - (int64_t)ls.table.size());
+  const TopkGeometry geo = topk_geometry(policy, ps, n_logical, s.length);
+  const int64_t fixed_groups = geo.n_sink + (geo.n_groups - geo.local_from);
+  const int64_t keep = topk_keep_count(policy.sparsity, geo.n_groups, fixed_groups);
+  const int64_t n_blocks = ceil_div(n_new, policy_q_block(policy, n_new));
+  const int64_t picks = (fixed_groups + n_blocks * cfg_.n_kv_heads * keep) * geo.group_pages;
+  const int64_t after = std::max(policy.resident, std::min(n_logical, picks));
+  return std::min(ls.pages_in_tier, std::max<int64_t>(0, after - held_after_reserve));
+}
+
+int64_t KvManager::pages_to_reserve(SeqId seq, int n_new) const {
+  if (!valid(seq) || n_new <= 0) return 0;
+  const Sequence& s = seqs_[seq];
+  const int64_t n_logical = ceil_div(s.length + n_new, cfg_.page_size);
+  int64_t total = 0;
+  for (int l = 0; l < cfg_.n_layer; ++l)
+    total += std::max<int64_t>(0, n_logical - (int64_t)s.layers[l].table.size()) + spare_pages_for(s, l, n_new);
+  return total;
+}
+
+Status KvManager::check_batch(std::span<const StepRequest> batch) const {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const StepRequest& r = batch[i];
+    if (!valid(r.seq)) return InvalidArgument("KV manager: unknown sequence " + std::to_string(r.seq));
+    if (r.n_new <= 0) return InvalidArgument("KV manager: a step request has no tokens");
+    if (seqs_[r.seq].length + r.n_new > std::numeric_limits<int32_t>::max())
+      return InvalidArgument("KV manager: positions beyond int32 range");
+    for (size_t j = 0; j < i; ++j)
+      if (batch[j].seq == r.seq) return InvalidArgument("KV manager: sequence " + std::to_string(r.seq) + " twice in one step");
+  }
+  return Status::Ok();
+}
+
+void KvManager::plan_static_layer(const Sequence& s, int layer, SeqStepPlan& sp) const {
+  const LayerState& ls = s.layers[layer];
+  const PolicySpec& policy = cfg_.layer_policies[layer];
+  LayerStepPlan& lp = sp.layers[layer];
+  if (policy.kind == PolicyKind::TopK) {
+    lp.needs_selection = true;  // the lists come from this layer's queries
+    return;
+  }
+  const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, (int64_t)ls.table.size() * cfg_.page_size);
+  lp.pages = plan_attention(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new, default_q_block(sp.n_new));
+  lp.pages_present = ls.held * lp.pages.n_blocks();
+#ifndef NDEBUG
+  const Status plan_ok = check_plan(lp.pages, policy, cfg_.page_size, kv_len);
+  assert(plan_ok.ok());
+#endif
+}
+
+Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::vector<int>* unfit) {
+  if (unfit) unfit->clear();
+  STRIDE_RETURN_IF_ERROR(check_batch(batch));
+  std::vector<int64_t> need(batch.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < batch.size(); ++i) total += need[i] = pages_to_reserve(batch[i].seq, batch[i].n_new);
+  const int64_t free_pages = pages_.n_free();
+  if (total > free_pages) {
+    std::string names;
+    int64_t kept = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (kept + need[i] <= free_pages) {
+        kept += need[i];
+        continue;
+      }
+      if (unfit) unfit->push_back((int)i);
+      names += (names.empty() ? "" : ", ") + std::to_string(batch[i].seq) + " (" + std::to_string(need[i]) + " pages)";
+    }
+    return ResourceExhausted("KV pool exhausted: the step needs " + std::to_string(total) + " more pages, " +
+                             std::to_string(free_pages) + " free of " + std::to_string(pages_.n_total()) +
+                             "; sequences that do not fit: " + names);
+  }
+  std::vector<int32_t> got;
+  STRIDE_RETURN_IF_ERROR(pages_.allocate((int32_t)total, got));  // all or nothing
+  StepPlan plan;
+  plan.owner_ = this;
+  plan.seqs.resize(batch.size());
+  size_t next = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Sequence& s = seqs_[batch[i].seq];
+    SeqStepPlan& sp = plan.seqs[i];
+    sp.seq = batch[i].seq;
+    sp.n_new = batch[i].n_new;
+    sp.pos0 = s.length;
+    sp.tokens = batch[i].tokens;
+    sp.layers.resize((size_t)cfg_.n_layer);
+    const int64_t n_logical = ceil_div(s.length + sp.n_new, cfg_.page_size);
+    for (int l = 0; l < cfg_.n_layer; ++l) {
+      // Spares first: their count reads the layer before this step's pages join it.
+      const int64_t spares = spare_pages_for(s, l, sp.n_new);
+      for (int64_t k = 0; k < spares; ++k) sp.layers[(size_t)l].spare_pages.push_back(got[next++]);
+      LayerState& ls = s.layers[l];
+      while ((int64_t)ls.table.size() < n_logical) {
+        ls.table.push_back(got[next++]);
+        ++ls.held;
+      }
+    }
+    for (int l = 0; l < cfg_.n_layer; ++l) plan_static_layer(s, l, sp);
+  }
+  assert(next == got.size());
+  peak_used_ = std::max<int64_t>(peak_used_, pages_.n_used());
+  return plan;
+}
+
+Status KvManager::write(const StepPlan& plan, int i, int layer, const float* k, const float* v) {
+  if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
+    return InvalidArgument("KV manager: write outside the step plan");
+  const SeqStepPlan& sp = plan.seqs[(size_t)i];
+  if (!valid(sp.seq) || seqs_[sp.seq].length != sp.pos0)
+    return InvalidArgument("KV manager: write for a sequence that changed since prepare()");
+  LayerState& ls = seqs_[sp.seq].layers[layer];
+  const int ps = cfg_.page_size;
+  if (sp.pos0 + sp.n_new > (int64_t)ls.table.size() * ps)
+    return Internal("KV manager: write beyond the pages prepare() reserved");
+  const int64_t k_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_k;
+  const int64_t v_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_v;
+  const bool summarize = summaries_ && cfg_.layer_policies[layer].kind == PolicyKind::TopK;
+  for (int t = 0; t < sp.n_new;) {
+    const int64_t pos = sp.pos0 + t;
+    const int slot = (int)(pos % ps);
+    const int run = std::min(sp.n_new - t, ps - slot);  // tokens that land in this page
+    const int32_t page = ls.table[(size_t)(pos / ps)];
+    if (page < 0) return Internal("KV manager: write into a released page");
+    pool_->store(page, slot, run, k + t * k_row, k_row, v + t * v_row, v_row, pos);
+    if (summarize) summaries_->update(page, slot, run, k + t * k_row, k_row);
+    t += run;
+  }
+  return Status::Ok();
+}
+
+Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n_head) {
+  if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
+    return InvalidArgument("KV manager: select outside the step plan");
+  SeqStepPlan& sp = plan.seqs[(size_t)i];
+  LayerStepPlan& lp = sp.layers[(size_t)layer];
+  if (!lp.needs_selection) return Status::Ok();
+  if (n_head <= 0 || n_head % cfg_.n_kv_heads != 0)
+    return InvalidArgument("KV manager: " + std::to_string(n_head) + " query heads for " +
+                           std::to_string(cfg_.n_kv_heads) + " kv heads");
+  if (!valid(sp.seq) || seqs_[sp.seq].length != sp.pos0)
+    return InvalidArgument("KV manager: select for a sequence that changed since prepare()");
+  const Sequence& s = seqs_[sp.seq];
+  const LayerState& ls = s.layers[layer];
+  const PolicySpec& policy = cfg_.layer_policies[layer];
+  const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, (int64_t)ls.table.size() * cfg_.page_size);
+  if (topk_hot_set(policy)) {
+    STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk_hot(layer, sp.seq, kv_len, q, sp.n_new, n_head, lp.spare_pages));
+  } else {
+    lp.pages = plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new,
+                         policy_q_block(policy, sp.n_new), *summaries_, q, n_head, cfg_.n_kv_heads);
+  }
+  lp.pages_present = ls.held * lp.pages.n_blocks();
+  lp.needs_selection = false;
+#ifndef NDEBUG
+  const Status plan_ok = check_plan(lp.pages, policy, cfg_.page_size, kv_len);
+  assert(plan_ok.ok());
+#endif
+  return Status::Ok();
+}
+
+void KvManager::count_layer(const LayerStepPlan& lp, int layer) {
+  const PolicySpec& policy = cfg_.layer_policies[layer];
+  const int64_t read = lp.pages.n_entries();
+  const int64_t window_read = window_entries(lp.pages, policy, cfg_.page_size);
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  attention_seconds_[(size_t)policy.kind] += lp.seconds;
+  (lp.pages.per_head() ? head_pages_read_ : pages_read_) += read;
+  pages_present_ += lp.pages_present;
+  (lp.pages.per_head() ? head_window_pages_read_ : window_pages_read_) += window_read;
+}
+
+Status KvManager::commit(StepPlan& plan) {
+  if (plan.owner_ != this) return InvalidArgument("KV manager: commit of a plan it did not prepare");
+  Status result = Status::Ok();
+  for (const SeqStepPlan& sp : plan.seqs) {
+    if (!valid(sp.seq) || seqs_[sp.seq].length != sp.pos0) {
+      result = InvalidArgument("KV manager: commit for a sequence that changed since prepare()");
+      continue;
+    }
+    Sequence& s = seqs_[sp.seq];
+    const int64_t before = s.length;
+    s.length = std::min<int64_t>(s.length + sp.n_new, capacity(s));
+    // Registered before the release below, so released pages stay cached.
+    register_full_pages(s, sp.tokens, (int)(s.length - before));
+    for (int l = 0; l < cfg_.n_layer; ++l) {
+      release_unseen(s, l);
+      count_layer(sp.layers[(size_t)l], l);
+    }
+  }
+  plan.release_spares();
+  return result;
+}
+
+void KvManager::return_spares(StepPlan& plan) {
+  for (SeqStepPlan& sp : plan.seqs)
+    for (LayerStepPlan& lp : sp.layers) {
+      for (const int32_t page : lp.spare_pages) pages_.release(page);
+      lp.spare_pages.clear();
+    }
+}
+
+// Frees every full page none of whose slots policy_keeps for the next query.
+void KvManager::release_unseen(Sequence& s, int layer) {
+  LayerState& ls = s.layers[layer];
+  const PolicySpec& policy = cfg_.layer_policies[layer];
+  const int ps = cfg_.page_size;
+  const int64_t n_full = std::min<int64_t>(s.length / ps, (int64_t)ls.table.size());
+  int64_t first_unsettled = -1;
+  for (int64_t L = ls.scan_from; L < n_full; ++L) {
+    const int32_t page = ls.table[(size_t)L];
+    bool settled = true;
+    if (page >= 0) {
+      const int32_t* pos = pool_->positions(page);
+      bool kept_now = false, kept_forever = false;
+      for (int t = 0; t < ps && !kept_forever; ++t) {
+        kept_now = kept_now || policy_keeps(policy, pos[t], s.length);
+        kept_forever = policy_keeps(policy, pos[t], kForever);
+      }
+      if (!kept_now) {
+        pages_.release(page);
+        ls.table[(size_t)L] = -1;
+        --ls.held;
+      } else {
+        settled = kept_forever;
+      }
+    }
+    if (!settled && first_unsettled < 0) first_unsettled = L;
+  }
+  ls.scan_from = first_unsettled >= 0 ? first_unsettled : std::max(ls.scan_from, n_full);
+}
+
+}  // namespace stride
