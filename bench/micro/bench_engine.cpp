@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attention/policy.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 
 using namespace stride;
 

@@ -94,6 +94,12 @@ int run(const RunArgs& a) {
     j["peak_rss_bytes"] = peak_rss_bytes();
     j["attention"] = a.model.attention;
     j["threads"] = engine->pool().size();
+    // Every KV counter, under its metric name (the rows /metrics publishes).
+    nlohmann::json kv;
+    for_each_kv_counter(engine->kv().stats(), [&](const char* name, const char*, const char*, int64_t value) {
+      kv[name] = value;
+    });
+    j["kv"] = kv;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   return 0;

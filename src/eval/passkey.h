@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
 namespace stride {

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "kernels/matmul_decode.h"
+#include "kernels/quant_unpack.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/quant_act.h"
 

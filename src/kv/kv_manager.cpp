@@ -140,10 +140,9 @@ int64_t KvManager::capacity(const Sequence& s) const {
 }
 
 KvStats KvManager::stats() const {
-  KvStats st;
+  KvStats st = counters_;
   st.pages_total = pages_.n_total();
   st.pages_used = pages_.n_used();
-  st.peak_pages_used = peak_used_;
   st.bytes_per_page = pool_->shape().bytes_per_page();
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -155,25 +154,12 @@ KvStats KvManager::stats() const {
   st.pages_cached = pages_.n_cached();
   st.pages_reclaimable = pages_.n_reclaimable();
   st.pages_evicted = pages_.n_evicted();
-  st.prefix_query_tokens = prefix_query_tokens_;
-  st.prefix_hit_tokens = prefix_hit_tokens_;
-  st.prefix_queries = prefix_queries_;
-  st.prefix_hits = prefix_hits_;
   if (tier_) {
     const HostTierStats ts = tier_->stats();
-    st.pages_offloaded = pages_offloaded_;
-    st.pages_restored = pages_restored_;
     st.tier_slots_used = ts.slots_used;
     st.tier_slots_total = ts.slots_total;
     st.tier_hits = ts.hits;
-    st.tier_misses = tier_misses_;
     st.tier_slots_owned = ts.slots_owned;
-    st.topk_pages_offloaded = topk_offloaded_;
-    st.topk_pages_restored = topk_restored_;
-    st.topk_pages_prefetched = topk_prefetched_;
-    st.topk_prefetch_hits = topk_prefetch_hits_;
-    st.topk_offload_refused = topk_offload_refused_;
-    st.topk_restore_failed = topk_restore_failed_;
   }
   return st;
 }

@@ -190,18 +190,11 @@ class KvManager {
   std::unique_ptr<PageSummaries> summaries_;  // key min/max per page; only with a TopK layer
   std::unique_ptr<HostTier> tier_;            // null: evicted pages are dropped
   std::vector<uint8_t> slot_image_;           // [tier slot bytes] scratch for offloading
-  int64_t pages_offloaded_ = 0;
-  int64_t pages_restored_ = 0;
-  int64_t tier_misses_ = 0;
   uint64_t next_topk_key_ = 1;  // owned tier keys: a counter, 0 means none
-  int64_t topk_offloaded_ = 0;
-  int64_t topk_restored_ = 0;
-  int64_t topk_prefetched_ = 0;
-  int64_t topk_prefetch_hits_ = 0;
-  int64_t topk_offload_refused_ = 0;
-  int64_t topk_restore_failed_ = 0;
+  // The manager's own counters (offload, top-k hot set, prefix lookups, the
+  // watermark); stats() adds the pool's and the tier's live figures.
+  KvStats counters_;
   std::vector<Sequence> seqs_;
-  int64_t peak_used_ = 0;
   // Counters merged by commit(); stats() may be read from another thread.
   mutable std::mutex stats_mu_;
   int64_t pages_read_ = 0;
@@ -212,10 +205,6 @@ class KvManager {
   int64_t head_window_pages_read_ = 0;
   uint64_t salt_ = 0;  // cache_salt and every layer's policy
   PrefixChains chains_;  // exact ids of the token prefixes of registered pages
-  int64_t prefix_query_tokens_ = 0;
-  int64_t prefix_hit_tokens_ = 0;
-  int64_t prefix_queries_ = 0;
-  int64_t prefix_hits_ = 0;
 };
 
 }  // namespace stride

@@ -23,7 +23,7 @@ void KvManager::offload_page(const PrefixKey& key, int32_t page) {
   if (summaries_) summaries_->save_page(page, image.subspan((size_t)page_bytes));
   // Fails only when every slot is pinned by a restore in progress: the page
   // is then dropped, as it would be without a tier.
-  if (tier_->put(prefix_key_id(key), image).ok()) ++pages_offloaded_;
+  if (tier_->put(prefix_key_id(key), image).ok()) ++counters_.pages_offloaded;
 }
 
 std::vector<PinnedPage> KvManager::pin_tier_pages(const std::vector<PrefixKey>& keys) {
@@ -51,7 +51,7 @@ void KvManager::restore_page(const PrefixKey& key, const PinnedPage& slot, int32
   (void)registered;
   // The pool holds it again; the slot is freed once unpinned.
   tier_->erase(prefix_key_id(key));
-  ++pages_restored_;
+  ++counters_.pages_restored;
 }
 
 void KvManager::count_tier_misses(const std::vector<uint64_t>& chains, int64_t n_pages) {
@@ -60,7 +60,7 @@ void KvManager::count_tier_misses(const std::vector<uint64_t>& chains, int64_t n
   for (int l = 0; l < cfg_.n_layer; ++l)
     for (int64_t i = 0; i < n_pages; ++i) {
       const PrefixKey key{chains[(size_t)i], l};
-      if (page_needed(l, i, next_q) && pages_.lookup(key) < 0 && !in_tier(key)) ++tier_misses_;
+      if (page_needed(l, i, next_q) && pages_.lookup(key) < 0 && !in_tier(key)) ++counters_.tier_misses;
     }
 }
 

@@ -118,7 +118,7 @@ Status KvManager::take_prefix(Sequence& s, const std::vector<uint64_t>& chains, 
   s.chain = chains[(size_t)n_pages - 1];
   s.hashed_pages = n_pages;
   s.open_ids.clear();
-  peak_used_ = std::max<int64_t>(peak_used_, pages_.n_used());
+  counters_.peak_pages_used = std::max<int64_t>(counters_.peak_pages_used, pages_.n_used());
   return Status::Ok();
 }
 
@@ -127,8 +127,8 @@ Expected<KvManager::PrefixHit> KvManager::add_sequence_with_prefix(std::span<con
   PrefixHit hit;
   hit.seq = id;
   if (!cfg_.prefix_cache) return hit;
-  ++prefix_queries_;
-  prefix_query_tokens_ += (int64_t)prompt.size();
+  ++counters_.prefix_queries;
+  counters_.prefix_query_tokens += (int64_t)prompt.size();
   // The last prompt token is always computed: its logits are needed.
   const int ps = cfg_.page_size;
   const int64_t max_pages = prompt.empty() ? 0 : ((int64_t)prompt.size() - 1) / ps;
@@ -150,8 +150,8 @@ Expected<KvManager::PrefixHit> KvManager::add_sequence_with_prefix(std::span<con
       return taken;
     }
     hit.reused_tokens = n * ps;
-    ++prefix_hits_;
-    prefix_hit_tokens_ += hit.reused_tokens;
+    ++counters_.prefix_hits;
+    counters_.prefix_hit_tokens += hit.reused_tokens;
     break;
   }
   return hit;

@@ -162,7 +162,7 @@ Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::v
     for (int l = 0; l < cfg_.n_layer; ++l) plan_static_layer(s, l, sp);
   }
   assert(next == got.size());
-  peak_used_ = std::max<int64_t>(peak_used_, pages_.n_used());
+  counters_.peak_pages_used = std::max<int64_t>(counters_.peak_pages_used, pages_.n_used());
   return plan;
 }
 

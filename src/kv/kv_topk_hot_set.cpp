@@ -102,7 +102,7 @@ Expected<AttentionPlan> KvManager::plan_topk_hot(int layer, SeqId seq, int64_t k
     ls.prefetched[(size_t)L] = ls.step;
     keys.push_back(ls.tier_key[(size_t)L]);
   }
-  if (!keys.empty()) topk_prefetched_ += tier_->prefetch(keys, TierSpace::Owned);
+  if (!keys.empty()) counters_.topk_pages_prefetched += tier_->prefetch(keys, TierSpace::Owned);
   return topk_plan(sel, ls.table, ps, kv_len);
 }
 
@@ -118,7 +118,7 @@ Status KvManager::offload_topk_page(LayerState& ls, int64_t L) {
     const uint64_t key = next_topk_key_++;
     const Status put = tier_->put(key, image, TierSpace::Owned);
     if (!put.ok()) {
-      ++topk_offload_refused_;
+      ++counters_.topk_offload_refused;
       return put;
     }
     ls.tier_key[(size_t)L] = key;
@@ -136,7 +136,7 @@ Status KvManager::offload_topk_page(LayerState& ls, int64_t L) {
   ls.table[(size_t)L] = -1;
   --ls.held;
   ++ls.pages_in_tier;
-  ++topk_offloaded_;
+  ++counters_.topk_pages_offloaded;
   return Status::Ok();
 }
 
@@ -145,7 +145,7 @@ Status KvManager::offload_topk_page(LayerState& ls, int64_t L) {
 Status KvManager::restore_topk_page(LayerState& ls, int64_t L, std::vector<int32_t>& spares) {
   std::optional<PinnedPage> slot = tier_->pin(ls.tier_key[(size_t)L], TierSpace::Owned);
   if (!slot) {
-    ++topk_restore_failed_;
+    ++counters_.topk_restore_failed;
     return Internal("top-k hot set: an owned tier slot is missing");  // owned slots are never evicted
   }
   int32_t page = -1;
@@ -155,7 +155,7 @@ Status KvManager::restore_topk_page(LayerState& ls, int64_t L, std::vector<int32
   } else {
     std::vector<int32_t> got;
     if (!pages_.allocate(1, got).ok()) {
-      ++topk_restore_failed_;
+      ++counters_.topk_restore_failed;
       return ResourceExhausted("KV pool exhausted: the top-k hot set cannot bring a selected page back "
                                "(the offload tier refused to take the pages it would replace)");
     }
@@ -168,9 +168,9 @@ Status KvManager::restore_topk_page(LayerState& ls, int64_t L, std::vector<int32
   ls.table[(size_t)L] = page;
   ++ls.held;
   --ls.pages_in_tier;
-  ++topk_restored_;
-  if (ls.prefetched[(size_t)L] == ls.step - 1) ++topk_prefetch_hits_;
-  peak_used_ = std::max<int64_t>(peak_used_, pages_.n_used());
+  ++counters_.topk_pages_restored;
+  if (ls.prefetched[(size_t)L] == ls.step - 1) ++counters_.topk_prefetch_hits;
+  counters_.peak_pages_used = std::max<int64_t>(counters_.peak_pages_used, pages_.n_used());
   return Status::Ok();
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "server/access.h"
 #include "server/audit_log.h"
 #include "server/http_server.h"

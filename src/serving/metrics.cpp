@@ -85,6 +85,16 @@ int64_t resident_bytes() {
   return kb * 1024;
 }
 
+void Metrics::set_kv(const KvStats& st) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kv_ = st;
+}
+
+KvStats Metrics::kv() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kv_;
+}
+
 std::string Metrics::render() const {
   std::string out;
   out.reserve(8192);
@@ -112,70 +122,25 @@ std::string Metrics::render() const {
       out += "stride_http_requests_total{code=\"" + std::to_string(code) + "\"} " + std::to_string(n) + "\n";
     }
   }
-  const double total = (double)kv_pages_total;
+  const KvStats ks = kv();
+  for_each_kv_counter(ks, [&](const char* name, const char* kind, const char* help, int64_t value) {
+    scalar(out, name, kind, help, (double)value);
+  });
   scalar(out, "stride_kv_cache_usage_perc", "gauge", "Fraction of KV pages in use (1 = full).",
-         total > 0 ? (double)kv_pages_used / total : 0.0);
-  scalar(out, "stride_kv_cache_pages_used", "gauge", "KV pages in use.", (double)kv_pages_used);
-  scalar(out, "stride_kv_cache_pages_capacity", "gauge", "KV pages in the pool.", total);
-  scalar(out, "stride_kv_cache_pages_peak", "gauge", "Most KV pages ever in use (watermark).", (double)kv_pages_peak);
-  scalar(out, "stride_kv_cache_page_bytes", "gauge", "Bytes per KV page (all layers share a size).",
-         (double)kv_bytes_per_page);
-  scalar(out, "stride_kv_cache_pages_cached", "gauge",
-         "KV pages held by the prefix cache (in use or reclaimable).", (double)kv_pages_cached);
-  scalar(out, "stride_prefix_cache_queries_total", "counter",
-         "Prompt tokens looked up in the prefix cache.", (double)prefix_cache_queries);
-  scalar(out, "stride_prefix_cache_hits_total", "counter",
-         "Prompt tokens reused from the prefix cache.", (double)prefix_cache_hits);
-  // KV offload tier.
-  scalar(out, "stride_kv_offload_pages_offloaded_total", "counter",
-         "Cached KV pages copied to the offload tier when evicted from the pool.", (double)kv_pages_offloaded);
-  scalar(out, "stride_kv_offload_pages_restored_total", "counter",
-         "KV pages brought back from the offload tier on a prefix hit.", (double)kv_pages_restored);
-  scalar(out, "stride_kv_offload_slots_used", "gauge", "Offload tier slots (one KV page each) in use.",
-         (double)kv_offload_slots_used);
-  scalar(out, "stride_kv_offload_slots_capacity", "gauge", "Offload tier slots in all (0: no tier).",
-         (double)kv_offload_slots_total);
-  scalar(out, "stride_kv_offload_hits_total", "counter", "Needed prefix pages found in the offload tier.",
-         (double)kv_offload_hits);
-  scalar(out, "stride_kv_offload_misses_total", "counter",
-         "Needed prefix pages found neither in the pool nor in the offload tier.", (double)kv_offload_misses);
-  scalar(out, "stride_kv_topk_pages_offloaded_total", "counter",
-         "Top-k pages moved from the pool to the offload tier (hot set over resident=N).",
-         (double)topk_pages_offloaded);
-  scalar(out, "stride_kv_topk_pages_restored_total", "counter",
-         "Top-k pages brought back from the offload tier because the selector picked them.",
-         (double)topk_pages_restored);
-  scalar(out, "stride_kv_topk_pages_prefetched_total", "counter",
-         "Top-k pages ranked just after a step's cut and prefetched for the next step.",
-         (double)topk_pages_prefetched);
-  scalar(out, "stride_kv_topk_prefetch_hits_total", "counter",
-         "Top-k restores of a page prefetched on the step before.", (double)topk_prefetch_hits);
-  scalar(out, "stride_kv_topk_offload_refused_total", "counter",
-         "Top-k pages kept in the pool because the offload tier had no free slot.",
-         (double)topk_offload_refused);
-  scalar(out, "stride_kv_topk_restore_failed_total", "counter",
-         "Picked top-k pages that could not be restored (no free pool page) and were skipped for a step.",
-         (double)topk_restore_failed);
-  scalar(out, "stride_attention_pages_read_total", "counter", "KV pages attention read, summed over query blocks.",
-         (double)attention_pages_read);
-  scalar(out, "stride_attention_pages_present_total", "counter",
-         "KV pages the attending sequences held, summed over query blocks.", (double)attention_pages_present);
-  out += "# HELP stride_attention_seconds_total Time spent in attention (planning and kernel), by layer policy.\n"
+         ks.pages_total > 0 ? (double)ks.pages_used / (double)ks.pages_total : 0.0);
+  out += "# HELP stride_attention_seconds_total Time spent in attention (selection and kernel), by layer policy.\n"
          "# TYPE stride_attention_seconds_total counter\n";
-  for (size_t k = 0; k < attention_seconds.size(); ++k) {
+  for (size_t k = 0; k < ks.attention_seconds.size(); ++k) {
     char line[128];
-    std::snprintf(line, sizeof line, "stride_attention_seconds_total{policy=\"%s\"} %.6f\n", policy_kind_name((PolicyKind)k),
-                  attention_seconds[k].load());
+    std::snprintf(line, sizeof line, "stride_attention_seconds_total{policy=\"%s\"} %.6f\n",
+                  policy_kind_name((PolicyKind)k), ks.attention_seconds[k]);
     out += line;
   }
-  // Window hit rate = window_pages_read / pages_read: the share of page reads
-  // served by the local window rather than sinks, globals or top-k selection.
-  scalar(out, "stride_attention_window_pages_read_total", "counter",
-         "Of the KV pages attention read, those holding a key in the local window of the block's last query.",
-         (double)attention_window_pages_read);
+  // Window hit rate: the share of page reads served by the local window
+  // rather than sinks, globals or top-k selection.
   scalar(out, "stride_attention_window_hit_ratio", "gauge",
          "Share of attention page reads that came from the local window (window pages read / pages read).",
-         attention_pages_read > 0 ? (double)attention_window_pages_read / (double)attention_pages_read : 0.0);
+         ks.pages_read > 0 ? (double)ks.window_pages_read / (double)ks.pages_read : 0.0);
   scalar(out, "stride_process_resident_memory_bytes", "gauge", "Resident set size of the process.",
          (double)resident_bytes());
   scalar(out, "stride_ready", "gauge", "1 once the model is loaded and warmed up.", (double)ready.load());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attention/policy.h"
+#include "kv/kv_stats.h"
 
 namespace stride::serving {
 
@@ -45,35 +46,14 @@ class Metrics {
   std::atomic<int64_t> deferred_prefills{0};  // steps run without prompt chunks that did not fit
   std::atomic<int64_t> num_running{0};
   std::atomic<int64_t> num_waiting{0};
-  std::atomic<int64_t> kv_pages_used{0};
-  std::atomic<int64_t> kv_pages_total{0};
-  std::atomic<int64_t> kv_pages_peak{0};
-  std::atomic<int64_t> kv_bytes_per_page{0};
-  std::atomic<int64_t> attention_pages_read{0};
-  std::atomic<int64_t> attention_pages_present{0};
-  // Seconds in attention by policy kind: dense, window, rswa, topk, strided.
-  std::array<std::atomic<double>, kPolicyKinds> attention_seconds{};
-  std::atomic<int64_t> attention_window_pages_read{0};  // of attention_pages_read: inside the local window
-  std::atomic<int64_t> kv_pages_cached{0};        // registered in the prefix cache
-  std::atomic<int64_t> prefix_cache_queries{0};   // prompt tokens looked up
-  std::atomic<int64_t> prefix_cache_hits{0};      // prompt tokens reused
-  // KV offload tier (KvStats): pages moved out on eviction and back on a hit.
-  std::atomic<int64_t> kv_pages_offloaded{0};
-  std::atomic<int64_t> kv_pages_restored{0};
-  std::atomic<int64_t> kv_offload_slots_used{0};
-  std::atomic<int64_t> kv_offload_slots_total{0};
-  std::atomic<int64_t> kv_offload_hits{0};
-  std::atomic<int64_t> kv_offload_misses{0};
-  // Top-k hot set (resident=N): cold pages moved to the tier and back.
-  std::atomic<int64_t> topk_pages_offloaded{0};
-  std::atomic<int64_t> topk_pages_restored{0};
-  std::atomic<int64_t> topk_pages_prefetched{0};
-  std::atomic<int64_t> topk_prefetch_hits{0};
-  std::atomic<int64_t> topk_offload_refused{0};
-  std::atomic<int64_t> topk_restore_failed{0};
   std::atomic<int64_t> steps{0};
   std::atomic<double> step_seconds{0};
   std::atomic<int> ready{0};
+
+  // The KV manager's counters (kv/kv_stats.h), published whole: /metrics
+  // renders every row of STRIDE_KV_COUNTERS from the latest snapshot.
+  void set_kv(const KvStats& st);
+  KvStats kv() const;
 
   void count_finish(const std::string& reason);
   void count_http(int code);
@@ -83,6 +63,7 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> finished_;  // by finished_reason
   std::map<int, uint64_t> http_;              // by status code
+  KvStats kv_;
 };
 
 // Resident set size of this process now, in bytes (VmRSS).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "sampler/logprobs.h"
 #include "sampler/sampler.h"
 
 namespace stride::serving {
@@ -29,17 +30,9 @@ struct ServeRequest {
   Clock::time_point deadline = Clock::time_point::max();
 };
 
-struct TopLogprob {
-  int32_t id = 0;
-  float logprob = 0.f;
-};
-
-// Log-prob of one generated token and its best alternatives.
-struct TokenLogprob {
-  int32_t id = 0;
-  float logprob = 0.f;
-  std::vector<TopLogprob> top;  // [top_logprobs]
-};
+// Log-probs cross to the server as the sampler computes them.
+using stride::TokenLogprob;
+using stride::TopLogprob;
 
 enum class EventKind { Token, Finish, Error };
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/decode_loop.h"
 #include "engine/step_runner.h"
-#include "engine/stop_text.h"
 #include "kv/kv_pages_needed.h"
 
 namespace stride::serving {
@@ -19,8 +19,7 @@ struct Scheduler::Sequence {
   int64_t n_cached = 0;
   int n_generated = 0;
   Sampler sampler;
-  StreamDecoder decoder;
-  StopText stop;
+  DecodeLoop loop;  // EOS, stop strings, token limits, text release
   std::vector<float> logits;     // [n_vocab] of the last fed token
   bool want_logits = false;      // this step's chunk reaches the end of `tokens`
   int32_t next = -1;             // sampled from `logits` by this step
@@ -29,12 +28,13 @@ struct Scheduler::Sequence {
   bool admitted_once = false;
   int64_t admission_pages = -1;  // pages the whole prompt and a first token need; -1: not computed yet
 
-  Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab)
+  Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab, int64_t max_context)
       : ch(std::move(c)),
         tokens(ch->request.prompt),
         sampler(ch->request.sampling),
-        decoder(tok),
-        stop(ch->request.stop),
+        loop(tok,
+             DecodeLimits{ch->request.max_tokens, max_context, ch->request.ignore_eos, ch->request.stop},
+             (int64_t)ch->request.prompt.size()),
         logits(n_vocab) {}
   const ServeRequest& req() const { return ch->request; }
   int64_t remaining() const { return (int64_t)tokens.size() - n_cached; }
@@ -82,39 +82,16 @@ void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
   }
   while (!incoming_.empty()) {
     waiting.push_back(std::make_unique<Sequence>(std::move(incoming_.front()), *engine_.tokenizer(),
-                                                 engine_.config().n_vocab));
+                                                 engine_.config().n_vocab, opts_.max_context));
     incoming_.pop_front();
   }
   waiting_size_.store(waiting.size());
 }
 
 void Scheduler::publish_gauges(size_t waiting) {
-  const KvStats ks = engine_.kv().stats();
   metrics_.num_running = (int64_t)running_.size();
   metrics_.num_waiting = (int64_t)waiting;
-  metrics_.kv_pages_used = ks.pages_used;
-  metrics_.kv_pages_total = ks.pages_total;
-  metrics_.kv_pages_peak = ks.peak_pages_used;
-  metrics_.kv_bytes_per_page = ks.bytes_per_page;
-  metrics_.attention_pages_read = ks.pages_read;
-  metrics_.attention_pages_present = ks.pages_present;
-  for (size_t k = 0; k < ks.attention_seconds.size(); ++k) metrics_.attention_seconds[k] = ks.attention_seconds[k];
-  metrics_.attention_window_pages_read = ks.window_pages_read;
-  metrics_.kv_pages_cached = ks.pages_cached;
-  metrics_.prefix_cache_queries = ks.prefix_query_tokens;
-  metrics_.prefix_cache_hits = ks.prefix_hit_tokens;
-  metrics_.kv_pages_offloaded = ks.pages_offloaded;
-  metrics_.kv_pages_restored = ks.pages_restored;
-  metrics_.kv_offload_slots_used = ks.tier_slots_used;
-  metrics_.kv_offload_slots_total = ks.tier_slots_total;
-  metrics_.kv_offload_hits = ks.tier_hits;
-  metrics_.kv_offload_misses = ks.tier_misses;
-  metrics_.topk_pages_offloaded = ks.topk_pages_offloaded;
-  metrics_.topk_pages_restored = ks.topk_pages_restored;
-  metrics_.topk_pages_prefetched = ks.topk_pages_prefetched;
-  metrics_.topk_prefetch_hits = ks.topk_prefetch_hits;
-  metrics_.topk_offload_refused = ks.topk_offload_refused;
-  metrics_.topk_restore_failed = ks.topk_restore_failed;
+  metrics_.set_kv(engine_.kv().stats());
   waiting_size_.store(waiting);
 }
 
@@ -280,20 +257,8 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
     Sequence& s = *ready[c];
     s.next = s.sampler.sample(s.logits.data(), n_vocab, s.tokens);
     s.next_logprobs.clear();
-    const int top_logprobs = s.req().top_logprobs;
-    if (top_logprobs < 0) return;
-    std::vector<float> lp;
-    log_softmax(s.logits.data(), n_vocab, lp);
-    TokenLogprob t;
-    t.id = s.next;
-    t.logprob = lp[s.next];
-    std::vector<int32_t> order(n_vocab);
-    for (int i = 0; i < n_vocab; ++i) order[i] = i;
-    const int k = std::min(top_logprobs, n_vocab);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int32_t a, int32_t b) { return lp[a] > lp[b]; });
-    for (int i = 0; i < k; ++i) t.top.push_back({order[i], lp[order[i]]});
-    s.next_logprobs.push_back(std::move(t));
+    if (s.req().top_logprobs >= 0)
+      s.next_logprobs.push_back(token_logprobs(s.logits.data(), n_vocab, s.next, s.req().top_logprobs));
   });
   for (Sequence* s : ready) after_logits(*s);
   std::erase_if(running_, [](auto& s) { return s->seq < 0; });
@@ -302,8 +267,6 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
 
 // Takes the token sampled for `s` (s.next) and releases text.
 void Scheduler::after_logits(Sequence& s) {
-  const ServeRequest& r = s.req();
-  const Tokenizer& tok = *engine_.tokenizer();
   Event ev;
   const int32_t id = s.next;
   ev.logprobs = std::move(s.next_logprobs);
@@ -315,44 +278,26 @@ void Scheduler::after_logits(Sequence& s) {
     metrics_.itl.observe(seconds(now - s.last_token));
   }
   s.last_token = now;
-  if (!r.ignore_eos && tok.is_eog(id)) {
-    if (!ev.logprobs.empty()) s.ch->push(std::move(ev));
-    finish(s, "stop");
-    return;
+  const DecodeLoop::Step step = s.loop.push(id);
+  if (step.appended) {
+    s.tokens.push_back(id);
+    ev.tokens = 1;
+    ++s.n_generated;
+    ++metrics_.generation_tokens;
   }
-  s.tokens.push_back(id);
-  ev.tokens = 1;
-  ++s.n_generated;
-  ++metrics_.generation_tokens;
-  if (s.stop.append(s.decoder.push(id))) {
-    ev.text = s.stop.take_safe();
-    s.ch->push(std::move(ev));
-    finish(s, "stop");
-    return;
-  }
-  if (s.n_generated >= r.max_tokens || (int64_t)s.tokens.size() >= opts_.max_context) {
-    s.ch->push(std::move(ev));
-    finish(s, "length");
-    return;
-  }
-  ev.text = s.stop.take_safe();
-  s.ch->push(std::move(ev));
+  ev.text = step.text;
+  if (step.appended || !ev.logprobs.empty()) s.ch->push(std::move(ev));
+  if (step.done) finish(s, finish_reason_name(step.reason));
 }
 
 void Scheduler::finish(Sequence& s, const std::string& reason) {
-  // Bytes of an unfinished character; ignored once a stop string cut the text.
-  s.stop.append(s.decoder.flush());
   Event tail;
-  tail.text = s.stop.take_all();
+  tail.text = s.loop.finish();
   if (!tail.text.empty()) s.ch->push(std::move(tail));
   // Pages go back before the client hears "finished", so a client that reads
   // /metrics right after sees them free.
   release(s);
-  const KvStats ks = engine_.kv().stats();
-  metrics_.kv_pages_used = ks.pages_used;
-  metrics_.kv_pages_cached = ks.pages_cached;
-  metrics_.prefix_cache_queries = ks.prefix_query_tokens;
-  metrics_.prefix_cache_hits = ks.prefix_hit_tokens;
+  metrics_.set_kv(engine_.kv().stats());
   Event done;
   done.kind = EventKind::Finish;
   done.finish_reason = reason;
@@ -369,7 +314,7 @@ void Scheduler::fail(Sequence& s, const Status& st) {
   e.code = st.code();
   e.message = st.message();
   release(s);
-  metrics_.kv_pages_used = engine_.kv().stats().pages_used;
+  metrics_.set_kv(engine_.kv().stats());
   s.ch->push(std::move(e));
   metrics_.count_finish("error");
 }

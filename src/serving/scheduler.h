@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "serving/metrics.h"
 #include "serving/request.h"
 

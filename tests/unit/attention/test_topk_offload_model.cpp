@@ -12,7 +12,7 @@
 
 #include "engine/step_runner.h"
 #include "../engine/engine_test_util.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 
 namespace stride {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "engine/step_runner.h"
 #include "attention/policy.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 
 namespace stride::testing_util {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "engine_test_util.h"
 
 namespace stride {

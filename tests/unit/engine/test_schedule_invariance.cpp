@@ -21,7 +21,7 @@
 #include <string>
 
 #include "engine/step_runner.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "engine_test_util.h"
 
 namespace stride {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/step_runner.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 
 namespace stride {
 namespace {

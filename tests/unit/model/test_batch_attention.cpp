@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "engine/step_runner.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "model/batch_attention.h"
 
 namespace stride {

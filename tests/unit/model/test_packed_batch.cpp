@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "engine/step_runner.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 
 namespace stride {
 namespace {

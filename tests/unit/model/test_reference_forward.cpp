@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attention/layer_policies.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "model/reference_forward.h"
 
 namespace stride {

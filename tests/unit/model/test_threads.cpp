@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/generator.h"
+#include "engine/engine.h"
 
 namespace stride {
 namespace {

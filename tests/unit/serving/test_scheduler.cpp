@@ -3,7 +3,7 @@
 // produces alone; cancelled requests free their pages.
 #include <gtest/gtest.h>
 
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "serving/scheduler.h"
 
 namespace stride::serving {

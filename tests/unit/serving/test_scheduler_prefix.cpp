@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "serving/scheduler.h"
 
 namespace stride::serving {

@@ -1,4 +1,4 @@
-#include "engine/generator.h"
+#include "engine/engine.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -35,16 +35,6 @@ class SequenceGuard {
 };
 
 }  // namespace
-
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::Length: return "length";
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Eos: return "stop";
-    case FinishReason::Error: return "error";
-  }
-  return "unknown";
-}
 
 int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size,
                             KvStorage storage) {
@@ -161,35 +151,31 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
   r.prefill_seconds = seconds_since(t0);
 
   Sampler sampler(opts.sampling);
-  StreamDecoder decoder(*tokenizer_);
-  StopText stop_text(opts.stop);
+  DecodeLoop loop(*tokenizer_, DecodeLimits{opts.max_tokens, 0, opts.ignore_eos, opts.stop}, (int64_t)prompt.size());
   std::vector<int32_t> history = prompt;
-  auto emit = [&](std::string piece) {
+  auto emit = [&](const std::string& piece) {
     if (!piece.empty() && on_text) on_text(piece);
   };
   auto t1 = Clock::now();
   r.finish = FinishReason::Length;
   for (int step = 0; step < opts.max_tokens; ++step) {
     const int32_t id = sampler.sample(logits.data(), n_vocab, history);
-    if (!opts.ignore_eos && tokenizer_->is_eog(id)) {
-      r.finish = FinishReason::Eos;
+    const DecodeLoop::Step s = loop.push(id);
+    if (s.appended) {
+      r.generated_ids.push_back(id);
+      history.push_back(id);
+    }
+    emit(s.text);
+    if (s.done) {
+      r.finish = s.reason;
       break;
     }
-    r.generated_ids.push_back(id);
-    history.push_back(id);
-    if (stop_text.append(decoder.push(id))) {
-      r.finish = FinishReason::Stop;
-      break;
-    }
-    emit(stop_text.take_safe());
-    if (step + 1 == opts.max_tokens) break;
     Status st = run_sequence(*model_, *kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
     if (!st.ok()) return st;
   }
-  if (r.finish != FinishReason::Stop) stop_text.append(decoder.flush());
-  emit(stop_text.take_all());
+  emit(loop.finish());
   r.decode_seconds = seconds_since(t1);
-  r.text = stop_text.text();
+  r.text = loop.text();
   const KvStats ks = kv_->stats();
   r.peak_kv_bytes = ks.peak_pages_used * ks.bytes_per_page;
   return r;

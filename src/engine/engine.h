@@ -10,6 +10,7 @@
 
 #include "kv/kv_manager.h"
 #include "attention/layer_policies.h"
+#include "engine/decode_loop.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "model/transformer.h"
@@ -37,9 +38,6 @@ struct EngineOptions {
   int64_t kv_offload_bytes = 0;     // 0: no tier
   std::string kv_offload_file;      // empty: RAM; else a memory-mapped scratch file
 };
-
-enum class FinishReason { Length, Stop, Eos, Error };
-const char* finish_reason_name(FinishReason r);
 
 struct GenerateOptions {
   int max_tokens = 128;
