@@ -21,13 +21,6 @@ ThreadPool::ThreadPool(int n_threads) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i - 1); });
 }
 
-ThreadPool::ThreadPool(int reported_size, InlineTag)
-    : n_threads_(std::max(1, reported_size)), inline_only_(true) {}
-
-std::unique_ptr<ThreadPool> ThreadPool::inline_pool(int reported_size) {
-  return std::unique_ptr<ThreadPool>(new ThreadPool(reported_size, InlineTag{}));
-}
-
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -43,7 +36,7 @@ void ThreadPool::drain() {
 
 void ThreadPool::run_chunks(int n_chunks, const std::function<void(int, int)>& fn) {
   if (n_chunks <= 0) return;
-  if (inline_only_ || n_threads_ == 1 || n_chunks == 1) {
+  if (n_threads_ == 1 || n_chunks == 1) {
     for (int c = 0; c < n_chunks; ++c) fn(c, n_chunks);
     return;
   }

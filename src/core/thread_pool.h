@@ -24,12 +24,6 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // A pool that reports `reported_size` threads but runs every chunk on the
-  // calling thread: code written for a pool (whose chunking may depend on
-  // size()) runs from inside another pool's worker with the same chunking,
-  // hence the same results, and without a nested dispatch.
-  static std::unique_ptr<ThreadPool> inline_pool(int reported_size);
-
   int size() const { return n_threads_; }
 
   // Calls fn(thread_index, n_threads) once for every index in [0, n_threads)
@@ -55,13 +49,10 @@ class ThreadPool {
     std::atomic<int> state{kIdle};
   };
 
-  struct InlineTag {};
-  ThreadPool(int reported_size, InlineTag);
   void worker_loop(int index);
   void drain();
 
   int n_threads_;
-  bool inline_only_ = false;  // no workers: every chunk runs on the caller
   // Spinning only pays when every thread has a core of its own; with more
   // threads than cores, spinners steal the cores the others need.
   int spin_iterations_ = 0;

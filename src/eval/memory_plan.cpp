@@ -7,12 +7,6 @@
 
 namespace stride {
 
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
-
 int64_t policy_pages_held(const PolicySpec& p, int64_t context, int page_size, int prefill_chunk) {
   // Pages are reserved a chunk ahead, then released after the chunk commits:
   // the same count the scheduler admits by (kv/kv_pages_needed.h).

@@ -5,10 +5,12 @@
 // tier and the top-k hot set. It plans; it never runs a kernel.
 //
 // A step is transactional (llama.cpp's init_batch/apply, vLLM's allocate_slots):
-//   prepare(batch)        -> StepPlan: every page the step needs is reserved
-//                            and every static layer's page lists are planned;
-//                            or ResourceExhausted naming the sequences that
-//                            do not fit, with nothing changed
+//   prepare(batch)        -> StepPlan: every page the step writes (and the
+//                            pages a top-k hot set brings back once cold
+//                            pages moved out) is reserved and every static
+//                            layer's page lists are planned; or
+//                            ResourceExhausted naming the sequences that do
+//                            not fit, with nothing changed
 //   per layer, per sequence (the model's forward pass):
 //     write(plan, i, layer, k, v)   the new keys and values
 //     select(plan, i, layer, q)     top-k layers only: pages from the queries

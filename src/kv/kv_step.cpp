@@ -53,23 +53,21 @@ void StepPlan::release_spares() {
   owner_ = nullptr;
 }
 
-// Pages a top-k hot-set layer may have to bring back during select(): the
-// layer ends the call holding at most max(resident, sinks + local pages +
-// picks) pages (kv_topk_hot_set.cpp), and only pages now in the tier come back.
+// Pages a top-k hot-set layer may need from the pool during select(): it
+// first moves out the least recently picked pages beyond `resident`, so the
+// restores that follow need at most resident - held pages more, and only
+// pages now in the tier come back. Should the tier refuse those moves, or the
+// step's sinks, window and picks alone exceed `resident`, select() draws on
+// the free pool and fails the step with ResourceExhausted when it is empty:
+// reserving that worst case (every page of the layer) would refuse steps that
+// fit.
 int64_t KvManager::spare_pages_for(const Sequence& s, int layer, int n_new) const {
   const PolicySpec& policy = cfg_.layer_policies[layer];
   const LayerState& ls = s.layers[layer];
   if (!topk_hot_set(policy) || ls.pages_in_tier == 0) return 0;
-  const int ps = cfg_.page_size;
-  const int64_t n_logical = ceil_div(s.length + n_new, ps);
+  const int64_t n_logical = ceil_div(s.length + n_new, cfg_.page_size);
   const int64_t held_after_reserve = ls.held + std::max<int64_t>(0, n_logical - (int64_t)ls.table.size());
-  const TopkGeometry geo = topk_geometry(policy, ps, n_logical, s.length);
-  const int64_t fixed_groups = geo.n_sink + (geo.n_groups - geo.local_from);
-  const int64_t keep = topk_keep_count(policy.sparsity, geo.n_groups, fixed_groups);
-  const int64_t n_blocks = ceil_div(n_new, policy_q_block(policy, n_new));
-  const int64_t picks = (fixed_groups + n_blocks * cfg_.n_kv_heads * keep) * geo.group_pages;
-  const int64_t after = std::max(policy.resident, std::min(n_logical, picks));
-  return std::min(ls.pages_in_tier, std::max<int64_t>(0, after - held_after_reserve));
+  return std::min(ls.pages_in_tier, std::max<int64_t>(0, policy.resident - held_after_reserve));
 }
 
 int64_t KvManager::pages_to_reserve(SeqId seq, int n_new) const {

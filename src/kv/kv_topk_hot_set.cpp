@@ -157,7 +157,8 @@ Status KvManager::restore_topk_page(LayerState& ls, int64_t L, std::vector<int32
     if (!pages_.allocate(1, got).ok()) {
       ++counters_.topk_restore_failed;
       return ResourceExhausted("KV pool exhausted: the top-k hot set cannot bring a selected page back "
-                               "(the offload tier refused to take the pages it would replace)");
+                               "(the step's sinks, window and picks exceed resident=N, or the tier refused "
+                               "the pages they would replace)");
     }
     page = got[0];
   }

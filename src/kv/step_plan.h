@@ -6,9 +6,10 @@
 // points into the manager, so a device backend could copy it as it is.
 //
 // A top-k layer's lists depend on that layer's queries, which exist only
-// mid-forward; prepare() leaves them to KvManager::select() but reserves the
-// pool pages its restores may need (spare_pages), so selection never runs
-// out of pages that prepare() did not see.
+// mid-forward; prepare() leaves them to KvManager::select(). With a hot set
+// it reserves the pool pages the restores need once cold pages have moved
+// out (spare_pages); a selection that needs more draws on the free pool and
+// fails the step with a Status when there is none (never a skipped page).
 #include <cstdint>
 #include <vector>
 

@@ -14,12 +14,12 @@ namespace {
 // Attention work of a sequence's step, in query-key pairs before the policy prunes any.
 int64_t attend_cost(const SeqStepPlan& sp) { return (int64_t)sp.n_new * (sp.pos0 + sp.n_new); }
 
-// A pool of `size` threads that runs on the calling worker; one per thread,
-// kept, since every layer of every step needs it.
-ThreadPool& local_inline_pool(int size) {
-  thread_local std::unique_ptr<ThreadPool> p;
-  if (!p || p->size() != size) p = ThreadPool::inline_pool(size);
-  return *p;
+// The calling worker alone, as a pool: the kernel's work partition is a rule
+// of the plan, not of the pool size (attention_kernel.cpp), so a sequence run
+// on one worker gets the bits it gets over the whole pool.
+ThreadPool& worker_pool() {
+  thread_local ThreadPool p(1);
+  return p;
 }
 
 }  // namespace
@@ -74,8 +74,7 @@ Status attend_batch(KvManager& kv, StepPlan& plan, int layer, const AttentionPar
   if (group.size() < 2) return first_failure();
   // Largest first, claimed dynamically: the tail of the step stays short.
   std::stable_sort(group.begin(), group.end(), [&](int a, int b) { return cost[a] > cost[b]; });
-  const int size = pool.size();
-  pool.run_chunks((int)group.size(), [&](int c, int) { attend(group[c], local_inline_pool(size)); });
+  pool.run_chunks((int)group.size(), [&](int c, int) { attend(group[c], worker_pool()); });
   return first_failure();
 }
 

@@ -5,9 +5,8 @@
 // decode) one kernel call is too small to split across the pool, so the calls
 // run side by side instead, one sequence per worker; a sequence holding most
 // of the step's attention work (a long prefill) still gets the whole pool.
-// Each call sees a pool of the caller's size() either way, so it chunks its
-// work exactly as it would alone and the outputs are bit-identical to running
-// every sequence by itself.
+// The kernel splits its work by a rule of the plan, never by the pool size,
+// so the outputs are bit-identical to running every sequence by itself.
 #include <cstdint>
 
 #include "attention/attention_params.h"

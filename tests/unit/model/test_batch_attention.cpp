@@ -128,23 +128,5 @@ TEST_P(BatchAttentionModels, BatchedDecodeIsBitIdenticalToSoloRuns) {
 INSTANTIATE_TEST_SUITE_P(RealModels, BatchAttentionModels,
                          ::testing::Values("SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-q4_k_m.gguf"));
 
-// The inline pool reports the size it was given but runs every chunk on the
-// caller, in order.
-TEST(BatchAttention, InlinePoolRunsChunksOnCaller) {
-  auto p = ThreadPool::inline_pool(4);
-  EXPECT_EQ(p->size(), 4);
-  const std::thread::id me = std::this_thread::get_id();
-  std::vector<int> order;
-  p->run_chunks(7, [&](int c, int n) {
-    EXPECT_EQ(n, 7);
-    EXPECT_EQ(std::this_thread::get_id(), me);
-    order.push_back(c);
-  });
-  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
-  int64_t covered = 0;
-  p->parallel_for(100, 1, [&](int64_t b, int64_t e) { covered += e - b; });
-  EXPECT_EQ(covered, 100);
-}
-
 }  // namespace
 }  // namespace stride

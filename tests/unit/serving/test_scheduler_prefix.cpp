@@ -90,10 +90,10 @@ TEST(SchedulerPrefix, SharedPrefixSkipsPrefillAndKeepsOutput) {
   EXPECT_EQ(with_cache, without);
   // Every whole page of the shared part (the last shared token may merge with
   // the question's first, so one token less) came from the cache.
-  EXPECT_GE(m_cached.prefix_cache_hits.load(), (shared - 1) / 32 * 32);
-  EXPECT_LT(m_cached.prefix_cache_hits.load(), shared + 32);
-  EXPECT_GT(m_cached.kv_pages_cached.load(), 0);
-  EXPECT_EQ(m_plain.prefix_cache_queries.load(), 0);
+  EXPECT_GE(m_cached.kv().prefix_hit_tokens, (shared - 1) / 32 * 32);
+  EXPECT_LT(m_cached.kv().prefix_hit_tokens, shared + 32);
+  EXPECT_GT(m_cached.kv().pages_cached, 0);
+  EXPECT_EQ(m_plain.kv().prefix_query_tokens, 0);
   EXPECT_EQ(cached->kv().stats().pages_used, 0);
   EXPECT_EQ(plain->kv().stats().pages_cached, 0);
 }
@@ -143,7 +143,7 @@ TEST(SchedulerPrefix, PreemptedSequencesReuseTheirPages) {
   }
   sched.drain_and_stop();
   EXPECT_GT(metrics.preemptions.load(), 0);
-  EXPECT_GT(metrics.prefix_cache_hits.load(), 0) << "recompute reused cached pages";
+  EXPECT_GT(metrics.kv().prefix_hit_tokens, 0) << "recompute reused cached pages";
   EXPECT_EQ(engine->kv().stats().pages_used, 0);
 }
 
