@@ -85,11 +85,12 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   if (opts.kv_budget_bytes > 0) {
     kc.budget_bytes = opts.kv_budget_bytes;
   } else {
-    // One sequence of max_context tokens under these policies, prefilled in
-    // prefill_chunk steps, with a page per layer of slack.
+    // One sequence of max_context tokens under these policies in steps of
+    // any size (a caller may raise the model's chunk, up to the whole
+    // context in one step), with a page per layer of slack.
     const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, opts.page_size, opts.kv_storage};
-    const int64_t pages = pages_for_growth(e->layer_policies_, opts.page_size, 0,
-                                           opts.max_context + opts.prefill_chunk, opts.prefill_chunk);
+    const int64_t context = opts.max_context + opts.prefill_chunk;
+    const int64_t pages = pages_for_growth(e->layer_policies_, opts.page_size, 0, context, (int)context);
     kc.budget_bytes = (pages + c.n_layer) * shape.bytes_per_page();
   }
   kc.storage = opts.kv_storage;

@@ -40,8 +40,9 @@ TEST(MemoryPlan, WindowedKvIsFlatPastTheWindow) {
   const MemoryPlan a = plan_memory(smol("rswa:sinks=4,window=4092", 8192));
   const MemoryPlan b = plan_memory(smol("rswa:sinks=4,window=4092", 1 << 20));
   EXPECT_EQ(a.kv_bytes, b.kv_bytes);
-  // sinks page + 128 window pages + 1 + the chunk's 8 pages, per layer.
-  EXPECT_EQ(a.kv_pages_per_seq, 30 * (1 + 128 + 1 + 8));
+  // Per layer: the sinks' page, the 128 pages the window (q0 - 4092, q0) spans
+  // at a page-aligned step start q0, and the chunk's 8 pages.
+  EXPECT_EQ(a.kv_pages_per_seq, 30 * (1 + 128 + 8));
   const MemoryPlan w = plan_memory(smol("window:size=1024", 100));  // shorter than the window
   EXPECT_EQ(w.kv_pages_per_seq, 30 * ((100 + 256 + 31) / 32));
 }
