@@ -15,9 +15,24 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // every page_size steps; so the last starts hold the maximum.
 constexpr int64_t kMaxStarts = 64;
 
-// Pages among [0, ceil(q0 / page_size)) with a key that a query >= q0 may attend.
+// Pages among [0, ceil(q0 / page_size)) with a key that a query >= q0 may
+// attend (policy_keeps). Windows and sinks are intervals of keys, so their
+// pages are counted in closed form; strided policies are checked key by key.
 int64_t pages_kept(const PolicySpec& p, int page_size, int64_t q0) {
   const int64_t n_pages = ceil_div(q0, page_size);
+  if (q0 <= 0) return 0;
+  switch (p.kind) {
+    case PolicyKind::Dense:
+    case PolicyKind::TopK: return n_pages;
+    case PolicyKind::Window:
+    case PolicyKind::RSWA: {
+      // Keys (q0 - window, q0), and for R-SWA [0, sinks) as well.
+      const int64_t window_page = std::max<int64_t>(0, q0 - p.window + 1) / page_size;
+      const int64_t sink_pages = p.kind == PolicyKind::RSWA ? ceil_div(std::min(p.sinks, q0), page_size) : 0;
+      return n_pages - window_page + std::min(sink_pages, window_page);
+    }
+    case PolicyKind::Strided: break;
+  }
   int64_t kept = 0;
   for (int64_t L = 0; L < n_pages; ++L) {
     const int64_t first = L * page_size, last = std::min<int64_t>(first + page_size, q0) - 1;
