@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <vector>
@@ -55,7 +56,8 @@ void attend(KvManager& cache, StepPlan& plan, const float* q, const AttentionPar
   if (plan.seqs.empty()) return;
   plan.seqs[0].layers[0].needs_selection = cache.config().layer_policies[0].kind == PolicyKind::TopK;
   (void)cache.select(plan, 0, 0, q, p.n_head);
-  attention_paged(cache.pool(), plan.seqs[0].layers[0].pages, cache.config().layer_policies[0], p, q, out, threads);
+  if (!attention_paged(cache.pool(), plan.seqs[0].layers[0].pages, cache.config().layer_policies[0], p, q, out, threads).ok())
+    std::abort();  // the plan came from prepare(): a failure here is a bug
 }
 
 // args: policy index, context length, threads

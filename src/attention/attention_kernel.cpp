@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -359,13 +360,17 @@ void softmax_merge(SoftmaxPartial& a, float* o, const SoftmaxPartial& b, const f
   a.m = m;
 }
 
-void attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
-                     const AttentionParams& p, const float* q, float* out, ThreadPool& threads) {
+Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+                       const AttentionParams& p, const float* q, float* out, ThreadPool& threads) {
   const KvPoolShape& shape = pool.shape();
+  if (p.n_head <= 0 || p.n_head % shape.n_kv_heads != 0)
+    return InvalidArgument("attention: " + std::to_string(p.n_head) + " query heads for " +
+                           std::to_string(shape.n_kv_heads) + " kv heads");
+  STRIDE_RETURN_IF_ERROR(check_plan_bounds(plan, pool.n_pages(), shape.page_size, shape.n_kv_heads));
   const Geometry g{shape.n_kv_heads, p.n_head / shape.n_kv_heads, shape.head_dim_k,
                    shape.head_dim_v, shape.page_size};
   const int n_blocks = plan.n_blocks();
-  if (n_blocks <= 0) return;
+  if (n_blocks <= 0) return Status::Ok();
 
   const Partition part = partition_work(pool, plan, g);
   const bool by_segment = part.by_segment;
@@ -412,7 +417,7 @@ void attention_paged(const KvPool& pool, const AttentionPlan& plan, const Policy
   };
   if (inline_run) body(0, 1);
   else threads.run(body);
-  if (!by_segment) return;
+  if (!by_segment) return Status::Ok();
 
   // Fold each row's segments in order (as run_item does serially), then
   // normalise as write_rows does.
@@ -436,6 +441,7 @@ void attention_paged(const KvPool& pool, const AttentionPlan& plan, const Policy
     }
     write_rows(sc, plan, p, g, b, h, rows, out);
   }
+  return Status::Ok();
 }
 
 }  // namespace stride

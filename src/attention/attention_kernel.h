@@ -14,6 +14,7 @@
 #include "attention/attention_params.h"
 #include "attention/plan.h"
 #include "attention/policy.h"
+#include "core/status.h"
 #include "core/thread_pool.h"
 #include "kv/kv_pool.h"
 
@@ -21,9 +22,11 @@ namespace stride {
 
 // q:   [plan.n_q, p.n_head, head_dim_k] f32, RoPE applied at absolute positions
 // out: [plan.n_q, p.n_head, head_dim_v] f32
-// A query that sees no key at all gets a zero output.
-void attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
-                     const AttentionParams& p, const float* q, float* out, ThreadPool& threads);
+// A query that sees no key at all gets a zero output. A plan that names a
+// page outside the pool, or heads that do not divide, is an error before
+// any page is read (check_plan_bounds).
+Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+                       const AttentionParams& p, const float* q, float* out, ThreadPool& threads);
 
 // Softmax partial state of one query row over a subset of keys.
 struct SoftmaxPartial {

@@ -94,6 +94,34 @@ Status check_plan(const AttentionPlan& plan, const PolicySpec& p, int page_size,
   return Status::Ok();
 }
 
+Status check_plan_bounds(const AttentionPlan& plan, int32_t n_pages, int page_size, int n_kv_heads) {
+  const int64_t n = plan.n_entries();
+  if (plan.q_block < 1 || plan.n_q < 0 || plan.indptr.empty() || plan.indptr[0] != 0 ||
+      (int64_t)plan.indptr.back() != n)
+    return Internal("attention plan: bad query blocks or block index");
+  if (plan.n_blocks() != (plan.n_q + plan.q_block - 1) / plan.q_block)
+    return Internal("attention plan: block count does not match the queries");
+  if ((int64_t)plan.page_valid.size() != n || (int64_t)plan.page_first.size() != n ||
+      (int64_t)plan.page_full.size() != n)
+    return Internal("attention plan: entry arrays of different lengths");
+  for (size_t b = 1; b < plan.indptr.size(); ++b)
+    if (plan.indptr[b] < plan.indptr[b - 1]) return Internal("attention plan: block index goes backwards");
+  for (int64_t e = 0; e < n; ++e)
+    if (plan.page_ids[e] < 0 || plan.page_ids[e] >= n_pages || plan.page_valid[e] < 1 ||
+        plan.page_valid[e] > page_size || plan.page_first[e] < 0)
+      return Internal("attention plan: entry " + std::to_string(e) + " names no valid page");
+  if (!plan.per_head()) return Status::Ok();
+  if (plan.n_kv_heads != n_kv_heads || (int64_t)plan.head_indptr.size() != (int64_t)plan.n_blocks() * n_kv_heads + 1)
+    return Internal("attention plan: per-head lists do not match the kv heads");
+  for (int b = 0; b < plan.n_blocks(); ++b)
+    for (int h = 0; h < n_kv_heads; ++h) {
+      const int64_t e0 = plan.entry_begin(b, h), e1 = plan.entry_end(b, h);
+      if (e0 < plan.indptr[b] || e1 > plan.indptr[b + 1] || e0 > e1)
+        return Internal("attention plan: a head's list lies outside its block");
+    }
+  return Status::Ok();
+}
+
 int default_q_block(int n_q) { return n_q <= 1 ? 1 : std::min(n_q, 32); }
 
 int policy_q_block(const PolicySpec& p, int n_q) {

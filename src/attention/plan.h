@@ -58,6 +58,11 @@ AttentionPlan plan_attention(const PolicySpec& p, const std::vector<int32_t>& pa
 // key is visible to every query. Debug builds run it on every plan.
 Status check_plan(const AttentionPlan& plan, const PolicySpec& p, int page_size, int64_t kv_len);
 
+// The plan's arrays are consistent and every entry names a page of a pool of
+// n_pages pages of page_size slots: O(entries), so the kernel checks every
+// plan it is given before reading a page.
+Status check_plan_bounds(const AttentionPlan& plan, int32_t n_pages, int page_size, int n_kv_heads);
+
 // The query block size the cache uses for n_q queries.
 int default_q_block(int n_q);
 // The query block of a layer's plan: top-k selects per query (1) unless the

@@ -43,7 +43,7 @@ Status attend_batch(KvManager& kv, StepPlan& plan, int layer, const AttentionPar
     const float* q = io.q + row[i] * io.q_row;
     failures[i] = kv.select(plan, i, layer, q, ap.n_head);  // a no-op once selected
     LayerStepPlan& lp = plan.seqs[(size_t)i].layers[(size_t)layer];
-    if (failures[i].ok()) attention_paged(kv.pool(), lp.pages, policy, ap, q, io.out + row[i] * io.out_row, threads);
+    if (failures[i].ok()) failures[i] = attention_paged(kv.pool(), lp.pages, policy, ap, q, io.out + row[i] * io.out_row, threads);
     lp.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   auto first_failure = [&]() {

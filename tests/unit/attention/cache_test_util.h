@@ -90,8 +90,9 @@ class StepDriver {
     StepPlan& plan = plan_of(seq, n);
     const Status st = kv_.select(plan, 0, layer, q, p.n_head);
     EXPECT_TRUE(st.ok()) << st.to_string();
-    attention_paged(kv_.pool(), plan.seqs[0].layers[(size_t)layer].pages, kv_.config().layer_policies[(size_t)layer],
-                    p, q, out, threads);
+    const Status ran = attention_paged(kv_.pool(), plan.seqs[0].layers[(size_t)layer].pages,
+                                       kv_.config().layer_policies[(size_t)layer], p, q, out, threads);
+    EXPECT_TRUE(ran.ok()) << ran.to_string();
   }
   // The plan of the last reserve() (its per-layer page lists), for inspection.
   const StepPlan& plan(KvManager::SeqId seq) { return plans_.at(seq); }

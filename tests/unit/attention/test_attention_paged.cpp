@@ -95,7 +95,8 @@ void check_case(const Case& c) {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool_threads(threads);
     std::vector<float> got(want.size(), -1.f);
-    attention_paged(**pool, plan, *pol, p, q.data(), got.data(), pool_threads);
+    const Status ran = attention_paged(**pool, plan, *pol, p, q.data(), got.data(), pool_threads);
+    ASSERT_TRUE(ran.ok()) << ran.to_string();
     float worst = 0.f;
     for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
     EXPECT_LT(worst, 2e-5f) << "threads=" << threads;
@@ -134,4 +135,46 @@ TEST(AttentionPaged, PrefillChunkMatchesReferenceForAnyPoolSize) {
   for (KvStorage st : kStorages) check_case({"dense", st, 64, 1000, 45});
 }
 
+}  // namespace stride
+
+namespace stride {
+namespace {
+
+// A plan that names a page outside the pool, lists that do not fit their
+// blocks, or heads that do not divide are errors before any page is read.
+TEST(AttentionPaged, MalformedPlansAreErrorsNotReads) {
+  constexpr int hd = 16, n_pages = 4;
+  auto pool = KvPool::create({kNkv, hd, hd, kPage, KvStorage::F16}, n_pages);
+  ASSERT_TRUE(pool.ok());
+  const std::vector<int32_t> table = {0, 1, 2, 3};
+  const PolicySpec dense{};
+  const AttentionPlan good = plan_attention(dense, table, kPage, 100, 99, 1, 1);
+  const std::vector<float> q((size_t)kNhead * hd, 0.5f);
+  std::vector<float> out(q.size());
+  ThreadPool threads(1);
+  AttentionParams p;
+  p.n_head = kNhead;
+  p.rope_dim = hd;
+  ASSERT_TRUE(attention_paged(**pool, good, dense, p, q.data(), out.data(), threads).ok());
+
+  AttentionPlan bad = good;
+  bad.page_ids[0] = n_pages;  // one past the pool
+  EXPECT_EQ(attention_paged(**pool, bad, dense, p, q.data(), out.data(), threads).code(), StatusCode::kInternal);
+  bad = good;
+  bad.page_valid[0] = kPage + 1;
+  EXPECT_EQ(attention_paged(**pool, bad, dense, p, q.data(), out.data(), threads).code(), StatusCode::kInternal);
+  bad = good;
+  bad.indptr.back() += 1;  // more entries than the arrays hold
+  EXPECT_EQ(attention_paged(**pool, bad, dense, p, q.data(), out.data(), threads).code(), StatusCode::kInternal);
+  bad = good;
+  bad.n_kv_heads = kNkv;
+  bad.head_indptr = {0, 1, (int32_t)good.n_entries() + 1};  // the last head's list leaves the block
+  EXPECT_EQ(attention_paged(**pool, bad, dense, p, q.data(), out.data(), threads).code(), StatusCode::kInternal);
+  AttentionParams odd = p;
+  odd.n_head = kNkv * 2 + 1;
+  EXPECT_EQ(attention_paged(**pool, good, dense, odd, q.data(), out.data(), threads).code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
 }  // namespace stride
