@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "engine/step_runner.h"
-#include "engine/stop_text.h"
 #include "kv/kv_pages_needed.h"
 #include "kv/kv_pool.h"
+#include "kv/scoped_sequence.h"
 #include "model/weight_prefetch.h"
 
 namespace stride {
@@ -20,19 +20,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// A removable KV sequence: freed on every exit path.
-class SequenceGuard {
- public:
-  SequenceGuard(KvManager& kv, KvManager::SeqId id) : kv_(kv), id_(id) {}
-  ~SequenceGuard() { kv_.remove_sequence(id_); }
-  SequenceGuard(const SequenceGuard&) = delete;
-  SequenceGuard& operator=(const SequenceGuard&) = delete;
-  KvManager::SeqId id() const { return id_; }
-
- private:
-  KvManager& kv_;
-  KvManager::SeqId id_;
-};
 
 }  // namespace
 
@@ -112,7 +99,7 @@ Expected<KvManager::PrefixHit> Engine::start_sequence(const std::vector<int32_t>
 Expected<Engine::SuffixScores> Engine::score_suffix(const std::vector<int32_t>& ids) {
   if (ids.empty()) return InvalidArgument("score: no tokens");
   STRIDE_ASSIGN_OR_RETURN(const KvManager::PrefixHit hit, start_sequence(ids));
-  SequenceGuard seq(*kv_, hit.seq);
+  ScopedSequence seq(*kv_, hit.seq);
   SuffixScores r;
   r.reused_tokens = hit.reused_tokens;
   const int n = (int)((int64_t)ids.size() - hit.reused_tokens);
@@ -125,7 +112,7 @@ Expected<Engine::SuffixScores> Engine::score_suffix(const std::vector<int32_t>& 
 Expected<std::vector<float>> Engine::score(const std::vector<int32_t>& ids) {
   if (ids.empty()) return InvalidArgument("score: no tokens");
   STRIDE_ASSIGN_OR_RETURN(KvManager::SeqId sid, kv_->add_sequence());
-  SequenceGuard seq(*kv_, sid);
+  ScopedSequence seq(*kv_, sid);
   std::vector<float> logits(ids.size() * (size_t)config().n_vocab);
   STRIDE_RETURN_IF_ERROR(
       run_sequence(*model_, *kv_, seq.id(), ids.data(), (int)ids.size(), true, logits.data(), *pool_));
@@ -143,7 +130,7 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
 
   auto t0 = Clock::now();
   STRIDE_ASSIGN_OR_RETURN(const KvManager::PrefixHit hit, start_sequence(prompt));
-  SequenceGuard seq(*kv_, hit.seq);
+  ScopedSequence seq(*kv_, hit.seq);
   r.cached_tokens = (int)hit.reused_tokens;
   std::vector<float> logits(n_vocab);
   STRIDE_RETURN_IF_ERROR(run_sequence(*model_, *kv_, seq.id(), prompt.data() + hit.reused_tokens,

@@ -1,9 +1,11 @@
-#include "engine/step_runner.h"
 #include "eval/fidelity.h"
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
+
+#include "engine/step_runner.h"
+#include "kv/scoped_sequence.h"
 
 namespace stride {
 
@@ -20,19 +22,6 @@ void log_softmax(const float* x, int n, std::vector<double>& out) {
   for (int i = 0; i < n; ++i) out[i] = (double)x[i] - lse;
 }
 
-// RAII: a sequence that is removed from its cache whatever happens.
-class ScopedSeq {
- public:
-  ScopedSeq(KvManager& kv, KvManager::SeqId id) : kv_(kv), id_(id) {}
-  ~ScopedSeq() { kv_.remove_sequence(id_); }
-  ScopedSeq(const ScopedSeq&) = delete;
-  ScopedSeq& operator=(const ScopedSeq&) = delete;
-  KvManager::SeqId id() const { return id_; }
-
- private:
-  KvManager& kv_;
-  KvManager::SeqId id_;
-};
 
 }  // namespace
 
@@ -90,12 +79,12 @@ Expected<std::vector<std::vector<FidelityPoint>>> compare_engines(
   chunk = std::max(1, chunk);
   const size_t n_pol = policies.size();
   STRIDE_ASSIGN_OR_RETURN(KvManager::SeqId sd, dense.kv().add_sequence());
-  ScopedSeq seq_d(dense.kv(), sd);
-  std::vector<std::unique_ptr<ScopedSeq>> seqs;
+  ScopedSequence seq_d(dense.kv(), sd);
+  std::vector<std::unique_ptr<ScopedSequence>> seqs;
   std::vector<KvStats> before;
   for (Engine* e : policies) {
     STRIDE_ASSIGN_OR_RETURN(KvManager::SeqId sp, e->kv().add_sequence());
-    seqs.push_back(std::make_unique<ScopedSeq>(e->kv(), sp));
+    seqs.push_back(std::make_unique<ScopedSequence>(e->kv(), sp));
     before.push_back(e->kv().stats());
   }
 
