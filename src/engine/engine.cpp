@@ -9,6 +9,7 @@
 #include "kv/kv_pool.h"
 #include "kv/scoped_sequence.h"
 #include "model/weight_prefetch.h"
+#include "core/process_memory.h"
 
 namespace stride {
 
@@ -30,20 +31,7 @@ int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size,
   return pages_per_layer * c.n_layer * shape.bytes_per_page();
 }
 
-int64_t peak_rss_bytes() {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return 0;
-  char line[256];
-  int64_t kb = 0;
-  while (std::fgets(line, sizeof line, f)) {
-    if (std::strncmp(line, "VmHWM:", 6) == 0) {
-      kb = std::atoll(line + 6);
-      break;
-    }
-  }
-  std::fclose(f);
-  return kb * 1024;
-}
+int64_t peak_rss_bytes() { return process_status_bytes("VmHWM"); }
 
 Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   std::unique_ptr<Engine> e(new Engine());

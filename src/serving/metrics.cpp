@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/process_memory.h"
+
 namespace stride::serving {
 
 namespace {
@@ -70,20 +72,7 @@ void Metrics::count_http(int code) {
   ++http_[code];
 }
 
-int64_t resident_bytes() {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return 0;
-  char line[256];
-  int64_t kb = 0;
-  while (std::fgets(line, sizeof line, f)) {
-    if (std::strncmp(line, "VmRSS:", 6) == 0) {
-      kb = std::atoll(line + 6);
-      break;
-    }
-  }
-  std::fclose(f);
-  return kb * 1024;
-}
+int64_t resident_bytes() { return process_status_bytes("VmRSS"); }
 
 void Metrics::set_kv(const KvStats& st) {
   std::lock_guard<std::mutex> lock(mu_);
