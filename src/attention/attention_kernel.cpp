@@ -9,6 +9,7 @@
 
 #include "attention/attention_tiles.h"
 #include "attention/rope_shift.h"
+#include "attention/work_partition.h"
 #include "kernels/simd/loaders.h"
 
 namespace stride {
@@ -28,25 +29,6 @@ struct Scratch {
   std::vector<SoftmaxPartial> fold;  // [rows] segments folded so far
   std::vector<float> fold_o;         // [rows, dv]
 };
-
-// A row's pages are summed in segments of kSegmentPages pages, cut at fixed
-// key positions (not at the call's or thread's boundaries), each from a fresh
-// softmax state, and the segments are folded left to right with
-// softmax_merge. Serially or split into work items, the same operations run
-// in the same order, so a row's result depends only on its keys.
-constexpr int kSegmentPages = 8;
-
-// Calls with fewer (block, head) items than this are split into one work
-// item per segment (decode, short chunks), so a pool of any size has work.
-// A fixed rule of the plan and shapes, never of the pool: the partition,
-// like the result, is the same for every thread count. A segment is 256+
-// keys per row and its fold one merge per row, so splitting is cheap even
-// when few threads run.
-constexpr int kSplitBelowItems = 16;
-
-int64_t segment_of(const KvPool& pool, const AttentionPlan& plan, int64_t e, int page_size) {
-  return pool.positions(plan.page_ids[e])[0] / ((int64_t)kSegmentPages * page_size);
-}
 
 Scratch& scratch() {
   thread_local Scratch s;
@@ -191,41 +173,55 @@ void end_segment(Scratch& sc, int rows, int dv) {
   std::fill(sc.o.begin(), sc.o.end(), 0.f);
 }
 
-// Plan entries [e0, e1) of kv head h for `rows` rows whose queries are in sc.
-// Rows go in fours, then a pair, then one, so each K and V load feeds several
-// rows; the tiles give the same bits for a row whichever group it is in.
+// Plan entry e (of a segment ending at e1) for `rows` rows whose queries are
+// in sc. Rows go in fours, then a pair, then one, so each K and V load feeds
+// several rows; the tiles give the same bits for a row whichever group it is in.
 template <class L>
-void run_pages(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
-               const AttentionParams& p, const Geometry& g, int h, int64_t row_pos0, int rows,
-               bool shift, int64_t e0, int64_t e1, Scratch& sc) {
-  int64_t segment = e0 < e1 ? segment_of(pool, plan, e0, g.page_size) : 0;
-  for (int64_t e = e0; e < e1; ++e) {
-    if (const int64_t seg = segment_of(pool, plan, e, g.page_size); seg != segment) {
-      end_segment(sc, rows, g.dv);
-      segment = seg;
-    }
-    const int32_t page = plan.page_ids[e];
-    const int32_t* kpos = pool.positions(page);
-    if (e + 1 < e1) prefetch_page(pool, plan.page_ids[e + 1], h, g);
-    const PageRows<L> rows_of_page = page_rows<L>(pool, page, h, plan.page_valid[e], g, sc);
-    const PageStep st{policy,     p,    g, row_pos0, kpos, plan.page_valid[e], plan.page_full[e] != 0,
-                      shift && kpos[0] < policy.sinks};
-    int r0 = 0;
-    for (; r0 + 4 <= rows; r0 += 4) attend_rows<L, 4>(sc, st, rows_of_page, r0);
-    if (r0 + 2 <= rows) {
-      attend_rows<L, 2>(sc, st, rows_of_page, r0);
-      r0 += 2;
-    }
-    if (r0 < rows) attend_rows<L, 1>(sc, st, rows_of_page, r0);
+void run_page(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+              const AttentionParams& p, const Geometry& g, int h, int64_t row_pos0, int rows,
+              bool shift, int64_t e, int64_t e1, Scratch& sc) {
+  const int32_t page = plan.page_ids[e];
+  const int32_t* kpos = pool.positions(page);
+  if (e + 1 < e1) prefetch_page(pool, plan.page_ids[e + 1], h, g);
+  const PageRows<L> rows_of_page = page_rows<L>(pool, page, h, plan.page_valid[e], g, sc);
+  const PageStep st{policy,     p,    g, row_pos0, kpos, plan.page_valid[e], plan.page_full[e] != 0,
+                    shift && kpos[0] < policy.sinks};
+  int r0 = 0;
+  for (; r0 + 4 <= rows; r0 += 4) attend_rows<L, 4>(sc, st, rows_of_page, r0);
+  if (r0 + 2 <= rows) {
+    attend_rows<L, 2>(sc, st, rows_of_page, r0);
+    r0 += 2;
   }
-  end_segment(sc, rows, g.dv);
+  if (r0 < rows) attend_rows<L, 1>(sc, st, rows_of_page, r0);
 }
 
-// One work item: rows of query block b (all queries x the group's heads of kv
-// head h) over plan entries [e0, e1). Leaves the unnormalised state in sc.
+// Segments [s0, s1) of pair (b, h), each summed from a fresh state and
+// folded into sc.fold (the plan's work partition says where they are cut).
+struct SegmentRange {
+  int b, h;
+  int32_t s0, s1;
+};
+
+template <class L>
+void run_pages(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+               const AttentionParams& p, const Geometry& g, int64_t row_pos0, int rows,
+               bool shift, const SegmentRange& r, Scratch& sc) {
+  const WorkPartition& w = plan.work;
+  for (int32_t s = r.s0; s < r.s1; ++s) {
+    const int64_t e0 = s == w.bh_segments[(size_t)r.b * g.n_kv + r.h] ? plan.entry_begin(r.b, r.h)
+                                                                       : w.segment_end[s - 1];
+    const int64_t e1 = w.segment_end[s];
+    for (int64_t e = e0; e < e1; ++e) run_page<L>(pool, plan, policy, p, g, r.h, row_pos0, rows, shift, e, e1, sc);
+    end_segment(sc, rows, g.dv);
+  }
+}
+
+// One work item: rows of query block r.b (all queries x the group's heads of
+// kv head r.h) over segments [r.s0, r.s1). Leaves the unnormalised state in sc.
 void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
-              const AttentionParams& p, const Geometry& g, const float* q, int b, int h,
-              int64_t e0, int64_t e1, Scratch& sc, int& rows_out) {
+              const AttentionParams& p, const Geometry& g, const float* q, const SegmentRange& r,
+              Scratch& sc, int& rows_out) {
+  const int b = r.b, h = r.h;
   const int q_first = b * plan.q_block;
   const int nq = std::min(plan.q_block, plan.n_q - q_first);
   const int rows = nq * g.group;
@@ -262,19 +258,19 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   sc.fold_o.assign((size_t)rows * dv, 0.f);
   switch (pool.storage()) {
     case KvStorage::F32:
-      run_pages<simd::F32Rows>(pool, plan, policy, p, g, h, row_pos0, rows, shift, e0, e1, sc);
+      run_pages<simd::F32Rows>(pool, plan, policy, p, g, row_pos0, rows, shift, r, sc);
       break;
     case KvStorage::F16:
       if (rows > 4) {  // more than one tile of rows per page: widen once (page_rows)
         sc.kf.resize((size_t)g.page_size * dk);
         sc.vf.resize((size_t)g.page_size * dv);
-        run_pages<simd::F32Rows>(pool, plan, policy, p, g, h, row_pos0, rows, shift, e0, e1, sc);
+        run_pages<simd::F32Rows>(pool, plan, policy, p, g, row_pos0, rows, shift, r, sc);
       } else {
-        run_pages<simd::F16Rows>(pool, plan, policy, p, g, h, row_pos0, rows, shift, e0, e1, sc);
+        run_pages<simd::F16Rows>(pool, plan, policy, p, g, row_pos0, rows, shift, r, sc);
       }
       break;
     case KvStorage::Int8:
-      run_pages<simd::I8Rows>(pool, plan, policy, p, g, h, row_pos0, rows, shift, e0, e1, sc);
+      run_pages<simd::I8Rows>(pool, plan, policy, p, g, row_pos0, rows, shift, r, sc);
       break;
   }
   for (int r = 0; r < rows; ++r) {
@@ -297,51 +293,32 @@ void write_rows(const Scratch& sc, const AttentionPlan& plan, const AttentionPar
   }
 }
 
-// The work items of one call. With few (block, head) items (decode, one
-// short chunk), the segments of each row become the items, and their
-// partials are folded in order afterwards: the same operations as the serial
-// fold in run_item, so the choice never changes a bit. It is a function of
-// the plan and the shapes only (kSplitBelowItems), never of the pool.
-struct Partition {
-  struct Item {
-    int bh;  // block * n_kv + kv head
-    int64_t e0, e1;
-  };
-  bool by_segment = false;
-  int n_items = 0;
-  std::vector<Item> items;      // [n_items] when by_segment
-  std::vector<int> first_item;  // [n_blocks * n_kv + 1]: the segments of (block, head) bh
-};
-
-Partition partition_work(const KvPool& pool, const AttentionPlan& plan, const Geometry& g) {
-  const int base_items = plan.n_blocks() * g.n_kv;
-  int64_t max_entries = 0;
-  for (int b = 0; b < plan.n_blocks(); ++b)
-    max_entries = std::max<int64_t>(max_entries, plan.indptr[b + 1] - plan.indptr[b]);
-  Partition part;
-  part.n_items = base_items;
-  if (base_items >= kSplitBelowItems || max_entries < 2 * kSegmentPages) return part;
-  part.first_item.reserve(base_items + 1);
-  for (int bh = 0; bh < base_items; ++bh) {
-    part.first_item.push_back((int)part.items.size());
+// Folds each row's segment partials in order (as run_item does serially),
+// then normalises as write_rows does.
+void fold_segments(const AttentionPlan& plan, const AttentionParams& p, const Geometry& g,
+                   const WorkPartition& w, const std::vector<SoftmaxPartial>& part_md,
+                   const std::vector<float>& part_o, float* out) {
+  const int max_rows = plan.q_block * g.group;
+  Scratch& sc = scratch();
+  for (int bh = 0; bh < w.n_pairs(); ++bh) {
     const int h = bh % g.n_kv, b = bh / g.n_kv;
-    const int64_t lo = plan.entry_begin(b, h), hi = plan.entry_end(b, h);
-    for (int64_t e = lo; e < hi;) {
-      const int64_t seg = segment_of(pool, plan, e, g.page_size);
-      int64_t end = e + 1;
-      while (end < hi && segment_of(pool, plan, end, g.page_size) == seg) ++end;
-      part.items.push_back({bh, e, end});
-      e = end;
+    const int nq = std::min(plan.q_block, plan.n_q - b * plan.q_block);
+    const int rows = nq * g.group;
+    sc.m.assign(rows, -INFINITY);
+    sc.d.assign(rows, 0.f);
+    sc.o.assign((size_t)rows * g.dv, 0.f);
+    for (int r = 0; r < rows; ++r) {
+      SoftmaxPartial st;
+      float* acc = sc.o.data() + (int64_t)r * g.dv;
+      for (int item = w.bh_segments[bh]; item < w.bh_segments[bh + 1]; ++item) {
+        const size_t idx = (size_t)item * max_rows + r;
+        softmax_merge(st, acc, part_md[idx], part_o.data() + idx * g.dv, g.dv);
+      }
+      sc.m[r] = st.m;
+      sc.d[r] = st.d;
     }
+    write_rows(sc, plan, p, g, b, h, rows, out);
   }
-  part.first_item.push_back((int)part.items.size());
-  // Partials of every segment at once: keep that bounded (long prefill
-  // chunks with few blocks take the serial path, with the same result).
-  const double bytes = (double)part.items.size() * plan.q_block * g.group * (g.dv + 2) * sizeof(float);
-  if (bytes > 64.0 * (1 << 20)) return Partition{false, base_items, {}, {}};
-  part.by_segment = true;
-  part.n_items = (int)part.items.size();
-  return part;
 }
 
 }  // namespace
@@ -372,18 +349,24 @@ Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const Poli
   const int n_blocks = plan.n_blocks();
   if (n_blocks <= 0) return Status::Ok();
 
-  const Partition part = partition_work(pool, plan, g);
-  const bool by_segment = part.by_segment;
-  const int base_items = n_blocks * g.n_kv;
+  STRIDE_RETURN_IF_ERROR(check_work_partition(plan, g.n_kv));
+  const WorkPartition& w = plan.work;
+  const bool split = w.split;
+  const int n_pairs = w.n_pairs();
   const int max_rows = plan.q_block * g.group;
-  const int n_items = part.n_items;
-  const auto& items = part.items;
-  const auto& first_item = part.first_item;
+  const int n_items = split ? w.n_segments() : n_pairs;
+  // The pair of each segment, when segments are the items.
+  std::vector<int32_t> pair_of;
+  if (split) {
+    pair_of.resize((size_t)n_items);
+    for (int bh = 0; bh < n_pairs; ++bh)
+      std::fill(pair_of.begin() + w.bh_segments[bh], pair_of.begin() + w.bh_segments[bh + 1], bh);
+  }
 
   // Segment partials: [n_items, max_rows] of (m, d) and [n_items, max_rows, dv] of o.
   std::vector<SoftmaxPartial> part_md;
   std::vector<float> part_o;
-  if (by_segment) {
+  if (split) {
     part_md.resize((size_t)n_items * max_rows);
     part_o.resize((size_t)n_items * max_rows * g.dv);
   }
@@ -399,15 +382,15 @@ Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const Poli
     // (causal prefill), and taking the longest first balances the threads.
     for (int claimed; (claimed = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
       const int item = n_items - 1 - claimed;
+      const int bh = split ? pair_of[(size_t)item] : item;
+      const SegmentRange range{bh / g.n_kv, bh % g.n_kv, split ? item : w.bh_segments[bh],
+                               split ? item + 1 : w.bh_segments[bh + 1]};
       int rows = 0;
-      if (!by_segment) {
-        const int h = item % g.n_kv, b = item / g.n_kv;
-        run_item(pool, plan, policy, p, g, q, b, h, plan.entry_begin(b, h), plan.entry_end(b, h), sc, rows);
-        write_rows(sc, plan, p, g, b, h, rows, out);
+      run_item(pool, plan, policy, p, g, q, range, sc, rows);
+      if (!split) {
+        write_rows(sc, plan, p, g, range.b, range.h, rows, out);
         continue;
       }
-      const Partition::Item& it = items[item];
-      run_item(pool, plan, policy, p, g, q, it.bh / g.n_kv, it.bh % g.n_kv, it.e0, it.e1, sc, rows);
       for (int r = 0; r < rows; ++r) {
         part_md[(size_t)item * max_rows + r] = {sc.m[r], sc.d[r]};
         std::copy(sc.o.begin() + (int64_t)r * g.dv, sc.o.begin() + (int64_t)(r + 1) * g.dv,
@@ -417,30 +400,8 @@ Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const Poli
   };
   if (inline_run) body(0, 1);
   else threads.run(body);
-  if (!by_segment) return Status::Ok();
-
-  // Fold each row's segments in order (as run_item does serially), then
-  // normalise as write_rows does.
-  Scratch& sc = scratch();
-  for (int bh = 0; bh < base_items; ++bh) {
-    const int h = bh % g.n_kv, b = bh / g.n_kv;
-    const int nq = std::min(plan.q_block, plan.n_q - b * plan.q_block);
-    const int rows = nq * g.group;
-    sc.m.assign(rows, -INFINITY);
-    sc.d.assign(rows, 0.f);
-    sc.o.assign((size_t)rows * g.dv, 0.f);
-    for (int r = 0; r < rows; ++r) {
-      SoftmaxPartial st;
-      float* acc = sc.o.data() + (int64_t)r * g.dv;
-      for (int item = first_item[bh]; item < first_item[bh + 1]; ++item) {
-        const size_t idx = (size_t)item * max_rows + r;
-        softmax_merge(st, acc, part_md[idx], part_o.data() + idx * g.dv, g.dv);
-      }
-      sc.m[r] = st.m;
-      sc.d[r] = st.d;
-    }
-    write_rows(sc, plan, p, g, b, h, rows, out);
-  }
+  if (!split) return Status::Ok();
+  fold_segments(plan, p, g, w, part_md, part_o, out);
   return Status::Ok();
 }
 

@@ -7,8 +7,8 @@
 // each score and the value scale folded into each probability) or f32; one
 // set of row tiles (attention_tiles.h) serves all three. Split partial
 // states are merged exactly (flash-decoding), so a single decode query still
-// keeps several threads busy; the split is a rule of the plan and shapes, so
-// results and partition are the same for any pool size.
+// keeps several threads busy; the split is data in the plan (plan.work, set
+// by the planner), so results and partition are the same for any pool size.
 #include <cmath>
 
 #include "attention/attention_params.h"

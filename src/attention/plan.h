@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention/policy.h"
+#include "attention/work_partition.h"
 #include "core/status.h"
 
 namespace stride {
@@ -27,6 +28,9 @@ struct AttentionPlan {
   // which lie inside [indptr[b], indptr[b + 1]).
   int n_kv_heads = 0;
   std::vector<int32_t> head_indptr;  // [n_blocks * n_kv_heads + 1]
+  // The kernel's work items (partition_work), set by the planner once the
+  // lists are final; the kernel refuses a plan without one.
+  WorkPartition work;
 
   int n_blocks() const { return (int)indptr.size() - 1; }
   int64_t n_entries() const { return (int64_t)page_ids.size(); }

@@ -103,6 +103,7 @@ void KvManager::plan_static_layer(const Sequence& s, int layer, SeqStepPlan& sp)
   }
   const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, (int64_t)ls.table.size() * cfg_.page_size);
   lp.pages = plan_attention(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new, default_q_block(sp.n_new));
+  lp.pages.work = partition_work(lp.pages, cfg_.page_size, cfg_.n_kv_heads);
   lp.pages_present = ls.held * lp.pages.n_blocks();
 #ifndef NDEBUG
   const Status plan_ok = check_plan(lp.pages, policy, cfg_.page_size, kv_len);
@@ -211,6 +212,7 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
     lp.pages = plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new,
                          policy_q_block(policy, sp.n_new), *summaries_, q, n_head, cfg_.n_kv_heads);
   }
+  lp.pages.work = partition_work(lp.pages, cfg_.page_size, cfg_.n_kv_heads);
   lp.pages_present = ls.held * lp.pages.n_blocks();
   lp.needs_selection = false;
 #ifndef NDEBUG

@@ -2,8 +2,10 @@
 // One engine step, planned on the host before any kernel runs
 // (KvManager::prepare): for every sequence of the batch, the positions its
 // new tokens take and, per layer, the pages each query block reads (per kv
-// head for top-k). Plain data: page ids, positions and counts, nothing that
-// points into the manager, so a device backend could copy it as it is.
+// head for top-k) and the kernel's work partition (attention/work_partition.h,
+// a fixed split that does not depend on the thread count). Plain data: page
+// ids, positions and counts, nothing that points into the manager, so a
+// device backend could copy it as it is.
 //
 // A top-k layer's lists depend on that layer's queries, which exist only
 // mid-forward; prepare() leaves them to KvManager::select(). With a hot set

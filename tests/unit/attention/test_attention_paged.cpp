@@ -81,8 +81,8 @@ void check_case(const Case& c) {
     (*pool)->store(table[l], 0, n, k.data() + first * row, row, v.data() + first * row, row, first);
   }
   const int64_t q_pos0 = c.kv_len - c.n_q;
-  const AttentionPlan plan =
-      plan_attention(*pol, table, kPage, c.kv_len, q_pos0, c.n_q, default_q_block(c.n_q));
+  AttentionPlan plan = plan_attention(*pol, table, kPage, c.kv_len, q_pos0, c.n_q, default_q_block(c.n_q));
+  plan.work = partition_work(plan, kPage, kNkv);
   AttentionParams p;
   p.n_head = kNhead;
   p.rope_dim = hd;
@@ -107,6 +107,14 @@ void check_case(const Case& c) {
           << "threads=" << threads << " differs from threads=1";
     }
   }
+  // Split into segments or one item per (block, head): the same bits.
+  AttentionPlan other = plan;
+  other.work.split = !plan.work.split;
+  ThreadPool two(2);
+  std::vector<float> got(want.size(), -1.f);
+  ASSERT_TRUE(attention_paged(**pool, other, *pol, p, q.data(), got.data(), two).ok());
+  EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)), 0)
+      << "split=" << other.work.split << " differs";
 }
 
 const KvStorage kStorages[] = {KvStorage::F32, KvStorage::F16, KvStorage::Int8};
@@ -148,7 +156,8 @@ TEST(AttentionPaged, MalformedPlansAreErrorsNotReads) {
   ASSERT_TRUE(pool.ok());
   const std::vector<int32_t> table = {0, 1, 2, 3};
   const PolicySpec dense{};
-  const AttentionPlan good = plan_attention(dense, table, kPage, 100, 99, 1, 1);
+  AttentionPlan good = plan_attention(dense, table, kPage, 100, 99, 1, 1);
+  good.work = partition_work(good, kPage, kNkv);
   const std::vector<float> q((size_t)kNhead * hd, 0.5f);
   std::vector<float> out(q.size());
   ThreadPool threads(1);
@@ -169,6 +178,12 @@ TEST(AttentionPaged, MalformedPlansAreErrorsNotReads) {
   bad = good;
   bad.n_kv_heads = kNkv;
   bad.head_indptr = {0, 1, (int32_t)good.n_entries() + 1};  // the last head's list leaves the block
+  EXPECT_EQ(attention_paged(**pool, bad, dense, p, q.data(), out.data(), threads).code(), StatusCode::kInternal);
+  bad = good;
+  bad.work = WorkPartition{};  // the planner set no work partition
+  EXPECT_EQ(attention_paged(**pool, bad, dense, p, q.data(), out.data(), threads).code(), StatusCode::kInternal);
+  bad = good;
+  bad.work.segment_end.back() += 1;  // a segment past its pair's entries
   EXPECT_EQ(attention_paged(**pool, bad, dense, p, q.data(), out.data(), threads).code(), StatusCode::kInternal);
   AttentionParams odd = p;
   odd.n_head = kNkv * 2 + 1;
