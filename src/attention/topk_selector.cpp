@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "attention/topk_bound.h"
 
@@ -22,6 +23,15 @@ TopkGeometry topk_geometry(const PolicySpec& p, int page_size, int64_t n_pages_p
   const int64_t window = p.window > 0 ? p.window : B;
   g.local_from = std::min(g.n_groups, std::max<int64_t>(0, q_first - window + 1) / B);
   return g;
+}
+
+TopkBlockBudget topk_block_budget(const PolicySpec& p, int page_size, int64_t n_logical,
+                                  int64_t q_first, int64_t q_last) {
+  TopkBlockBudget b;
+  b.geo = topk_geometry(p, page_size, std::min<int64_t>(n_logical, q_last / page_size + 1), q_first);
+  b.n_fixed = b.geo.n_sink + (b.geo.n_groups - std::max(b.geo.local_from, b.geo.n_sink));
+  b.keep = topk_keep_count(p.sparsity, b.geo.n_groups, b.n_fixed);
+  return b;
 }
 
 namespace {
@@ -93,9 +103,9 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     const int nq = std::min(sel.q_block, n_q - q_first);
     const int64_t qa = q_pos0 + q_first, qb = qa + nq - 1;
     const int64_t n_present = std::min<int64_t>(n_logical, qb / page_size + 1);
-    const TopkGeometry geo = topk_geometry(p, page_size, n_present, qa);
-    int64_t n_fixed = geo.n_sink + (geo.n_groups - std::max(geo.local_from, geo.n_sink));
-    const int64_t keep = topk_keep_count(p.sparsity, geo.n_groups, n_fixed);
+    const TopkBlockBudget budget = topk_block_budget(p, page_size, n_logical, qa, qb);
+    const TopkGeometry& geo = budget.geo;
+    const int64_t n_fixed = budget.n_fixed, keep = budget.keep;
     for (int h = 0; h < n_kv_heads; ++h) {
       chosen.assign(geo.n_groups, 1);
       if (keep < geo.n_groups) {
@@ -130,8 +140,8 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
   return sel;
 }
 
-AttentionPlan topk_plan(const TopkSelection& sel, const std::vector<int32_t>& page_table,
-                        int page_size, int64_t kv_len) {
+Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<int32_t>& page_table,
+                                  int page_size, int64_t kv_len) {
   AttentionPlan plan;
   plan.q_block = sel.q_block;
   plan.n_q = sel.n_q;
@@ -145,7 +155,8 @@ AttentionPlan topk_plan(const TopkSelection& sel, const std::vector<int32_t>& pa
     for (int h = 0; h < n_kv; ++h) {
       for (int32_t e = sel.head_indptr[(size_t)b * n_kv + h]; e < sel.head_indptr[(size_t)b * n_kv + h + 1]; ++e) {
         const int64_t L = sel.pages[(size_t)e];
-        if (page_table[L] < 0) continue;
+        if (page_table[L] < 0)
+          return Internal("top-k: selected page " + std::to_string(L) + " is not in the pool");
         const int64_t first = L * page_size;
         const int64_t last = std::min<int64_t>(first + page_size, kv_len) - 1;
         plan.page_ids.push_back(page_table[L]);
@@ -160,7 +171,7 @@ AttentionPlan topk_plan(const TopkSelection& sel, const std::vector<int32_t>& pa
   return plan;
 }
 
-AttentionPlan plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
+Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads) {
   return topk_plan(select_topk(p, page_table, page_size, kv_len, q_pos0, n_q, q_block, sums, q,

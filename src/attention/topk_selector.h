@@ -29,6 +29,17 @@ struct TopkGeometry {
 TopkGeometry topk_geometry(const PolicySpec& p, int page_size, int64_t n_pages_present,
                            int64_t q_first);
 
+// What one query block [q_first, q_last] reads per kv head, in groups: the
+// fixed ones (sinks + local) and `keep` in all, so keep - n_fixed are picked
+// by score. n_logical: pages the layer has for this step.
+struct TopkBlockBudget {
+  TopkGeometry geo;
+  int64_t n_fixed = 0;
+  int64_t keep = 0;
+};
+TopkBlockBudget topk_block_budget(const PolicySpec& p, int page_size, int64_t n_logical,
+                                  int64_t q_first, int64_t q_last);
+
 // Pages outside the pool that selection still scores (the top-k hot set,
 // paged_topk_offload.cpp): logical page L with page_table[L] < 0 and
 // tier_key[L] != 0 has its image in the offload tier and its summary here.
@@ -59,13 +70,14 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                           const TopkColdPages* cold = nullptr, int n_next = 0);
 
-// The plan of a selection over the current page table (a page not in the
-// pool is skipped). The plan always carries per-kv-head lists (head_indptr).
-AttentionPlan topk_plan(const TopkSelection& sel, const std::vector<int32_t>& page_table,
+// The plan of a selection over the current page table; a selected page not
+// in the pool is an Internal error (never skipped). The plan always carries
+// per-kv-head lists (head_indptr).
+Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<int32_t>& page_table,
                         int page_size, int64_t kv_len);
 
 // select_topk over the pool's pages, then topk_plan.
-AttentionPlan plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
+Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads);
 

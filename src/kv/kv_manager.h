@@ -154,7 +154,9 @@ class KvManager {
   int64_t capacity(const Sequence& s) const;  // tokens every layer has pages for
   // Step (kv_step.cpp).
   Status check_batch(std::span<const StepRequest> batch) const;
-  int64_t spare_pages_for(const Sequence& s, int layer, int n_new) const;
+  int64_t spare_pages_for(const Sequence& s, int layer, int n_new, bool tier_may_refuse) const;
+  bool tier_may_refuse(std::span<const StepRequest> batch) const;
+  int64_t step_pages(const Sequence& s, int n_new, bool tier_may_refuse) const;
   void plan_static_layer(const Sequence& s, int layer, SeqStepPlan& sp) const;
   void release_unseen(Sequence& s, int layer);
   void count_layer(const LayerStepPlan& lp, int layer);
@@ -182,7 +184,13 @@ class KvManager {
   // first), prefetches the next likely picks.
   Expected<AttentionPlan> plan_topk_hot(int layer, SeqId seq, int64_t kv_len, const float* q,
                                         int n_new, int n_head, std::vector<int32_t>& spares);
-  Status offload_topk_page(LayerState& ls, int64_t page);  // by logical page
+  // What select() may need from the pool on a hot-set layer this step,
+  // bounded before the queries exist (prepare reserves it).
+  int64_t topk_spare_bound(const Sequence& s, int layer, int n_new, bool tier_may_refuse) const;
+  int64_t topk_held_after_reserve(const Sequence& s, int layer, int n_new) const;
+  // Moves one page out; *freed: its pool page went back to the pool (it was
+  // not shared with another sequence).
+  Status offload_topk_page(LayerState& ls, int64_t page, bool* freed = nullptr);  // by logical page
   Status restore_topk_page(LayerState& ls, int64_t page, std::vector<int32_t>& spares);
   void drop_topk_tier(LayerState& ls);  // frees the layer's owned tier slots
 

@@ -53,31 +53,24 @@ void StepPlan::release_spares() {
   owner_ = nullptr;
 }
 
-// Pages a top-k hot-set layer may need from the pool during select(): it
-// first moves out the least recently picked pages beyond `resident`, so the
-// restores that follow need at most resident - held pages more, and only
-// pages now in the tier come back. Should the tier refuse those moves, or the
-// step's sinks, window and picks alone exceed `resident`, select() draws on
-// the free pool and fails the step with ResourceExhausted when it is empty:
-// reserving that worst case (every page of the layer) would refuse steps that
-// fit.
-int64_t KvManager::spare_pages_for(const Sequence& s, int layer, int n_new) const {
-  const PolicySpec& policy = cfg_.layer_policies[layer];
-  const LayerState& ls = s.layers[layer];
-  if (!topk_hot_set(policy) || ls.pages_in_tier == 0) return 0;
+int64_t KvManager::spare_pages_for(const Sequence& s, int layer, int n_new, bool tier_may_refuse) const {
+  return topk_hot_set(cfg_.layer_policies[layer]) ? topk_spare_bound(s, layer, n_new, tier_may_refuse) : 0;
+}
+
+// New pages for n_new more tokens on every layer, and the hot-set spares.
+int64_t KvManager::step_pages(const Sequence& s, int n_new, bool tier_may_refuse) const {
   const int64_t n_logical = ceil_div(s.length + n_new, cfg_.page_size);
-  const int64_t held_after_reserve = ls.held + std::max<int64_t>(0, n_logical - (int64_t)ls.table.size());
-  return std::min(ls.pages_in_tier, std::max<int64_t>(0, policy.resident - held_after_reserve));
+  int64_t total = 0;
+  for (int l = 0; l < cfg_.n_layer; ++l)
+    total += std::max<int64_t>(0, n_logical - (int64_t)s.layers[l].table.size()) +
+             spare_pages_for(s, l, n_new, tier_may_refuse);
+  return total;
 }
 
 int64_t KvManager::pages_to_reserve(SeqId seq, int n_new) const {
   if (!valid(seq) || n_new <= 0) return 0;
-  const Sequence& s = seqs_[seq];
-  const int64_t n_logical = ceil_div(s.length + n_new, cfg_.page_size);
-  int64_t total = 0;
-  for (int l = 0; l < cfg_.n_layer; ++l)
-    total += std::max<int64_t>(0, n_logical - (int64_t)s.layers[l].table.size()) + spare_pages_for(s, l, n_new);
-  return total;
+  const StepRequest r{seq, n_new, nullptr};
+  return step_pages(seqs_[seq], n_new, tier_may_refuse(std::span<const StepRequest>(&r, 1)));
 }
 
 Status KvManager::check_batch(std::span<const StepRequest> batch) const {
@@ -114,9 +107,11 @@ void KvManager::plan_static_layer(const Sequence& s, int layer, SeqStepPlan& sp)
 Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::vector<int>* unfit) {
   if (unfit) unfit->clear();
   STRIDE_RETURN_IF_ERROR(check_batch(batch));
+  // The tier's room is shared by the batch, so whether it may refuse a move is decided once.
+  const bool refuse = tier_may_refuse(batch);
   std::vector<int64_t> need(batch.size());
   int64_t total = 0;
-  for (size_t i = 0; i < batch.size(); ++i) total += need[i] = pages_to_reserve(batch[i].seq, batch[i].n_new);
+  for (size_t i = 0; i < batch.size(); ++i) total += need[i] = step_pages(seqs_[batch[i].seq], batch[i].n_new, refuse);
   const int64_t free_pages = pages_.n_free();
   if (total > free_pages) {
     std::string names;
@@ -150,7 +145,7 @@ Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::v
     const int64_t n_logical = ceil_div(s.length + sp.n_new, cfg_.page_size);
     for (int l = 0; l < cfg_.n_layer; ++l) {
       // Spares first: their count reads the layer before this step's pages join it.
-      const int64_t spares = spare_pages_for(s, l, sp.n_new);
+      const int64_t spares = spare_pages_for(s, l, sp.n_new, refuse);
       for (int64_t k = 0; k < spares; ++k) sp.layers[(size_t)l].spare_pages.push_back(got[next++]);
       LayerState& ls = s.layers[l];
       while ((int64_t)ls.table.size() < n_logical) {
@@ -209,8 +204,9 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
   if (topk_hot_set(policy)) {
     STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk_hot(layer, sp.seq, kv_len, q, sp.n_new, n_head, lp.spare_pages));
   } else {
-    lp.pages = plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new,
-                         policy_q_block(policy, sp.n_new), *summaries_, q, n_head, cfg_.n_kv_heads);
+    STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new,
+                                                policy_q_block(policy, sp.n_new), *summaries_, q, n_head,
+                                                cfg_.n_kv_heads));
   }
   lp.pages.work = partition_work(lp.pages, cfg_.page_size, cfg_.n_kv_heads);
   lp.pages_present = ls.held * lp.pages.n_blocks();

@@ -42,7 +42,67 @@ namespace stride {
 
 namespace {
 constexpr int kPrefetchGroups = 4;  // groups ranked after the cut to prefetch, per block and kv head
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
+
+int64_t KvManager::topk_held_after_reserve(const Sequence& s, int layer, int n_new) const {
+  const LayerState& ls = s.layers[layer];
+  const int64_t n_logical = ceil_div(s.length + n_new, cfg_.page_size);
+  return ls.held + std::max<int64_t>(0, n_logical - (int64_t)ls.table.size());
+}
+
+// A move out fails when the page has no tier slot yet and the tier has no
+// room for another owned slot. Decided for the whole batch: at most every
+// page the hot-set layers hold could need one.
+bool KvManager::tier_may_refuse(std::span<const StepRequest> batch) const {
+  if (!tier_) return false;
+  const HostTierStats ts = tier_->stats();
+  int64_t could_need = 0;
+  for (const StepRequest& r : batch)
+    for (int l = 0; l < cfg_.n_layer; ++l)
+      if (topk_hot_set(cfg_.layer_policies[l])) could_need += topk_held_after_reserve(seqs_[r.seq], l, r.n_new);
+  return could_need > ts.slots_total - ts.slots_owned;
+}
+
+// The pool pages select() may take on a hot-set layer this step. It brings
+// back at most `bring` pages (picks by score now in the tier), after moving
+// out least recently picked pages until it has freed enough to stay within
+// max(N, sinks + window + picks); a move frees nothing when the tier refuses
+// it or another sequence shares the page ("risky"). So it needs at most
+//   min(bring, max(0, hold - held) + risky)
+// pages beyond those its moves free, and prepare() reserves exactly that:
+// select() never finds the pool empty.
+int64_t KvManager::topk_spare_bound(const Sequence& s, int layer, int n_new, bool tier_may_refuse) const {
+  const PolicySpec& p = cfg_.layer_policies[layer];
+  const LayerState& ls = s.layers[layer];
+  if (ls.pages_in_tier == 0) return 0;
+  const int ps = cfg_.page_size;
+  const int64_t n_logical = ceil_div(s.length + n_new, ps);
+  const int64_t held = topk_held_after_reserve(s, layer, n_new);
+  int64_t picks = 0;  // summed over the step's query blocks and kv heads
+  const int qb = policy_q_block(p, n_new);
+  for (int q = 0; q < n_new; q += qb) {
+    const int64_t q_first = s.length + q, q_last = q_first + std::min(qb, n_new - q) - 1;
+    const TopkBlockBudget b = topk_block_budget(p, ps, n_logical, q_first, q_last);
+    picks += (int64_t)cfg_.n_kv_heads * (b.keep - b.n_fixed) * b.geo.group_pages;
+  }
+  const int64_t bring = std::min(ls.pages_in_tier, picks);
+  // Sinks and the first query's window are never moved (as in plan_topk_hot).
+  const TopkGeometry geo = topk_geometry(p, ps, n_logical, s.length);
+  const int64_t sink_end = std::min(n_logical, geo.n_sink * geo.group_pages);
+  const int64_t local_from = std::min(n_logical, geo.local_from * geo.group_pages);
+  const int64_t fixed = sink_end + (n_logical - std::max(local_from, sink_end));
+  const int64_t hold = std::max<int64_t>(p.resident, std::min(n_logical, fixed + picks));
+  int64_t risky = 0;
+  const int64_t cold_end = std::min<int64_t>({local_from, s.length / ps, (int64_t)ls.table.size()});
+  for (int64_t L = sink_end; L < cold_end; ++L) {
+    const int32_t page = ls.table[(size_t)L];
+    if (page < 0) continue;
+    const bool unslotted = (size_t)L >= ls.tier_key.size() || ls.tier_key[(size_t)L] == 0;
+    risky += pages_.ref_count(page) > 1 || (tier_may_refuse && unslotted);
+  }
+  return std::min(bring, std::max<int64_t>(0, hold - held) + risky);
+}
 
 Expected<AttentionPlan> KvManager::plan_topk_hot(int layer, SeqId seq, int64_t kv_len, const float* q,
                                                 int n_new, int n_head, std::vector<int32_t>& spares) {
@@ -87,10 +147,12 @@ Expected<AttentionPlan> KvManager::plan_topk_hot(int layer, SeqId seq, int64_t k
     std::sort(candidates.begin(), candidates.end(), [&](int64_t a, int64_t b) {
       return std::pair(ls.last_pick[(size_t)a], a) < std::pair(ls.last_pick[(size_t)b], b);
     });
-    int64_t moved = 0;
-    for (size_t i = 0; i < candidates.size() && moved < over; ++i) {
-      if (!offload_topk_page(ls, candidates[i]).ok()) break;  // the tier is full: the rest stay
-      ++moved;
+    // Until `over` pool pages are free again; a refused page stays (counted)
+    // and the next is tried, as a page that has its slot already moves freely.
+    int64_t freed = 0;
+    for (size_t i = 0; i < candidates.size() && freed < over; ++i) {
+      bool page_freed = false;
+      if (offload_topk_page(ls, candidates[i], &page_freed).ok()) freed += page_freed;
     }
   }
   for (const int64_t L : bring) STRIDE_RETURN_IF_ERROR(restore_topk_page(ls, L, spares));
@@ -106,8 +168,9 @@ Expected<AttentionPlan> KvManager::plan_topk_hot(int layer, SeqId seq, int64_t k
   return topk_plan(sel, ls.table, ps, kv_len);
 }
 
-Status KvManager::offload_topk_page(LayerState& ls, int64_t L) {
+Status KvManager::offload_topk_page(LayerState& ls, int64_t L, bool* freed) {
   const int32_t page = ls.table[(size_t)L];
+  if (freed) *freed = false;
   if (page < 0) return Status::Ok();
   if (ls.tier_key[(size_t)L] == 0) {
     // Slot: page image (K, V, scales, positions), then the page's summaries.
@@ -128,6 +191,7 @@ Status KvManager::offload_topk_page(LayerState& ls, int64_t L) {
   // A registered page leaves the prefix index rather than staying parked in
   // the pool (which would then grow); its slot joins the tier's cache space
   // under that key when the sequence ends (drop_topk_tier).
+  if (freed) *freed = pages_.ref_count(page) == 1;
   PrefixKey key;
   if (pages_.release_forget(page, &key)) {
     ls.prefix_key[(size_t)L] = key;
@@ -140,8 +204,9 @@ Status KvManager::offload_topk_page(LayerState& ls, int64_t L) {
   return Status::Ok();
 }
 
-// Into a page prepare() reserved for this layer, else a free one; failing
-// both, the step fails (a selected page is never silently skipped).
+// Into a page prepare() reserved for this layer, else one this layer's moves
+// just freed (topk_spare_bound counts on no more); failing both, the step
+// fails with a Status (a selected page is never silently skipped).
 Status KvManager::restore_topk_page(LayerState& ls, int64_t L, std::vector<int32_t>& spares) {
   std::optional<PinnedPage> slot = tier_->pin(ls.tier_key[(size_t)L], TierSpace::Owned);
   if (!slot) {
@@ -156,9 +221,8 @@ Status KvManager::restore_topk_page(LayerState& ls, int64_t L, std::vector<int32
     std::vector<int32_t> got;
     if (!pages_.allocate(1, got).ok()) {
       ++counters_.topk_restore_failed;
-      return ResourceExhausted("KV pool exhausted: the top-k hot set cannot bring a selected page back "
-                               "(the step's sinks, window and picks exceed resident=N, or the tier refused "
-                               "the pages they would replace)");
+      return Internal("top-k hot set: no pool page to bring a selected page back "
+                      "(prepare() reserved fewer than the step needed)");
     }
     page = got[0];
   }

@@ -9,9 +9,10 @@
 //
 // A top-k layer's lists depend on that layer's queries, which exist only
 // mid-forward; prepare() leaves them to KvManager::select(). With a hot set
-// it reserves the pool pages the restores need once cold pages have moved
-// out (spare_pages); a selection that needs more draws on the free pool and
-// fails the step with a Status when there is none (never a skipped page).
+// it reserves (spare_pages) every pool page the restores can take beyond
+// what the layer's own moves free, bounded from the policy and shapes
+// (KvManager::topk_spare_bound): a step either fails in prepare() or its
+// selections find their pages.
 #include <cstdint>
 #include <vector>
 

@@ -228,7 +228,9 @@ TEST(TopkPolicy, PerHeadPlansPassTheChecker) {
   const PolicySpec pol = *parse_policy("topk:sparsity=0.7,block=32");
   const int64_t kv_len = 40 * page - 5;
   const auto q = random_vec((size_t)70 * n_head * hd, 32);
-  const AttentionPlan plan = plan_topk(pol, table, page, kv_len, kv_len - 70, 70, 32, sums, q.data(), n_head, n_kv);
+  auto planned = plan_topk(pol, table, page, kv_len, kv_len - 70, 70, 32, sums, q.data(), n_head, n_kv);
+  ASSERT_TRUE(planned.ok()) << planned.status().to_string();
+  const AttentionPlan& plan = *planned;
   ASSERT_TRUE(plan.per_head());
   EXPECT_EQ(plan.n_blocks(), 3);
   EXPECT_TRUE(check_plan(plan, pol, page, kv_len).ok()) << check_plan(plan, pol, page, kv_len).to_string();
