@@ -44,6 +44,7 @@ class Metrics {
   std::atomic<int64_t> generation_tokens{0};
   std::atomic<int64_t> preemptions{0};
   std::atomic<int64_t> deferred_prefills{0};  // steps run without prompt chunks that did not fit
+  std::atomic<int64_t> split_prefills{0};     // lone prompt chunks halved to fit
   std::atomic<int64_t> num_running{0};
   std::atomic<int64_t> num_waiting{0};
   std::atomic<int64_t> steps{0};

@@ -195,6 +195,17 @@ Status Scheduler::run_step_with_room(std::vector<SequenceStep>& steps, std::vect
     ++metrics_.deferred_prefills;
     st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit);
   }
+  // A lone prompt chunk that does not fit is halved until it does (a top-k
+  // hot set reserves for every query's picks; windows release pages between
+  // chunks): outputs do not depend on the chunking.
+  while (st.code() == StatusCode::kResourceExhausted && running_.size() == 1 && steps.size() == 1 &&
+         steps[0].n > 1 && owners[0]->n_generated == 0) {
+    steps[0].n /= 2;
+    steps[0].logits = nullptr;
+    owners[0]->want_logits = false;
+    ++metrics_.split_prefills;
+    st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit);
+  }
   if (st.code() != StatusCode::kResourceExhausted) return st;
   if (running_.size() == 1) {
     fail(*running_.back(), ResourceExhausted("the KV pool cannot hold this request: " + st.message()));

@@ -3,6 +3,7 @@
 // produces alone; cancelled requests free their pages.
 #include <gtest/gtest.h>
 
+#include "attention/policy.h"
 #include "engine/engine.h"
 #include "serving/scheduler.h"
 
@@ -181,6 +182,55 @@ TEST(Scheduler, CancelAndTimeoutFreePages) {
   EXPECT_EQ(drain(*timeout).second, "timeout");
   sched.drain_and_stop();
   EXPECT_EQ(engine->kv().stats().pages_used, 0);
+}
+
+// A sliding window keeps a sequence's pages bounded, but a whole prompt
+// chunk needs a page for every token it writes: under 3 MiB (~4 pages a
+// layer) a 300-token chunk cannot fit alone, so the scheduler halves it
+// until it does. The tokens and log-probs equal a large pool's, where the
+// prompt runs as one chunk.
+TEST(Scheduler, LonePromptChunkIsHalvedToFit) {
+  auto run = [](int64_t budget, int64_t* splits) {
+    EngineOptions o;
+    o.prefix_cache = false;
+    o.model_path = std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+    o.threads = 2;
+    o.kv_budget_bytes = budget;
+    o.show_progress = false;
+    o.attention = *parse_policy("window:size=64");
+    auto engine = Engine::create(o);
+    EXPECT_TRUE(engine.ok()) << engine.status().to_string();
+    if (!engine.ok()) return std::vector<TokenLogprob>{};
+    Metrics metrics;
+    SchedulerOptions so;
+    so.step_tokens = 512;
+    Scheduler sched(**engine, so, metrics);
+    std::string prompt;
+    for (int i = 0; i < 60; ++i) prompt += "The river runs past the old mill. ";
+    ServeRequest r = greedy(**engine, prompt, 8);
+    r.top_logprobs = 2;
+    EXPECT_GT(r.prompt.size(), 300u);
+    auto ch = std::make_shared<RequestChannel>(r);
+    EXPECT_TRUE(sched.submit(ch).ok());
+    sched.start();
+    std::string reason;
+    auto got = drain_logprobs(*ch, &reason);
+    EXPECT_EQ(reason, "length");
+    sched.drain_and_stop();
+    *splits = metrics.split_prefills.load();
+    return got;
+  };
+  int64_t big_splits = 0, small_splits = 0;
+  const auto want = run(256 << 20, &big_splits);
+  const auto got = run(3 << 20, &small_splits);
+  EXPECT_EQ(big_splits, 0);
+  EXPECT_GT(small_splits, 0);
+  ASSERT_EQ(want.size(), 8u);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    EXPECT_EQ(got[k].id, want[k].id) << "token " << k;
+    EXPECT_EQ(got[k].logprob, want[k].logprob) << "token " << k;
+  }
 }
 
 TEST(Scheduler, BoundedQueueRefuses) {
