@@ -16,7 +16,7 @@
 #include "attention/policy.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 
 namespace stride {
 

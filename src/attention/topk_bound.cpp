@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "kernels/simd/reduce.h"
-#include "kv/page_summary.h"
+#include "kv/store/page_summary.h"
 
 namespace stride {
 

@@ -10,7 +10,7 @@
 
 #include "attention/plan.h"
 #include "attention/policy.h"
-#include "kv/page_summary.h"
+#include "kv/store/page_summary.h"
 
 namespace stride {
 

@@ -9,7 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "eval/memory_plan.h"
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 #include "loader/model_source.h"
 
 namespace stride::cli {

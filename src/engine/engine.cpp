@@ -6,7 +6,7 @@
 
 #include "engine/step_runner.h"
 #include "kv/kv_pages_needed.h"
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 #include "kv/scoped_sequence.h"
 #include "model/weight_prefetch.h"
 #include "core/process_memory.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "kv/kv_pages_needed.h"
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 
 namespace stride {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "attention/policy.h"
-#include "kv/kv_storage.h"
+#include "kv/store/kv_storage.h"
 #include "loader/model_config.h"
 
 namespace stride {

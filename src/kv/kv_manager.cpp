@@ -7,9 +7,9 @@
 #include <limits>
 #include <string>
 
-#include "kv/host_tier.h"
-#include "kv/kv_pool.h"
-#include "kv/page_summary.h"
+#include "kv/store/host_tier.h"
+#include "kv/store/kv_pool.h"
+#include "kv/store/page_summary.h"
 
 namespace stride {
 

@@ -17,7 +17,7 @@
 #include "attention/policy.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 
 namespace stride {
 

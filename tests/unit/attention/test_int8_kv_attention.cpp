@@ -11,7 +11,7 @@
 #include "attention/policy.h"
 #include "cache_test_util.h"
 #include "core/thread_pool.h"
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 
 namespace stride {
 

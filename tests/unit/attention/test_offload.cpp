@@ -15,7 +15,7 @@
 #include "kv/kv_manager.h"
 #include "attention/policy.h"
 #include "cache_test_util.h"
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 
 namespace stride {
 

@@ -23,8 +23,8 @@
 #include "attention/plan.h"
 #include "attention/policy.h"
 #include "cache_test_util.h"
-#include "kv/kv_pool.h"
-#include "kv/page_summary.h"
+#include "kv/store/kv_pool.h"
+#include "kv/store/page_summary.h"
 #include "topk_oracle.h"
 
 namespace stride {

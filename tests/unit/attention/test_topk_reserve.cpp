@@ -13,8 +13,8 @@
 
 #include "attention/policy.h"
 #include "cache_test_util.h"
-#include "kv/kv_pool.h"
-#include "kv/page_summary.h"
+#include "kv/store/kv_pool.h"
+#include "kv/store/page_summary.h"
 
 namespace stride {
 

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kv/host_tier.h"
+#include "kv/store/host_tier.h"
 
 namespace stride {
 namespace {

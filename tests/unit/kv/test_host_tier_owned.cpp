@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "kv/host_tier.h"
+#include "kv/store/host_tier.h"
 
 namespace stride {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 
 namespace stride {
 namespace {

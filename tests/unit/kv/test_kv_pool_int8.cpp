@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "kv/kv_pool.h"
-#include "kv/kv_storage.h"
+#include "kv/store/kv_pool.h"
+#include "kv/store/kv_storage.h"
 
 namespace stride {
 

@@ -2,7 +2,7 @@
 #include <cassert>
 #include <cstring>
 
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 
 namespace stride {
 

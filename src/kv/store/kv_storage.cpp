@@ -1,4 +1,4 @@
-#include "kv/kv_storage.h"
+#include "kv/store/kv_storage.h"
 
 namespace stride {
 

@@ -1,4 +1,4 @@
-#include "kv/host_tier.h"
+#include "kv/store/host_tier.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "kv/page_summary.h"
+#include "kv/store/page_summary.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "kv/kv_pool.h"
+#include "kv/store/kv_pool.h"
 
 #include <immintrin.h>
 

@@ -16,7 +16,7 @@
 #include <span>
 
 #include "core/status.h"
-#include "kv/kv_storage.h"
+#include "kv/store/kv_storage.h"
 
 namespace stride {
 
