@@ -193,6 +193,80 @@ Status install_model_key(const serving::ServeConfig& cfg) {
   return Status::Ok();
 }
 
+server::HttpServerOptions http_options(const serving::ServeConfig& cfg, const std::vector<server::Cidr>& allowlist) {
+  server::HttpServerOptions ho;
+  ho.host = cfg.host;
+  ho.port = cfg.port;
+  ho.max_body_bytes = cfg.max_body_bytes;
+  ho.tls_cert_file = cfg.tls_cert_file;
+  ho.tls_key_file = cfg.tls_key_file;
+  ho.io_threads = cfg.io_threads;
+  ho.max_connections = cfg.max_connections;
+  ho.max_connections_per_ip = cfg.max_connections_per_ip;
+  ho.header_timeout_s = cfg.header_timeout_s;
+  ho.body_timeout_s = cfg.body_timeout_s;
+  ho.idle_timeout_s = cfg.idle_timeout_s;
+  ho.write_timeout_s = cfg.write_timeout_s;
+  ho.keepalive_max_requests = cfg.keepalive_max_requests;
+  if (!allowlist.empty()) {
+    ho.accept_filter = [allowlist](const std::string& ip) { return server::ip_allowed(ip, allowlist); };
+  }
+  return ho;
+}
+
+// SIGHUP: reopens the audit log, re-reads the config and switches to the model it names.
+void on_sighup(ServeArgs& a, server::Api& api, server::AuditLog* audit) {
+  // SIGHUP also reopens the audit log (after logrotate moved it).
+  if (audit) {
+    if (Status st = audit->reopen(); !st.ok()) {
+      log(LogLevel::Error, "SIGHUP: audit log not reopened; still writing the old file", {{"reason", st.message()}});
+    }
+    server::AuditEvent ev;
+    ev.kind = "sighup";
+    ev.client_ip = "-";
+    ev.detail = "audit log reopened; reloading the configured model";
+    (void)audit->write_event(ev);
+  }
+  // SIGHUP: re-read the config file (the environment is fixed at start) and
+  // load the model it names beside the serving one. Only the model keys
+  // (model, model_sha256, model_dir, model_version, model key) take effect;
+  // everything else needs a restart.
+  auto fresh = read_config(a);
+  Expected<server::ModelRef> ref = fresh.ok() ? configured_model(*fresh) : Expected<server::ModelRef>(fresh.status());
+  if (ref.ok()) {
+    if (Status st = install_model_key(*fresh); !st.ok()) ref = st;
+  }
+  if (!ref.ok()) {
+    log(LogLevel::Error, "SIGHUP: config rejected; the old version keeps serving", {{"reason", ref.status().message()}});
+    return;
+  }
+  log(LogLevel::Info, "SIGHUP: loading the configured model",
+      {{"model", ref->path}, {"version", ref->version.empty() ? "-" : ref->version}});
+  auto secs = api.switch_model(*ref);
+  if (secs.ok()) {
+    api.set_model_dir(fresh->model_dir);
+    log(LogLevel::Info, "model switched", {{"version", api.model()->version}, {"seconds", std::to_string(*secs)}});
+  } else {
+    log(LogLevel::Error, "model switch failed; the old version keeps serving", {{"reason", secs.status().message()}});
+  }
+}
+
+// New generation requests get 503 while running and queued ones finish (a
+// version replaced earlier drains when its last request lets go of it).
+void drain_and_close(server::Api& api, server::HttpServer& http) {
+  api.set_draining();
+  {
+    server::ModelPtr current = api.model();
+    if (current) current->scheduler->drain_and_stop();
+  }
+  http.stop();  // no new connections
+  // Handlers write their last bytes; then every connection closes and every
+  // thread is joined, so nothing runs after serve() returns.
+  if (!http.wait_handlers(10000)) log(LogLevel::Warning, "requests still running after 10 s; closing");
+  http.close_idle_connections();
+  http.shutdown();
+}
+
 int serve(ServeArgs& a) {
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -241,23 +315,7 @@ int serve(ServeArgs& a) {
   // HTTP comes up first so /health answers and /ready says "loading".
   serving::Metrics metrics;
   server::Api api(cfg, metrics, audit.get(), allowlist);
-  server::HttpServerOptions ho;
-  ho.host = cfg.host;
-  ho.port = cfg.port;
-  ho.max_body_bytes = cfg.max_body_bytes;
-  ho.tls_cert_file = cfg.tls_cert_file;
-  ho.tls_key_file = cfg.tls_key_file;
-  ho.io_threads = cfg.io_threads;
-  ho.max_connections = cfg.max_connections;
-  ho.max_connections_per_ip = cfg.max_connections_per_ip;
-  ho.header_timeout_s = cfg.header_timeout_s;
-  ho.body_timeout_s = cfg.body_timeout_s;
-  ho.idle_timeout_s = cfg.idle_timeout_s;
-  ho.write_timeout_s = cfg.write_timeout_s;
-  ho.keepalive_max_requests = cfg.keepalive_max_requests;
-  if (!allowlist.empty()) {
-    ho.accept_filter = [allowlist](const std::string& ip) { return server::ip_allowed(ip, allowlist); };
-  }
+  const server::HttpServerOptions ho = http_options(cfg, allowlist);
   server::HttpServer http(ho, [&api](const server::HttpRequest& req, server::Responder& res) { api.handle(req, res); });
   if (Status st = http.start(); !st.ok()) return fail_log(st.message());
   log(LogLevel::Info, "listening",
@@ -276,54 +334,10 @@ int serve(ServeArgs& a) {
   for (;;) {
     sigwait(&sigs, &sig);
     if (sig != SIGHUP) break;
-    // SIGHUP also reopens the audit log (after logrotate moved it).
-    if (audit) {
-      if (Status st = audit->reopen(); !st.ok()) {
-        log(LogLevel::Error, "SIGHUP: audit log not reopened; still writing the old file", {{"reason", st.message()}});
-      }
-      server::AuditEvent ev;
-      ev.kind = "sighup";
-      ev.client_ip = "-";
-      ev.detail = "audit log reopened; reloading the configured model";
-      (void)audit->write_event(ev);
-    }
-    // SIGHUP: re-read the config file (the environment is fixed at start) and
-    // load the model it names beside the serving one. Only the model keys
-    // (model, model_sha256, model_dir, model_version, model key) take effect;
-    // everything else needs a restart.
-    auto fresh = read_config(a);
-    Expected<server::ModelRef> ref = fresh.ok() ? configured_model(*fresh) : Expected<server::ModelRef>(fresh.status());
-    if (ref.ok()) {
-      if (Status st = install_model_key(*fresh); !st.ok()) ref = st;
-    }
-    if (!ref.ok()) {
-      log(LogLevel::Error, "SIGHUP: config rejected; the old version keeps serving", {{"reason", ref.status().message()}});
-      continue;
-    }
-    log(LogLevel::Info, "SIGHUP: loading the configured model",
-        {{"model", ref->path}, {"version", ref->version.empty() ? "-" : ref->version}});
-    auto secs = api.switch_model(*ref);
-    if (secs.ok()) {
-      api.set_model_dir(fresh->model_dir);
-      log(LogLevel::Info, "model switched", {{"version", api.model()->version}, {"seconds", std::to_string(*secs)}});
-    } else {
-      log(LogLevel::Error, "model switch failed; the old version keeps serving", {{"reason", secs.status().message()}});
-    }
+    on_sighup(a, api, audit.get());
   }
   log(LogLevel::Info, "signal received: draining", {{"signal", std::to_string(sig)}});
-  // New generation requests get 503 while running and queued ones finish (a
-  // version replaced earlier drains when its last request lets go of it).
-  api.set_draining();
-  {
-    server::ModelPtr current = api.model();
-    if (current) current->scheduler->drain_and_stop();
-  }
-  http.stop();  // no new connections
-  // Handlers write their last bytes; then every connection closes and every
-  // thread is joined, so nothing runs after serve() returns.
-  if (!http.wait_handlers(10000)) log(LogLevel::Warning, "requests still running after 10 s; closing");
-  http.close_idle_connections();
-  http.shutdown();
+  drain_and_close(api, http);
   log(LogLevel::Info, "stopped");
   return 0;
 }

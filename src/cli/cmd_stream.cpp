@@ -75,62 +75,89 @@ Expected<std::vector<int32_t>> stream_ids(const Engine& engine, const std::strin
   return ids;
 }
 
-int stream(const StreamArgs& a) {
-  if (a.tokens < 2 || a.chunk < 1 || a.decode_steps < 1) return fail("--tokens >= 2, --chunk >= 1, --decode-steps >= 1");
+// "1024,4096,..." -> the depths up to --tokens, ascending.
+Expected<std::vector<int64_t>> parse_checkpoints(const StreamArgs& a) {
   std::vector<int64_t> checkpoints;
-  {
-    std::stringstream ss(a.checkpoints);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      char* end = nullptr;
-      const long long v = std::strtoll(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || v < 1) return fail("bad checkpoint '" + item + "'");
-      if (v <= a.tokens) checkpoints.push_back(v);
-    }
-    std::sort(checkpoints.begin(), checkpoints.end());
+  std::stringstream ss(a.checkpoints);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 1) return InvalidArgument("bad checkpoint '" + item + "'");
+    if (v <= a.tokens) checkpoints.push_back(v);
   }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  return checkpoints;
+}
+
+// An engine whose pool holds what the policy can hold at the stream's full
+// length (plus decode slack), unless --kv-budget says otherwise.
+Expected<std::unique_ptr<Engine>> stream_engine(const StreamArgs& a, int64_t context) {
   auto policy = parse_policy(a.model.attention);
-  if (!policy) return fail(policy.status());
+  if (!policy) return policy.status();
   auto source = open_model(a.model.model);
-  if (!source) return fail(source.status());
+  if (!source) return source.status();
   const ModelConfig c = (*source)->config;
   LayerPolicyOverrides overrides;
   for (const std::string& t : a.model.layer_policies) {
-    const Status st = parse_layer_override(t, c.n_layer, overrides);
-    if (!st.ok()) return fail(st);
+    STRIDE_RETURN_IF_ERROR(parse_layer_override(t, c.n_layer, overrides));
   }
   // The pool holds what the policy can hold at the full length (plus decode slack).
   MemoryPlanInput in;
   in.config = c;
   in.layer_policies = resolve_layer_policies(c, *policy, overrides);
-  in.context = a.tokens + a.decode_steps * (int64_t)checkpoints.size() + 1;
+  in.context = context;
   in.page_size = a.model.page_size;
   in.prefill_chunk = a.chunk;
   auto storage = parse_kv_storage(a.model.kv_type);
-  if (!storage) return fail(storage.status());
+  if (!storage) return storage.status();
   in.kv_storage = *storage;
   const MemoryPlan plan = plan_memory(in);
   (*source).reset();  // the engine maps the file again
 
   auto opts = to_engine_options(a.model, in.context);
-  if (!opts) return fail(opts.status());
+  if (!opts) return opts.status();
   opts->prefill_chunk = a.chunk;
   opts->max_context = in.context + a.chunk;
   // Two pages per layer of slack: kv_bytes_for_tokens rounds one page up and adds one.
   if (a.model.kv_budget.empty())
     opts->kv_budget_bytes = plan.kv_bytes + kv_bytes_for_tokens(c, a.model.page_size, a.model.page_size, in.kv_storage);
-  auto created = Engine::create(*opts);
+  return Engine::create(*opts);
+}
+
+// One checkpoint's figures; the KV counters come from the registry (kv_stats.h).
+nlohmann::json checkpoint_row(Engine& engine, int64_t depth, double decode_tok_s, double prefill_tok_s) {
+  const KvStats ks = engine.kv().stats();
+  nlohmann::json row;
+  row["depth"] = depth;
+  row["kv_bytes"] = ks.pages_used * ks.bytes_per_page;
+  row["kv_pages"] = ks.pages_used;
+  row["rss_bytes"] = current_rss_bytes();
+  row["peak_rss_bytes"] = peak_rss_bytes();
+  row["decode_tok_s"] = decode_tok_s;
+  row["prefill_tok_s"] = prefill_tok_s;
+  for_each_kv_counter(ks, [&](const char* name, const char*, const char*, int64_t value) { row["kv"][name] = value; });
+  return row;
+}
+
+int stream(const StreamArgs& a) {
+  if (a.tokens < 2 || a.chunk < 1 || a.decode_steps < 1) return fail("--tokens >= 2, --chunk >= 1, --decode-steps >= 1");
+  auto checkpoints_or = parse_checkpoints(a);
+  if (!checkpoints_or) return fail(checkpoints_or.status());
+  const std::vector<int64_t> checkpoints = std::move(*checkpoints_or);
+  const int64_t context = a.tokens + a.decode_steps * (int64_t)checkpoints.size() + 1;
+  auto created = stream_engine(a, context);
   if (!created) return fail(created.status());
   Engine& engine = **created;
+  const int n_vocab = engine.config().n_vocab;
   const std::string text_path = a.text_file.empty()
                                     ? std::string(std::getenv("HOME") ? std::getenv("HOME") : ".") + "/.cache/stride/debian-reference.txt"
                                     : a.text_file;
-  auto ids = stream_ids(engine, text_path, a.tokens + a.decode_steps * (int64_t)checkpoints.size() + 1);
+  auto ids = stream_ids(engine, text_path, context);
   if (!ids) return fail(ids.status());
 
   auto sid = engine.kv().add_sequence();
   if (!sid) return fail(sid.status());
-  const int n_vocab = c.n_vocab;
   std::vector<float> logits((size_t)a.chunk * n_vocab);  // [chunk, n_vocab]
   nlohmann::json rows = nlohmann::json::array();
   int64_t pos = 0;
@@ -163,27 +190,8 @@ int stream(const StreamArgs& a) {
       ++pos;
     }
     const double decode_s = std::chrono::duration<double>(Clock::now() - t1).count();
-    const KvStats ks = engine.kv().stats();
-    nlohmann::json row;
-    row["depth"] = pos;
-    row["kv_bytes"] = ks.pages_used * ks.bytes_per_page;
-    row["kv_pages"] = ks.pages_used;
-    row["rss_bytes"] = current_rss_bytes();
-    row["peak_rss_bytes"] = peak_rss_bytes();
-    row["decode_tok_s"] = a.decode_steps / decode_s;
-    row["prefill_tok_s"] = prefill_tokens / std::chrono::duration<double>(t_prefill).count();
-    row["kv_peak_pages"] = ks.peak_pages_used;
-    row["kv_cached_pages"] = ks.pages_cached;  // registered prefix pages, referenced or parked
-    if (ks.tier_slots_total > 0) {
-      // Slots hold a page image plus top-k summaries: a little over a pool page.
-      row["tier_slots_used"] = ks.tier_slots_used;
-      row["tier_slots_owned"] = ks.tier_slots_owned;
-      row["topk_offloaded"] = ks.topk_pages_offloaded;
-      row["topk_restored"] = ks.topk_pages_restored;
-      row["topk_prefetched"] = ks.topk_pages_prefetched;
-      row["topk_prefetch_hits"] = ks.topk_prefetch_hits;
-      row["topk_offload_refused"] = ks.topk_offload_refused;
-    }
+    nlohmann::json row = checkpoint_row(engine, pos, a.decode_steps / decode_s,
+                                        prefill_tokens / std::chrono::duration<double>(t_prefill).count());
     row["ppl_since_last_checkpoint"] = window_count ? std::exp(window_nll / window_count) : 0.0;
     row["elapsed_s"] = std::chrono::duration<double>(Clock::now() - t_start).count();
     std::printf("%s\n", row.dump().c_str());
@@ -200,7 +208,7 @@ int stream(const StreamArgs& a) {
   report["attention"] = a.model.attention;
   report["threads"] = engine.pool().size();
   report["tokens"] = pos;
-  report["kv_budget_bytes"] = opts->kv_budget_bytes;
+  report["kv_budget_bytes"] = engine.kv().stats().pages_total * engine.kv().stats().bytes_per_page;
   report["checkpoints"] = rows;
   if (!a.json_out.empty()) {
     std::ofstream out(a.json_out);

@@ -77,6 +77,36 @@ inline void block_dot_vnni(const uint8_t* sub, const int8_t* const* xq, int64_t 
 }
 #endif
 
+// One block's integer dots for T tokens through maddubs (int16 pairs, then
+// madd with the layout's factor).
+template <const Layout& L, int T>
+__attribute__((always_inline)) inline void block_dot_maddubs(const uint8_t* sub, const int8_t* const* xq, int64_t b,
+                                                             __m256i* idot) {
+#pragma GCC unroll 8
+  for (int g0 = 0; g0 < 8; g0 += L.group) {
+    __m256i i16[T];
+#pragma GCC unroll 8
+    for (int g = g0; g < g0 + L.group; ++g) {
+      const __m256i v = packed::vec<L>(sub, g);
+      __m256i av;
+      if constexpr (L.is_signed) av = _mm256_sign_epi8(v, v);  // |v| (-128 -> 128 unsigned)
+      for (int t = 0; t < T; ++t) {
+        int32_t x4;
+        std::memcpy(&x4, xq[t] + b * 32 + 4 * g, 4);
+        const __m256i xb = _mm256_set1_epi32(x4);
+        const __m256i prod = L.is_signed ? _mm256_maddubs_epi16(av, _mm256_sign_epi8(xb, v))
+                                         : _mm256_maddubs_epi16(v, xb);
+        i16[t] = g == g0 ? prod : _mm256_add_epi16(i16[t], prod);
+      }
+    }
+    const __m256i f = packed::madd_factor<L>(sub, g0);
+    for (int t = 0; t < T; ++t) {
+      const __m256i m = _mm256_madd_epi16(i16[t], f);
+      idot[t] = g0 == 0 ? m : _mm256_add_epi32(idot[t], m);
+    }
+  }
+}
+
 // y[t0..t0+T, rows of group grp].
 template <const Layout& L, int T>
 void tile(const Problem& p, int64_t grp, int64_t t0) {
@@ -111,29 +141,7 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
       } else
 #endif
       {
-#pragma GCC unroll 8
-      for (int g0 = 0; g0 < 8; g0 += L.group) {
-        __m256i i16[T];
-#pragma GCC unroll 8
-        for (int g = g0; g < g0 + L.group; ++g) {
-          const __m256i v = packed::vec<L>(sub, g);
-          __m256i av;
-          if constexpr (L.is_signed) av = _mm256_sign_epi8(v, v);  // |v| (-128 -> 128 unsigned)
-          for (int t = 0; t < T; ++t) {
-            int32_t x4;
-            std::memcpy(&x4, xq[t] + b * 32 + 4 * g, 4);
-            const __m256i xb = _mm256_set1_epi32(x4);
-            const __m256i prod = L.is_signed ? _mm256_maddubs_epi16(av, _mm256_sign_epi8(xb, v))
-                                             : _mm256_maddubs_epi16(v, xb);
-            i16[t] = g == g0 ? prod : _mm256_add_epi16(i16[t], prod);
-          }
-        }
-        const __m256i f = packed::madd_factor<L>(sub, g0);
-        for (int t = 0; t < T; ++t) {
-          const __m256i m = _mm256_madd_epi16(i16[t], f);
-          idot[t] = g0 == 0 ? m : _mm256_add_epi32(idot[t], m);
-        }
-      }
+        block_dot_maddubs<L, T>(sub, xq, b, idot);
       }
       if constexpr (L.q6) {
         // Σ sc * (q - 32) * x = Σ sc * q * x - 32 * (sc_lo * Σx_lo + sc_hi * Σx_hi).

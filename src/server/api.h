@@ -56,6 +56,9 @@ Status record_active_version(const ModelRef& ref);
 // Loads and warms up a model; used at start-up, for /admin/model and SIGHUP.
 using ModelLoader = std::function<Expected<std::shared_ptr<ModelHandle>>(const ModelRef&)>;
 
+struct GenerationCall;  // openai_request.h
+struct ResponseIds;     // openai_response.h
+
 class Api {
  public:
   Api(const serving::ServeConfig& cfg, serving::Metrics& metrics, AuditLog* audit,
@@ -89,6 +92,11 @@ class Api {
   };
   void route(const HttpRequest& req, Responder& res, Call& call);
   void generate(const HttpRequest& req, Responder& res, Call& call, bool chat);
+  // Relays a submitted request's events as one JSON body or as SSE (api_generate.cpp).
+  void relay_events(Responder& res, Call& call, serving::RequestChannel& ch, const GenerationCall& g, bool chat);
+  void finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
+                     const GenerationCall& g, const std::string& text, const std::vector<serving::TokenLogprob>& lps,
+                     bool streaming);
   void tokenize(const HttpRequest& req, Responder& res, Call& call);
   void detokenize(const HttpRequest& req, Responder& res, Call& call);
   void models(Responder& res, Call& call);

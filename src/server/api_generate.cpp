@@ -44,7 +44,12 @@ void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat
     return error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
   }
   if (!st.ok()) return error(res, call, 503, st.message(), "", "unavailable");
+  relay_events(res, call, *ch, g, chat);
+}
 
+void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan, const GenerationCall& g,
+                       bool chat) {
+  serving::RequestChannel* ch = &chan;
   const Tokenizer& tok = *call.model->engine->tokenizer();
   ResponseIds ids{(chat ? "chatcmpl-" : "cmpl-") + call.id.substr(4), call.model->id,
                   (int64_t)std::chrono::duration_cast<std::chrono::seconds>(
@@ -104,25 +109,31 @@ void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat
       res.end_stream();
       return;
     }
-    // Finish.
-    call.completion_tokens = ev->completion_tokens;
-    call.finish_reason = ev->finish_reason;
-    if (!streaming) {
-      const nlohmann::json lp = g.logprobs ? logprobs_json(lps, tok, chat, 0) : nlohmann::json();
-      return json(res, call, 200,
-                  dump(completion_json(ids, text, ev->finish_reason, lp, ev->prompt_tokens, ev->completion_tokens)));
-    }
-    res.write_chunk(sse(chunk_json(ids, "", ev->finish_reason, nullptr)));
-    if (g.include_usage) {
-      nlohmann::json u = chunk_json(ids, "", "", nullptr);
-      u["choices"] = nlohmann::json::array();
-      u["usage"] = usage_json(ev->prompt_tokens, ev->completion_tokens);
-      res.write_chunk(sse(u));
-    }
-    res.write_chunk("data: [DONE]\n\n");
-    res.end_stream();
-    return;
+    return finish_events(res, call, *ev, ids, g, text, lps, streaming);
   }
+}
+
+void Api::finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
+                        const GenerationCall& g, const std::string& text,
+                        const std::vector<serving::TokenLogprob>& lps, bool streaming) {
+  const bool chat = ids.chat;
+  const Tokenizer& tok = *call.model->engine->tokenizer();
+  call.completion_tokens = ev.completion_tokens;
+  call.finish_reason = ev.finish_reason;
+  if (!streaming) {
+    const nlohmann::json lp = g.logprobs ? logprobs_json(lps, tok, chat, 0) : nlohmann::json();
+    return json(res, call, 200,
+                dump(completion_json(ids, text, ev.finish_reason, lp, ev.prompt_tokens, ev.completion_tokens)));
+  }
+  res.write_chunk(sse(chunk_json(ids, "", ev.finish_reason, nullptr)));
+  if (g.include_usage) {
+    nlohmann::json u = chunk_json(ids, "", "", nullptr);
+    u["choices"] = nlohmann::json::array();
+    u["usage"] = usage_json(ev.prompt_tokens, ev.completion_tokens);
+    res.write_chunk(sse(u));
+  }
+  res.write_chunk("data: [DONE]\n\n");
+  res.end_stream();
 }
 
 }  // namespace stride::server
