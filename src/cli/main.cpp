@@ -1,9 +1,17 @@
 // stride: command-line entry point.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "cli/commands.h"
+#include "core/cpu_features.h"
 
 int main(int argc, char** argv) {
+  // Before any kernel runs: a CPU that cannot run any path (or a bad
+  // STRIDE_CPU) is a clear error, not a SIGILL.
+  if (auto path = stride::resolve_cpu_path(); !path.ok()) {
+    std::fprintf(stderr, "stride: %s\n", path.status().message().c_str());
+    return 1;
+  }
   CLI::App app{"stride: sparse-attention inference engine for long-context language models"};
   app.require_subcommand(1);
   int exit_code = 0;

@@ -1,5 +1,7 @@
 #include "serving/metrics.h"
 
+#include "core/cpu_features.h"
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -87,6 +89,9 @@ KvStats Metrics::kv() const {
 std::string Metrics::render() const {
   std::string out;
   out.reserve(8192);
+  out += "# HELP stride_cpu_path_info The kernel path this process runs (cpu_path: avx2 or avx512).\n"
+         "# TYPE stride_cpu_path_info gauge\n"
+         "stride_cpu_path_info{cpu_path=\"" + std::string(cpu_path_name(active_cpu_path())) + "\"} 1\n";
   ttft.render(out, "stride_time_to_first_token_seconds", "Time to first token in seconds.");
   itl.render(out, "stride_inter_token_latency_seconds", "Latency between consecutive tokens in seconds.");
   e2e.render(out, "stride_e2e_request_latency_seconds", "End-to-end request latency in seconds.");

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "kernels/dequantize.h"
@@ -114,7 +115,14 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
     }
   }
   ASSERT_GT(cases.size(), 20u);
+  // Every kernel path this CPU runs (packed_tiles_*.cpp), each against the
+  // reference and bit for bit against the first (integer sums are exact).
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  ASSERT_FALSE(paths.empty());
+  std::vector<std::vector<float>> first_path(cases.size());
+  for (const CpuPath path : paths)
   for (int threads : {1, 2, 7}) {
+    ASSERT_TRUE(set_cpu_path(path).ok());
     ThreadPool pool(threads);
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       if (threads == 7 && ci % 3 != 0) continue;
@@ -122,7 +130,11 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
       std::vector<float> y(c.ref.size(), NAN);
       matmul_packed(c.pm, c.x.data(), y.data(), c.n_tok, pool);
       SCOPED_TRACE(testing::Message() << dtype_name(t) << " n_in=" << c.n_in << " n_out=" << c.n_out
-                                      << " n_tok=" << c.n_tok << " threads=" << threads);
+                                      << " n_tok=" << c.n_tok << " threads=" << threads
+                                      << " path=" << cpu_path_name(path));
+      if (first_path[ci].empty()) first_path[ci] = y;
+      else EXPECT_EQ(std::memcmp(first_path[ci].data(), y.data(), y.size() * sizeof(float)), 0)
+               << "differs from the " << cpu_path_name(paths[0]) << " path";
       for (float v : y) ASSERT_TRUE(std::isfinite(v));
       EXPECT_LT(rel_error(y, c.ref), 1e-5);
       // Every element, not only the norm: a wrong row must not hide.
@@ -132,6 +144,7 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
         ASSERT_NEAR(y[i], c.ref[i], 1e-4 * scale + 1e-6) << "element " << i;
     }
   }
+  ASSERT_TRUE(set_cpu_path(paths.back()).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, PackedTypes,

@@ -1,0 +1,41 @@
+#pragma once
+// What this CPU (and the OS) lets the kernels use, and which kernel path
+// runs. One portable build carries an AVX2 path and an AVX-512 (VNNI) path
+// and picks the best the machine allows at start; STRIDE_CPU=avx2|avx512
+// forces a lower one, so one machine can test every path it can run.
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace stride {
+
+struct CpuFeatures {
+  std::string vendor, brand;
+  bool avx2 = false, fma = false, f16c = false;
+  bool os_ymm = false;  // the OS saves ymm state (XCR0)
+  bool avx512f = false, avx512vl = false, avx512bw = false, avx512dq = false, avx512vnni = false;
+  bool os_zmm = false;  // the OS saves zmm and opmask state
+  bool avx_vnni = false;
+  bool amx_tile = false, amx_int8 = false, amx_bf16 = false;
+};
+
+// cpuid and xgetbv, read once.
+const CpuFeatures& cpu_features();
+
+// Kernel paths, lowest first.
+enum class CpuPath { Avx2 = 0, Avx512 = 1 };
+const char* cpu_path_name(CpuPath p);
+// Every path this machine can run, lowest first (empty: not even AVX2).
+std::vector<CpuPath> supported_cpu_paths();
+
+// The path the kernels take: the best supported, or STRIDE_CPU's. Errors: a
+// CPU without AVX2/FMA/F16C, an unknown STRIDE_CPU, or one the CPU cannot run.
+// Resolved on the first call; main() calls it first to fail clearly.
+Expected<CpuPath> resolve_cpu_path();
+// The resolved path (AVX2 if resolution failed: main() has refused to start then).
+CpuPath active_cpu_path();
+// For tests: run the kernels on p (which must be supported).
+Status set_cpu_path(CpuPath p);
+
+}  // namespace stride

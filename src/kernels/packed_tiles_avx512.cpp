@@ -1,0 +1,22 @@
+// The packed matmul's tiles on the AVX-512 path: 256-bit VNNI (EVEX) with 32
+// vector registers, so a tile holds 8 tokens. Only the code after the pragma
+// is compiled for AVX-512, and all of it has internal linkage but run_range:
+// the headers above (and any inline function or template they define) are
+// compiled for the AVX2 baseline, so no AVX-512 copy of them can be chosen
+// by the linker for code that runs on an AVX2-only CPU.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/packed_format.h"
+#include "kernels/packed_tiles.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni")
+namespace stride::packed::avx512 {
+#define STRIDE_PACKED_VNNI 1
+#include "kernels/packed_tiles.inc"
+#undef STRIDE_PACKED_VNNI
+}  // namespace stride::packed::avx512
+#pragma GCC pop_options
