@@ -15,6 +15,7 @@
 #include "attention/attention_reference.h"
 #include "attention/plan.h"
 #include "attention/policy.h"
+#include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "kv/store/kv_pool.h"
@@ -107,6 +108,17 @@ void check_case(const Case& c) {
           << "threads=" << threads << " differs from threads=1";
     }
   }
+  // Every kernel path this CPU runs (attention_kernel_avx2/avx512.cpp): the same bits.
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  for (const CpuPath path : paths) {
+    ASSERT_TRUE(set_cpu_path(path).ok());
+    ThreadPool two(2);
+    std::vector<float> got(want.size(), -1.f);
+    ASSERT_TRUE(attention_paged(**pool, plan, *pol, p, q.data(), got.data(), two).ok());
+    EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)), 0)
+        << cpu_path_name(path) << " path differs";
+  }
+  ASSERT_TRUE(set_cpu_path(paths.back()).ok());
   // Split into segments or one item per (block, head): the same bits.
   AttentionPlan other = plan;
   other.work.split = !plan.work.split;
