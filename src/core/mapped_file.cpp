@@ -36,6 +36,17 @@ void MappedFile::reset() {
   size_ = 0;
 }
 
+bool MappedFile::drop_resident(const void* p, uint64_t n) const {
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  if (!data_ || b < data_ || n > size_ || b + n > data_ + size_) return false;
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t lo = ((uintptr_t)b + page - 1) & ~(page - 1);
+  const uintptr_t hi = ((uintptr_t)b + n) & ~(page - 1);
+  // A private read-only file map: dropped pages refault from the file.
+  if (hi > lo) madvise((void*)lo, hi - lo, MADV_DONTNEED);
+  return true;
+}
+
 Expected<MappedFile> MappedFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -7,6 +7,9 @@
 // rows with one FMA - no horizontal sums and no per-row decode buffer.
 // Bits per weight are unchanged (nibbles stay packed); see packed_format.h.
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -15,13 +18,32 @@
 
 namespace stride {
 
+// Leaves elements uninitialised on resize, so a large buffer's pages become
+// resident only as they are written (pack_matrix fills one group at a time
+// while the loader drops the source pages it has read).
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new ((void*)p) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new ((void*)p) U(std::forward<A>(a)...);
+  }
+};
+
 struct PackedMatrix {
   DType type = DType::F32;   // the GGUF type the weights came from
   int64_t n_in = 0;          // row length (elements)
   int64_t n_out = 0;         // rows
   int64_t n_groups = 0;      // ceil(n_out / 8); padding rows are all zero
   int64_t group_bytes = 0;   // bytes of one 8-row group (all its blocks)
-  std::vector<uint8_t> data;  // [n_groups, group_bytes]
+  std::vector<uint8_t, DefaultInitAllocator<uint8_t>> data;  // [n_groups, group_bytes]
 };
 
 constexpr int64_t kPackRows = 8;
@@ -33,7 +55,11 @@ bool packable(DType t);
 // Repacks a 2-D quantized weight [n_out, n_in]. InvalidArgument for a tensor
 // without data or a row length that is not a whole number of blocks;
 // Unsupported for a type packable() rejects.
-Expected<PackedMatrix> pack_matrix(const TensorView& w);
+// rows_read, when set, is called as the source rows are consumed (every few
+// MiB, in order), with the bytes read since the last call: the loader drops
+// their mapped pages, so a large matrix is never resident twice.
+using RowsRead = std::function<void(const uint8_t* begin, int64_t bytes)>;
+Expected<PackedMatrix> pack_matrix(const TensorView& w, const RowsRead& rows_read = {});
 
 // Y = X · Wᵀ as matmul() (kernels/matmul.h), with int8-quantized activations:
 //   x: [n_tok, n_in] f32, y: [n_tok, n_out] f32 (overwritten).

@@ -161,7 +161,7 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
 
 bool packable(DType t) { return layout_of(t) != nullptr; }
 
-Expected<PackedMatrix> pack_matrix(const TensorView& w) {
+Expected<PackedMatrix> pack_matrix(const TensorView& w, const RowsRead& rows_read) {
   const Layout* L = layout_of(w.type);
   if (!L) return Unsupported(std::string("cannot repack weight type ") + dtype_name(w.type));
   if (!w.valid()) return InvalidArgument("repack: tensor '" + w.name + "' has no data");
@@ -179,10 +179,13 @@ Expected<PackedMatrix> pack_matrix(const TensorView& w) {
   pm.n_groups = (n_out + kPackRows - 1) / kPackRows;
   const int64_t n_records = n_in / elems_per_record;
   pm.group_bytes = n_records * L->record();
-  pm.data.assign((size_t)(pm.n_groups * pm.group_bytes), 0);  // padding rows stay zero
+  pm.data.resize((size_t)(pm.n_groups * pm.group_bytes));  // each group zeroed when written
   const int64_t n_blocks = n_in / 32;
   RowBlock rb[kPackRows];
+  constexpr int64_t kReportBytes = 4 << 20;
+  int64_t reported_rows = 0;
   for (int64_t g = 0; g < pm.n_groups; ++g) {
+    std::memset(pm.data.data() + g * pm.group_bytes, 0, (size_t)pm.group_bytes);  // padding rows stay zero
     for (int64_t b = 0; b < n_blocks; ++b) {
       for (int r = 0; r < kPackRows; ++r) {
         const int64_t row = g * kPackRows + r;
@@ -191,6 +194,11 @@ Expected<PackedMatrix> pack_matrix(const TensorView& w) {
       }
       uint8_t* rec = pm.data.data() + g * pm.group_bytes + (b / L->blocks) * L->record();
       write_block(*L, rb, (int)(b % L->blocks), rec);
+    }
+    const int64_t rows_done = std::min(n_out, (g + 1) * kPackRows);
+    if (rows_read && ((rows_done - reported_rows) * w.row_bytes() >= kReportBytes || rows_done == n_out)) {
+      rows_read(static_cast<const uint8_t*>(w.row(reported_rows)), (rows_done - reported_rows) * w.row_bytes());
+      reported_rows = rows_done;
     }
   }
   return pm;

@@ -42,6 +42,7 @@ class GGUFFile {
   uint32_t version() const { return version_; }
   const std::string& path() const { return file_.path(); }
   uint64_t file_size() const { return file_.size(); }
+  const MappedFile& file() const { return file_; }
 
   bool has(const std::string& key) const { return kv_.count(key) != 0; }
   const GGUFValue* find(const std::string& key) const;

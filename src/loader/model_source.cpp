@@ -14,6 +14,16 @@ const TensorView* ModelSource::tensor(const std::string& name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
+void ModelSource::drop_resident(const TensorView& t) const {
+  if (t.valid() && t.nbytes > 0) drop_resident(t.data, (uint64_t)t.nbytes);
+}
+
+void ModelSource::drop_resident(const void* p, uint64_t n) const {
+  if (gguf_ && gguf_->file().drop_resident(p, n)) return;
+  for (const MappedFile& f : files_)
+    if (f.drop_resident(p, n)) return;
+}
+
 int64_t ModelSource::weight_bytes() const {
   int64_t total = 0;
   for (const auto& [name, t] : tensors_) total += t.nbytes;

@@ -26,6 +26,10 @@ class ModelSource {
   // The GGUF file (tokenizer metadata lives there); nullptr for HF folders.
   const GGUFFile* gguf() const { return gguf_.get(); }
   int64_t weight_bytes() const;
+  // Drops the resident pages of a tensor mapped from a file (its bytes stay
+  // readable, from the file); a no-op for tensors in memory buffers.
+  void drop_resident(const TensorView& t) const;
+  void drop_resident(const void* p, uint64_t n) const;
 
   // Loader-facing construction.
   void add_tensor(TensorView view) { tensors_[view.name] = std::move(view); }

@@ -41,10 +41,14 @@ class Binder {
   const ModelSource& src_;
 };
 
-// Null for a weight without a packed layout (float types).
-Status pack_one(const TensorView& t, std::unique_ptr<PackedMatrix>& out) {
+// Null for a weight without a packed layout (float types). Once packed, the
+// original's mapped pages are dropped, so the weights are not resident twice
+// (the reference path and the embedding lookup read them back on demand).
+Status pack_one(const TensorView& t, std::unique_ptr<PackedMatrix>& out, const ModelSource* src) {
   if (!t.valid() || !packable(t.type)) return Status::Ok();
-  Expected<PackedMatrix> pm = pack_matrix(t);
+  RowsRead dropped;
+  if (src) dropped = [src](const uint8_t* p, int64_t n) { src->drop_resident(p, (uint64_t)n); };
+  Expected<PackedMatrix> pm = pack_matrix(t, dropped);
   if (!pm.ok()) return pm.status();
   out = std::make_unique<PackedMatrix>(std::move(pm.value()));
   return Status::Ok();
@@ -52,21 +56,17 @@ Status pack_one(const TensorView& t, std::unique_ptr<PackedMatrix>& out) {
 
 }  // namespace
 
-Expected<PackedWeights> pack_weights(const ModelWeights& w) {
+Expected<PackedWeights> pack_weights(const ModelWeights& w, const ModelSource* src) {
   PackedWeights p;
   p.layers.resize(w.layers.size());
   for (size_t il = 0; il < w.layers.size(); ++il) {
     const LayerWeights& L = w.layers[il];
     PackedLayer& P = p.layers[il];
-    STRIDE_RETURN_IF_ERROR(pack_one(L.wq, P.wq));
-    STRIDE_RETURN_IF_ERROR(pack_one(L.wk, P.wk));
-    STRIDE_RETURN_IF_ERROR(pack_one(L.wv, P.wv));
-    STRIDE_RETURN_IF_ERROR(pack_one(L.wo, P.wo));
-    STRIDE_RETURN_IF_ERROR(pack_one(L.w_gate, P.w_gate));
-    STRIDE_RETURN_IF_ERROR(pack_one(L.w_up, P.w_up));
-    STRIDE_RETURN_IF_ERROR(pack_one(L.w_down, P.w_down));
+    for (auto [view, packed] : {std::pair{&L.wq, &P.wq}, {&L.wk, &P.wk}, {&L.wv, &P.wv}, {&L.wo, &P.wo},
+                                {&L.w_gate, &P.w_gate}, {&L.w_up, &P.w_up}, {&L.w_down, &P.w_down}})
+      STRIDE_RETURN_IF_ERROR(pack_one(*view, *packed, src));
   }
-  STRIDE_RETURN_IF_ERROR(pack_one(w.output, p.output));
+  STRIDE_RETURN_IF_ERROR(pack_one(w.output, p.output, src));
   return p;
 }
 

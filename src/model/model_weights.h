@@ -45,6 +45,7 @@ struct PackedWeights {
 };
 
 // Repacks every packable projection of `w` (including the output head).
-Expected<PackedWeights> pack_weights(const ModelWeights& w);
+// src: where the weights are mapped from; their pages are dropped once packed.
+Expected<PackedWeights> pack_weights(const ModelWeights& w, const ModelSource* src = nullptr);
 
 }  // namespace stride

@@ -31,7 +31,7 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::unique_ptr<Model
   STRIDE_ASSIGN_OR_RETURN(t->w_, bind_weights(*source));
   const char* no_repack = std::getenv("STRIDE_NO_REPACK");
   if (repack_weights && !(no_repack && std::strcmp(no_repack, "1") == 0)) {
-    STRIDE_ASSIGN_OR_RETURN(t->packed_, pack_weights(t->w_));
+    STRIDE_ASSIGN_OR_RETURN(t->packed_, pack_weights(t->w_, source.get()));
   }
   t->source_ = std::move(source);
   return t;
