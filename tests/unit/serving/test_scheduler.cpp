@@ -11,8 +11,9 @@ namespace stride::serving {
 namespace {
 
 std::unique_ptr<Engine> smol(const std::string& budget_bytes_text, int64_t budget,
-                             bool prefix_cache = true) {
+                             bool prefix_cache = true, const char* policy = "dense") {
   EngineOptions o;
+  o.attention = *parse_policy(policy);
   o.prefix_cache = prefix_cache;
   o.model_path = std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
   o.threads = 2;
@@ -191,23 +192,15 @@ TEST(Scheduler, CancelAndTimeoutFreePages) {
 // prompt runs as one chunk.
 TEST(Scheduler, LonePromptChunkIsHalvedToFit) {
   auto run = [](int64_t budget, int64_t* splits) {
-    EngineOptions o;
-    o.prefix_cache = false;
-    o.model_path = std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-    o.threads = 2;
-    o.kv_budget_bytes = budget;
-    o.show_progress = false;
-    o.attention = *parse_policy("window:size=64");
-    auto engine = Engine::create(o);
-    EXPECT_TRUE(engine.ok()) << engine.status().to_string();
-    if (!engine.ok()) return std::vector<TokenLogprob>{};
+    auto engine = smol(std::to_string(budget), budget, /*prefix_cache=*/false, "window:size=64");
+    if (!engine) return std::vector<TokenLogprob>{};
     Metrics metrics;
     SchedulerOptions so;
     so.step_tokens = 512;
-    Scheduler sched(**engine, so, metrics);
+    Scheduler sched(*engine, so, metrics);
     std::string prompt;
     for (int i = 0; i < 60; ++i) prompt += "The river runs past the old mill. ";
-    ServeRequest r = greedy(**engine, prompt, 8);
+    ServeRequest r = greedy(*engine, prompt, 8);
     r.top_logprobs = 2;
     EXPECT_GT(r.prompt.size(), 300u);
     auto ch = std::make_shared<RequestChannel>(r);
