@@ -1,5 +1,5 @@
 // Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
-// | "topk:sparsity=R,block=B[,sinks=S,window=W,resident=N]"
+// | "topk:sparsity=R|mass=P[,min=T,max=T],block=B[,sinks=S,window=W,resident=N]"
 // | "strided:window=W,stride=S[,globals=G,block=B,ranges=A-B+C-D]".
 // Arguments are comma-separated key=value; a list inside one value uses '+'.
 #include "attention/policy.h"
@@ -77,9 +77,11 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs) {
   PolicySpec spec;
   spec.kind = PolicyKind::TopK;
   spec.sparsity = 0.9;  // the seed configuration's default
+  bool fixed_budget = false;
   for (const auto& kv : kvs) {
     if (kv.key == "sparsity") {
       STRIDE_ASSIGN_OR_RETURN(spec.sparsity, parse_fraction("topk", kv));
+      fixed_budget = true;
     } else if (kv.key == "block") {
       STRIDE_ASSIGN_OR_RETURN(spec.block, parse_positive("topk", kv));
     } else if (kv.key == "sinks") {
@@ -88,6 +90,14 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs) {
       STRIDE_ASSIGN_OR_RETURN(spec.window, parse_positive("topk", kv));
     } else if (kv.key == "resident") {
       STRIDE_ASSIGN_OR_RETURN(spec.resident, parse_positive("topk", kv));
+    } else if (kv.key == "mass") {
+      STRIDE_ASSIGN_OR_RETURN(spec.mass, parse_fraction("topk", kv));
+      if (spec.mass <= 0.0) return InvalidArgument("policy 'topk': mass must be in (0, 1), got '" +
+                                                   std::string(kv.value) + "'");
+    } else if (kv.key == "min") {
+      STRIDE_ASSIGN_OR_RETURN(spec.min_tokens, parse_positive("topk", kv));
+    } else if (kv.key == "max") {
+      STRIDE_ASSIGN_OR_RETURN(spec.max_tokens, parse_positive("topk", kv));
     } else if (kv.key == "select") {
       if (kv.value == "query") spec.select_per_block = false;
       else if (kv.value == "block") spec.select_per_block = true;
@@ -95,9 +105,17 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs) {
         return InvalidArgument("policy 'topk': select must be 'query' or 'block', got '" +
                                std::string(kv.value) + "'");
     } else {
-      return unknown_key("topk", kv, "sparsity, block, sinks, window, resident, select");
+      return unknown_key("topk", kv, "sparsity, mass, min, max, block, sinks, window, resident, select");
     }
   }
+  if (fixed_budget && spec.mass > 0.0)
+    return InvalidArgument("policy 'topk': give sparsity=R (a fixed budget) or mass=P (adaptive), not both");
+  const bool bounds = spec.min_tokens > 0 || spec.max_tokens > 0;
+  if (bounds && spec.mass <= 0.0)
+    return InvalidArgument("policy 'topk': min and max bound the adaptive budget: give mass=P too");
+  if (spec.max_tokens > 0 && spec.min_tokens > spec.max_tokens)
+    return InvalidArgument("policy 'topk': min (" + std::to_string(spec.min_tokens) +
+                           ") exceeds max (" + std::to_string(spec.max_tokens) + ")");
   return spec;
 }
 
@@ -240,8 +258,10 @@ std::string policy_to_string(const PolicySpec& p) {
              (p.positions == PositionMode::Absolute ? ",pos=abs" : ",pos=rel");
     case PolicyKind::TopK: {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%g", p.sparsity);
-      std::string s = std::string("topk:sparsity=") + buf;
+      std::snprintf(buf, sizeof buf, "%g", p.mass > 0.0 ? p.mass : p.sparsity);
+      std::string s = std::string(p.mass > 0.0 ? "topk:mass=" : "topk:sparsity=") + buf;
+      if (p.min_tokens > 0) s += ",min=" + std::to_string(p.min_tokens);
+      if (p.max_tokens > 0) s += ",max=" + std::to_string(p.max_tokens);
       if (p.block > 0) s += ",block=" + std::to_string(p.block);
       if (p.sinks > 0) s += ",sinks=" + std::to_string(p.sinks);
       if (p.window > 0) s += ",window=" + std::to_string(p.window);

@@ -54,6 +54,13 @@ struct PolicySpec {
   // (0: all). With an offload tier the least recently read pages beyond it
   // live in the tier and come back when selected (paged_topk_offload.cpp).
   int64_t resident = 0;
+  // TopK adaptive (top-p): mass > 0 reads, per query (block) and kv head, the
+  // fewest groups whose estimated share of the softmax mass reaches `mass`
+  // (sparsity is then unused), picking at least min_tokens and at most
+  // max_tokens (0: no cap) of keys besides the sinks and the local window.
+  double mass = 0.0;
+  int64_t min_tokens = 0;
+  int64_t max_tokens = 0;
   int64_t stride = 0;  // Strided: every stride-th block (block index % stride == 0) is visible
   // Strided: further global tokens, sorted, disjoint and not adjacent; every
   // later query sees them (and the pages holding them are never released).
@@ -63,7 +70,7 @@ struct PolicySpec {
 };
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
-// | "topk[:sparsity=R][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]"
+// | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]"
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);

@@ -30,7 +30,17 @@ TopkBlockBudget topk_block_budget(const PolicySpec& p, int page_size, int64_t n_
   TopkBlockBudget b;
   b.geo = topk_geometry(p, page_size, std::min<int64_t>(n_logical, q_last / page_size + 1), q_first);
   b.n_fixed = b.geo.n_sink + (b.geo.n_groups - std::max(b.geo.local_from, b.geo.n_sink));
+  if (p.mass > 0.0) {
+    // Adaptive: keep is the most the step may read (the hot-set reservation
+    // counts on it); selection reads between min and keep.
+    const int64_t B = b.geo.group_pages * page_size;
+    const int64_t cap = p.max_tokens > 0 ? (p.max_tokens + B - 1) / B : b.geo.n_groups;
+    b.keep = std::min(b.geo.n_groups, b.n_fixed + cap);
+    b.min_picks = std::min(b.keep - b.n_fixed, (p.min_tokens + B - 1) / B);
+    return b;
+  }
   b.keep = topk_keep_count(p.sparsity, b.geo.n_groups, b.n_fixed);
+  b.min_picks = b.keep - b.n_fixed;
   return b;
 }
 
@@ -70,10 +80,29 @@ float page_score(const BlockQueries& bq, bool per_row, const PageSummaries& sums
 
 }  // namespace
 
+int64_t topk_mass_picks(double P, const std::vector<float>& est_fixed,
+                        const std::vector<float>& est_ranked, int64_t min_picks, int64_t max_picks) {
+  max_picks = std::min<int64_t>(max_picks, (int64_t)est_ranked.size());
+  min_picks = std::min(min_picks, max_picks);
+  float top = -INFINITY;
+  for (float e : est_fixed) top = std::max(top, e);
+  for (float e : est_ranked) top = std::max(top, e);
+  if (!(top > -INFINITY)) return min_picks;
+  double fixed = 0, total = 0;
+  for (float e : est_fixed) fixed += std::exp((double)e - top);
+  total = fixed;
+  for (float e : est_ranked) total += std::exp((double)e - top);
+  double have = fixed;
+  int64_t k = 0;
+  for (; k < max_picks && (k < min_picks || have < P * total); ++k)
+    have += std::exp((double)est_ranked[(size_t)k] - top);
+  return k;
+}
+
 TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                          const TopkColdPages* cold, int n_next) {
+                          const TopkColdPages* cold, int n_next, float scale) {
   TopkSelection sel;
   sel.q_block = std::max(1, q_block);
   sel.n_q = n_q;
@@ -94,6 +123,20 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     const float* mn = cold->summaries + ((size_t)L * n_kv_heads + h) * 2 * dim;
     return max_summary_bound(bq.rows.data(), (int)bq.rows.size(), mn, mn + dim, dim);
   };
+  const float s = scale > 0.f ? scale : 1.f / std::sqrt((float)dim);
+  // mass=P: a group's estimated log-mass, as if its keys all scored its bound.
+  auto group_estimate = [&](const BlockQueries& bq, const TopkGeometry& geo, int64_t G,
+                            int64_t n_present, int64_t q_last, int h) {
+    float best = -INFINITY;
+    int64_t keys = 0;
+    for (int64_t L = G * geo.group_pages; L < std::min(n_present, (G + 1) * geo.group_pages); ++L) {
+      if (!present(L)) continue;
+      best = std::max(best, score(bq, L, h));
+      keys += std::max<int64_t>(0, std::min<int64_t>({L * page_size + page_size, kv_len, q_last + 1}) - L * page_size);
+    }
+    return keys > 0 ? s * best + std::log((float)keys) : -INFINITY;
+  };
+  std::vector<float> est_fixed, est_ranked;
 
   BlockQueries bq;
   std::vector<uint8_t> chosen;
@@ -108,7 +151,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     const int64_t n_fixed = budget.n_fixed, keep = budget.keep;
     for (int h = 0; h < n_kv_heads; ++h) {
       chosen.assign(geo.n_groups, 1);
-      if (keep < geo.n_groups) {
+      if (keep < geo.n_groups || p.mass > 0.0) {
         gather_rows(bq, q, q_first, nq, n_head, group, h, dim);
         scored.clear();
         for (int64_t G = geo.n_sink; G < geo.local_from; ++G) {
@@ -118,13 +161,28 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
           scored.push_back({-best, G});
           chosen[G] = 0;
         }
-        const int64_t extra = keep - n_fixed;
+        int64_t extra = keep - n_fixed;
         // (score, group) pairs are totally ordered, so sorting further does
         // not change which groups make the cut.
         const int64_t ranked = std::min<int64_t>((int64_t)scored.size(), extra + std::max(0, n_next));
         std::partial_sort(scored.begin(), scored.begin() + ranked, scored.end());
+        if (p.mass > 0.0) {
+          est_fixed.clear();
+          est_ranked.clear();
+          for (int64_t G = 0; G < geo.n_groups; ++G)
+            if (G < geo.n_sink || G >= geo.local_from)
+              est_fixed.push_back(group_estimate(bq, geo, G, n_present, qb, h));
+          // Candidates are whole groups before the window: every page's keys count.
+          for (const auto& [neg, G] : scored) {
+            int64_t keys = 0;
+            for (int64_t L = G * geo.group_pages; L < std::min(n_present, (G + 1) * geo.group_pages); ++L)
+              keys += present(L) ? page_size : 0;
+            est_ranked.push_back(keys > 0 ? -s * neg + std::log((float)keys) : -INFINITY);
+          }
+          extra = topk_mass_picks(p.mass, est_fixed, est_ranked, budget.min_picks, extra);
+        }
         for (int64_t i = 0; i < extra; ++i) chosen[scored[i].second] = 1;
-        for (int64_t i = extra; i < ranked; ++i)
+        for (int64_t i = extra; i < std::min<int64_t>(ranked, extra + std::max(0, n_next)); ++i)
           for (int64_t L = scored[i].second * geo.group_pages;
                L < std::min(n_present, (scored[i].second + 1) * geo.group_pages); ++L)
             if (present(L)) sel.next_pages.push_back(L);
@@ -173,9 +231,10 @@ Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<in
 
 Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
-                        const PageSummaries& sums, const float* q, int n_head, int n_kv_heads) {
+                        const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
+                        float scale) {
   return topk_plan(select_topk(p, page_table, page_size, kv_len, q_pos0, n_q, q_block, sums, q,
-                               n_head, n_kv_heads),
+                               n_head, n_kv_heads, nullptr, 0, scale),
                    page_table, page_size, kv_len);
 }
 

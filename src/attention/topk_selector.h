@@ -30,13 +30,23 @@ TopkGeometry topk_geometry(const PolicySpec& p, int page_size, int64_t n_pages_p
                            int64_t q_first);
 
 // What one query block [q_first, q_last] reads per kv head, in groups: the
-// fixed ones (sinks + local) and `keep` in all, so keep - n_fixed are picked
-// by score. n_logical: pages the layer has for this step.
+// fixed ones (sinks + local) and at most `keep` in all, so up to
+// keep - n_fixed are picked by score (exactly that many under a fixed
+// budget; between min_picks and that many under mass=P). n_logical: pages
+// the layer has for this step.
 struct TopkBlockBudget {
   TopkGeometry geo;
   int64_t n_fixed = 0;
   int64_t keep = 0;
+  int64_t min_picks = 0;
 };
+
+// mass=P: how many of the ranked candidates to read. est_fixed: the fixed
+// groups' estimated log-masses; est_ranked: the candidates', best first.
+// Returns the fewest k in [min_picks, max_picks] whose groups, with the
+// fixed ones, hold at least P of the estimated mass exp(est) of all groups.
+int64_t topk_mass_picks(double P, const std::vector<float>& est_fixed,
+                        const std::vector<float>& est_ranked, int64_t min_picks, int64_t max_picks);
 TopkBlockBudget topk_block_budget(const PolicySpec& p, int page_size, int64_t n_logical,
                                   int64_t q_first, int64_t q_last);
 
@@ -65,10 +75,11 @@ struct TopkSelection {
 
 // q: [n_q, n_head, head_dim] (RoPE applied), for queries at q_pos0 + i.
 // cold: null, or pages in the tier to score as if present.
+// scale: the softmax scale, for mass=P's estimate (0: 1/sqrt(head_dim)).
 TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                          const TopkColdPages* cold = nullptr, int n_next = 0);
+                          const TopkColdPages* cold = nullptr, int n_next = 0, float scale = 0.f);
 
 // The plan of a selection over the current page table; a selected page not
 // in the pool is an Internal error (never skipped). The plan always carries
@@ -79,6 +90,7 @@ Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<in
 // select_topk over the pool's pages, then topk_plan.
 Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
-                        const PageSummaries& sums, const float* q, int n_head, int n_kv_heads);
+                        const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
+                        float scale = 0.f);
 
 }  // namespace stride

@@ -149,6 +149,8 @@ KvStats KvManager::stats() const {
     st.pages_read = pages_read_ + head_pages_read_ / cfg_.n_kv_heads;
     st.pages_present = pages_present_;
     st.attention_seconds = attention_seconds_;
+    st.pages_read_by_policy = pages_read_by_policy_;
+    st.pages_present_by_policy = pages_present_by_policy_;
     st.window_pages_read = window_pages_read_ + head_window_pages_read_ / cfg_.n_kv_heads;
   }
   st.pages_cached = pages_.n_cached();

@@ -104,7 +104,8 @@ class KvManager {
   Status write(const StepPlan& plan, int i, int layer, const float* k, const float* v);
   // q: [n_new, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
   // hot set it first moves pages between the pool and the tier.
-  Status select(StepPlan& plan, int i, int layer, const float* q, int n_head);
+  // scale: the layer's softmax scale (top-k mass=P estimates mass with it; 0: 1/sqrt(head_dim)).
+  Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale = 0.f);
   // Whether select() on this layer changes shared state (so calls for
   // different sequences must not run at once).
   bool select_is_serial(int layer) const { return topk_hot_set(cfg_.layer_policies[layer]); }
@@ -183,7 +184,7 @@ class KvManager {
   // Selects, moves cold pages out, brings the picks in (pages from `spares`
   // first), prefetches the next likely picks.
   Expected<AttentionPlan> plan_topk_hot(int layer, SeqId seq, int64_t kv_len, const float* q,
-                                        int n_new, int n_head, std::vector<int32_t>& spares);
+                                        int n_new, int n_head, float scale, std::vector<int32_t>& spares);
   // What select() may need from the pool on a hot-set layer this step,
   // bounded before the queries exist (prepare reserves it).
   int64_t topk_spare_bound(const Sequence& s, int layer, int n_new, bool tier_may_refuse) const;
@@ -211,6 +212,7 @@ class KvManager {
   int64_t head_pages_read_ = 0;  // per-kv-head (top-k) lists: entries / n_kv_heads pages
   int64_t pages_present_ = 0;
   std::array<double, kPolicyKinds> attention_seconds_{};
+  std::array<double, kPolicyKinds> pages_read_by_policy_{}, pages_present_by_policy_{};
   int64_t window_pages_read_ = 0;       // same split as pages_read_ / head_pages_read_
   int64_t head_window_pages_read_ = 0;
   uint64_t salt_ = 0;  // cache_salt and every layer's policy

@@ -62,6 +62,9 @@ struct KvStats {
   // Wall time of attention (selection + kernel), by the layer's policy kind
   // (published with a policy label).
   std::array<double, kPolicyKinds> attention_seconds{};
+  // pages_read and pages_present split by the layer's policy kind (per-kv-head
+  // lists count entries / n_kv_heads), for the read share per policy.
+  std::array<double, kPolicyKinds> pages_read_by_policy{}, pages_present_by_policy{};
 };
 
 // Calls f(metric, kind, help, value) for every row of STRIDE_KV_COUNTERS.

@@ -186,7 +186,7 @@ Status KvManager::write(const StepPlan& plan, int i, int layer, const float* k, 
   return Status::Ok();
 }
 
-Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n_head) {
+Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale) {
   if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
     return InvalidArgument("KV manager: select outside the step plan");
   SeqStepPlan& sp = plan.seqs[(size_t)i];
@@ -202,11 +202,11 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
   const PolicySpec& policy = cfg_.layer_policies[layer];
   const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, (int64_t)ls.table.size() * cfg_.page_size);
   if (topk_hot_set(policy)) {
-    STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk_hot(layer, sp.seq, kv_len, q, sp.n_new, n_head, lp.spare_pages));
+    STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk_hot(layer, sp.seq, kv_len, q, sp.n_new, n_head, scale, lp.spare_pages));
   } else {
     STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new,
                                                 policy_q_block(policy, sp.n_new), *summaries_, q, n_head,
-                                                cfg_.n_kv_heads));
+                                                cfg_.n_kv_heads, scale));
   }
   lp.pages.work = partition_work(lp.pages, cfg_.page_size, cfg_.n_kv_heads);
   lp.pages_present = ls.held * lp.pages.n_blocks();
@@ -224,6 +224,9 @@ void KvManager::count_layer(const LayerStepPlan& lp, int layer) {
   const int64_t window_read = window_entries(lp.pages, policy, cfg_.page_size);
   std::lock_guard<std::mutex> lock(stats_mu_);
   attention_seconds_[(size_t)policy.kind] += lp.seconds;
+  pages_read_by_policy_[(size_t)policy.kind] +=
+      lp.pages.per_head() ? (double)read / cfg_.n_kv_heads : (double)read;
+  pages_present_by_policy_[(size_t)policy.kind] += (double)lp.pages_present;
   (lp.pages.per_head() ? head_pages_read_ : pages_read_) += read;
   pages_present_ += lp.pages_present;
   (lp.pages.per_head() ? head_window_pages_read_ : window_pages_read_) += window_read;

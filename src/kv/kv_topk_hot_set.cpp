@@ -105,7 +105,8 @@ int64_t KvManager::topk_spare_bound(const Sequence& s, int layer, int n_new, boo
 }
 
 Expected<AttentionPlan> KvManager::plan_topk_hot(int layer, SeqId seq, int64_t kv_len, const float* q,
-                                                int n_new, int n_head, std::vector<int32_t>& spares) {
+                                                int n_new, int n_head, float scale,
+                                                std::vector<int32_t>& spares) {
   Sequence& s = seqs_[seq];
   LayerState& ls = s.layers[layer];
   const PolicySpec& policy = cfg_.layer_policies[layer];
@@ -123,7 +124,7 @@ Expected<AttentionPlan> KvManager::plan_topk_hot(int layer, SeqId seq, int64_t k
   const TopkColdPages cold{&ls.tier_key, ls.cold_sums.data()};
   const TopkSelection sel =
       select_topk(policy, ls.table, ps, kv_len, s.length, n_new, policy_q_block(policy, n_new), *summaries_, q,
-                  n_head, cfg_.n_kv_heads, &cold, kPrefetchGroups);
+                  n_head, cfg_.n_kv_heads, &cold, kPrefetchGroups, scale);
 
   std::vector<uint8_t> picked(n_logical, 0);  // [logical pages]
   std::vector<int64_t> bring;                 // picked pages now in the tier

@@ -33,15 +33,16 @@ Status attend_batch(KvManager& kv, StepPlan& plan, int layer, const AttentionPar
   // Writes, and selections that move pages, are serial like every other KV
   // mutation; afterwards each kernel call only reads its own sequence's pages.
   const bool serial_select = kv.select_is_serial(layer);
+  const float scale = attention_scale(ap, kv.config().head_dim_k);
   for (int i = 0; i < n_seqs; ++i) {
     STRIDE_RETURN_IF_ERROR(kv.write(plan, i, layer, io.k + row[i] * io.k_row, io.v + row[i] * io.v_row));
-    if (serial_select) STRIDE_RETURN_IF_ERROR(kv.select(plan, i, layer, io.q + row[i] * io.q_row, ap.n_head));
+    if (serial_select) STRIDE_RETURN_IF_ERROR(kv.select(plan, i, layer, io.q + row[i] * io.q_row, ap.n_head, scale));
   }
   std::vector<Status> failures(n_seqs);
   auto attend = [&](int i, ThreadPool& threads) {
     const auto t0 = std::chrono::steady_clock::now();
     const float* q = io.q + row[i] * io.q_row;
-    failures[i] = kv.select(plan, i, layer, q, ap.n_head);  // a no-op once selected
+    failures[i] = kv.select(plan, i, layer, q, ap.n_head, scale);  // a no-op once selected
     LayerStepPlan& lp = plan.seqs[(size_t)i].layers[(size_t)layer];
     if (failures[i].ok()) failures[i] = attention_paged(kv.pool(), lp.pages, policy, ap, q, io.out + row[i] * io.out_row, threads);
     lp.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -132,6 +132,16 @@ std::string Metrics::render() const {
                   policy_kind_name((PolicyKind)k), ks.attention_seconds[k]);
     out += line;
   }
+  out += "# HELP stride_attention_read_share Share of the KV pages held that attention read, by layer policy "
+         "(pages read / pages present; top-k's achieved sparsity is 1 minus it).\n"
+         "# TYPE stride_attention_read_share gauge\n";
+  for (size_t k = 0; k < ks.pages_read_by_policy.size(); ++k) {
+    const double present = ks.pages_present_by_policy[k];
+    char line[128];
+    std::snprintf(line, sizeof line, "stride_attention_read_share{policy=\"%s\"} %.6f\n",
+                  policy_kind_name((PolicyKind)k), present > 0 ? ks.pages_read_by_policy[k] / present : 0.0);
+    out += line;
+  }
   // Window hit rate: the share of page reads served by the local window
   // rather than sinks, globals or top-k selection.
   scalar(out, "stride_attention_window_hit_ratio", "gauge",

@@ -57,3 +57,25 @@ def test_attention_time_is_reported_by_policy():
     assert set(seconds) == {"dense", "window", "rswa", "topk", "strided"}
     assert seconds["window"] > 0
     assert all(v == 0 for k, v in seconds.items() if k != "window")
+
+
+def test_read_share_is_reported_by_policy(tmp_path):
+    """stride_attention_read_share{policy=...}: pages read / pages held, per
+    layer policy. A mix of dense layers 0-1 and top-k elsewhere: dense reads
+    every page it holds (exactly 1), top-k a share strictly below it, and the
+    kinds no layer runs report 0."""
+    import urllib.request
+    cfg = tmp_path / "mix.yaml"
+    cfg.write_text('attention: "topk:sparsity=0.75"\nlayer_attention: ["0-1=dense"]\n')
+    with StrideServer(SMOL, extra_args=["--kv-budget", "64M", "--config", str(cfg)]) as s:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=300)
+        c.completions.create(model=MODEL, prompt=PROMPT, max_tokens=8, temperature=0)
+        text = urllib.request.urlopen(s.url + "/metrics", timeout=30).read().decode()
+    share = {}
+    for line in text.splitlines():
+        if line.startswith("stride_attention_read_share{"):
+            share[line.split('policy="')[1].split('"')[0]] = float(line.rsplit(" ", 1)[1])
+    assert set(share) == {"dense", "window", "rswa", "topk", "strided"}
+    assert share["dense"] == pytest.approx(1.0)
+    assert 0.1 < share["topk"] < 0.8
+    assert share["window"] == share["rswa"] == share["strided"] == 0

@@ -33,14 +33,16 @@ Inputs random_inputs(const Shape& s, int n, uint32_t seed) {
 
 // The brute-force selection (topk_oracle.h), under its local name.
 std::vector<bool> brute_selection(const PolicySpec& pol, const Shape& s, const std::vector<float>& q,
-                                  const std::vector<float>& k, int64_t qa, int nq, int h) {
-  return testing_util::topk_oracle_selection(pol, s, q, k, qa, nq, h);
+                                  const std::vector<float>& k, int64_t qa, int nq, int h,
+                                  int64_t kv_end) {
+  return testing_util::topk_oracle_selection(pol, s, q, k, qa, nq, h, kv_end);
 }
 
-// Runs the cache in the given chunks and compares with the masked reference
-// over the brute-force selection. Returns the cache's stats.
-KvStats check_topk(const std::string& policy, int n_tok, const std::vector<int>& chunks,
-                        int threads_n) {
+// Runs the cache over q, k, v in the given chunks and compares with the
+// masked reference over the brute-force selection. Returns the cache's stats.
+KvStats check_topk_inputs(const std::string& policy, const std::vector<float>& q,
+                          const std::vector<float>& k, const std::vector<float>& v, int n_tok,
+                          const std::vector<int>& chunks, int threads_n = 2) {
   SCOPED_TRACE(policy + " n=" + std::to_string(n_tok) + " chunk0=" + std::to_string(chunks[0]));
   int64_t total = 0;
   for (int c : chunks) total += c;
@@ -52,7 +54,6 @@ KvStats check_topk(const std::string& policy, int n_tok, const std::vector<int>&
   EXPECT_TRUE(pol.ok());
   Shape s;
   const AttentionParams p = params_for(s);
-  const auto [q, k, v] = random_inputs(s, n_tok, 11);
   auto cache = make_cache(s, {*pol});
   EXPECT_TRUE(cache);
   ThreadPool threads(threads_n);
@@ -67,7 +68,7 @@ KvStats check_topk(const std::string& policy, int n_tok, const std::vector<int>&
     for (int b0 = 0; b0 < c; b0 += qblk) {
       const int nq = std::min(qblk, c - b0);
       std::vector<std::vector<bool>> heads;
-      for (int h = 0; h < s.n_kv; ++h) heads.push_back(brute_selection(*pol, s, q, k, pos + b0, nq, h));
+      for (int h = 0; h < s.n_kv; ++h) heads.push_back(brute_selection(*pol, s, q, k, pos + b0, nq, h, pos + c));
       for (int i = 0; i < nq; ++i) sel[pos + b0 + i] = heads;
     }
     pos += c;
@@ -83,6 +84,12 @@ KvStats check_topk(const std::string& policy, int n_tok, const std::vector<int>&
                              want.data());
   EXPECT_LT(max_abs_diff(got, want), 2e-5f);
   return cache->stats();
+}
+
+KvStats check_topk(const std::string& policy, int n_tok, const std::vector<int>& chunks,
+                   int threads_n) {
+  const auto [q, k, v] = random_inputs(Shape{}, n_tok, 11);
+  return check_topk_inputs(policy, q, k, v, n_tok, chunks, threads_n);
 }
 
 }  // namespace
@@ -103,8 +110,18 @@ TEST(TopkPolicy, ParsesAndPrints) {
   ASSERT_TRUE(rt.ok());
   EXPECT_EQ(*rt, *p);
   for (const char* bad : {"topk:sparsity=1", "topk:sparsity=-0.1", "topk:sparsity=x", "topk:block=0",
-                          "topk:k=2048", "topk:sparsity=0.5,sparsity=0.5", "topk:select=row"})
+                          "topk:k=2048", "topk:sparsity=0.5,sparsity=0.5", "topk:select=row",
+                          "topk:mass=0", "topk:mass=1", "topk:mass=0.9,sparsity=0.9", "topk:min=64",
+                          "topk:max=64", "topk:mass=0.9,min=128,max=64", "topk:mass=0.9,max=-1"})
     EXPECT_FALSE(parse_policy(bad).ok()) << bad;
+  auto m = parse_policy("topk:mass=0.95,min=64,max=1024,window=64");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_DOUBLE_EQ(m->mass, 0.95);
+  EXPECT_EQ(m->min_tokens, 64);
+  EXPECT_EQ(m->max_tokens, 1024);
+  auto mrt = parse_policy(policy_to_string(*m));
+  ASSERT_TRUE(mrt.ok()) << policy_to_string(*m);
+  EXPECT_EQ(*mrt, *m);
   // The predicate is causal: the selection is the plan's, and nothing is released.
   EXPECT_TRUE(policy_attends(*p, 100, 0));
   EXPECT_FALSE(policy_attends(*p, 100, 101));
@@ -152,6 +169,9 @@ TEST(TopkPolicy, PrefillMatchesMaskedReferenceOverBruteForceSelection) {
   check_topk("topk:sparsity=0.6,block=32,sinks=20,window=40", 300, {130, 170}, 2);
   check_topk("topk:sparsity=0.75,select=block", 260, {260}, 2);
   check_topk("topk:sparsity=0.6,block=32,sinks=20,window=40,select=block", 300, {130, 170}, 2);
+  check_topk("topk:mass=0.8", 260, {260}, 2);
+  check_topk("topk:mass=0.9,min=48,max=96,block=32,sinks=20,window=40", 300, {130, 170}, 2);
+  check_topk("topk:mass=0.7,select=block", 260, {100, 160}, 2);
 }
 
 // Per-query selection (the default): a query's pages and output do not depend
@@ -172,12 +192,55 @@ TEST(TopkPolicy, PerQuerySelectionIsTheSameInEveryChunking) {
   }
 }
 
+TEST(TopkMass, PicksTheFewestCandidatesThatReachTheMass) {
+  // Masses 1 (fixed) and 1, e^-1, e^-2, e^-10 (candidates): total 2.5032.
+  const std::vector<float> fixed = {0.f}, ranked = {0.f, -1.f, -2.f, -10.f};
+  EXPECT_EQ(topk_mass_picks(0.39, fixed, ranked, 0, 4), 0);  // the fixed 1 already is 40%
+  EXPECT_EQ(topk_mass_picks(0.5, fixed, ranked, 0, 4), 1);   // 2 / 2.5032 = 0.799
+  EXPECT_EQ(topk_mass_picks(0.9, fixed, ranked, 0, 4), 2);   // 2.368 / 2.5032 = 0.946
+  EXPECT_EQ(topk_mass_picks(0.99, fixed, ranked, 0, 4), 3);  // 2.503 / 2.5032 > 0.99
+  EXPECT_EQ(topk_mass_picks(0.5, fixed, ranked, 3, 4), 3);   // min picks
+  EXPECT_EQ(topk_mass_picks(0.99, fixed, ranked, 0, 2), 2);  // max picks
+  EXPECT_EQ(topk_mass_picks(0.9, {}, {}, 2, 4), 0);          // nothing to pick
+}
+
+// mass=P reads few pages where one key holds the mass and many where the
+// scores are flat: the budget follows the query, not a fixed share.
+TEST(TopkMass, ReadsFewPagesForAPeakAndManyForFlatScores) {
+  Shape s;
+  const int n = 512, needle = 200, last = n - 1;
+  auto q = random_vec((size_t)n * s.n_head * s.hd, 61);
+  const auto k = random_vec((size_t)n * s.n_kv * s.hd, 62);
+  for (float& x : q) x *= 0.05f;  // flat: every score near 0
+  const PolicySpec pol = *parse_policy("topk:mass=0.9");
+  auto count = [](const std::vector<bool>& sel) { return std::count(sel.begin(), sel.end(), true); };
+  const int64_t flat = count(brute_selection(pol, s, q, k, last, 1, 0, n));
+  // The heads of kv head 0 ask u (|u|^2 ~ 64); the needle key 4u scores ~32
+  // after scaling, far above any random page's bound (~13).
+  std::vector<float> qp = q, kp = k;
+  const float* u0 = &q[(size_t)last * s.n_head * s.hd];
+  std::vector<float> u(u0, u0 + s.hd);
+  for (float& x : u) x *= 20.f;
+  for (int h = 0; h < 3; ++h) std::copy(u.begin(), u.end(), &qp[((size_t)last * s.n_head + h) * s.hd]);
+  for (int c = 0; c < s.hd; ++c) kp[(size_t)needle * s.n_kv * s.hd + c] = 4.f * u[c];
+  const std::vector<bool> peak = brute_selection(pol, s, qp, kp, last, 1, 0, n);
+  EXPECT_TRUE(peak[needle / s.page]) << "the needle's page is read";
+  EXPECT_LE(count(peak), 4);                       // sink, local pages, the needle
+  EXPECT_GE(flat, (int64_t)(0.8 * (n / s.page)));  // flat mass: most pages
+  // The cache reads what the definition says in both cases.
+  const auto v = random_vec((size_t)n * s.n_kv * s.hd, 63);
+  check_topk_inputs("topk:mass=0.9", qp, kp, v, n, {n - 1, 1});
+  check_topk_inputs("topk:mass=0.9", q, k, v, n, {n - 1, 1});
+}
+
 TEST(TopkPolicy, DecodeMatchesMaskedReferenceOverBruteForceSelection) {
   check_topk("topk:sparsity=0.8", 400, split_into(400, {200, 1}), 2);
   check_topk("topk:sparsity=0.9,block=32", 300, split_into(300, {100, 1}), 1);
   // Long per-head lists are split across threads and merged (flash-decoding).
   check_topk("topk:sparsity=0.5", 653, {650, 1, 1, 1}, 2);
   check_topk("topk:sparsity=0.5", 653, {650, 1, 1, 1}, 3);
+  check_topk("topk:mass=0.9", 400, split_into(400, {200, 1}), 2);
+  check_topk("topk:mass=0.5,min=32,max=160", 653, {650, 1, 1, 1}, 3);
 }
 
 TEST(TopkPolicy, DecodeReadsAboutOneMinusSparsityOfThePages) {

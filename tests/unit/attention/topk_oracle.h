@@ -14,10 +14,11 @@
 namespace stride::testing_util {
 
 // q: [n_tok, n_head, hd], k: [n_tok, n_kv, hd]. Returns [groups] read by the
-// block of nq queries at qa, kv head h.
+// block of nq queries at qa, kv head h. kv_end: keys written when the block
+// selects (the end of its chunk; a page's summary covers them); 0: qa + nq.
 inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shape& s,
                                                const std::vector<float>& q, const std::vector<float>& k,
-                                               int64_t qa, int nq, int h) {
+                                               int64_t qa, int nq, int h, int64_t kv_end = 0) {
   const int gp = pol.block > 0 ? (int)(pol.block / s.page) : 1;
   const int64_t B = (int64_t)gp * s.page, qb = qa + nq - 1;
   const int64_t n_groups = qb / B + 1;
@@ -29,14 +30,16 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
   for (int64_t g = 0; g < n_groups; ++g) keep[g] = g < n_sink || g >= local_from;
   int64_t fixed = 0;
   for (bool b : keep) fixed += b;
-  const int64_t budget =
+  int64_t budget =
       std::min(n_groups, std::max(fixed, (int64_t)std::ceil((1 - pol.sparsity) * n_groups - 1e-9)));
-  std::vector<std::pair<float, int64_t>> cand;
-  for (int64_t g = n_sink; g < local_from; ++g) {
+  if (kv_end <= 0) kv_end = qb + 1;
+  // The group's bound: the best row's over the summaries of its pages.
+  auto group_bound = [&](int64_t g) {
     float best = -INFINITY;
     for (int64_t L = g * gp; L < (g + 1) * gp; ++L) {
+      if (L * s.page >= kv_end || L * s.page > qb) continue;  // no key the block sees
       std::vector<float> mn(s.hd, INFINITY), mx(s.hd, -INFINITY);
-      for (int64_t t = L * s.page; t < (L + 1) * s.page && t <= qb; ++t)
+      for (int64_t t = L * s.page; t < (L + 1) * s.page && t < kv_end; ++t)
         for (int c = 0; c < s.hd; ++c) {
           const float x = k[((size_t)t * s.n_kv + h) * s.hd + c];
           mn[c] = std::min(mn[c], x);
@@ -50,11 +53,34 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
           best = std::max(best, bound);
         }
     }
-    cand.push_back({best, g});
-  }
+    return best;
+  };
+  std::vector<std::pair<float, int64_t>> cand;
+  for (int64_t g = n_sink; g < local_from; ++g) cand.push_back({group_bound(g), g});
   std::sort(cand.begin(), cand.end(), [](auto& a, auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
+  if (pol.mass > 0) {
+    // Top-p over masses keys * exp(scale * bound) of every group, fixed ones
+    // counted first, candidates best first, between min and max tokens.
+    const double scale = 1.0 / std::sqrt((double)s.hd);
+    auto mass = [&](int64_t g) {
+      const int64_t keys = std::min<int64_t>((g + 1) * B, qb + 1) - g * B;
+      return (double)keys * std::exp(scale * (double)group_bound(g));
+    };
+    double have = 0, total = 0;
+    for (int64_t g = 0; g < n_groups; ++g) {
+      total += mass(g);
+      if (keep[g]) have += mass(g);
+    }
+    const int64_t cap = pol.max_tokens > 0 ? (pol.max_tokens + B - 1) / B : n_groups;
+    const int64_t max_picks = std::min<int64_t>((int64_t)cand.size(), cap);
+    const int64_t min_picks = std::min<int64_t>(max_picks, (pol.min_tokens + B - 1) / B);
+    int64_t picks = 0;
+    while (picks < max_picks && (picks < min_picks || have < pol.mass * total))
+      have += mass(cand[(size_t)picks++].second);
+    budget = fixed + picks;
+  }
   for (int64_t i = 0; i < budget - fixed; ++i) keep[cand[i].second] = true;
   return keep;
 }
