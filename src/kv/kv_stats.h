@@ -18,7 +18,7 @@ namespace stride {
   /* Summed over the query blocks of every committed layer plan (a decode step is one block). */                   \
   X(pages_read, counter, "stride_attention_pages_read_total", "KV pages attention read, summed over query blocks.") \
   X(pages_present, counter, "stride_attention_pages_present_total",                                                \
-    "KV pages the attending sequences held, summed over query blocks.")                                            \
+    "KV pages the attending sequences held with a key a query of the block may see (causal), summed over query blocks.")                                            \
   /* Of pages_read: pages holding a key in the local window (p - window, p] of a query p of the block. */         \
   X(window_pages_read, counter, "stride_attention_window_pages_read_total",                                        \
     "Of the KV pages attention read, those holding a key in the local window of the block's last query.")          \

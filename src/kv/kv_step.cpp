@@ -12,6 +12,20 @@ namespace stride {
 
 namespace {
 
+// Pages a plan's blocks could read, summed over blocks: held pages holding a
+// key at or before the block's last query (causal), so dense reads a share of
+// exactly 1 in prefill as in decode.
+int64_t visible_held_pages(const std::vector<int32_t>& table, const AttentionPlan& plan, int page_size) {
+  std::vector<int64_t> held_before(table.size() + 1, 0);  // [logical pages + 1]
+  for (size_t L = 0; L < table.size(); ++L) held_before[L + 1] = held_before[L] + (table[L] >= 0);
+  int64_t total = 0;
+  for (int b = 0; b < plan.n_blocks(); ++b) {
+    const int64_t q_last = plan.q_pos0 + std::min<int64_t>((int64_t)(b + 1) * plan.q_block, plan.n_q) - 1;
+    total += held_before[(size_t)std::min<int64_t>((int64_t)table.size(), q_last / page_size + 1)];
+  }
+  return total;
+}
+
 // A query position beyond any real one: keys kept for it are kept forever.
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max() / 4;
 
@@ -97,7 +111,7 @@ void KvManager::plan_static_layer(const Sequence& s, int layer, SeqStepPlan& sp)
   const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, (int64_t)ls.table.size() * cfg_.page_size);
   lp.pages = plan_attention(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new, default_q_block(sp.n_new));
   lp.pages.work = partition_work(lp.pages, cfg_.page_size, cfg_.n_kv_heads);
-  lp.pages_present = ls.held * lp.pages.n_blocks();
+  lp.pages_present = visible_held_pages(ls.table, lp.pages, cfg_.page_size);
 #ifndef NDEBUG
   const Status plan_ok = check_plan(lp.pages, policy, cfg_.page_size, kv_len);
   assert(plan_ok.ok());
@@ -209,7 +223,7 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
                                                 cfg_.n_kv_heads, scale));
   }
   lp.pages.work = partition_work(lp.pages, cfg_.page_size, cfg_.n_kv_heads);
-  lp.pages_present = ls.held * lp.pages.n_blocks();
+  lp.pages_present = visible_held_pages(ls.table, lp.pages, cfg_.page_size);
   lp.needs_selection = false;
 #ifndef NDEBUG
   const Status plan_ok = check_plan(lp.pages, policy, cfg_.page_size, kv_len);
