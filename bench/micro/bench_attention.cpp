@@ -22,7 +22,7 @@ using namespace stride;
 
 constexpr int kHeads = 9, kKvHeads = 3, kHeadDim = 64, kPage = 32;
 const char* kPolicies[] = {"dense", "window:size=4096", "rswa:sinks=4,window=2044",
-                            "topk:sparsity=0.9,block=32"};
+                            "topk:sparsity=0.9,block=32", "topk:mass=0.95,max=4096"};
 
 std::vector<float> random_vec(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -107,7 +107,48 @@ void BM_DecodeAttention(benchmark::State& state) {
 
 BENCHMARK(BM_DecodeAttention)
     ->ArgNames({"policy", "ctx", "threads"})
-    ->ArgsProduct({{0, 1, 2, 3}, {4096, 16384, 65536}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {4096, 16384, 65536}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Top-k selection alone (page scores, ranking, the mass cut) for one decode
+// query at 32K to 1M tokens (1K to 32K pages per kv head): what choosing
+// pages costs before any page is read. args: policy index (3 or 4), context.
+void BM_TopkSelection(benchmark::State& state) {
+  const PolicySpec policy = *parse_policy(kPolicies[state.range(0)]);
+  const int ctx = (int)state.range(1);
+  KvManagerConfig cfg;
+  cfg.n_layer = 1;
+  cfg.n_kv_heads = kKvHeads;
+  cfg.head_dim_k = cfg.head_dim_v = kHeadDim;
+  cfg.page_size = kPage;
+  cfg.layer_policies = {policy};
+  cfg.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 2 * 2;
+  auto cache = std::move(KvManager::create(cfg)).value();
+  const auto seq = *cache->add_sequence();
+  const int chunk = 4096;
+  const auto kv = random_vec((size_t)chunk * kKvHeads * kHeadDim, 1);
+  for (int done = 0; done < ctx - 1;) {
+    const int n = std::min(chunk, ctx - 1 - done);
+    fill(*cache, seq, kv, n, state);
+    done += n;
+  }
+  StepPlan step = open_step(*cache, seq, kv, 1, state);
+  const auto q = random_vec((size_t)kHeads * kHeadDim, 2);
+  for (auto _ : state) {
+    step.seqs[0].layers[0].needs_selection = true;
+    if (!cache->select(step, 0, 0, q.data(), kHeads).ok()) std::abort();
+    benchmark::DoNotOptimize(step.seqs[0].layers[0].pages.page_ids.data());
+  }
+  const AttentionPlan& plan = step.seqs[0].layers[0].pages;
+  state.counters["pages_read"] = (double)plan.n_entries() / kKvHeads;
+  state.counters["pages_held"] = (double)cache->pages_held(seq, 0);
+  state.SetLabel(kPolicies[state.range(0)]);
+}
+
+BENCHMARK(BM_TopkSelection)
+    ->ArgNames({"policy", "ctx"})
+    ->ArgsProduct({{3, 4}, {32768, 131072, 1048576}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
