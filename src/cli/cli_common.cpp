@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
 
 namespace stride::cli {
 
@@ -68,6 +72,73 @@ Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t toke
     return InvalidArgument("--kv-offload-file needs --kv-offload-bytes (the tier's size)");
   e.kv_offload_file = o.kv_offload_file;
   return e;
+}
+
+Expected<std::unique_ptr<Engine>> make_engine(const ModelRunOptions& base, const std::string& policy,
+                                              int64_t tokens, int chunk, bool prefix_cache) {
+  ModelRunOptions o = base;
+  o.attention = policy;
+  STRIDE_ASSIGN_OR_RETURN(EngineOptions opts, to_engine_options(o, tokens));
+  opts.prefill_chunk = chunk;
+  opts.max_context = tokens + chunk;
+  opts.show_progress = false;
+  opts.prefix_cache = prefix_cache;
+  return Engine::create(opts);
+}
+
+Expected<std::vector<double>> parse_number_list(const std::string& text, const char* what) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0') return InvalidArgument(std::string("bad ") + what + " '" + item + "'");
+    out.push_back(v);
+  }
+  if (out.empty()) return InvalidArgument(std::string("no ") + what + " given");
+  return out;
+}
+
+std::string default_text_path() {
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.cache/stride/debian-reference.txt";
+}
+
+Expected<std::string> read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    return NotFound("cannot read " + path +
+                    " (make it with: python3 scripts/oracles/make_long_text.py, or pass --text FILE)");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Status write_json(const nlohmann::json& report, const std::string& path) {
+  std::ofstream f(path);
+  f << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  if (!f) return IoError("cannot write " + path);
+  return Status::Ok();
+}
+
+Status run_plot_script(std::string_view script, const std::string& json_path, const std::string& png_path) {
+  const std::string script_path = png_path + ".plot.py";
+  {
+    std::ofstream f(script_path);
+    f << script;
+    if (!f) return IoError("cannot write " + script_path);
+  }
+  const char* py = std::getenv("STRIDE_PYTHON");
+  const char* home = std::getenv("HOME");
+  std::string python = py ? py : "python3";
+  if (!py && home && access((std::string(home) + "/.cache/stride/venv/bin/python").c_str(), X_OK) == 0)
+    python = std::string(home) + "/.cache/stride/venv/bin/python";
+  const std::string cmd = python + " '" + script_path + "' '" + json_path + "' '" + png_path + "'";
+  const int rc = std::system(cmd.c_str());
+  std::remove(script_path.c_str());
+  if (rc != 0) return Internal("plotting failed (is matplotlib installed? set STRIDE_PYTHON): " + cmd);
+  return Status::Ok();
 }
 
 }  // namespace stride::cli

@@ -1,7 +1,10 @@
 #pragma once
 // Small helpers shared by the CLI commands.
 #include <cstdint>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -31,5 +34,26 @@ struct ModelRunOptions {
   std::string kv_offload_file;  // empty: the tier is anonymous RAM
 };
 Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t tokens_needed);
+
+// An engine for one evaluation run: `policy` on `base`'s model, room for one
+// sequence of `tokens` tokens, prefill in chunks of `chunk`, no progress bar.
+// prefix_cache=false makes every prompt compute all of its positions.
+Expected<std::unique_ptr<Engine>> make_engine(const ModelRunOptions& base, const std::string& policy,
+                                              int64_t tokens, int chunk, bool prefix_cache = true);
+
+// "1,2.5,3" -> numbers; `what` names the item in errors ("length").
+Expected<std::vector<double>> parse_number_list(const std::string& text, const char* what);
+
+// The long English document of validate and eval (scripts/setup makes it).
+std::string default_text_path();
+// The whole file; NotFound with how to make the default one.
+Expected<std::string> read_text(const std::string& path);
+
+// Writes the report as indented JSON (invalid UTF-8 replaced).
+Status write_json(const nlohmann::json& report, const std::string& path);
+
+// Draws png_path from json_path with a matplotlib script: python is
+// STRIDE_PYTHON, else the project's venv (scripts/setup), else python3.
+Status run_plot_script(std::string_view script, const std::string& json_path, const std::string& png_path);
 
 }  // namespace stride::cli

@@ -7,11 +7,8 @@
 // `-a dense --kv-type int8` is the cost of int8 KV alone.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <unistd.h>
 
 #include "cli/cli_common.h"
@@ -46,69 +43,20 @@ std::string reference_kv_type(const ValidateArgs& a) {
   return a.model.kv_type == "int8" ? "f16" : a.model.kv_type;
 }
 
-Expected<std::vector<double>> parse_list(const std::string& text, const char* what) {
-  std::vector<double> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0') return InvalidArgument(std::string("bad ") + what + " '" + item + "'");
-    out.push_back(v);
-  }
-  if (out.empty()) return InvalidArgument(std::string("no ") + what + " given");
-  return out;
-}
-
-std::string default_text_path() {
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.cache/stride/debian-reference.txt";
-}
-
-Expected<std::string> read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f)
-    return NotFound("cannot read " + path +
-                    " (make it with: python3 scripts/oracles/make_long_text.py, or pass --text FILE)");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::unique_ptr<Engine> make_engine(const ModelRunOptions& base, const std::string& policy,
-                                    int64_t tokens, int chunk, std::string& err) {
-  ModelRunOptions o = base;
-  o.attention = policy;
-  auto opts = to_engine_options(o, tokens);
-  if (!opts) {
-    err = opts.status().to_string();
-    return nullptr;
-  }
-  opts->prefill_chunk = chunk;
-  opts->max_context = tokens + chunk;
-  opts->show_progress = false;
-  auto e = Engine::create(*opts);
-  if (!e) {
-    err = e.status().to_string();
-    return nullptr;
-  }
-  return std::move(*e);
-}
-
 int run_fidelity(const ValidateArgs& a, nlohmann::json& report) {
-  auto lens_d = parse_list(a.lengths, "length");
+  auto lens_d = parse_number_list(a.lengths, "length");
   if (!lens_d) return fail(lens_d.status());
   std::vector<int64_t> lengths;
   for (double d : *lens_d) lengths.push_back((int64_t)d);
   std::sort(lengths.begin(), lengths.end());
   const int64_t max_len = lengths.back();
-  std::string err;
   ModelRunOptions reference = a.model;
   reference.kv_type = reference_kv_type(a);
   if (!parse_kv_storage(reference.kv_type))
     return fail("--reference-kv-type must be f16, f32 or int8, not '" + reference.kv_type + "'");
-  auto dense = make_engine(reference, "dense", max_len, a.chunk, err);
-  if (!dense) return fail(err);
+  auto made = make_engine(reference, "dense", max_len, a.chunk);
+  if (!made) return fail(made.status());
+  std::unique_ptr<Engine> dense = std::move(*made);
   report["kv_type"] = a.model.kv_type;
   report["reference_kv_type"] = reference.kv_type;
   std::printf("kv: policy %s, dense reference %s\n", a.model.kv_type.c_str(),
@@ -131,8 +79,9 @@ int run_fidelity(const ValidateArgs& a, nlohmann::json& report) {
   std::vector<std::unique_ptr<Engine>> engines;
   std::vector<Engine*> raw;
   for (const std::string& pol : a.policies) {
-    engines.push_back(make_engine(a.model, pol, max_len, a.chunk, err));
-    if (!engines.back()) return fail(err);
+    auto e = make_engine(a.model, pol, max_len, a.chunk);
+    if (!e) return fail(e.status());
+    engines.push_back(std::move(*e));
     raw.push_back(engines.back().get());
   }
   const bool tty = isatty(fileno(stderr));
@@ -162,16 +111,16 @@ int run_fidelity(const ValidateArgs& a, nlohmann::json& report) {
 }
 
 int run_passkeys(const ValidateArgs& a, nlohmann::json& report) {
-  auto lens = parse_list(a.passkey_lengths, "passkey length");
+  auto lens = parse_number_list(a.passkey_lengths, "passkey length");
   if (!lens) return fail(lens.status());
-  auto depths = parse_list(a.depths, "depth");
+  auto depths = parse_number_list(a.depths, "depth");
   if (!depths) return fail(depths.status());
   const int64_t max_len = (int64_t)*std::max_element(lens->begin(), lens->end());
   std::printf("%-36s %7s %9s  %s\n", "policy", "length", "accuracy", "hits by depth");
   for (const std::string& pol : a.policies) {
-    std::string err;
-    auto engine = make_engine(a.model, pol, max_len + 64, a.chunk, err);
-    if (!engine) return fail(err);
+    auto made = make_engine(a.model, pol, max_len + 64, a.chunk);
+    if (!made) return fail(made.status());
+    Engine* engine = made->get();
     for (double len : *lens) {
       int hits = 0;
       std::string marks;
@@ -229,26 +178,6 @@ fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=120)
 )PY";
 
-int plot(const std::string& json_path, const std::string& png_path) {
-  const std::string script = png_path + ".plot.py";
-  {
-    std::ofstream f(script);
-    f << kPlotScript;
-    if (!f) return fail("cannot write " + script);
-  }
-  // STRIDE_PYTHON, else the project's venv (scripts/setup), else python3.
-  const char* py = std::getenv("STRIDE_PYTHON");
-  const char* home = std::getenv("HOME");
-  std::string python = py ? py : "python3";
-  if (!py && home && access((std::string(home) + "/.cache/stride/venv/bin/python").c_str(), X_OK) == 0)
-    python = std::string(home) + "/.cache/stride/venv/bin/python";
-  const std::string cmd =
-      python + " '" + script + "' '" + json_path + "' '" + png_path + "'";
-  const int rc = std::system(cmd.c_str());
-  std::remove(script.c_str());
-  return rc == 0 ? 0 : fail("plotting failed (is matplotlib installed? set STRIDE_PYTHON): " + cmd);
-}
-
 int validate(const ValidateArgs& a) {
   if (a.policies.empty()) return fail("give at least one --attention POLICY");
   nlohmann::json report;
@@ -256,13 +185,11 @@ int validate(const ValidateArgs& a) {
   const int rc = a.passkey ? run_passkeys(a, report) : run_fidelity(a, report);
   if (rc != 0) return rc;
   if (!a.json_out.empty()) {
-    std::ofstream f(a.json_out);
-    f << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    if (!f) return fail("cannot write " + a.json_out);
+    if (Status st = write_json(report, a.json_out); !st.ok()) return fail(st);
   }
   if (!a.plot_out.empty()) {
     if (a.json_out.empty()) return fail("--plot needs --json (the plot is drawn from it)");
-    return plot(a.json_out, a.plot_out);
+    if (Status st = run_plot_script(kPlotScript, a.json_out, a.plot_out); !st.ok()) return fail(st);
   }
   return 0;
 }

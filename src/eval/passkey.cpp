@@ -11,7 +11,8 @@ constexpr const char* kIntro =
     "Find it and memorize it. I will quiz you about the important information there.\n";
 constexpr const char* kFiller =
     "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. ";
-constexpr const char* kQuestion = "\nWhat is the pass key? The pass key is";
+constexpr const char* kQuestion = "\nWhat is the pass key?";
+constexpr const char* kAnswerPrefix = " The pass key is";
 
 std::string needle(int key) {
   const std::string k = std::to_string(key);
@@ -20,16 +21,22 @@ std::string needle(int key) {
 
 }  // namespace
 
-std::string passkey_text(const Tokenizer& tok, int64_t target_tokens, double depth, int key) {
+PasskeyPrompt passkey_prompt(const Tokenizer& tok, int64_t target_tokens, double depth, int key) {
   const int64_t unit = std::max<int64_t>(1, (int64_t)tok.encode(kFiller, false).size());
-  const int64_t fixed = (int64_t)tok.encode(std::string(kIntro) + needle(key) + kQuestion, true).size();
+  const int64_t fixed =
+      (int64_t)tok.encode(std::string(kIntro) + needle(key) + kQuestion + kAnswerPrefix, true).size();
   const int64_t n_units = std::max<int64_t>(1, (target_tokens - fixed) / unit);
   const int64_t before = std::clamp<int64_t>((int64_t)(depth * (double)n_units + 0.5), 0, n_units);
   std::string text = kIntro;
   for (int64_t i = 0; i < before; ++i) text += kFiller;
   text += needle(key);
   for (int64_t i = before; i < n_units; ++i) text += kFiller;
-  return text + kQuestion;
+  return {text + kQuestion, kAnswerPrefix};
+}
+
+std::string passkey_text(const Tokenizer& tok, int64_t target_tokens, double depth, int key) {
+  PasskeyPrompt p = passkey_prompt(tok, target_tokens, depth, key);
+  return p.task + p.answer_prefix;
 }
 
 Expected<PasskeyTrial> run_passkey(Engine& engine, int64_t target_tokens, double depth, int key,

@@ -25,6 +25,15 @@ struct PasskeyTrial {
 // with the tokenizer), the key sitting at `depth` of the filler.
 std::string passkey_text(const Tokenizer& tok, int64_t target_tokens, double depth, int key);
 
+// The same prompt in two parts, passkey_text == task + answer_prefix: the
+// text up to the question, and the answer's start (" The pass key is"), so a
+// chat prompt can put the question in the user turn and the prefix in the reply.
+struct PasskeyPrompt {
+  std::string task;
+  std::string answer_prefix;
+};
+PasskeyPrompt passkey_prompt(const Tokenizer& tok, int64_t target_tokens, double depth, int key);
+
 // Builds the prompt, generates greedily and checks for the key.
 Expected<PasskeyTrial> run_passkey(Engine& engine, int64_t target_tokens, double depth, int key,
                                    int max_new_tokens = 10);

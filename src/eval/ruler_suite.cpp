@@ -1,0 +1,84 @@
+#include "eval/ruler_suite.h"
+
+#include <chrono>
+#include <map>
+
+#include "eval/ruler_random.h"
+#include "eval/ruler_score.h"
+
+namespace stride {
+
+std::vector<double> even_depths(int n) {
+  if (n <= 1) return {0.5};
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) out.push_back((double)i / (double)(n - 1));
+  return out;
+}
+
+Expected<std::vector<TaskInstance>> build_suite(const RulerSuiteOptions& opts, const TaskContext& ctx) {
+  if (opts.tasks.empty() || opts.lengths.empty()) return InvalidArgument("no tasks or no lengths to run");
+  if (opts.depths < 1 || opts.trials < 1) return InvalidArgument("--depths and --trials must be at least 1");
+  const std::vector<double> depths = even_depths(opts.depths);
+  std::vector<TaskInstance> out;
+  for (RulerTask task : opts.tasks) {
+    const bool by_depth = ruler_task_uses_depth(task);
+    const int n = by_depth ? (int)depths.size() : opts.trials;
+    for (int64_t length : opts.lengths) {
+      for (int i = 0; i < n; ++i) {
+        TaskSpec spec;
+        spec.task = task;
+        spec.target_tokens = length;
+        spec.depth = by_depth ? depths[i] : 0.5;
+        // Seeded by what the instance is, not by its place in the run, so
+        // `--tasks niah_single` gives the same prompts as the full suite.
+        spec.seed = derive_seed(opts.seed, {(uint64_t)task, (uint64_t)length, (uint64_t)i});
+        STRIDE_ASSIGN_OR_RETURN(TaskInstance t, make_task(spec, ctx));
+        t.trial = i;
+        if (opts.max_new_tokens > 0) t.max_new_tokens = opts.max_new_tokens;
+        out.push_back(std::move(t));
+      }
+    }
+  }
+  return out;
+}
+
+Expected<PolicyRun> run_suite(Engine& engine, const std::string& policy, const std::vector<TaskInstance>& instances,
+                              const std::function<void(size_t, size_t)>& on_trial) {
+  PolicyRun run;
+  run.policy = policy;
+  const auto t0 = std::chrono::steady_clock::now();
+  const KvStats before = engine.kv().stats();
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const TaskInstance& t = instances[i];
+    GenerateOptions g;
+    g.max_tokens = t.max_new_tokens;
+    g.sampling.temperature = 0.f;  // greedy, as RULER scores
+    STRIDE_ASSIGN_OR_RETURN(GenerateResult r, engine.generate(t.ids, g, {}));
+    run.trials.push_back({i, r.text, (int)r.generated_ids.size(), score_answer(r.text, t.expected)});
+    if (on_trial) on_trial(i + 1, instances.size());
+  }
+  const KvStats after = engine.kv().stats();
+  const int64_t present = after.pages_present - before.pages_present;
+  run.pages_read_share = present > 0 ? (double)(after.pages_read - before.pages_read) / (double)present : 0;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
+}
+
+std::vector<SuiteCell> summarize(const PolicyRun& run, const std::vector<TaskInstance>& instances) {
+  std::vector<SuiteCell> cells;
+  std::map<std::pair<int, int64_t>, AccuracyMean> means;
+  for (const RulerTrial& trial : run.trials) {
+    const TaskSpec& s = instances[trial.instance].spec;
+    auto [it, fresh] = means.try_emplace({(int)s.task, s.target_tokens});
+    if (fresh) cells.push_back({s.task, s.target_tokens, 0, 0});
+    it->second.add(trial.score);
+  }
+  for (SuiteCell& c : cells) {
+    const AccuracyMean& m = means.at({(int)c.task, c.length});
+    c.accuracy = m.value();
+    c.trials = m.count();
+  }
+  return cells;
+}
+
+}  // namespace stride

@@ -1,0 +1,60 @@
+#pragma once
+// The RULER-style suite: every (task, length, depth or trial) instance is
+// built once from the seed, then generated greedily on each engine (dense
+// first, as the reference), scored, and summarised as accuracy per
+// (task, length).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "eval/ruler_tasks.h"
+
+namespace stride {
+
+struct RulerSuiteOptions {
+  std::vector<RulerTask> tasks = all_ruler_tasks();
+  std::vector<int64_t> lengths = {4096, 8192};
+  int depths = 10;         // needle depths, evenly spread over [0, 1]
+  int trials = 1;          // instances per (task, length) of the tasks without a depth
+  uint64_t seed = 1;
+  int max_new_tokens = 0;  // 0: each task's own bound
+};
+
+// n depths evenly over [0, 1]; a single one is 0.5.
+std::vector<double> even_depths(int n);
+
+// Every instance: by task in the order given, then length, then depth or trial.
+Expected<std::vector<TaskInstance>> build_suite(const RulerSuiteOptions& opts, const TaskContext& ctx);
+
+struct RulerTrial {
+  size_t instance = 0;  // index into the instances run
+  std::string answer;   // the generated text
+  int new_tokens = 0;
+  double score = 0;
+};
+
+struct PolicyRun {
+  std::string policy;
+  std::vector<RulerTrial> trials;  // one per instance, in order
+  double pages_read_share = 0;     // KV pages attention read / pages present, over every trial
+  double seconds = 0;
+};
+
+// on_trial(done, total) is optional.
+Expected<PolicyRun> run_suite(Engine& engine, const std::string& policy, const std::vector<TaskInstance>& instances,
+                              const std::function<void(size_t, size_t)>& on_trial = {});
+
+struct SuiteCell {
+  RulerTask task = RulerTask::NiahSingle;
+  int64_t length = 0;
+  double accuracy = 0;  // mean trial score
+  int trials = 0;
+};
+
+// Accuracy per (task, length), in the order the instances list them.
+std::vector<SuiteCell> summarize(const PolicyRun& run, const std::vector<TaskInstance>& instances);
+
+}  // namespace stride
