@@ -57,13 +57,34 @@ def teacher_forced(stride, goldens):
     return out
 
 
+@pytest.fixture(scope="module")
+def exact_reference():
+    path = os.path.join(ROOT, "tests", "data", "generated", "dequant_reference.json")
+    if not os.path.exists(path):
+        pytest.fail(f"{path} missing: run scripts/setup")
+    with open(path) as f:
+        return json.load(f)
+
+
+def _llamacpp_exact_rate(goldens, exact_reference, key):
+    """How often llama.cpp's own top-1 equals the exact f32 evaluation's: the
+    oracle's noise on this CPU (its AVX2 build rounds differently from its
+    AVX-512 one)."""
+    agree = total = 0
+    for case, ref in zip(goldens["models"][key]["cases"], exact_reference["models"][key]["cases"]):
+        mine = np.array([ids[0] for ids in case["tf_topk_ids"]])
+        exact = np.array([ids[0] for ids in ref["topk_ids"]])
+        agree, total = agree + int((mine == exact).sum()), total + len(exact)
+    return agree / total
+
+
 @pytest.mark.parametrize("key", MODELS)
-def test_teacher_forced_top1_and_kl(goldens, teacher_forced, key):
+def test_teacher_forced_top1_and_kl(goldens, teacher_forced, exact_reference, key):
     """stride's one-pass scores of prompt + llama.cpp's greedy continuation vs
     llama.cpp's own one-pass scores of the same ids (like for like: llama.cpp's
     batched and step-by-step argmaxes themselves differ at ~1% of positions)."""
     agree = agree_steps = total = dec_agree = dec_total = 0
-    kls = []
+    kls, mismatch_gaps = [], []
     for case, lp in zip(goldens["models"][key]["cases"], teacher_forced[key]):
         gen = case["generated_ids"]
         ref_top1 = np.array([ids[0] for ids in case["tf_topk_ids"]])
@@ -84,6 +105,7 @@ def test_teacher_forced_top1_and_kl(goldens, teacher_forced, key):
         worst = [(int(i), round(case["tf_topk_logprobs"][i][0] - float(
                   dict(zip(case["tf_topk_ids"][i], case["tf_topk_logprobs"][i])).get(int(mine[i]), -99)), 3))
                  for i in np.nonzero(mine != ref_top1)[0]]
+        mismatch_gaps += [g for _, g in worst]
         print(f"\n{key}/{case['name']}: top-1 vs llama.cpp batch {hits}/{len(gen)}, "
               f"vs llama.cpp step-by-step {hits_steps}/{len(gen)}, KL mean {np.mean(kl):.4f} "
               f"max {np.max(kl):.4f}; (pos, llama.cpp log-prob gap) {worst}")
@@ -91,18 +113,15 @@ def test_teacher_forced_top1_and_kl(goldens, teacher_forced, key):
     print(f"{key}: teacher-forced top-1 agreement {agree}/{total} = {rate:.2%} "
           f"(vs step-by-step tokens {agree_steps}/{total}); at decisive positions "
           f"{dec_agree}/{dec_total} = {dec_rate:.2%}; mean KL {np.mean(kls):.4f}")
+    # Over all positions, stride need not agree with llama.cpp more often than
+    # llama.cpp agrees with the exact evaluation (less a point for ties).
+    floor = min(MIN_TOP1_ALL, _llamacpp_exact_rate(goldens, exact_reference, key) - 0.01)
+    print(f"{key}: all-position floor {floor:.4f}; largest llama.cpp gap at a mismatch "
+          f"{max(mismatch_gaps, default=0):.3f} nats")
     assert dec_rate >= MIN_TOP1_DECISIVE
-    assert rate >= MIN_TOP1_ALL
+    assert rate >= floor
+    assert max(mismatch_gaps, default=0) < MAX_DIVERGENCE_GAP  # every mismatch is a near tie
     assert np.mean(kls) <= MAX_MEAN_KL
-
-
-@pytest.fixture(scope="module")
-def exact_reference():
-    path = os.path.join(ROOT, "tests", "data", "generated", "dequant_reference.json")
-    if not os.path.exists(path):
-        pytest.fail(f"{path} missing: run scripts/setup")
-    with open(path) as f:
-        return json.load(f)
 
 
 @pytest.mark.parametrize("key", MODELS)
