@@ -60,11 +60,13 @@ void attend(KvManager& cache, StepPlan& plan, const float* q, const AttentionPar
     std::abort();  // the plan came from prepare(): a failure here is a bug
 }
 
-// args: policy index, context length, threads
-void BM_DecodeAttention(benchmark::State& state) {
-  const PolicySpec policy = *parse_policy(kPolicies[state.range(0)]);
-  const int ctx = (int)state.range(1);
-  ThreadPool threads((int)state.range(2));
+// A one-layer cache of SmolLM2's shape under `policy` holding ctx - 1
+// tokens (written in chunks, not attended), and the open step of the next.
+struct DecodeSetup {
+  std::unique_ptr<KvManager> cache;
+  StepPlan step;
+};
+DecodeSetup decode_setup(const PolicySpec& policy, int ctx, int chunk, benchmark::State& state) {
   KvManagerConfig cfg;
   cfg.n_layer = 1;
   cfg.n_kv_heads = kKvHeads;
@@ -72,18 +74,27 @@ void BM_DecodeAttention(benchmark::State& state) {
   cfg.page_size = kPage;
   cfg.layer_policies = {policy};
   cfg.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 2 * 2;
-  auto cache = std::move(KvManager::create(cfg)).value();
-  const auto seq = *cache->add_sequence();
-
-  // Fill the context in chunks (written, not attended), leaving one decode slot.
-  const int chunk = 1024;
+  DecodeSetup d{std::move(KvManager::create(cfg)).value(), {}};
+  const auto seq = *d.cache->add_sequence();
   const auto kv = random_vec((size_t)chunk * kKvHeads * kHeadDim, 1);
   for (int done = 0; done < ctx - 1;) {
     const int n = std::min(chunk, ctx - 1 - done);
-    fill(*cache, seq, kv, n, state);
+    fill(*d.cache, seq, kv, n, state);
     done += n;
   }
-  StepPlan step = open_step(*cache, seq, kv, 1, state);
+  d.step = open_step(*d.cache, seq, kv, 1, state);
+  return d;
+}
+
+// args: policy index, context length, threads
+void BM_DecodeAttention(benchmark::State& state) {
+  const PolicySpec policy = *parse_policy(kPolicies[state.range(0)]);
+  const int ctx = (int)state.range(1);
+  ThreadPool threads((int)state.range(2));
+  DecodeSetup d = decode_setup(policy, ctx, 1024, state);
+  KvManager* cache = d.cache.get();
+  StepPlan& step = d.step;
+  const KvManager::SeqId seq = step.seqs.empty() ? 0 : step.seqs[0].seq;
   const auto q = random_vec((size_t)kHeads * kHeadDim, 2);
   std::vector<float> out((size_t)kHeads * kHeadDim);
   AttentionParams p;
@@ -116,24 +127,10 @@ BENCHMARK(BM_DecodeAttention)
 // pages costs before any page is read. args: policy index (3 or 4), context.
 void BM_TopkSelection(benchmark::State& state) {
   const PolicySpec policy = *parse_policy(kPolicies[state.range(0)]);
-  const int ctx = (int)state.range(1);
-  KvManagerConfig cfg;
-  cfg.n_layer = 1;
-  cfg.n_kv_heads = kKvHeads;
-  cfg.head_dim_k = cfg.head_dim_v = kHeadDim;
-  cfg.page_size = kPage;
-  cfg.layer_policies = {policy};
-  cfg.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 2 * 2;
-  auto cache = std::move(KvManager::create(cfg)).value();
-  const auto seq = *cache->add_sequence();
-  const int chunk = 4096;
-  const auto kv = random_vec((size_t)chunk * kKvHeads * kHeadDim, 1);
-  for (int done = 0; done < ctx - 1;) {
-    const int n = std::min(chunk, ctx - 1 - done);
-    fill(*cache, seq, kv, n, state);
-    done += n;
-  }
-  StepPlan step = open_step(*cache, seq, kv, 1, state);
+  DecodeSetup d = decode_setup(policy, (int)state.range(1), 4096, state);
+  KvManager* cache = d.cache.get();
+  StepPlan& step = d.step;
+  const KvManager::SeqId seq = step.seqs.empty() ? 0 : step.seqs[0].seq;
   const auto q = random_vec((size_t)kHeads * kHeadDim, 2);
   for (auto _ : state) {
     step.seqs[0].layers[0].needs_selection = true;

@@ -12,6 +12,15 @@ MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PROMPT = " ".join(f"item{i}" for i in range(120))  # ~ 360 tokens: many 32-token pages
 
 
+def by_policy(text, metric):
+    """{policy: value} of a metric labelled by policy in /metrics text."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(metric + "{"):
+            out[line.split('policy="')[1].split('"')[0]] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
 def run(policy):
     with StrideServer(SMOL, extra_args=["--kv-budget", "64M", "--attention", policy]) as s:
         c = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=300)
@@ -49,11 +58,7 @@ def test_attention_time_is_reported_by_policy():
         c = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=300)
         c.completions.create(model=MODEL, prompt=PROMPT, max_tokens=4, temperature=0)
         text = urllib.request.urlopen(s.url + "/metrics", timeout=30).read().decode()
-    seconds = {}
-    for line in text.splitlines():
-        if line.startswith("stride_attention_seconds_total{"):
-            kind = line.split('policy="')[1].split('"')[0]
-            seconds[kind] = float(line.rsplit(" ", 1)[1])
+    seconds = by_policy(text, "stride_attention_seconds_total")
     assert set(seconds) == {"dense", "window", "rswa", "topk", "strided"}
     assert seconds["window"] > 0
     assert all(v == 0 for k, v in seconds.items() if k != "window")
@@ -71,10 +76,7 @@ def test_read_share_is_reported_by_policy(tmp_path):
         c = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=300)
         c.completions.create(model=MODEL, prompt=PROMPT, max_tokens=8, temperature=0)
         text = urllib.request.urlopen(s.url + "/metrics", timeout=30).read().decode()
-    share = {}
-    for line in text.splitlines():
-        if line.startswith("stride_attention_read_share{"):
-            share[line.split('policy="')[1].split('"')[0]] = float(line.rsplit(" ", 1)[1])
+    share = by_policy(text, "stride_attention_read_share")
     assert set(share) == {"dense", "window", "rswa", "topk", "strided"}
     assert share["dense"] == pytest.approx(1.0)
     assert 0.1 < share["topk"] < 0.8
