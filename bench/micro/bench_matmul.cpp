@@ -92,12 +92,18 @@ void register_all() {
   // Gemma-3-270m: ffn_gate/up [640 -> 2048] (Q5_0), ffn_down [2048 -> 640] (Q4_K/Q6_K).
   const Shape smol_up{"576x1536", 576, 1536}, smol_down{"1536x576", 1536, 576};
   const Shape gemma_up{"640x2048", 640, 2048}, gemma_down{"2048x640", 2048, 640};
+  // Llama-3.2-1B: ffn_gate/up [2048 -> 8192] (Q4_K), ffn_down [8192 -> 2048]
+  // (Q6_K on some layers); Llama-3.1-8B Q4_0: ffn_gate/up [4096 -> 14336].
+  const Shape l1b_up{"2048x8192", 2048, 8192}, l1b_down{"8192x2048", 8192, 2048};
+  const Shape l8b_up{"4096x14336", 4096, 14336};
   struct Entry { DType t; std::vector<Shape> shapes; };
   const std::vector<Entry> entries = {
       {DType::Q4_1, {smol_up, smol_down}}, {DType::Q8_0, {smol_up, smol_down, gemma_up}},
       {DType::Q5_0, {gemma_up, smol_up}},  {DType::Q4_0, {smol_up}},
       {DType::Q5_1, {smol_up}},            {DType::Q4_K, {gemma_down, smol_down}},
-      {DType::Q6_K, {gemma_down}},         {DType::Q5_K, {gemma_down}},
+      {DType::Q6_K, {gemma_down, l1b_down}}, {DType::Q5_K, {gemma_down}},
+      {DType::Q4_K, {l1b_up}},             {DType::Q4_0, {l8b_up}},
+      {DType::Q8_0, {l1b_up}},
       {DType::F32, {smol_up}},             {DType::F16, {smol_up}},
       {DType::BF16, {smol_up}},
   };

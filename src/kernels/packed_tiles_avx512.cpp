@@ -1,5 +1,6 @@
-// The packed matmul's tiles on the AVX-512 path: 256-bit VNNI (EVEX) with 32
-// vector registers, so a tile holds 8 tokens. Only the code after the pragma
+// The packed matmul's tiles on the AVX-512 path: VNNI with 32 vector
+// registers, so a tile holds 8 tokens, and 512-bit tiles over two row groups
+// where there are enough tokens (packed_tiles_wide.inc). Only the code after the pragma
 // is compiled for AVX-512, and all of it has internal linkage but run_range:
 // the headers above (and any inline function or template they define) are
 // compiled for the AVX2 baseline, so no AVX-512 copy of them can be chosen
