@@ -96,6 +96,8 @@ void register_all() {
   // (Q6_K on some layers); Llama-3.1-8B Q4_0: ffn_gate/up [4096 -> 14336].
   const Shape l1b_up{"2048x8192", 2048, 8192}, l1b_down{"8192x2048", 8192, 2048};
   const Shape l8b_up{"4096x14336", 4096, 14336};
+  // Beyond the L3 cache: the Llama-3 output head (Q6_K) and a long Q4_K matrix.
+  const Shape l1b_head{"2048x128256", 2048, 128256}, long_q4k{"2048x65536", 2048, 65536};
   struct Entry { DType t; std::vector<Shape> shapes; };
   const std::vector<Entry> entries = {
       {DType::Q4_1, {smol_up, smol_down}}, {DType::Q8_0, {smol_up, smol_down, gemma_up}},
@@ -103,7 +105,8 @@ void register_all() {
       {DType::Q5_1, {smol_up}},            {DType::Q4_K, {gemma_down, smol_down}},
       {DType::Q6_K, {gemma_down, l1b_down}}, {DType::Q5_K, {gemma_down}},
       {DType::Q4_K, {l1b_up}},             {DType::Q4_0, {l8b_up}},
-      {DType::Q8_0, {l1b_up}},
+      {DType::Q8_0, {l1b_up}},             {DType::Q6_K, {l1b_head}},
+      {DType::Q4_K, {long_q4k}},
       {DType::F32, {smol_up}},             {DType::F16, {smol_up}},
       {DType::BF16, {smol_up}},
   };
