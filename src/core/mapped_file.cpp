@@ -42,8 +42,14 @@ bool MappedFile::drop_resident(const void* p, uint64_t n) const {
   const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   const uintptr_t lo = ((uintptr_t)b + page - 1) & ~(page - 1);
   const uintptr_t hi = ((uintptr_t)b + n) & ~(page - 1);
-  // A private read-only file map: dropped pages refault from the file.
-  if (hi > lo) madvise((void*)lo, hi - lo, MADV_DONTNEED);
+  // A private read-only file map: dropped pages refault from the file. What
+  // is read back is read sparsely (the rows of a tied embedding), so the
+  // range also loses readahead and fault-around, which would map up to
+  // hundreds of KiB around every row looked up.
+  if (hi > lo) {
+    madvise((void*)lo, hi - lo, MADV_DONTNEED);
+    madvise((void*)lo, hi - lo, MADV_RANDOM);
+  }
   return true;
 }
 

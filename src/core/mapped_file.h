@@ -23,7 +23,8 @@ class MappedFile {
   const std::string& path() const { return path_; }
   // Lets the kernel drop the resident pages wholly inside [p, p + n) (when
   // that lies in this map): they are read back from the file if touched
-  // again, so a copy made elsewhere (repacked weights) is not held twice.
+  // again, page by page (no readahead), so a copy made elsewhere (repacked
+  // weights) is not held twice.
   // False when the range is not in this map.
   bool drop_resident(const void* p, uint64_t n) const;
 
