@@ -13,9 +13,10 @@ namespace stride {
 MappedFile::~MappedFile() { reset(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(other.data_), size_(other.size_), path_(std::move(other.path_)) {
+    : data_(other.data_), size_(other.size_), fd_(other.fd_), path_(std::move(other.path_)) {
   other.data_ = nullptr;
   other.size_ = 0;
+  other.fd_ = -1;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
@@ -23,9 +24,11 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     reset();
     data_ = other.data_;
     size_ = other.size_;
+    fd_ = other.fd_;
     path_ = std::move(other.path_);
     other.data_ = nullptr;
     other.size_ = 0;
+    other.fd_ = -1;
   }
   return *this;
 }
@@ -34,6 +37,22 @@ void MappedFile::reset() {
   if (data_ && size_ > 0) munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;
   size_ = 0;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+bool MappedFile::read_at(const void* p, uint64_t n, void* dst) const {
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  if (!data_ || fd_ < 0 || b < data_ || n > size_ || b + n > data_ + size_) return false;
+  uint64_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd_, static_cast<uint8_t*>(dst) + done, (size_t)(n - done),
+                                (off_t)((uint64_t)(b - data_) + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += (uint64_t)got;
+  }
+  return true;
 }
 
 bool MappedFile::drop_resident(const void* p, uint64_t n) const {
@@ -81,7 +100,7 @@ Expected<MappedFile> MappedFile::open(const std::string& path) {
     }
     f.data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
+  f.fd_ = fd;  // kept for read_at
   return f;
 }
 

@@ -27,11 +27,16 @@ class MappedFile {
   // weights) is not held twice.
   // False when the range is not in this map.
   bool drop_resident(const void* p, uint64_t n) const;
+  // Copies [p, p + n) of the map into dst with pread, without mapping it
+  // (dropped pages read this way stay out of RSS). False when the range is
+  // not in this map or the read fails.
+  bool read_at(const void* p, uint64_t n, void* dst) const;
 
  private:
   void reset();
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
+  int fd_ = -1;
   std::string path_;
 };
 

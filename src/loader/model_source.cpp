@@ -24,6 +24,13 @@ void ModelSource::drop_resident(const void* p, uint64_t n) const {
     if (f.drop_resident(p, n)) return;
 }
 
+bool ModelSource::read_back(const void* p, uint64_t n, void* dst) const {
+  if (gguf_ && gguf_->file().read_at(p, n, dst)) return true;
+  for (const MappedFile& f : files_)
+    if (f.read_at(p, n, dst)) return true;
+  return false;
+}
+
 int64_t ModelSource::weight_bytes() const {
   int64_t total = 0;
   for (const auto& [name, t] : tensors_) total += t.nbytes;

@@ -30,6 +30,8 @@ class ModelSource {
   // readable, from the file); a no-op for tensors in memory buffers.
   void drop_resident(const TensorView& t) const;
   void drop_resident(const void* p, uint64_t n) const;
+  // [p, p + n) of a mapped file, read with pread (MappedFile::read_at).
+  bool read_back(const void* p, uint64_t n, void* dst) const;
 
   // Loader-facing construction.
   void add_tensor(TensorView view) { tensors_[view.name] = std::move(view); }

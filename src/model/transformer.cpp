@@ -33,8 +33,36 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::unique_ptr<Model
   if (repack_weights && !(no_repack && std::strcmp(no_repack, "1") == 0)) {
     STRIDE_ASSIGN_OR_RETURN(t->packed_, pack_weights(t->w_, source.get()));
   }
+  const TensorView& e = t->w_.tok_embd;
+  if (t->packed_.output && e.valid() && t->w_.output.data == e.data && e.row_bytes() > 0) {
+    // Reading row 0 shows the table lies in a file read_back reaches.
+    t->embed_row_.resize((size_t)e.row_bytes());
+    t->embed_by_read_ = source->read_back(e.data, (uint64_t)e.row_bytes(), t->embed_row_.data());
+  }
   t->source_ = std::move(source);
   return t;
+}
+
+Status Transformer::embed(const int32_t* ids, int n, float* x) {
+  const TensorView& table = w_.tok_embd;
+  if (!embed_by_read_) {
+    if (!embed_rows(table, ids, n, config().embed_scale, x)) return InvalidArgument("token id outside the embedding table");
+    return Status::Ok();
+  }
+  const int64_t rb = table.row_bytes();
+  TensorView row = table;  // a one-row table over embed_row_
+  row.ne[1] = 1;
+  row.data = embed_row_.data();
+  row.nbytes = rb;
+  const int32_t first = 0;
+  for (int i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= table.rows()) return InvalidArgument("token id outside the embedding table");
+    if (!source_->read_back(table.row(ids[i]), (uint64_t)rb, embed_row_.data()))
+      return IoError("cannot read embedding row " + std::to_string(ids[i]) + " from the model file");
+    if (!embed_rows(row, &first, 1, config().embed_scale, x + (int64_t)i * table.cols()))
+      return Internal("embedding row " + std::to_string(ids[i]) + " did not dequantize");
+  }
+  return Status::Ok();
 }
 
 void Transformer::linear(const TensorView& w, const PackedMatrix* packed, const float* x, float* y,
@@ -115,9 +143,7 @@ Status Transformer::forward_batch(KvManager& kv, StepPlan& plan, const SequenceS
   }
 
   float* x = x_.data();  // [n, E] residual stream of all steps' tokens
-  if (!embed_rows(w_.tok_embd, ids_.data(), n, c.embed_scale, x)) {
-    return InvalidArgument("token id outside the embedding table");
-  }
+  STRIDE_RETURN_IF_ERROR(embed(ids_.data(), n, x));
 
   const PackedLayer no_packed;
   for (int il = 0; il < c.n_layer; ++il) {

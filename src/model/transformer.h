@@ -54,6 +54,8 @@ class Transformer {
  private:
   Transformer() = default;
   void ensure_scratch(int n);
+  // x[i] = the embedding of ids[i]: [n, n_embd].
+  Status embed(const int32_t* ids, int n, float* x);
   // y = x · Wᵀ on the packed copy of W when there is one.
   static void linear(const TensorView& w, const PackedMatrix* packed, const float* x, float* y,
                      int n, ThreadPool& pool);
@@ -61,6 +63,11 @@ class Transformer {
   std::unique_ptr<ModelSource> source_;
   ModelWeights w_;
   PackedWeights packed_;  // empty when repacking is off
+  // A tied embedding whose mapped pages were dropped once the output head
+  // was repacked: its rows are read with pread (ModelSource::read_back), so
+  // looking them up does not map the file back into RSS.
+  bool embed_by_read_ = false;
+  std::vector<uint8_t> embed_row_;  // [row_bytes] one row of the table
   int max_chunk_ = 256;
 
   // Scratch, sized for max_chunk tokens.
