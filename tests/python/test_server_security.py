@@ -69,7 +69,9 @@ def test_api_keys(keyed):
 
 def test_queue_full_429_and_timeout(keyed):
     auth = {"Authorization": f"Bearer {KEY}"}
-    body = {"prompt": "Count: one two three", "max_tokens": 400, "temperature": 0, "ignore_eos": True}
+    # 1200 tokens (within the 32M KV budget) take several seconds even at a
+    # few hundred tokens/s, so the 1.5 s timeout always ends the first request.
+    body = {"prompt": "Count: one two three", "max_tokens": 1200, "temperature": 0, "ignore_eos": True}
     with cf.ThreadPoolExecutor(6) as ex:
         futs = [ex.submit(keyed.post, "/v1/completions", body, headers=auth) for _ in range(6)]
         results = [f.result() for f in futs]
@@ -80,7 +82,6 @@ def test_queue_full_429_and_timeout(keyed):
     error_of(r429[0], r429[2], 429, "rate_limit_error")
     done = [json.loads(r[2]) for r in results if r[0] == 200]
     assert done, codes
-    # max_tokens 400 cannot finish within 1.5 s on this machine's shared cores... unless it does:
     for d in done:
         assert d["choices"][0]["finish_reason"] in ("timeout", "length")
     assert any(d["choices"][0]["finish_reason"] == "timeout" for d in done)
