@@ -24,7 +24,8 @@ stride's own peak_rss_bytes too) against the file size.
 Note: llama-bench's tg128 decodes from an empty context, stride's decode follows the
 512-token prompt (a few % more attention work for stride).
 Writes OUT.json and OUT.png (ratios per preset and metric) and prints a markdown table.
-Binaries: STRIDE_BIN (default build/stride); llama-bench from --llama-bench, LLAMA_BENCH,
+Binaries: STRIDE_BIN (default build/stride), --baseline-bin (another stride build, run
+alongside as "baseline-<path>"); llama-bench from --llama-bench, LLAMA_BENCH,
 or scripts/build_llama_bench (cached).
 """
 import argparse
@@ -148,14 +149,18 @@ def stride_once(binary, path, model, ids, n_gen, threads):
 
 
 def bench_preset(preset, lb, sbin, paths, triad, a):
+    """sbin runs as "stride-<path>"; a.baseline_bin, when set, as "baseline-<path>"."""
     model = shaped.ensure(preset, a.shaped_dir)
     cfg = shaped.PRESETS[preset]
     file_bytes = model.stat().st_size
     bpt = shaped.bytes_per_token(preset)
     ids = np.random.default_rng(1234).integers(259, cfg["n_vocab"], a.prompt).tolist()
-    names = [LLAMA] + [f"stride-{p}" for p in paths]
-    for p in paths:  # page in the file, first-touch the buffers
-        stride_once(sbin, p, model, ids[:16], 2, a.threads)
+    binaries = {f"stride-{p}": (sbin, p) for p in paths}
+    if a.baseline_bin:
+        binaries.update({f"baseline-{p}": (a.baseline_bin, p) for p in paths})
+    names = [LLAMA] + list(binaries)
+    for b, p in binaries.values():  # page in the file, first-touch the buffers
+        stride_once(b, p, model, ids[:16], 2, a.threads)
     samples = {n: [] for n in names}
     rss = {n: [] for n in names}
     llama_info = {}
@@ -167,7 +172,7 @@ def bench_preset(preset, lb, sbin, paths, triad, a):
                 log(f"  {preset} rep {rep + 1}: llama.cpp pp {r['pp_fa0']:.1f}/{r['pp_fa1']:.1f} "
                     f"tg {r['tg_fa0']:.2f}/{r['tg_fa1']:.2f} tok/s (fa 0/1), peak RSS {m / 1e9:.2f} GB")
             else:
-                r, m = stride_once(sbin, n.split("-", 1)[1], model, ids, a.gen, a.threads)
+                r, m = stride_once(*binaries[n], model, ids, a.gen, a.threads)
                 log(f"  {preset} rep {rep + 1}: {n} prefill {r['prefill']:.1f} decode {r['decode']:.2f} "
                     f"tok/s, peak RSS {m / 1e9:.2f} GB")
             samples[n].append(r)
@@ -250,6 +255,8 @@ def main():
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--triad-gbs", type=float, default=None, help="when machine_peak is missing")
     ap.add_argument("--llama-bench", default=None)
+    ap.add_argument("--baseline-bin", default=None,
+                    help="a second stride binary (e.g. an older build), run on the same paths alongside")
     ap.add_argument("--shaped-dir", default=str(shaped.DEFAULT_OUT))
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "shapes"))
     a = ap.parse_args()
