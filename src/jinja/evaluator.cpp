@@ -46,12 +46,21 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
   if (op == "+") {
     if (ints) {
       int64_t out;
-      return Value(checked(__builtin_add_overflow(int_of(l), int_of(r), &out), out));
+      const bool overflow = __builtin_add_overflow(int_of(l), int_of(r), &out);
+      return Value(checked(overflow, out));
     }
     if (nums) return Value(l.as_number() + r.as_number());
     if (l.is_string() && r.is_string()) {
-      Str s = l.as_str();
-      s.append(r.as_str());
+      // Markup + str escapes the str (markupsafe); the result is Markup.
+      auto side = [&](const Value& v, bool other_markup) {
+        if (!other_markup || v.as_str().markup) return v.as_str();
+        Str e = Str::derived(html_escape(v.text()), v.as_str().any_literal());
+        return e;
+      };
+      const bool markup = l.as_str().markup || r.as_str().markup;
+      Str s = side(l, markup);
+      s.append(side(r, markup));
+      s.markup = markup;
       check_size(s.text.size());
       return Value(std::move(s));
     }
@@ -69,7 +78,8 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
   if (op == "-") {
     if (ints) {
       int64_t out;
-      return Value(checked(__builtin_sub_overflow(int_of(l), int_of(r), &out), out));
+      const bool overflow = __builtin_sub_overflow(int_of(l), int_of(r), &out);
+      return Value(checked(overflow, out));
     }
     if (nums) return Value(l.as_number() - r.as_number());
     unsupported(op, l, r);
@@ -77,7 +87,8 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
   if (op == "*") {
     if (ints) {
       int64_t out;
-      return Value(checked(__builtin_mul_overflow(int_of(l), int_of(r), &out), out));
+      const bool overflow = __builtin_mul_overflow(int_of(l), int_of(r), &out);
+      return Value(checked(overflow, out));
     }
     if (nums) return Value(l.as_number() * r.as_number());
     const Value* seq = (l.is_string() || l.is_list()) ? &l : (r.is_string() || r.is_list()) ? &r : nullptr;
@@ -165,7 +176,9 @@ static bool contains(const Value& container, const Value& item) {
         if (values_equal(v, item)) return true;
       }
       return false;
-    case Value::Kind::Dict: return item.is_string() && container.as_dict().find(item.text()) != nullptr;
+    case Value::Kind::Dict:
+      if (!(item.is_string() || item.is_number() || item.is_none())) return false;
+      return container.as_dict().find(dict_key(item)) != nullptr;
     case Value::Kind::Undefined: return false;
     default: fail(std::string("argument of type '") + container.type_name() + "' is not iterable");
   }
@@ -275,8 +288,7 @@ Value Renderer::eval(const Expr& e) {
       DictData d;
       for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
         Value k = eval(*e.args[i]);
-        if (!k.is_string()) fail("only string keys are supported in dict literals");
-        d.set(k.text(), eval(*e.args[i + 1]));
+        d.set(dict_key(k), eval(*e.args[i + 1]));
       }
       count_items(d.items.size());
       return Value::dict(std::move(d));

@@ -40,21 +40,6 @@ Value fold_case(const Value& v, bool case_sensitive) {
 
 bool flag(const Value* v, bool def) { return v ? v->truthy() : def; }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // select / reject / selectattr / rejectattr
 Value select_items(Renderer& r, const Value& input, CallArgs& args, bool attr, bool keep) {
   size_t pos = 0;
@@ -68,7 +53,7 @@ Value select_items(Renderer& r, const Value& input, CallArgs& args, bool attr, b
   CallArgs test_args;
   test_args.positional.assign(args.positional.begin() + static_cast<long>(pos), args.positional.end());
   std::vector<Value> out;
-  for (const Value& item : iterate(input)) {
+  for (const Value& item : input.truthy() ? iterate(input) : std::vector<Value>{}) {
     r.count_items(1);
     const Value subject = attr ? attr_path(r, item, attribute) : item;
     const bool ok = test.empty() ? subject.truthy() : apply_test(r, test, subject, test_args);
@@ -85,7 +70,7 @@ Value map_items(Renderer& r, const Value& input, CallArgs& args) {
     if (k == "attribute") attribute = &v;
     if (k == "default") def = &v;
   }
-  for (const Value& item : iterate(input)) {
+  for (const Value& item : input.truthy() ? iterate(input) : std::vector<Value>{}) {
     r.count_items(1);
     if (attribute) {
       Value v = attr_path(r, item, to_str(*attribute).text);
@@ -182,7 +167,11 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   if (name == "tojson") return tojson(input, args);
   if (name == "length" || name == "count") return Value(length_of(input));
   if (name == "string") return Value(to_str(input));
-  if (name == "safe") return input;
+  if (name == "safe") {
+    Str s = to_str(input);
+    s.markup = true;
+    return Value(std::move(s));
+  }
   if (name == "trim") {
     const Value* chars = args.get(0, "chars");
     return Value(strip_str(to_str(input), chars && !chars->is_none() ? chars : nullptr, true, true));
@@ -244,7 +233,7 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     const bool reverse = flag(args.get(2, "reverse"), false);
     const DictData& d = input.as_dict();
     std::vector<Value> pairs;
-    for (const auto& [k, v] : d.items) pairs.push_back(Value::list({Value(Str(k, d.literal_keys)), v}, true));
+    for (const auto& [k, v] : d.items) pairs.push_back(Value::list({key_value(k, d.literal_keys), v}, true));
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
       const Value ka = fold_case(a.as_list().items[by_value], cs);
       const Value kb = fold_case(b.as_list().items[by_value], cs);
@@ -326,7 +315,12 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     return Value(v / scale);
   }
   if (name == "indent") return indent_filter(input, args);
-  if (name == "e" || name == "escape") return Value(Str::derived(html_escape(to_str(input).text), tainted(input)));
+  if (name == "e" || name == "escape") {
+    if (input.is_string() && input.as_str().markup) return input;
+    Str s = Str::derived(html_escape(to_str(input).text), tainted(input));
+    s.markup = true;
+    return Value(std::move(s));
+  }
   if (name == "min" || name == "max") {
     const bool cs = flag(args.get(0, "case_sensitive"), false);
     const Value* attribute = args.get(1, "attribute");

@@ -30,7 +30,7 @@ static Value convert(const J& j, bool client, int depth) {
     case nlohmann::json::value_t::object: {
       DictData d;
       d.literal_keys = client;
-      for (auto it = j.begin(); it != j.end(); ++it) d.set(it.key(), convert(it.value(), client, depth + 1));
+      for (auto it = j.begin(); it != j.end(); ++it) d.set(dict_key(Value(it.key())), convert(it.value(), client, depth + 1));
       return Value::dict(std::move(d));
     }
     default: return Value::none();
@@ -126,7 +126,9 @@ static void dump(const Value& v, const JsonDumpOptions& o, int level, std::strin
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += o.item_separator;
         if (o.indent) newline(level + 1);
-        dump_string(items[i]->first, o.ensure_ascii, out);
+        const Value key = key_value(items[i]->first, false);  // json.dumps writes int keys as strings
+        if (key.is_string()) dump_string(key.text(), o.ensure_ascii, out);
+        else dump_string(key.is_none() ? "null" : key.is_float() ? float_repr(key.as_float()) : to_str(key).text, o.ensure_ascii, out);
         out += o.key_separator;
         dump(items[i]->second, o, level + 1, out);
       }

@@ -283,7 +283,7 @@ Value dict_method(const Value& self, const std::string& name) {
       const DictData& d = self.as_dict();
       std::vector<Value> out;
       for (const auto& [k, v] : d.items) {
-        Value key(Str(k, d.literal_keys));
+        Value key = key_value(k, d.literal_keys);
         if (name == "items") out.push_back(Value::list({key, v}, /*tuple=*/true));
         else out.push_back(name == "keys" ? key : v);
       }
@@ -295,7 +295,7 @@ Value dict_method(const Value& self, const std::string& name) {
       const Value* k = a.get(0, "key");
       const Value* def = a.get(1, "default");
       if (!k) fail("get expected at least 1 argument");
-      const Value* v = k->is_string() ? self.as_dict().find(k->text()) : nullptr;
+      const Value* v = (k->is_string() || k->is_number() || k->is_none()) ? self.as_dict().find(dict_key(*k)) : nullptr;
       return v ? *v : def ? *def : Value::none();
     });
   }
@@ -376,8 +376,12 @@ Value get_item(Renderer& r, const Value& obj, const Value& key) {
       fail("'" + (obj.undefined_name().empty() ? std::string("value") : obj.undefined_name()) + "' is undefined");
     case Value::Kind::Dict:
       if (key.is_string()) {
-        const Value* v = obj.as_dict().find(key.text());
+        const Value* v = obj.as_dict().find(dict_key(key));
         return v ? *v : get_attribute(r, obj, key.text());
+      }
+      if (key.is_number() || key.is_none()) {
+        const Value* v = obj.as_dict().find(dict_key(key));
+        return v ? *v : Value::undefined();
       }
       return Value::undefined();
     case Value::Kind::List:

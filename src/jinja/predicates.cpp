@@ -46,7 +46,7 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
   if (name == "in") {
     const Value& c = need_arg();
     if (c.is_string()) return v.is_string() && c.text().find(v.text()) != std::string::npos;
-    if (c.is_dict()) return v.is_string() && c.as_dict().find(v.text()) != nullptr;
+    if (c.is_dict()) return (v.is_string() || v.is_number() || v.is_none()) && c.as_dict().find(dict_key(v)) != nullptr;
     for (const Value& x : iterate(c)) {
       if (values_equal(x, v)) return true;
     }

@@ -30,6 +30,21 @@ Str Str::substr(size_t begin, size_t end) const {
   return out;
 }
 
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 static bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 size_t utf8_length(std::string_view s) {

@@ -22,6 +22,7 @@ struct Span {
 struct Str {
   std::string text;
   std::vector<Span> literal;  // sorted, disjoint, relative to text
+  bool markup = false;        // Jinja's Markup (from |safe, |escape): `+` escapes the other side
 
   Str() = default;
   explicit Str(std::string t) : text(std::move(t)) {}
@@ -35,6 +36,9 @@ struct Str {
   // A transformed string: wholly client text when `from` held any.
   static Str derived(std::string text, bool tainted) { return Str(std::move(text), tainted); }
 };
+
+// HTML escaping as markupsafe.escape does it.
+std::string html_escape(std::string_view s);
 
 // UTF-8 helpers: Jinja counts and slices in code points.
 size_t utf8_length(std::string_view s);

@@ -169,7 +169,7 @@ std::string repr(const Value& v) {
       for (const auto& [k, val] : v.as_dict().items) {
         if (!first) out += ", ";
         first = false;
-        out += repr_string(k) + ": " + repr(val);
+        out += repr(key_value(k, false)) + ": " + repr(val);
       }
       return out + "}";
     }
@@ -265,6 +265,29 @@ int compare_values(const Value& a, const Value& b) {
   fail(std::string("'<' not supported between instances of '") + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
+std::string dict_key(const Value& key) {
+  switch (key.kind()) {
+    case Value::Kind::String:
+      // A string that starts like an encoded key is escaped.
+      return (!key.text().empty() && key.text()[0] == '\x01') ? "\x01s" + key.text() : key.text();
+    case Value::Kind::Int: return std::string("\x01i") + std::to_string(key.as_int());
+    case Value::Kind::Bool: return std::string("\x01i") + (key.as_bool() ? "1" : "0");
+    case Value::Kind::Float: return std::string("\x01f") + float_repr(key.as_float());
+    case Value::Kind::None: return "\x01n";
+    default: fail(std::string("unhashable type: '") + key.type_name() + "'");
+  }
+}
+
+Value key_value(const std::string& key, bool client) {
+  if (key.size() >= 2 && key[0] == '\x01') {
+    if (key[1] == 'i') return Value(static_cast<int64_t>(std::strtoll(key.c_str() + 2, nullptr, 10)));
+    if (key[1] == 'f') return Value(std::strtod(key.c_str() + 2, nullptr));
+    if (key[1] == 's') return Value(Str(key.substr(2), client));
+    return Value::none();
+  }
+  return Value(Str(key, client));
+}
+
 std::vector<Value> iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::Undefined: return {};
@@ -272,7 +295,7 @@ std::vector<Value> iterate(const Value& v) {
     case Value::Kind::Dict: {
       std::vector<Value> keys;
       const DictData& d = v.as_dict();
-      for (const auto& kv : d.items) keys.emplace_back(Str(kv.first, d.literal_keys));
+      for (const auto& kv : d.items) keys.push_back(key_value(kv.first, d.literal_keys));
       return keys;
     }
     case Value::Kind::String: {

@@ -110,6 +110,11 @@ class Value {
       v_;
 };
 
+// Dict keys are strings; the other keys Python allows (int, float, bool,
+// None) are kept in the same map under an encoding no string can have.
+std::string dict_key(const Value& key);
+Value key_value(const std::string& key, bool client);
+
 // str(value): strings keep their provenance; containers are printed as Python repr.
 Str to_str(const Value& v);
 // repr(value), as Python prints it.

@@ -95,8 +95,16 @@ TEST(JinjaCorpus, ClaimedTemplatesRenderLikeJinja2) {
       ADD_FAILURE() << where << ": " << out.status().to_string();
       ++failures[name];
     } else {
-      EXPECT_EQ(out->text, c["output"].get<std::string>()) << where;
-      if (out->text != c["output"].get<std::string>()) ++failures[name];
+      const std::string want = c["output"].get<std::string>();
+      if (out->text != want) {
+        size_t at = 0;
+        while (at < want.size() && at < out->text.size() && want[at] == out->text[at]) ++at;
+        const size_t from = at > 80 ? at - 80 : 0;
+        const auto show = [](const std::string& s) { return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
+        ADD_FAILURE() << where << ": differs at byte " << at << "\n  jinja2: " << show(want.substr(from, 160))
+                      << "\n  stride: " << show(out->text.substr(from, 160));
+        ++failures[name];
+      }
     }
   }
   size_t claimed = 0;
