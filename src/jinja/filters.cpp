@@ -31,11 +31,7 @@ Value attr_path(Renderer& r, const Value& item, const std::string& path) {
 // The key case-insensitive filters compare by.
 Value fold_case(const Value& v, bool case_sensitive) {
   if (case_sensitive || !v.is_string()) return v;
-  std::string s = v.text();
-  for (char& c : s) {
-    if (!(c & 0x80)) c = static_cast<char>(::tolower(static_cast<unsigned char>(c)));
-  }
-  return Value(std::move(s));
+  return Value(to_lower(v.text()));
 }
 
 bool flag(const Value* v, bool def) { return v ? v->truthy() : def; }
@@ -311,7 +307,8 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     const double scale = std::pow(10.0, p ? p->as_number() : 0.0);
     const std::string method = m ? to_str(*m).text : "common";
     const double x = input.as_number() * scale;
-    const double v = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::round(x);
+    // Python's round() sends halves to the even neighbour, as nearbyint does by default.
+    const double v = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
     return Value(v / scale);
   }
   if (name == "indent") return indent_filter(input, args);
@@ -363,7 +360,14 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   }
   if (name == "attr") {
     const Value* n = args.get(0, "name");
-    return n ? get_attribute(r, input, to_str(*n).text) : Value::undefined();
+    if (!n) return Value::undefined();
+    // Jinja's attr() looks up attributes only: a dict's keys are not attributes.
+    if (input.is_dict()) {
+      const std::string key = to_str(*n).text;
+      const bool method = key == "items" || key == "keys" || key == "values" || key == "get";
+      return method ? get_attribute(r, input, key) : Value::undefined(key);
+    }
+    return get_attribute(r, input, to_str(*n).text);
   }
   fail("no filter named '" + name + "'");
 }

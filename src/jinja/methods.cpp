@@ -102,14 +102,6 @@ bool prefix_match(const std::string& s, const Value& p, bool suffix) {
   fail("startswith/endswith first arg must be str or a tuple of str");
 }
 
-std::string map_ascii(const std::string& s, int (*f)(int)) {
-  std::string out = s;
-  for (char& c : out) {
-    if (!(static_cast<unsigned char>(c) & 0x80)) c = static_cast<char>(f(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 // str.format with {} / {0} / {name} fields (no format specs beyond those).
 Str python_format(const Str& f, CallArgs& args) {
   std::string out;
@@ -173,11 +165,13 @@ Value string_method(Renderer& r, const Value& self, const std::string& name) {
       if (!p) fail(name + "() takes at least 1 argument");
       return Value(prefix_match(t, *p, name == "endswith"));
     }
-    if (name == "upper") return Value(Str::derived(map_ascii(t, ::toupper), taint));
-    if (name == "lower") return Value(Str::derived(map_ascii(t, ::tolower), taint));
+    if (name == "upper") return Value(Str::derived(to_upper(t), taint));
+    if (name == "lower") return Value(Str::derived(to_lower(t), taint));
     if (name == "capitalize") {
-      std::string o = map_ascii(t, ::tolower);
-      if (!o.empty() && !(o[0] & 0x80)) o[0] = static_cast<char>(::toupper(o[0]));
+      const std::vector<size_t> off = utf8_offsets(t);
+      std::string o = off.size() > 1 ? to_upper(std::string_view(t).substr(0, off[1])) +
+                                           to_lower(std::string_view(t).substr(off[1]))
+                                     : std::string();
       return Value(Str::derived(std::move(o), taint));
     }
     if (name == "title") {

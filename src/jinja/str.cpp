@@ -45,6 +45,62 @@ std::string html_escape(std::string_view s) {
   return out;
 }
 
+static uint32_t decode_at(std::string_view s, size_t i, size_t* len);
+
+static uint32_t upper_cp(uint32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if (c < 0x80) return c;
+  if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
+  if (c == 0xFF) return 0x178;
+  if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17F) {
+    const bool odd_lower = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+    if (odd_lower) return (c % 2 == 0) ? c - 1 : c;
+    return (c % 2 == 1) ? c - 1 : c;
+  }
+  if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 32;
+  if (c == 0x3C2) return 0x3A3;
+  if (c >= 0x430 && c <= 0x44F) return c - 32;
+  if (c >= 0x450 && c <= 0x45F) return c - 80;
+  return c;
+}
+
+static uint32_t lower_cp(uint32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c < 0x80) return c;
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
+  if (c == 0x178) return 0xFF;
+  if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17F) {
+    const bool odd_lower = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+    if (odd_lower) return (c % 2 == 1) ? c + 1 : c;
+    return (c % 2 == 0) ? c + 1 : c;
+  }
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+  if (c >= 0x410 && c <= 0x42F) return c + 32;
+  if (c >= 0x400 && c <= 0x40F) return c + 80;
+  return c;
+}
+
+static std::string map_case(std::string_view s, bool upper) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t len = 0;
+    const uint32_t cp = decode_at(s, i, &len);
+    if (len == 1 && static_cast<unsigned char>(s[i]) >= 0x80) {
+      out += s[i];  // not UTF-8: keep the byte
+    } else if (upper && cp == 0xDF) {
+      out += "SS";
+    } else {
+      append_utf8(out, upper ? upper_cp(cp) : lower_cp(cp));
+    }
+    i += len;
+  }
+  return out;
+}
+
+std::string to_upper(std::string_view s) { return map_case(s, true); }
+std::string to_lower(std::string_view s) { return map_case(s, false); }
+
 static bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 size_t utf8_length(std::string_view s) {
@@ -64,6 +120,10 @@ std::vector<size_t> utf8_offsets(std::string_view s) {
 }
 
 static uint32_t decode_at(std::string_view s, size_t i, size_t* len) {
+  if (static_cast<unsigned char>(s[i]) >= 0x80 && static_cast<unsigned char>(s[i]) < 0xC0) {
+    *len = 1;
+    return static_cast<unsigned char>(s[i]);
+  }
   const auto c = static_cast<unsigned char>(s[i]);
   size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
   if (i + n > s.size()) n = 1;

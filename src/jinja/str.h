@@ -37,6 +37,11 @@ struct Str {
   static Str derived(std::string text, bool tainted) { return Str(std::move(text), tainted); }
 };
 
+// Case mapping of Python's str.upper/lower for Latin, Greek and Cyrillic
+// letters (ß becomes SS); other code points are kept.
+std::string to_upper(std::string_view s);
+std::string to_lower(std::string_view s);
+
 // HTML escaping as markupsafe.escape does it.
 std::string html_escape(std::string_view s);
 

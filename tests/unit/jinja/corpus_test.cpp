@@ -7,26 +7,18 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "jinja/template.h"
+#include "goldens.h"
 
 namespace stride::jinja {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 fs::path templates_dir() {
   if (const char* d = std::getenv("STRIDE_CHAT_TEMPLATES")) return d;
@@ -47,30 +39,16 @@ std::set<std::string> unclaimed() {
   return out;
 }
 
-// The goldens' fixed clock: 2026-03-07 09:05:02.
-std::tm fixed_now() {
-  std::tm tm{};
-  tm.tm_year = 2026 - 1900;
-  tm.tm_mon = 2;
-  tm.tm_mday = 7;
-  tm.tm_hour = 9;
-  tm.tm_min = 5;
-  tm.tm_sec = 2;
-  std::time_t t = timegm(&tm);
-  gmtime_r(&t, &tm);  // fills weekday and day of year
-  return tm;
-}
-
 TEST(JinjaCorpus, ClaimedTemplatesRenderLikeJinja2) {
-  const fs::path goldens = fs::path(STRIDE_SOURCE_DIR) / "tests/data/generated/chat_template_goldens.json";
-  if (!fs::exists(goldens) || !fs::exists(templates_dir())) {
-    GTEST_SKIP() << "no goldens (" << goldens << ") or templates (" << templates_dir()
+  const auto goldens = testing::load_goldens();
+  if (!goldens || !fs::exists(templates_dir())) {
+    GTEST_SKIP() << "no goldens (" << testing::goldens_path() << ") or templates (" << templates_dir()
                  << "): run scripts/setup";
   }
-  const auto doc = nlohmann::ordered_json::parse(read_file(goldens));
+  const auto& doc = *goldens;
   const std::set<std::string> skip = unclaimed();
   RenderOptions options;
-  options.now = fixed_now();
+  options.now = testing::fixed_now();
   std::map<std::string, int> failures;  // template -> failing cases
   std::set<std::string> all;
   int checked = 0;
@@ -78,7 +56,7 @@ TEST(JinjaCorpus, ClaimedTemplatesRenderLikeJinja2) {
     const std::string name = c["template"].get<std::string>();
     all.insert(name);
     if (skip.count(name)) continue;
-    const std::string source = read_file(templates_dir() / name);
+    const std::string source = testing::read_file(templates_dir() / name);
     auto tmpl = Template::parse(source);
     const std::string where = name + " / " + c["conversation"].get<std::string>();
     ++checked;
@@ -89,8 +67,13 @@ TEST(JinjaCorpus, ClaimedTemplatesRenderLikeJinja2) {
     }
     auto out = tmpl->render(context_from_json(c["context"]), options);
     if (c.contains("error")) {
-      EXPECT_FALSE(out.ok()) << where << ": Jinja2 raised " << c["error"].get<std::string>();
-      if (out.ok()) ++failures[name];
+      const std::string error = c["error"].get<std::string>();
+      EXPECT_FALSE(out.ok()) << where << ": Jinja2 raised " << error;
+      // raise_exception(msg) must come back with the template's own message.
+      const std::string raised = "TemplateError: ";
+      const bool same_raise = out.ok() || error.rfind(raised, 0) != 0 || out.status().message() == error.substr(raised.size());
+      EXPECT_TRUE(same_raise) << where << ": Jinja2 raised " << error << ", stride: " << out.status().to_string();
+      if (out.ok() || !same_raise) ++failures[name];
     } else if (!out.ok()) {
       ADD_FAILURE() << where << ": " << out.status().to_string();
       ++failures[name];
