@@ -36,6 +36,7 @@ struct Expr {
   };
   Kind kind = Kind::Literal;
   size_t line = 0;
+  int depth = 1;  // height of this subtree, bounded by the parser
   Value literal;
   std::string name;
   bool negated = false;

@@ -95,6 +95,8 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
     const Value* count = seq == &l ? &r : &l;
     if (seq && (count->is_int() || count->is_bool())) {
       const int64_t n = std::max<int64_t>(0, int_of(*count));
+      const size_t unit = seq->is_string() ? seq->text().size() : seq->as_list().items.size();
+      if (unit != 0 && static_cast<size_t>(n) > (size_t{1} << 40) / unit) throw JinjaError(ErrorKind::Limit, "repetition too large");
       if (seq->is_string()) {
         check_size(seq->text().size() * static_cast<size_t>(n));
         Str s;

@@ -1,5 +1,6 @@
 #include "jinja/parser.h"
 
+#include <algorithm>
 #include <initializer_list>
 
 #include "jinja/error.h"
@@ -205,6 +206,22 @@ class Parser {
     }
   }
 
+  // Every finished node checks the height of its tree, so a long chain
+  // (1+1+1..., x|f|f...) is refused before evaluating or destroying it recurses too deep.
+  ExprPtr finish(ExprPtr e) {
+    int d = 0;
+    if (e->target) d = std::max(d, e->target->depth);
+    for (const ExprPtr& a : e->args) {
+      if (a) d = std::max(d, a->depth);
+    }
+    for (const auto& kv : e->kwargs) d = std::max(d, kv.second->depth);
+    e->depth = d + 1;
+    if (e->depth > kMaxExprDepth) {
+      throw JinjaError(ErrorKind::Limit, "expression nested too deeply (line " + std::to_string(e->line) + ")");
+    }
+    return e;
+  }
+
   ExprPtr make(Expr::Kind kind) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -234,7 +251,7 @@ class Parser {
       c->args.push_back(parse_or());  // the condition
       c->args.push_back(std::move(e));
       c->args.push_back(accept_name("else") ? parse_expression() : nullptr);
-      e = std::move(c);
+      e = finish(std::move(c));
     }
     return e;
   }
@@ -244,7 +261,7 @@ class Parser {
     e->name = std::move(op);
     e->args.push_back(std::move(l));
     e->args.push_back(std::move(r));
-    return e;
+    return finish(std::move(e));
   }
 
   ExprPtr parse_or() {
@@ -263,7 +280,7 @@ class Parser {
       DepthGuard g(depth_, peek().line);
       auto e = make(Expr::Kind::Not);
       e->args.push_back(parse_not());
-      return e;
+      return finish(std::move(e));
     }
     return parse_compare();
   }
@@ -291,7 +308,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->args.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    return cmp ? finish(std::move(cmp)) : std::move(first);
   }
   ExprPtr parse_math1() {
     ExprPtr l = parse_concat();
@@ -326,6 +343,7 @@ class Parser {
       e = make(Expr::Kind::Unary);
       e->name = next().text;
       e->args.push_back(parse_unary(false));
+      e = finish(std::move(e));
     } else {
       e = parse_postfix(parse_primary());
     }
@@ -372,7 +390,7 @@ class Parser {
             e->args.push_back(parse_expression());
           }
           expect_op(")");
-          return e;
+          return finish(std::move(e));
         }
         if (accept_op("[")) {
           e->kind = Expr::Kind::List;
@@ -380,7 +398,7 @@ class Parser {
             e->args.push_back(parse_expression());
             if (!is_op("]")) expect_op(",");
           }
-          return e;
+          return finish(std::move(e));
         }
         if (accept_op("{")) {
           e->kind = Expr::Kind::Dict;
@@ -390,7 +408,7 @@ class Parser {
             e->args.push_back(parse_expression());
             if (!is_op("}")) expect_op(",");
           }
-          return e;
+          return finish(std::move(e));
         }
         break;
       default: break;
@@ -411,14 +429,14 @@ class Parser {
           a->name = expect_name();
         }
         a->target = std::move(e);
-        e = std::move(a);
+        e = finish(std::move(a));
       } else if (accept_op("[")) {
-        e = parse_subscript(std::move(e));
+        e = finish(parse_subscript(std::move(e)));
       } else if (is_op("(")) {
         auto c = make(Expr::Kind::Call);
         c->target = std::move(e);
         parse_call_args(c.get());
-        e = std::move(c);
+        e = finish(std::move(c));
       } else {
         return e;
       }
@@ -468,7 +486,7 @@ class Parser {
       while (accept_op(".")) f->name += "." + expect_name();
       if (is_op("(")) parse_call_args(f.get());
       f->target = std::move(target);
-      target = std::move(f);
+      target = finish(std::move(f));
     }
     return target;
   }
@@ -491,7 +509,7 @@ class Parser {
                     !is_name("if") && !is_name("in") && !is_name("not") && !is_name("is"))) {
           t->args.push_back(parse_postfix(parse_primary()));
         }
-        e = std::move(t);
+        e = finish(std::move(t));
       } else {
         return e;
       }

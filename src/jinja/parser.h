@@ -8,7 +8,8 @@
 
 namespace stride::jinja {
 
-inline constexpr int kMaxParseDepth = 128;
+inline constexpr int kMaxParseDepth = 128;  // nested blocks and brackets
+inline constexpr int kMaxExprDepth = 256;   // height of one expression tree (a+a+a..., x|f|f...)
 
 // Throws JinjaError(Syntax).
 Body parse(const std::vector<Token>& tokens);

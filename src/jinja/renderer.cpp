@@ -30,7 +30,12 @@ void Renderer::count_items(size_t n) {
   }
 }
 
-void Renderer::check_size(size_t bytes) const {
+void Renderer::check_size(size_t bytes) {
+  built_bytes_ += bytes;
+  if (built_bytes_ > options_.max_built_bytes) {
+    throw JinjaError(ErrorKind::Limit, "template built more than " + std::to_string(options_.max_built_bytes) +
+                                           " bytes of strings");
+  }
   if (bytes > options_.max_output_bytes) {
     throw JinjaError(ErrorKind::Limit, "template output exceeded " + std::to_string(options_.max_output_bytes) +
                                            " bytes");
@@ -39,7 +44,11 @@ void Renderer::check_size(size_t bytes) const {
 
 void Renderer::emit(const Str& s) {
   Str& out = outputs_.back();
-  check_size(out.text.size() + s.text.size());
+  check_size(s.text.size());
+  if (out.text.size() + s.text.size() > options_.max_output_bytes) {
+    throw JinjaError(ErrorKind::Limit, "template output exceeded " + std::to_string(options_.max_output_bytes) +
+                                           " bytes");
+  }
   out.append(s);
 }
 

@@ -22,7 +22,8 @@ class Renderer {
   // Fails (ErrorKind::Limit) once the render has built more than max_iterations items.
   void count_items(size_t n);
   // Fails (ErrorKind::Limit) for a string longer than max_output_bytes.
-  void check_size(size_t bytes) const;
+  // Also counts the bytes towards max_built_bytes.
+  void check_size(size_t bytes);
 
  private:
   // A scope: a for loop, a macro call, a caller body; `parent` is where names
@@ -54,6 +55,7 @@ class Renderer {
   Frame* current_ = &root_;
   std::vector<Str> outputs_;
   size_t items_ = 0;
+  size_t built_bytes_ = 0;
   int call_depth_ = 0;
 };
 

@@ -60,12 +60,29 @@ Expected<Rendered> Template::render(const Value& context, const RenderOptions& o
   }
 }
 
-Value context_from_json(const nlohmann::ordered_json& j) {
+template <typename J>
+static Value build_context(const J& client, const std::vector<std::pair<std::string, Value>>& server_values) {
+  DictData d;
   try {
-    return from_json(j, /*client=*/true);
+    if (client.is_object()) {
+      Value c = from_json(client, /*client=*/true);
+      d = c.as_dict();
+    }
   } catch (const JinjaError&) {
-    return Value::dict({});
+    d = DictData{};
   }
+  for (const auto& [k, v] : server_values) d.set(k, v);
+  return Value::dict(std::move(d));
+}
+
+Value context_from_json(const nlohmann::ordered_json& client,
+                        const std::vector<std::pair<std::string, Value>>& server_values) {
+  return build_context(client, server_values);
+}
+
+Value context_from_json(const nlohmann::json& client,
+                        const std::vector<std::pair<std::string, Value>>& server_values) {
+  return build_context(client, server_values);
 }
 
 }  // namespace stride::jinja

@@ -22,6 +22,7 @@ namespace stride::jinja {
 struct RenderOptions {
   size_t max_output_bytes = size_t{8} << 20;  // also caps every string built while rendering
   size_t max_iterations = size_t{1} << 20;    // loop iterations and items built, over the whole render
+  size_t max_built_bytes = size_t{256} << 20;  // all strings built while rendering, together
   int max_call_depth = 48;                    // macro / caller nesting
   std::optional<std::tm> now;                 // strftime_now's clock; the local time when unset
 };
@@ -51,7 +52,13 @@ class Template {
   std::unique_ptr<Program> program_;
 };
 
-// A context dict from JSON: every string in it is client text (see str.h).
-Value context_from_json(const nlohmann::ordered_json& j);
+// A context dict: `client` (a JSON object: messages, tools, chat_template_kwargs
+// merged in) whose strings are all client text (see str.h), plus the server's
+// own values (bos_token, eos_token, add_generation_prompt), which are not.
+// A `client` that is not an object, or nests deeper than 512, gives an empty one.
+Value context_from_json(const nlohmann::ordered_json& client,
+                        const std::vector<std::pair<std::string, Value>>& server_values = {});
+Value context_from_json(const nlohmann::json& client,
+                        const std::vector<std::pair<std::string, Value>>& server_values = {});
 
 }  // namespace stride::jinja
