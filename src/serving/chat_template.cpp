@@ -85,11 +85,20 @@ Expected<ChatTemplate> detect_family(const std::string& t, const std::string& ar
 
 // The context a template sees: the messages (client text) and the server's values.
 jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
-  nlohmann::ordered_json client = {{"messages", nlohmann::ordered_json::array()}};
-  for (const auto& m : messages) client["messages"].push_back({{"role", m.role}, {"content", m.content}});
-  return jinja::context_from_json(client, {{"bos_token", jinja::Value(t.bos_token)},
-                                           {"eos_token", jinja::Value(t.eos_token)},
-                                           {"add_generation_prompt", jinja::Value(true)}});
+  std::vector<jinja::Value> list;
+  for (const auto& m : messages) {
+    jinja::DictData d;
+    d.literal_keys = true;
+    d.set("role", jinja::Value(jinja::Str(m.role, /*all_literal=*/true)));
+    d.set("content", jinja::Value(jinja::Str(m.content, /*all_literal=*/true)));
+    list.push_back(jinja::Value::dict(std::move(d)));
+  }
+  jinja::DictData ctx;
+  ctx.set("messages", jinja::Value::list(std::move(list)));
+  ctx.set("bos_token", jinja::Value(t.bos_token));
+  ctx.set("eos_token", jinja::Value(t.eos_token));
+  ctx.set("add_generation_prompt", jinja::Value(true));
+  return jinja::Value::dict(std::move(ctx));
 }
 
 Expected<RenderedChat> render_jinja(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
