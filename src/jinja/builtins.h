@@ -20,6 +20,8 @@ Value get_item(Renderer& r, const Value& obj, const Value& key);
 Value slice_value(Renderer& r, const Value& obj, const Value& start, const Value& stop, const Value& step);
 // A global function (range, dict, namespace, raise_exception, strftime_now), or undefined.
 Value global_value(Renderer& r, const std::string& name);
+// A bound method of a str (strip, split, format, ...), or undefined.
+Value string_method(Renderer& r, const Value& self, const std::string& name);
 // Python's str.strip family on a Str; chars null: whitespace.
 Str strip_str(const Str& s, const Value* chars, bool left, bool right);
 
