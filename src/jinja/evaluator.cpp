@@ -1,5 +1,8 @@
 // Expressions: Python's operator semantics on template values.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 
 #include "jinja/builtins.h"
 #include "jinja/error.h"
@@ -122,19 +125,59 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
           out.append(std::string_view(&f.text[i], 1));
           continue;
         }
-        const char k = f.text[++i];
-        if (k == '%') {
+        if (f.text[i + 1] == '%') {
           out.append("%");
+          ++i;
           continue;
         }
+        // %[flags][width][.precision]conversion
+        size_t j = i + 1;
+        std::string spec = "%";
+        while (j < f.text.size() && std::strchr("-+ 0#", f.text[j])) spec += f.text[j++];
+        while (j < f.text.size() && std::isdigit(static_cast<unsigned char>(f.text[j])) && spec.size() < 8) spec += f.text[j++];
+        if (j < f.text.size() && f.text[j] == '.') {
+          spec += f.text[j++];
+          while (j < f.text.size() && std::isdigit(static_cast<unsigned char>(f.text[j])) && spec.size() < 12) spec += f.text[j++];
+        }
+        if (j >= f.text.size()) fail("incomplete format");
+        const char k = f.text[j];
+        i = j;
         if (next >= args.size()) fail("not enough arguments for format string");
         const Value& a = args[next++];
         tainted |= a.is_string() && a.as_str().any_literal();
-        if (k == 's') out.append(to_str(a).text);
-        else if (k == 'd' || k == 'i') out.append(std::to_string(static_cast<int64_t>(a.as_number())));
-        else if (k == 'r') out.append(repr(a));
-        else fail(std::string("unsupported format character '") + k + "'");
+        char buf[512];
+        if (k == 's' || k == 'r') {
+          const std::string text = k == 's' ? to_str(a).text : repr(a);
+          if (spec == "%") {
+            out.append(text);
+          } else {  // width and precision count code points, as Python does
+            const bool left = spec.find('-') != std::string::npos;
+            const size_t dot = spec.find('.');
+            size_t width = 0, precision = std::string::npos;
+            for (size_t p = 1; p < (dot == std::string::npos ? spec.size() : dot); ++p) {
+              if (std::isdigit(static_cast<unsigned char>(spec[p]))) width = width * 10 + (spec[p] - '0');
+            }
+            if (dot != std::string::npos) precision = std::strtoul(spec.c_str() + dot + 1, nullptr, 10);
+            const std::vector<size_t> off = utf8_offsets(text);
+            const size_t n = std::min(off.size() - 1, precision);
+            const std::string cut = text.substr(0, off[n]);
+            const std::string pad(width > n ? width - n : 0, ' ');
+            out.append(left ? cut + pad : pad + cut);
+          }
+        } else if (k == 'd' || k == 'i') {
+          std::snprintf(buf, sizeof buf, (spec + "lld").c_str(), static_cast<long long>(a.as_number()));
+          out.append(buf);
+        } else if (k == 'f' || k == 'F' || k == 'e' || k == 'E' || k == 'g' || k == 'G') {
+          std::snprintf(buf, sizeof buf, (spec + k).c_str(), a.as_number());
+          out.append(buf);
+        } else if (k == 'x' || k == 'X' || k == 'o') {
+          std::snprintf(buf, sizeof buf, (spec + "ll" + k).c_str(), static_cast<long long>(a.as_number()));
+          out.append(buf);
+        } else {
+          fail(std::string("unsupported format character '") + k + "'");
+        }
       }
+      check_size(out.text.size());
       return Value(Str::derived(std::move(out.text), tainted));
     }
     if (!nums) unsupported(op, l, r);

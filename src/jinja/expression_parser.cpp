@@ -265,7 +265,10 @@ ExprPtr ExpressionParser::parse_filter_chain(ExprPtr target, bool leading_pipe) 
     first = false;
     auto f = make(Expr::Kind::Filter);
     f->name = expect_name();
-    while (accept_op(".")) f->name += "." + expect_name();
+    while (accept_op(".")) {
+      f->name += '.';
+      f->name += expect_name();
+    }
     if (is_op("(")) parse_call_args(f.get());
     f->target = std::move(target);
     target = finish(std::move(f));

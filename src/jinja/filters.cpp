@@ -273,6 +273,9 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   }
   if (name == "int") {
     const Value* def = args.get(0, "default");
+    if (input.is_string() && input.text().find_first_of("xXpP") != std::string::npos) {
+      return def ? *def : Value(int64_t{0});  // strtod would read hex; Python's int()/float() do not
+    }
     if (input.is_int()) return input;
     if (input.is_bool()) return Value(static_cast<int64_t>(input.as_bool()));
     if (input.is_float()) return Value(static_cast<int64_t>(input.as_float()));
@@ -288,6 +291,9 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   }
   if (name == "float") {
     const Value* def = args.get(0, "default");
+    if (input.is_string() && input.text().find_first_of("xXpP") != std::string::npos) {
+      return def ? *def : Value(0.0);
+    }
     if (input.is_number()) return Value(input.as_number());
     if (input.is_string()) {
       std::string s = strip_str(input.as_str(), nullptr, true, true).text;

@@ -85,6 +85,8 @@ class Lexer {
       line_ = line_at(open);
       if (kind == '#') {
         pos = close_comment(after, &line_starting);
+      } else if (kind == '%' && is_raw(after)) {
+        pos = lex_raw(after, &line_starting);
       } else {
         pos = lex_tag(kind == '{', after, &line_starting);
       }
@@ -129,6 +131,43 @@ class Lexer {
     }
     *line_starting = false;
     return pos;
+  }
+
+  // {% raw %}: after the opener, "raw" and the tag's end.
+  bool is_raw(size_t pos) const {
+    while (pos < src_.size() && (src_[pos] == ' ' || src_[pos] == '\t' || src_[pos] == '\n')) ++pos;
+    if (src_.compare(pos, 3, "raw") != 0) return false;
+    pos += 3;
+    while (pos < src_.size() && (src_[pos] == ' ' || src_[pos] == '\t' || src_[pos] == '\n')) ++pos;
+    return src_.compare(pos, 2, "%}") == 0 || src_.compare(pos, 3, "-%}") == 0;
+  }
+
+  // The text up to {% endraw %}, verbatim (whitespace control still applies).
+  size_t lex_raw(size_t pos, bool* line_starting) {
+    const size_t close = src_.find("%}", pos);
+    const bool dash = src_[close - 1] == '-';
+    size_t body = after_close(close + 2, dash, false, true, line_starting);
+    for (size_t open = src_.find("{%", body); open != std::string::npos; open = src_.find("{%", open + 2)) {
+      size_t p = open + 2;
+      const char ctrl = p < src_.size() ? src_[p] : '\0';
+      if (ctrl == '-' || ctrl == '+') ++p;
+      while (p < src_.size() && (src_[p] == ' ' || src_[p] == '\t' || src_[p] == '\n')) ++p;
+      if (src_.compare(p, 6, "endraw") != 0) continue;
+      p += 6;
+      while (p < src_.size() && (src_[p] == ' ' || src_[p] == '\t' || src_[p] == '\n')) ++p;
+      const bool end_dash = src_.compare(p, 3, "-%}") == 0;
+      if (!end_dash && src_.compare(p, 2, "%}") != 0) continue;
+      std::string text = src_.substr(body, open - body);
+      if (ctrl == '-') {
+        text = rstrip_space(text);
+      } else if (ctrl != '+' && opts_.lstrip_blocks) {
+        const size_t l_pos = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+        if (l_pos > 0 && all_space(std::string_view(text).substr(l_pos))) text.resize(l_pos);
+      }
+      emit_text(std::move(text), body);
+      return after_close(p + (end_dash ? 3 : 2), end_dash, false, true, line_starting);
+    }
+    syntax_error("missing end of raw directive", line_);
   }
 
   size_t close_comment(size_t pos, bool* line_starting) {

@@ -273,7 +273,7 @@ Value Renderer::call_macro(const Node& macro, CallArgs& args, const Value& calle
     if (frame.vars.count(macro.targets[i])) continue;
     frame.vars[macro.targets[i]] = macro.defaults[i] ? eval(*macro.defaults[i]) : Value::undefined(macro.targets[i]);
   }
-  frame.vars["varargs"] = Value::list(std::move(extra));
+  frame.vars["varargs"] = Value::list(std::move(extra), /*tuple=*/true);
   frame.vars["kwargs"] = Value::dict(std::move(extra_named));
   return Value(capture(macro.body, &frame));
 }

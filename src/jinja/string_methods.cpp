@@ -147,7 +147,7 @@ Value string_method(Renderer& r, const Value& self, const std::string& name) {
   static const char* kNames[] = {"strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith",
                                  "upper", "lower", "replace", "title", "capitalize", "format", "find",
                                  "count", "join", "splitlines", "isdigit", "isalpha", "isspace", "isalnum",
-                                 "islower", "isupper", "rfind", "index"};
+                                 "islower", "isupper", "rfind", "index", "center"};
   if (std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; }) ==
       std::end(kNames)) {
     return Value::undefined(name);
@@ -207,6 +207,16 @@ Value string_method(Renderer& r, const Value& self, const std::string& name) {
       return Value(std::move(out));
     }
     if (name == "format") return Value(python_format(s, a));
+    if (name == "center") {
+      const Value* w = a.get(0, "width");
+      if (!w || !w->is_int()) fail("center() needs an integer width");
+      const auto len = static_cast<int64_t>(utf8_length(t));
+      if (w->as_int() <= len) return self;
+      rp->check_size(static_cast<size_t>(w->as_int()));
+      // Python: left = pad / 2 + (pad & width & 1)
+      const int64_t pad = w->as_int() - len, left = pad / 2 + (pad & w->as_int() & 1);
+      return Value(Str::derived(std::string(left, ' ') + t + std::string(pad - left, ' '), taint));
+    }
     if (name == "find" || name == "rfind" || name == "index" || name == "count") {
       const std::string& sub = str_arg(a.get(0, "sub"), name.c_str());
       if (name == "count") {

@@ -105,7 +105,9 @@ std::string float_repr(double d) {
   std::string out;
   if (exp >= -4 && exp < 16) {
     if (exp < 0) {
-      out = "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+      out = "0.";
+      out.append(static_cast<size_t>(-exp - 1), '0');
+      out += digits;
     } else if (static_cast<size_t>(exp) + 1 >= digits.size()) {
       out = digits + std::string(exp + 1 - digits.size(), '0') + ".0";
     } else {

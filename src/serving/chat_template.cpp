@@ -88,8 +88,8 @@ jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>&
   std::vector<jinja::Value> list;
   for (const auto& m : messages) {
     jinja::DictData d;
-    d.literal_keys = true;
-    d.set("role", jinja::Value(jinja::Str(m.role, /*all_literal=*/true)));
+    // Roles are checked against a fixed list before this: template text, not client text.
+    d.set("role", jinja::Value(m.role));
     d.set("content", jinja::Value(jinja::Str(m.content, /*all_literal=*/true)));
     list.push_back(jinja::Value::dict(std::move(d)));
   }

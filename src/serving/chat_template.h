@@ -30,6 +30,9 @@ struct ChatMessage {
 };
 
 struct ChatTemplate {
+  ChatTemplate() = default;
+  explicit ChatTemplate(ChatFamily f, std::string system = {}) : family(f), default_system(std::move(system)) {}
+
   ChatFamily family = ChatFamily::ChatML;
   std::string default_system;  // ChatML templates that insert a system turn when none is given
   // The GGUF's own template, when it parses and renders. Shared: a parsed

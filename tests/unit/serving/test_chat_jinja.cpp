@@ -80,17 +80,17 @@ TEST(ChatJinja, TemplatesOfNoFamilyRender) {
   auto r = render_chat_marked(*t, {{"system", "  S  "}, {"user", kInjection}});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->text, "<s>### System: S\n### User: " + kInjection + "\n### Assistant:");
-  ASSERT_EQ(r->literal.size(), 4u);  // the roles and the contents
-  EXPECT_EQ(r->text.substr(r->literal[3].begin, r->literal[3].end - r->literal[3].begin), kInjection);
-  EXPECT_EQ(outside_literals(*r), "<s>### : \n### : \n### Assistant:");
+  ASSERT_EQ(r->literal.size(), 2u);  // the contents (roles are checked, not client text)
+  EXPECT_EQ(r->text.substr(r->literal[1].begin, r->literal[1].end - r->literal[1].begin), kInjection);
+  EXPECT_EQ(outside_literals(*r), "<s>### System: \n### User: \n### Assistant:");
   // A tokenizer that adds BOS: the template's own leading bos_token is dropped.
   auto with_bos = detect_chat_template(source, "llama", {"<s>", "</s>", true});
   ASSERT_TRUE(with_bos.ok());
   auto r2 = render_chat_marked(*with_bos, {{"user", "x"}});
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2->text, "### User: x\n### Assistant:");
-  EXPECT_EQ(r2->literal.size(), 2u);
-  EXPECT_EQ(r2->literal[0].begin, 4u);
+  ASSERT_EQ(r2->literal.size(), 1u);
+  EXPECT_EQ(r2->literal[0].begin, 10u);
 }
 
 TEST(ChatJinja, FamilyRendererIsTheFallback) {
@@ -102,7 +102,7 @@ TEST(ChatJinja, FamilyRendererIsTheFallback) {
   // Refuses a conversation (raise_exception): that request falls back to the family.
   const std::string strict =
       "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system role') }}{% endif %}"
-      "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n";
+      "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n\n";  // Jinja drops one
   auto t = detect_chat_template(strict, "llama");
   ASSERT_TRUE(t.ok());
   ASSERT_TRUE(t->jinja);
