@@ -3,6 +3,7 @@
 // ranges (see str.h).
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "jinja/builtins.h"
 #include "jinja/error.h"
@@ -50,19 +51,14 @@ Value split(Renderer& r, const Str& s, const Value* sep_v, const Value* max_v, b
       words.emplace_back(i, j);
       i = j;
     }
-    if (maxsplit < 0 || static_cast<size_t>(maxsplit) + 1 >= words.size()) {
+    if (maxsplit < 0 || static_cast<size_t>(maxsplit) >= words.size()) {
       pieces = words;
     } else if (!from_right) {
       pieces.assign(words.begin(), words.begin() + maxsplit);
-      size_t end = t.size();
-      while (size_t n = python_space_before(t, end)) end -= n;
-      pieces.emplace_back(words[maxsplit].first, end);
+      pieces.emplace_back(words[maxsplit].first, t.size());  // the rest keeps its trailing spaces
     } else {
       const size_t keep = words.size() - maxsplit;
-      pieces.emplace_back(0, words[keep - 1].second);
-      size_t b = 0;
-      while (b < t.size() && python_space_at(t, b)) b += python_space_at(t, b);
-      pieces.front().first = b;
+      pieces.emplace_back(0, words[keep - 1].second);  // the rest keeps its leading spaces
       pieces.insert(pieces.end(), words.begin() + keep, words.end());
     }
   } else {
@@ -118,7 +114,18 @@ Str python_format(const Str& f, CallArgs& args) {
     } else if (t[i] == '{') {
       const size_t close = t.find('}', i);
       if (close == std::string::npos) fail("Single '{' encountered in format string");
-      const std::string field = t.substr(i + 1, close - i - 1);
+      std::string field = t.substr(i + 1, close - i - 1);
+      // {name!conversion:spec}: !r / !s and a spec of [[fill]align][width]
+      std::string spec;
+      char conversion = 's';
+      if (const size_t colon = field.find(':'); colon != std::string::npos) {
+        spec = field.substr(colon + 1);
+        field.resize(colon);
+      }
+      if (const size_t bang = field.find('!'); bang != std::string::npos) {
+        conversion = bang + 1 < field.size() ? field[bang + 1] : 's';
+        field.resize(bang);
+      }
       const Value* v = nullptr;
       if (field.empty()) {
         v = auto_index < args.positional.size() ? &args.positional[auto_index++] : nullptr;
@@ -132,7 +139,31 @@ Str python_format(const Str& f, CallArgs& args) {
       }
       if (!v) fail("format field '" + field + "' has no argument");
       tainted |= v->is_string() && v->as_str().any_literal();
-      out += to_str(*v).text;
+      std::string text = conversion == 'r' ? repr(*v) : to_str(*v).text;
+      if (!spec.empty()) {
+        char fill = ' ', align = v->is_number() && conversion == 's' ? '>' : '<';
+        size_t k = 0;
+        if (spec.size() >= 2 && std::strchr("<>^", spec[1])) {
+          fill = spec[0];
+          align = spec[1];
+          k = 2;
+        } else if (std::strchr("<>^", spec[0])) {
+          align = spec[0];
+          k = 1;
+        }
+        size_t width = 0;
+        for (; k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k])) && width < 100000; ++k) {
+          width = width * 10 + (spec[k] - '0');
+        }
+        if (k != spec.size()) fail("unsupported format spec '" + spec + "'");
+        const size_t len = utf8_length(text);
+        if (width > len) {
+          const size_t pad = width - len;
+          const size_t left = align == '>' ? pad : align == '^' ? pad / 2 : 0;
+          text = std::string(left, fill) + text + std::string(pad - left, fill);
+        }
+      }
+      out += text;
       i = close;
     } else {
       out += t[i];
@@ -194,8 +225,14 @@ Value string_method(Renderer& r, const Value& self, const std::string& name) {
       int64_t count = cv ? static_cast<int64_t>(cv->as_number()) : -1;
       Str out;
       size_t pos = 0;
-      if (old.empty()) {
-        fail("replace() with an empty pattern is not supported");
+      if (old.empty()) {  // Python inserts `new` around every code point
+        const std::vector<size_t> off = utf8_offsets(t);
+        for (size_t k = 0; k < off.size(); ++k) {
+          if (count-- != 0) out.append(nv->as_str());
+          if (k + 1 < off.size()) out.append(s.substr(off[k], off[k + 1]));
+          rp->check_size(out.text.size());
+        }
+        return Value(std::move(out));
       }
       for (size_t h = t.find(old); h != std::string::npos && count != 0; h = t.find(old, pos), --count) {
         out.append(s.substr(pos, h));

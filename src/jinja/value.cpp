@@ -223,6 +223,7 @@ bool values_equal(const Value& a, const Value& b) {
     case K::None: return true;
     case K::String: return a.text() == b.text();
     case K::List: {
+      if (a.as_list().tuple != b.as_list().tuple) return false;  // (1, 2) != [1, 2]
       const auto& x = a.as_list().items;
       const auto& y = b.as_list().items;
       if (x.size() != y.size()) return false;
