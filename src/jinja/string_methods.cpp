@@ -228,7 +228,10 @@ Value string_method(Renderer& r, const Value& self, const std::string& name) {
       if (old.empty()) {  // Python inserts `new` around every code point
         const std::vector<size_t> off = utf8_offsets(t);
         for (size_t k = 0; k < off.size(); ++k) {
-          if (count-- != 0) out.append(nv->as_str());
+          if (count != 0) {
+            out.append(nv->as_str());
+            if (count > 0) --count;
+          }
           if (k + 1 < off.size()) out.append(s.substr(off[k], off[k + 1]));
           rp->check_size(out.text.size());
         }

@@ -58,6 +58,10 @@ TEST(JinjaHostile, RecursionIsBounded) {
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
   s = render_status("{% macro f() %}{% call f() %}x{% endcall %}{% endmacro %}{{ f() }}");
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
+  // The deepest stack a template can ask for: nested blocks inside a recursive macro.
+  s = render_status("{% macro f(k) %}" + repeat("{% if true %}", 110) + "{{ f(k + 1) }}" + repeat("{% endif %}", 110) +
+                    "{% endmacro %}{{ f(0) }}");
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
 }
 
 TEST(JinjaHostile, HugeLoopsAndOutputsStop) {
