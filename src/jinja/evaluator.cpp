@@ -177,6 +177,7 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
           fail(std::string("unsupported format character '") + k + "'");
         }
       }
+      if (next < args.size() && !r.is_dict()) fail("not all arguments converted during string formatting");
       check_size(out.text.size());
       return Value(Str::derived(std::move(out.text), tainted));
     }
@@ -222,6 +223,7 @@ static bool contains(const Value& container, const Value& item) {
       }
       return false;
     case Value::Kind::Dict:
+      if (item.is_list() || item.is_dict()) fail(std::string("unhashable type: '") + item.type_name() + "'");
       if (!(item.is_string() || item.is_number() || item.is_none())) return false;
       return container.as_dict().find(dict_key(item)) != nullptr;
     case Value::Kind::Undefined: return false;

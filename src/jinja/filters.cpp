@@ -133,6 +133,7 @@ Value tojson(const Value& input, CallArgs& args) {
 }
 
 Value indent_filter(const Value& input, CallArgs& args) {
+  if (!input.is_string()) fail(std::string("can only concatenate ") + input.type_name() + " and str in indent");
   const Value* width = args.get(0, "width");
   const bool first = flag(args.get(1, "first"), false);
   const bool blank = flag(args.get(2, "blank"), false);
@@ -308,6 +309,7 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     return Value(std::fabs(input.as_number()));
   }
   if (name == "round") {
+    if (input.is_int() || input.is_bool()) return Value(input.is_bool() ? int64_t{input.as_bool()} : input.as_int());
     const Value* p = args.get(0, "precision");
     const Value* m = args.get(1, "method");
     const double scale = std::pow(10.0, p ? p->as_number() : 0.0);

@@ -32,7 +32,12 @@ Value global_value(Renderer& r, const std::string& name) {
         rp->count_items(1);
         out.emplace_back(i);
       }
-      return Value::list(std::move(out));
+      auto list = std::make_shared<ListData>();
+      list->items = std::move(out);
+      list->python_repr = step == 1 ? "range(" + std::to_string(start) + ", " + std::to_string(stop) + ")"
+                                    : "range(" + std::to_string(start) + ", " + std::to_string(stop) + ", " +
+                                          std::to_string(step) + ")";
+      return Value(std::shared_ptr<const ListData>(std::move(list)));
     });
   }
   if (name == "dict") {

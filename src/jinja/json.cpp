@@ -95,6 +95,7 @@ static void dump(const Value& v, const JsonDumpOptions& o, int level, std::strin
     case Value::Kind::List: {
       const ListData& l = v.as_list();
       if (l.generator) fail("Object of type generator is not JSON serializable");
+      if (!l.python_repr.empty()) fail("Object of type range is not JSON serializable");
       if (l.items.empty()) {
         out += "[]";
         return;

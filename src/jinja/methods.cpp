@@ -133,7 +133,7 @@ Value slice_value(Renderer& r, const Value& obj, const Value& start_v, const Val
   } else if (obj.is_undefined()) {
     fail("'" + obj.undefined_name() + "' is undefined");
   } else {
-    fail(std::string("'") + obj.type_name() + "' object is not subscriptable");
+    return Value::undefined();  // Jinja's getitem: what cannot be sliced is undefined
   }
   auto as_index = [](const Value& v, const char* what) -> int64_t {
     if (v.is_int()) return v.as_int();
@@ -162,7 +162,7 @@ Value slice_value(Renderer& r, const Value& obj, const Value& start_v, const Val
   if (obj.is_list()) {
     std::vector<Value> out;
     for (int64_t i : picks) out.push_back(obj.as_list().items[i]);
-    return Value::list(std::move(out));
+    return Value::list(std::move(out), obj.as_list().tuple);
   }
   if (step == 1) return Value(picks.empty() ? Str() : obj.as_str().substr(off[start], off[stop]));
   Str out;

@@ -156,6 +156,7 @@ std::string repr(const Value& v) {
     case Value::Kind::String: return repr_string(v.text());
     case Value::Kind::List: {
       const ListData& l = v.as_list();
+      if (!l.python_repr.empty()) return l.python_repr;
       if (l.generator) return "<generator object>";
       std::string out = l.tuple ? "(" : "[";
       for (size_t i = 0; i < l.items.size(); ++i) {

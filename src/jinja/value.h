@@ -22,6 +22,7 @@ struct ListData {
   std::vector<Value> items;
   bool tuple = false;      // printed as (a, b)
   bool generator = false;  // map()/select() results: Python generators, which tojson refuses
+  std::string python_repr;  // set for range(): printed as "range(0, 4)", refused by tojson
 };
 
 struct DictData {
