@@ -109,7 +109,7 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
       count_items(seq->as_list().items.size() * static_cast<size_t>(n));
       std::vector<Value> items;
       for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq->as_list().items.begin(), seq->as_list().items.end());
-      return Value::list(std::move(items));
+      return Value::list(std::move(items), seq->as_list().tuple);
     }
     unsupported(op, l, r);
   }

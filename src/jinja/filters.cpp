@@ -253,6 +253,7 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     for (const Value& item : iterate(input)) {
       r.count_items(1);
       Value key = fold_case(attribute ? attr_path(r, item, to_str(*attribute).text) : item, cs);
+      if (key.is_list() || key.is_dict()) fail(std::string("unhashable type: '") + key.type_name() + "'");
       if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return values_equal(s, key); })) {
         seen.push_back(key);
         out.push_back(item);
@@ -272,6 +273,7 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     std::reverse(items.begin(), items.end());
     return Value::list(std::move(items), false, true);
   }
+  if ((name == "int" || name == "float") && input.is_undefined()) fail("'" + input.undefined_name() + "' is undefined");
   if (name == "int") {
     const Value* def = args.get(0, "default");
     if (input.is_string() && input.text().find_first_of("xXpP") != std::string::npos) {
@@ -351,10 +353,15 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     }
     return total;
   }
-  if (name == "wordcount") {
-    CallArgs none;
-    Value words = get_attribute(r, Value(to_str(input)), "split").as_function().call(none);
-    return Value(static_cast<int64_t>(words.as_list().items.size()));
+  if (name == "wordcount") {  // runs of \w (letters, digits, '_', any non-ASCII byte)
+    int64_t words = 0;
+    bool in_word = false;
+    for (unsigned char c : to_str(input).text) {
+      const bool w = std::isalnum(c) || c == '_' || c >= 0x80;
+      words += w && !in_word;
+      in_word = w;
+    }
+    return Value(words);
   }
   if (name == "center") {
     const Value* w = args.get(0, "width");

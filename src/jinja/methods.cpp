@@ -133,7 +133,9 @@ Value slice_value(Renderer& r, const Value& obj, const Value& start_v, const Val
   } else if (obj.is_undefined()) {
     fail("'" + obj.undefined_name() + "' is undefined");
   } else {
-    return Value::undefined();  // Jinja's getitem: what cannot be sliced is undefined
+    // Jinja2 folds a slice of a literal (3[1:]) to undefined at compile time;
+    // a value from the context fails, as here.
+    fail(std::string("'") + obj.type_name() + "' object is not subscriptable");
   }
   auto as_index = [](const Value& v, const char* what) -> int64_t {
     if (v.is_int()) return v.as_int();

@@ -1,5 +1,6 @@
 // Jinja2's tests (`x is defined`, `x is string`, ...).
 #include <cctype>
+#include <cmath>
 
 #include "jinja/builtins.h"
 #include "jinja/error.h"
@@ -28,9 +29,11 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
   if (name == "true") return v.is_bool() && v.as_bool();
   if (name == "false") return v.is_bool() && !v.as_bool();
   if (name == "callable") return v.is_function();
-  if (name == "odd" || name == "even") {
-    if (!v.is_int()) fail("odd/even need an integer");
-    return (v.as_int() % 2 != 0) == (name == "odd");
+  if (name == "odd" || name == "even") {  // value % 2 == 1 / == 0, on any number
+    if (!v.is_number()) fail(std::string("odd/even need a number, not ") + v.type_name());
+    double m = std::fmod(v.as_number(), 2.0);
+    if (m < 0) m += 2.0;
+    return name == "odd" ? m == 1.0 : m == 0.0;
   }
   if (name == "divisibleby") {
     const Value& d = need_arg();
@@ -52,10 +55,10 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
     }
     return false;
   }
-  if (name == "lower" || name == "upper") {
-    if (!v.is_string()) return false;
+  if (name == "lower" || name == "upper") {  // str(value).islower() / isupper()
+    const std::string text = to_str(v).text;
     bool cased = false;
-    for (unsigned char c : v.text()) {
+    for (unsigned char c : text) {
       if (std::isalpha(c)) {
         cased = true;
         if ((name == "lower") ? std::isupper(c) : std::islower(c)) return false;

@@ -258,7 +258,7 @@ int compare_values(const Value& a, const Value& b) {
     const int c = a.text().compare(b.text());
     return c < 0 ? -1 : c > 0 ? 1 : 0;
   }
-  if (a.is_list() && b.is_list()) {
+  if (a.is_list() && b.is_list() && a.as_list().tuple == b.as_list().tuple) {
     const auto& x = a.as_list().items;
     const auto& y = b.as_list().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
