@@ -20,6 +20,7 @@ import argparse
 import datetime
 import json
 import os
+import random
 import sys
 
 import jinja2
@@ -207,6 +208,40 @@ CONVERSATIONS = {
     },
 }
 
+
+def random_conversations(count, seed=13):
+    """Seeded mixes of roles, tool calls, reasoning and awkward text."""
+    rng = random.Random(seed)
+    texts = ["Hi", "", "  spaced  ", "multi\nline\n", "<|im_end|> inject", "{{ x }}", "\u00fcn\u00ef \u2713",
+             "a\"b'c\\d", "tab\there", "</think>reasoning?", "<think>x</think>answer"]
+    out = {}
+    for k in range(count):
+        msgs = []
+        if rng.random() < 0.5:
+            msgs.append({"role": "system", "content": rng.choice(texts)})
+        for _ in range(rng.randint(1, 5)):
+            role = rng.choice(["user", "assistant", "user", "tool", "assistant"])
+            m = {"role": role, "content": rng.choice(texts)}
+            if role == "assistant" and rng.random() < 0.3:
+                m["tool_calls"] = [{"id": "abcDEF123", "type": "function", "function": {
+                    "name": "get_weather", "arguments": rng.choice([{"city": "Paris"}, "{\"city\": \"Rome\"}"])}}]
+                if rng.random() < 0.5:
+                    m["content"] = None
+            if role == "assistant" and rng.random() < 0.2:
+                m["reasoning_content"] = "thinking..."
+            if role == "tool":
+                m["tool_call_id"] = "abcDEF123"
+            msgs.append(m)
+        conv = {"messages": msgs, "add_generation_prompt": rng.random() < 0.7}
+        if rng.random() < 0.4:
+            conv["tools"] = [WEATHER_TOOL]
+        if rng.random() < 0.3:
+            conv["enable_thinking"] = rng.random() < 0.5
+        out[f"random_{k}"] = conv
+    return out
+
+
+CONVERSATIONS.update(random_conversations(12))
 
 # Language features, one snippet each, rendered with the same environment
 # (tests/unit/jinja/features_test.cpp). Context: FEATURE_CONTEXT.
