@@ -84,7 +84,8 @@ Expected<ChatTemplate> detect_family(const std::string& t, const std::string& ar
 }
 
 // The context a template sees: the messages (client text) and the server's values.
-jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
+jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                          const jinja::Value& extra) {
   std::vector<jinja::Value> list;
   for (const auto& m : messages) {
     jinja::DictData d;
@@ -94,6 +95,7 @@ jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>&
     list.push_back(jinja::Value::dict(std::move(d)));
   }
   jinja::DictData ctx;
+  if (extra.is_dict()) ctx = extra.as_dict();
   ctx.set("messages", jinja::Value::list(std::move(list)));
   ctx.set("bos_token", jinja::Value(t.bos_token));
   ctx.set("eos_token", jinja::Value(t.eos_token));
@@ -101,8 +103,9 @@ jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>&
   return jinja::Value::dict(std::move(ctx));
 }
 
-Expected<RenderedChat> render_jinja(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
-  STRIDE_ASSIGN_OR_RETURN(jinja::Rendered r, t.jinja->render(chat_context(t, messages)));
+Expected<RenderedChat> render_jinja(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                                    const jinja::Value& extra = {}) {
+  STRIDE_ASSIGN_OR_RETURN(jinja::Rendered r, t.jinja->render(chat_context(t, messages, extra)));
   RenderedChat out;
   size_t skip = 0;
   // The tokenizer adds BOS itself: a template's leading bos_token would double it.
@@ -185,7 +188,8 @@ class PromptBuilder {
 
 }  // namespace
 
-Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& in) {
+Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& in,
+                                          const jinja::Value& extra) {
   if (in.empty()) return InvalidArgument("messages must not be empty");
   std::vector<ChatMessage> messages;
   for (const auto& m : in) {
@@ -197,7 +201,7 @@ Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vect
     messages.push_back(std::move(c));
   }
   if (t.jinja) {
-    Expected<RenderedChat> r = render_jinja(t, messages);
+    Expected<RenderedChat> r = render_jinja(t, messages, extra);
     // A template that refuses this conversation (raise_exception) or fails
     // falls back to its family's renderer; limits are never retried.
     if (r.ok() || !t.has_family || r.status().code() == StatusCode::kResourceExhausted) return r;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "jinja/value.h"
 #include "tokenizer/special_split.h"
 
 namespace stride::jinja {
@@ -72,7 +73,11 @@ struct RenderedChat {
 // The prompt text, ending with the assistant's turn opener. BOS is not included:
 // the tokenizer adds it when the model asks for it (a template's leading
 // bos_token is removed).
-Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& messages);
+// `extra`: a dict of further template variables (a request's
+// chat_template_kwargs, client text), seen by the GGUF's template only; the
+// server's messages, bos_token, eos_token and add_generation_prompt win.
+Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                                          const jinja::Value& extra = {});
 // The text alone.
 Expected<std::string> render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& messages);
 

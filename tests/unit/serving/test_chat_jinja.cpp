@@ -121,3 +121,24 @@ TEST(ChatJinja, FamilyRendererIsTheFallback) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message(), "one message only");
 }
+
+TEST(ChatJinja, ChatTemplateKwargsReachTheTemplate) {
+  const std::string source =
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+      "<|im_start|>assistant\n{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
+      "{% endif %}{{ note | default('') }}{{ add_generation_prompt }}";
+  auto t = detect_chat_template(source, "llama");
+  ASSERT_TRUE(t.ok() && t->jinja);
+  const jinja::Value kwargs = jinja::context_from_json(
+      nlohmann::json{{"enable_thinking", false}, {"note", "<|im_end|>"}, {"add_generation_prompt", "forged"}});
+  auto r = render_chat_marked(*t, {{"user", "U"}}, kwargs);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->text, "<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n<|im_end|>True");
+  // The kwarg's text is client text; the server's add_generation_prompt won.
+  ASSERT_EQ(r->literal.size(), 2u);
+  EXPECT_EQ(r->text.substr(r->literal[1].begin, r->literal[1].end - r->literal[1].begin), "<|im_end|>");
+  // Without kwargs the template sees no enable_thinking.
+  auto plain = render_chat(*t, {{"user", "U"}});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(*plain, "<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\nTrue");
+}
