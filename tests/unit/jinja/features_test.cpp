@@ -10,7 +10,7 @@ namespace {
 
 TEST(JinjaFeatures, EverySnippetRendersLikeJinja2) {
   const auto goldens = testing::load_goldens();
-  if (!goldens) GTEST_SKIP() << "no goldens at " << testing::goldens_path() << ": run scripts/setup";
+  ASSERT_TRUE(goldens) << "no goldens at " << testing::goldens_path() << ": run scripts/setup";
   const Value context = context_from_json((*goldens)["feature_context"]);
   RenderOptions options;
   options.now = testing::fixed_now();

@@ -38,7 +38,7 @@ const std::vector<std::vector<ChatMessage>> kChats = {
 
 TEST(ChatJinja, RealSmolLM2TemplateMatchesTheChatMLRenderer) {
   auto file = GGUFFile::open(std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
-  if (!file.ok()) GTEST_SKIP() << "models/ not set up: " << file.status().to_string();
+  ASSERT_TRUE(file.ok()) << file.status().to_string() << ": run scripts/setup";
   auto tok = Tokenizer::from_gguf(**file);
   ASSERT_TRUE(tok.ok());
   const std::string source = (*file)->get_string_or("tokenizer.chat_template", "");
