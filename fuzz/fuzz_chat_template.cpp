@@ -1,6 +1,8 @@
 // Chat template detection and rendering. Input fields (0x00-separated):
 // template text, architecture, then (role byte + content) per message.
-// A rendered prompt must contain every message's content unchanged.
+// A family renderer's prompt must contain every message's content unchanged;
+// a Jinja template decides what it prints, but its client ranges must lie in
+// the text, sorted and disjoint.
 #include <cstdlib>
 
 #include "fuzz_support.h"
@@ -25,8 +27,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     m.content = std::string(content);
     messages.push_back(std::move(m));
   }
-  auto text = serving::render_chat(*t, messages);
-  if (!text.ok()) return 0;
+  auto rendered = serving::render_chat_marked(*t, messages);
+  if (!rendered.ok()) return 0;
+  size_t last = 0;
+  for (const TextSpan& s : rendered->literal) {
+    if (s.begin < last || s.end <= s.begin || s.end > rendered->text.size()) {
+      std::fprintf(stderr, "fuzz_chat_template: bad client range [%zu, %zu)\n", s.begin, s.end);
+      std::abort();
+    }
+    last = s.end;
+  }
+  if (t->jinja) return 0;
+  const std::string* text = &rendered->text;
   for (const auto& m : messages) {
     if (text->find(m.content) == std::string::npos) {
       std::fprintf(stderr, "fuzz_chat_template: %s prompt lost a %s message's content\n",

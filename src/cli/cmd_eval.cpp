@@ -70,13 +70,15 @@ Expected<PromptFormat> prompt_format(Engine& engine, const std::string& mode, st
   const std::string tmpl = gguf ? gguf->get_string_or("tokenizer.chat_template", "") : "";
   const std::string arch = gguf ? gguf->get_string_or("general.architecture", "") : "";
   if (mode == "auto" && tmpl.empty()) return PromptFormat::completion();
-  Expected<serving::ChatTemplate> t = serving::detect_chat_template(tmpl, arch);
+  const serving::ChatTokens tokens =
+      engine.tokenizer() ? serving::chat_tokens_of(*engine.tokenizer()) : serving::ChatTokens{};
+  Expected<serving::ChatTemplate> t = serving::detect_chat_template(tmpl, arch, tokens);
   if (!t) {
     if (mode == "on") return t.status();
     std::fprintf(stderr, "eval: %s; using completion prompts\n", t.status().message().c_str());
     return PromptFormat::completion();
   }
-  label = serving::chat_family_name(t->family);
+  label = serving::chat_template_name(*t);
   return PromptFormat::chat([tmpl = *t](const std::string& user) -> Expected<RenderedPrompt> {
     STRIDE_ASSIGN_OR_RETURN(serving::RenderedChat c, serving::render_chat_marked(tmpl, {{"user", user}}));
     return RenderedPrompt{std::move(c.text), std::move(c.literal)};

@@ -147,12 +147,12 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   const GGUFFile* gguf = engine.model().source().gguf();
   const std::string tmpl = gguf ? gguf->get_string_or("tokenizer.chat_template", "") : "";
   const std::string arch = gguf ? gguf->get_string_or("general.architecture", "") : "";
-  m->chat = serving::detect_chat_template(tmpl, arch);
+  m->chat = serving::detect_chat_template(tmpl, arch, serving::chat_tokens_of(*engine.tokenizer()));
   m->attention = eo.attention;
   log(LogLevel::Info, "model version ready",
       {{"model", m->id},
        {"version", m->version},
-       {"chat_template", m->chat.ok() ? serving::chat_family_name(m->chat->family) : m->chat.status().message()}});
+       {"chat_template", m->chat.ok() ? serving::chat_template_name(*m->chat) : m->chat.status().message()}});
   return m;
 }
 

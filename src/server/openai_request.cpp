@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "jinja/template.h"
+
 namespace stride::server {
 
 namespace {
@@ -118,7 +120,13 @@ ApiError read_messages(const json& b, const ParseContext& ctx, GenerationCall& o
   std::vector<serving::ChatMessage> msgs(ms->size());
   for (size_t i = 0; i < ms->size(); ++i) TRY(read_message((*ms)[i], msgs[i]));
   if (!ctx.chat->ok()) return bad_field("messages", ctx.chat->status().message(), "chat_template_unavailable");
-  auto rendered = serving::render_chat_marked(ctx.chat->value(), msgs);
+  // Extra variables for the model's own template (enable_thinking, ...): client text.
+  jinja::Value kwargs;
+  if (const json* kw = Fields(b).find("chat_template_kwargs"); kw && !kw->is_null()) {
+    if (!kw->is_object()) return bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    kwargs = jinja::context_from_json(*kw);
+  }
+  auto rendered = serving::render_chat_marked(ctx.chat->value(), msgs, kwargs);
   if (!rendered.ok()) return bad_field("messages", rendered.status().message());
   out.prompt_text = rendered->text;
   out.req.prompt = ctx.tok->encode_with_literals(rendered->text, rendered->literal, ctx.tok->add_bos_default());

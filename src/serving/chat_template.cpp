@@ -1,5 +1,10 @@
 #include "serving/chat_template.h"
 
+#include <algorithm>
+
+#include "jinja/template.h"
+#include "tokenizer/tokenizer.h"
+
 namespace stride::serving {
 
 namespace {
@@ -49,7 +54,9 @@ const char* chat_family_name(ChatFamily f) {
   return "unknown";
 }
 
-Expected<ChatTemplate> detect_chat_template(const std::string& t, const std::string& arch) {
+namespace {
+
+Expected<ChatTemplate> detect_family(const std::string& t, const std::string& arch) {
   ChatTemplate out;
   if (t.empty()) {
     if (arch.rfind("gemma", 0) == 0) {
@@ -76,6 +83,89 @@ Expected<ChatTemplate> detect_chat_template(const std::string& t, const std::str
   return out;
 }
 
+// The context a template sees: the messages (client text) and the server's values.
+jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                          const jinja::Value& extra) {
+  std::vector<jinja::Value> list;
+  for (const auto& m : messages) {
+    jinja::DictData d;
+    // Roles are checked against a fixed list before this: template text, not client text.
+    d.set("role", jinja::Value(m.role));
+    d.set("content", jinja::Value(jinja::Str(m.content, /*all_literal=*/true)));
+    list.push_back(jinja::Value::dict(std::move(d)));
+  }
+  jinja::DictData ctx;
+  if (extra.is_dict()) ctx = extra.as_dict();
+  ctx.set("messages", jinja::Value::list(std::move(list)));
+  ctx.set("bos_token", jinja::Value(t.bos_token));
+  ctx.set("eos_token", jinja::Value(t.eos_token));
+  ctx.set("add_generation_prompt", jinja::Value(true));
+  return jinja::Value::dict(std::move(ctx));
+}
+
+Expected<RenderedChat> render_jinja(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                                    const jinja::Value& extra = {}) {
+  STRIDE_ASSIGN_OR_RETURN(jinja::Rendered r, t.jinja->render(chat_context(t, messages, extra)));
+  RenderedChat out;
+  size_t skip = 0;
+  // The tokenizer adds BOS itself: a template's leading bos_token would double it.
+  if (t.drop_leading_bos && !t.bos_token.empty() && r.text.compare(0, t.bos_token.size(), t.bos_token) == 0) {
+    skip = t.bos_token.size();
+  }
+  out.text = r.text.substr(skip);
+  for (const jinja::Span& s : r.literal) {
+    if (s.end <= skip) continue;
+    out.literal.push_back({std::max(s.begin, skip) - skip, s.end - skip});
+  }
+  return out;
+}
+
+// A template is used when it parses and a one-message chat renders with the
+// message's text inside client text (a fragment such as "<|im_start|>{{ x }}"
+// is a marker, not a template).
+std::shared_ptr<const jinja::Template> usable_template(const std::string& source, const ChatTemplate& t) {
+  auto parsed = jinja::Template::parse(source);
+  if (!parsed.ok()) return nullptr;
+  ChatTemplate probe = t;
+  probe.jinja = std::make_shared<const jinja::Template>(std::move(parsed).value());
+  const std::string text = "Hello, who are you?";
+  auto r = render_jinja(probe, {{"user", text}});
+  if (!r.ok()) return nullptr;
+  for (const TextSpan& s : r->literal) {
+    if (std::string_view(r->text).substr(s.begin, s.end - s.begin).find(text) != std::string_view::npos) {
+      return probe.jinja;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Expected<ChatTemplate> detect_chat_template(const std::string& t, const std::string& arch, const ChatTokens& tokens) {
+  Expected<ChatTemplate> family = detect_family(t, arch);
+  ChatTemplate out = family.ok() ? family.value() : ChatTemplate{};
+  out.has_family = family.ok();
+  out.bos_token = tokens.bos;
+  out.eos_token = tokens.eos;
+  out.drop_leading_bos = tokens.tokenizer_adds_bos;
+  if (!t.empty()) out.jinja = usable_template(t, out);
+  if (!out.jinja && !family.ok()) return family.status();
+  return out;
+}
+
+ChatTokens chat_tokens_of(const Tokenizer& tok) {
+  ChatTokens out;
+  if (tok.bos_id() >= 0) out.bos = tok.token_to_piece_special(tok.bos_id());
+  if (tok.eos_id() >= 0) out.eos = tok.token_to_piece_special(tok.eos_id());
+  out.tokenizer_adds_bos = tok.add_bos_default();
+  return out;
+}
+
+std::string chat_template_name(const ChatTemplate& t) {
+  if (!t.jinja) return chat_family_name(t.family);
+  return t.has_family ? std::string("jinja (") + chat_family_name(t.family) + " fallback)" : "jinja";
+}
+
 namespace {
 
 // Builds a prompt from trusted markup and client text, recording the latter.
@@ -98,7 +188,8 @@ class PromptBuilder {
 
 }  // namespace
 
-Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& in) {
+Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& in,
+                                          const jinja::Value& extra) {
   if (in.empty()) return InvalidArgument("messages must not be empty");
   std::vector<ChatMessage> messages;
   for (const auto& m : in) {
@@ -108,6 +199,12 @@ Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vect
       return InvalidArgument("unsupported message role '" + m.role + "'");
     }
     messages.push_back(std::move(c));
+  }
+  if (t.jinja) {
+    Expected<RenderedChat> r = render_jinja(t, messages, extra);
+    // A template that refuses this conversation (raise_exception) or fails
+    // falls back to its family's renderer; limits are never retried.
+    if (r.ok() || !t.has_family || r.status().code() == StatusCode::kResourceExhausted) return r;
   }
   PromptBuilder out;
   switch (t.family) {

@@ -47,7 +47,10 @@ TEST(ChatTemplate, FamiliesByMarker) {
   EXPECT_EQ(detect_chat_template("[INST] <<SYS>>", "llama")->family, ChatFamily::Llama2);
   EXPECT_EQ(detect_chat_template("{{ '[INST] ' + content + ' [/INST]' }}", "llama")->family, ChatFamily::Mistral);
   EXPECT_EQ(detect_chat_template("<|user|>x<|end|><|assistant|>", "phi3")->family, ChatFamily::Phi3);
-  auto unknown = detect_chat_template("{{ messages | tojson }}", "llama");
+  // A template of no known family that does not render the messages is refused;
+  // one that does is run by the Jinja engine (test_chat_jinja.cpp).
+  EXPECT_TRUE(detect_chat_template("{{ messages | tojson }}", "llama").ok());
+  auto unknown = detect_chat_template("{{ 'no messages here' }}", "llama");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("unknown chat template"), std::string::npos);
   EXPECT_FALSE(detect_chat_template("", "llama").ok());
