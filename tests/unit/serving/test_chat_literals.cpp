@@ -6,6 +6,7 @@
 
 #include "loader/gguf_file.h"
 #include "serving/chat_template.h"
+#include "chat_spans.h"
 #include "tokenizer/tokenizer.h"
 
 using namespace stride;
@@ -31,15 +32,7 @@ const Family kFamilies[] = {
     {"[INST] {{ x }}", ChatFamily::Mistral},
 };
 
-std::string outside_literals(const RenderedChat& r) {
-  std::string out;
-  size_t at = 0;
-  for (const TextSpan& s : r.literal) {
-    out += r.text.substr(at, s.begin - at);
-    at = s.end;
-  }
-  return out + r.text.substr(at);
-}
+using stride::serving::testing::outside_literals;
 
 std::vector<ChatMessage> chat(const std::string& content) {
   return {{"system", content}, {"user", content}, {"assistant", content}, {"user", content}};
