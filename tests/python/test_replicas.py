@@ -1,0 +1,70 @@
+"""Three stride replicas behind Debian's nginx (deploy/nginx), 16 streams:
+the short run of bench/replicas.py (`--quick`), with its properties asserted.
+
+- kill -9 of one replica: only requests in flight on it fail, and requests sent
+  after the kill all succeed (nginx retries the refused connects elsewhere);
+- a rolling switch v1 -> v2 by drain + SIGTERM + restart, and a rolling
+  rollback through POST /admin/model: zero failed requests, every replica on
+  the target version;
+- consistent hashing on X-Session-Id gives a higher prefix-cache hit rate than
+  round robin for sessions that share a per-session prefix.
+"""
+import os
+import shutil
+import sys
+
+import pytest
+
+from stride_server import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import replicas  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def run():
+    assert shutil.which("nginx") or os.path.exists("/usr/sbin/nginx"), \
+        "nginx missing: scripts/setup installs Debian's 'nginx' package"
+    return replicas.run_all(quick=True, out=None, log=lambda s: print(s, flush=True))
+
+
+def test_kill9_fails_only_requests_in_flight_on_the_victim(run):
+    k = run["kill"]
+    failed = k["failures"]
+    assert all(f["upstream"] == k["victim"] for f in failed), failed
+    assert k["failed_all_started_before_kill"], failed
+    # What was in flight on the victim bounds the failures: its streams plus
+    # the requests nginx had just sent it (one per load thread at most).
+    assert len(failed) <= run["streams"]
+    assert k["requests"] - len(failed) > 0
+
+
+def test_kill9_new_requests_succeed_at_once(run):
+    k = run["kill"]
+    assert k["new_requests_after_kill"] > 0
+    assert k["new_requests_failed"] == 0, k["failures"]
+    assert k["first_new_request_ok_after_s"] is not None and k["first_new_request_ok_after_s"] < 10
+
+
+def test_rolling_switch_by_restart_loses_no_request(run):
+    r = run["rolling_restart"]
+    assert r["requests"] > 0
+    assert r["failed"] == 0, r["failures"]
+    assert r["versions"] == ["v2", "v2", "v2"]
+    assert all(s["sigterm_exit_code"] == 0 for s in r["steps"])
+
+
+def test_rolling_rollback_by_admin_api_loses_no_request(run):
+    r = run["rolling_admin"]
+    assert r["requests"] > 0
+    assert r["failed"] == 0, r["failures"]
+    assert r["versions"] == ["v1", "v1", "v1"]
+
+
+def test_session_hashing_beats_round_robin_on_prefix_hits(run):
+    a = run["affinity"]
+    assert a["session"]["load"]["failed"] == 0 and a["roundrobin"]["load"]["failed"] == 0
+    # Hashing keeps each session on one replica; round robin spreads it.
+    assert a["session"]["mean_replicas_per_session"] == 1.0
+    assert a["roundrobin"]["mean_replicas_per_session"] > 1.5
+    assert a["session"]["hit_rate"] > a["roundrobin"]["hit_rate"] + 0.1
