@@ -34,7 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "deploy", "nginx"))
 from serving_common import OUT_DIR, SMOL, binary, free_port, metrics, plt, write_json  # noqa: E402
-from stride_nginx import Balancer, watch_once  # noqa: E402
+from stride_nginx import Balancer, Watcher  # noqa: E402
 
 ADMIN_KEY = "replicas-bench-admin"
 
@@ -159,9 +159,10 @@ class Cluster:
         self._watcher.start()
 
     def _watch(self):
+        watcher = Watcher(self.lb)
         while not self._watch_stop.is_set():
             try:
-                if watch_once(self.lb):
+                if watcher.poll():
                     self.event(f"nginx membership: not ready {self.lb.state()['not_ready'] or 'none'}")
             except Exception as e:  # noqa: BLE001 - retried on the next poll
                 self.event(f"watch error: {e}")
@@ -339,7 +340,7 @@ def phase_affinity(cluster, balance, sessions=16, turns=6, prefix_tokens=512, su
     h1, q1 = prefix_counters(cluster)
     hit_rate = (h1 - h0) / (q1 - q0) if q1 > q0 else 0.0
     replicas_per_session = [len(set(p)) for p in placement.values()]
-    return {"balance": balance, "sessions": sessions, "turns": turns, "prefix_tokens": prefix_tokens,
+    return {"balance": balance, "sessions": sessions, "placement": placement, "turns": turns, "prefix_tokens": prefix_tokens,
             "suffix_tokens": suffix_tokens, "hit_tokens": h1 - h0, "looked_up_tokens": q1 - q0,
             "hit_rate": hit_rate, "seconds": time.time() - t0,
             "mean_replicas_per_session": sum(replicas_per_session) / len(replicas_per_session),
@@ -356,16 +357,18 @@ def phase_kill(cluster, streams, max_tokens, warm_s, after_s):
     in_flight_metrics = int(m.get("stride_num_requests_running", 0) + m.get("stride_num_requests_waiting", 0))
     t_kill = time.time()
     victim.kill9()
+    # The process is gone (its sockets closed) only after the kernel tore it down;
+    # until then its listen queue still takes connections.
+    t_dead = time.time()
     cluster.event(f"kill -9 {victim.name}")
     with load._lock:
         in_flight_client = len(load.active)
     time.sleep(after_s)
     records = load.stop()
     failed = [r for r in records if not r["ok"]]
-    new = [r for r in records if r["t_start"] >= t_kill]
+    new = [r for r in records if r["t_start"] >= t_dead]
     new_failed = [r for r in new if not r["ok"]]
     first_new_ok = min((r["t_end"] for r in new if r["ok"]), default=None)
-    retried = sum(1 for r in records if r["upstream"] and r["ok"] and r["t_start"] >= t_kill)
     # Restart it so the next phase has every replica again.
     victim.start()
     t_restart = time.time()
@@ -377,17 +380,21 @@ def phase_kill(cluster, streams, max_tokens, warm_s, after_s):
             t_back = time.time()
             break
         time.sleep(0.1)
+    # Requests nginx had sent to the victim and that had not ended when it died
+    # (the X-Stride-Upstream header names the replica, on a 502 too).
+    spanning = [r for r in records if r["upstream"] == victim.addr and r["t_start"] < t_dead and r["t_end"] > t_kill]
     out = summarize(records, t0)
     out.update({
         "victim": victim.addr, "t_kill": round(t_kill - t0, 3),
+        "in_flight_on_victim": len(spanning),
         "in_flight_on_victim_metrics": in_flight_metrics,
         "in_flight_all_replicas_client": in_flight_client,
         "failed_all_on_victim": all(r["upstream"] == victim.addr for r in failed),
-        "failed_all_started_before_kill": all(r["t_start"] < t_kill for r in failed),
+        "failed_all_started_before_kill": all(r["t_start"] < t_dead for r in failed),
         "new_requests_after_kill": len(new), "new_requests_failed": len(new_failed),
-        "recovery_s": round(max((r["t_start"] for r in new_failed), default=t_kill) - t_kill, 3),
+        "recovery_s": round(max((r["t_start"] for r in new_failed), default=t_dead) - t_kill, 3),
         "first_new_request_ok_after_s": round(first_new_ok - t_kill, 3) if first_new_ok else None,
-        "ok_after_kill": retried,
+        "victim_teardown_s": round(t_dead - t_kill, 3),
         "restart_ready_s": round(time.time() - t_restart, 3) if t_back is None else round(t_back - t_restart, 3),
         "timeline": timeline(records, t0),
     })
@@ -487,8 +494,9 @@ def run_all(quick=False, out=None, log=print):
                 f"{ph['mean_replicas_per_session']:.2f} replicas per session, {ph['load']['failed']} failed")
         ph = phase_kill(cluster, streams, max_tokens, warm_s=3 if quick else 5, after_s=5 if quick else 8)
         result["kill"] = ph
-        log(f"kill -9: {ph['failed']} failed of {ph['requests']} (in flight on the victim per /metrics just before: "
-            f"{ph['in_flight_on_victim_metrics']}); all failures on the victim and started before the kill: "
+        log(f"kill -9: {ph['failed']} failed of {ph['requests']} (in flight on the victim: {ph['in_flight_on_victim']}; "
+            f"running + waiting in its /metrics just before: {ph['in_flight_on_victim_metrics']}); "
+            f"all failures on the victim and started before the kill: "
             f"{ph['failed_all_on_victim'] and ph['failed_all_started_before_kill']}; new requests after the kill "
             f"{ph['new_requests_after_kill']}, failed {ph['new_requests_failed']}, recovery {ph['recovery_s']} s, "
             f"first new success after {ph['first_new_request_ok_after_s']} s")
@@ -517,6 +525,8 @@ def checks(result):
     k = result["kill"]
     if not (k["failed_all_on_victim"] and k["failed_all_started_before_kill"]):
         bad.append(f"kill: a request failed that was not in flight on the victim: {k['failures'][:3]}")
+    if k["failed"] > k["in_flight_on_victim"]:
+        bad.append(f"kill: {k['failed']} failed, more than the {k['in_flight_on_victim']} in flight on the victim")
     if k["new_requests_failed"]:
         bad.append(f"kill: {k['new_requests_failed']} requests sent after the kill failed")
     for key in ("rolling_restart", "rolling_admin"):

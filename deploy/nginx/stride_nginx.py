@@ -164,14 +164,39 @@ class Balancer:
             time.sleep(0.1)
         os.kill(pid, signal.SIGTERM)
 
+    def workers(self):
+        """{pid: title} of the master's worker processes."""
+        master, out = self.pid(), {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                if ppid == master:
+                    with open(f"/proc/{d}/cmdline", "rb") as f:
+                        out[int(d)] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            except (OSError, ValueError, IndexError):
+                continue
+        return out
+
     def reload(self, timeout=10):
-        """Renders, checks and reloads; returns once new connections see the new config.
-        Old workers finish the requests (streams too) they already carry."""
+        """Renders, checks and reloads; returns once every new connection gets the
+        new config: the new workers answer and the old ones stopped accepting
+        ("worker process is shutting down"). Old workers finish the requests
+        (streams too) they already carry."""
         gen = self.render()
         self.check()
+        old = self.workers()
         os.kill(self.pid(), signal.SIGHUP)
         self.wait_generation(gen, timeout)
-        return gen
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            now = self.workers()
+            if all(pid not in now or "shutting down" in now[pid] for pid in old):
+                return gen
+            time.sleep(0.02)
+        raise RuntimeError(f"old nginx workers still accepting {timeout}s after a reload")
 
     def generation(self):
         host, port = self.state()["listen"].rsplit(":", 1) if ":" in self.state()["listen"] else \
@@ -217,30 +242,52 @@ class Balancer:
             return True
 
 
-def is_ready(replica, timeout=1.0):
+def probe_ready(replica, timeout=2.0):
+    """GET /ready: "ready" (200), "not_ready" (any other answer, e.g. 503 while
+    loading or draining), "refused" (nothing listens) or "timeout"."""
     host, port = replica.rsplit(":", 1)
     c = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:
         c.request("GET", "/ready")
         r = c.getresponse()
         r.read()
-        return r.status == 200
+        return "ready" if r.status == 200 else "not_ready"
+    except ConnectionRefusedError:
+        return "refused"
     except OSError:
-        return False
+        return "timeout"
     finally:
         c.close()
 
 
-def watch_once(lb):
-    """One poll of every replica's /ready; reloads nginx when membership changed."""
-    not_ready = [r for r in lb.state()["replicas"] if not is_ready(r)]
-    return lb.set_not_ready(not_ready)
+class Watcher:
+    """Membership from /ready. A replica that answers "not ready" or refuses the
+    connection leaves at once; one that only times out (busy on a small
+    machine) leaves after `timeouts_to_fail` polls in a row, so load alone does
+    not move sessions between replicas."""
+
+    def __init__(self, lb, timeouts_to_fail=3, timeout_s=2.0):
+        self.lb, self.timeouts_to_fail, self.timeout_s = lb, timeouts_to_fail, timeout_s
+        self.timeouts = {}
+
+    def poll(self):
+        """One poll of every replica; reloads nginx when membership changed (returns True then)."""
+        st = self.lb.state()
+        not_ready = []
+        for r in st["replicas"]:
+            answer = probe_ready(r, self.timeout_s)
+            self.timeouts[r] = self.timeouts.get(r, 0) + 1 if answer == "timeout" else 0
+            if answer in ("not_ready", "refused") or self.timeouts[r] >= self.timeouts_to_fail or \
+                    (answer == "timeout" and r in st["not_ready"]):
+                not_ready.append(r)
+        return self.lb.set_not_ready(not_ready)
 
 
 def watch(lb, interval):
+    w = Watcher(lb)
     while True:
         try:
-            if watch_once(lb):
+            if w.poll():
                 st = lb.state()
                 print(f"[stride_nginx] generation {st['generation']}: not ready {st['not_ready'] or 'none'}",
                       flush=True)
