@@ -18,6 +18,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+from serving_common import DONE, sse_events  # noqa: E402
 from stride_server import SMOL, StrideServer, free_port  # noqa: E402
 
 
@@ -39,14 +40,9 @@ def one_stream(port, prompt, max_tokens, model):
         if r.status != 200:
             return None, [], 0, f"HTTP {r.status}"
         ttft, last, gaps, tokens = None, None, [], 0
-        for raw in r:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
+        for obj in sse_events(r):
+            if obj is DONE:
                 break
-            obj = json.loads(data)
             if not obj.get("choices") or not obj["choices"][0].get("text"):
                 continue
             now = time.perf_counter()

@@ -33,7 +33,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "deploy", "nginx"))
-from serving_common import OUT_DIR, SMOL, binary, free_port, metrics, plt, write_json  # noqa: E402
+from serving_common import (DONE, OUT_DIR, SMOL, binary, cpu_name, free_port, metrics, plt,  # noqa: E402
+                            sse_events, write_json)
 from stride_nginx import Balancer, Watcher  # noqa: E402
 
 ADMIN_KEY = "replicas-bench-admin"
@@ -220,15 +221,10 @@ def one_request(port, body, headers=None, timeout=120):
             rec["ok"] = rec["tokens"] == body["max_tokens"]
             return rec
         done, finish = False, None
-        for raw in r:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
+        for obj in sse_events(r):
+            if obj is DONE:
                 done = True
                 break
-            obj = json.loads(data)
             if "error" in obj:
                 rec["error"] = json.dumps(obj["error"])[:200]
                 continue
@@ -551,17 +547,6 @@ def tail(path, n):
             return f.read().splitlines()[-n:]
     except OSError:
         return []
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def nginx_version():

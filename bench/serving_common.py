@@ -80,6 +80,23 @@ def call(port, path, body=None, method="POST", headers=None, timeout=600, conn=N
             conn.close()
 
 
+DONE = object()  # what sse_events yields for `data: [DONE]`
+
+
+def sse_events(response):
+    """The `data:` events of a Server-Sent Events response, parsed as JSON; DONE
+    for the final `[DONE]`, after which it stops."""
+    for raw in response:
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            yield DONE
+            return
+        yield json.loads(data)
+
+
 def stream(port, path, body, disconnect_after=None, timeout=600, on_open=None):
     """A streamed completion. Reads `data:` events until [DONE], or closes the
     socket after `disconnect_after` events (a deliberate disconnect).
@@ -100,15 +117,10 @@ def stream(port, path, body, disconnect_after=None, timeout=600, on_open=None):
             return res
         if on_open:
             on_open()
-        for raw in r:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
+        for obj in sse_events(r):
+            if obj is DONE:
                 res["done"] = True
                 break
-            obj = json.loads(data)
             if "error" in obj:
                 res["error_event"] = obj["error"]
                 continue
@@ -180,6 +192,18 @@ def plt():
     matplotlib.use("Agg")
     import matplotlib.pyplot as p
     return p
+
+
+def cpu_name():
+    """The CPU's model name from /proc/cpuinfo."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 
 def rng(seed):
