@@ -6,6 +6,7 @@ the ConfigMap's serving config is one `stride serve` accepts."""
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import yaml
@@ -139,3 +140,25 @@ def test_dockerfile_is_multi_stage_non_root_with_a_health_check():
                            r"(.*?)\s*&& rm", text, re.S).group(1).replace("\\", " ").split()
     # The image builds with what scripts/setup --runtime installs (less the venv it needs for models).
     assert set(runtime_pkgs) - {"python3-venv"} == set(build_pkgs)
+
+
+def test_systemd_unit_verifies_and_is_hardened(tmp_path):
+    """systemd-analyze checks the unit offline (with ExecStart pointed at the
+    built binary): it parses, its commands exist, and its exposure score is
+    at most 2.0 ("OK", --threshold counts tenths); the stop drains and the reload is SIGHUP."""
+    with open(os.path.join(ROOT, "deploy", "systemd", "stride.service")) as f:
+        text = f.read()
+    assert re.search(r"^ExecReload=/bin/kill -HUP \$MAINPID$", text, re.M)
+    assert re.search(r"^KillSignal=SIGTERM$", text, re.M)
+    assert int(re.search(r"^TimeoutStopSec=(\d+)$", text, re.M).group(1)) >= 600
+    unit = tmp_path / "stride.service"
+    unit.write_text(text.replace("/opt/stride/bin/stride", binary()))
+    tool = shutil.which("systemd-analyze")
+    assert tool, "systemd-analyze missing: scripts/setup installs the 'systemd' package"
+    p = subprocess.run([tool, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and not p.stderr.strip(), p.stderr
+    p = subprocess.run([tool, "security", "--offline=yes", "--threshold=20", "--no-pager", str(unit)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr
+    level = float(re.search(r"Overall exposure level for \S+: ([\d.]+)", p.stdout).group(1))
+    assert level <= 2.0
