@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,6 +46,17 @@ def nginx_binary():
     if not found:
         raise RuntimeError("nginx not found: apt-get install nginx")
     return found
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=2):
+        super().__init__("localhost", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
 
 
 class Balancer:
@@ -135,6 +147,9 @@ class Balancer:
 
     def start(self, timeout=10):
         self.check()
+        sock = os.path.join(self.prefix, "control.sock")
+        if os.path.exists(sock) and not self.running():
+            os.unlink(sock)  # left by an nginx that did not exit cleanly
         p = self._nginx()
         if p.returncode != 0:
             raise RuntimeError(f"nginx failed to start:\n{p.stderr}")
@@ -146,6 +161,16 @@ class Balancer:
                 return int(f.read().strip())
         except (OSError, ValueError):
             return None
+
+    def running(self):
+        pid = self.pid()
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
 
     def stop(self, timeout=10):
         pid = self.pid()
@@ -199,9 +224,8 @@ class Balancer:
         raise RuntimeError(f"old nginx workers still accepting {timeout}s after a reload")
 
     def generation(self):
-        host, port = self.state()["listen"].rsplit(":", 1) if ":" in self.state()["listen"] else \
-            ("127.0.0.1", self.state()["listen"])
-        c = http.client.HTTPConnection("127.0.0.1" if host in ("", "*", "0.0.0.0") else host, int(port), timeout=2)
+        """The generation the running workers serve, asked on the control socket."""
+        c = UnixHTTPConnection(os.path.join(self.prefix, "control.sock"))
         try:
             c.request("GET", "/lb/generation")
             r = c.getresponse()
