@@ -1,14 +1,17 @@
 """deploy/k8s and the Dockerfile, checked offline (no cluster and no container
-engine here): every manifest is a well-formed Kubernetes object, the objects
+engine here): every manifest matches the Kubernetes schema (the Kubernetes
+Python client's models), the objects
 refer to each other consistently (selectors, ports, ConfigMap/Secret/PVC names,
 the HPA target), the probes and the drain use the endpoints stride serves, and
 the ConfigMap's serving config is one `stride serve` accepts."""
+import copy
 import json
 import os
 import re
 import shutil
 import subprocess
 
+import pytest
 import yaml
 
 from stride_server import ROOT, SMOL, StrideServer, binary
@@ -49,6 +52,42 @@ def test_objects_are_well_formed():
         assert o["apiVersion"] == api[o["kind"]], o["kind"]
         name = o["metadata"]["name"]
         assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name) and len(name) <= 63, name
+
+
+def k8s_model(kind):
+    """The Kubernetes Python client's model of a kind (pydantic, generated from
+    the Kubernetes OpenAPI spec): unknown fields, wrong types and missing
+    required fields are errors."""
+    from kubernetes import client
+    return {"Deployment": client.V1Deployment, "Service": client.V1Service, "Secret": client.V1Secret,
+            "PersistentVolumeClaim": client.V1PersistentVolumeClaim,
+            "PodDisruptionBudget": client.V1PodDisruptionBudget,
+            "HorizontalPodAutoscaler": client.V2HorizontalPodAutoscaler, "ConfigMap": client.V1ConfigMap}[kind]
+
+
+def schema_round_trip(obj):
+    m = k8s_model(obj["kind"]).model_validate(obj)
+    return m.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def test_objects_match_the_kubernetes_schema():
+    kust, objs = load_kustomization()
+    with open(os.path.join(K8S, "stride.yaml")) as f:
+        objs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": kust["configMapGenerator"][0]["name"]},
+                     "data": {"stride.yaml": f.read()}})
+    for obj in objs:
+        # Every field is one the schema knows, with its type, and nothing is lost.
+        assert schema_round_trip(obj) == obj, obj["kind"]
+    # The same check refuses a misspelled field and a wrong type.
+    dep = copy.deepcopy(by_kind(objs, "Deployment"))
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    c["readinesProbe"] = c.pop("readinessProbe")
+    with pytest.raises(ValueError, match="readinesProbe"):
+        schema_round_trip(dep)
+    dep = copy.deepcopy(by_kind(objs, "Deployment"))
+    dep["spec"]["replicas"] = "three"
+    with pytest.raises(ValueError, match="replicas"):
+        schema_round_trip(dep)
 
 
 def test_selectors_ports_and_references_agree():
