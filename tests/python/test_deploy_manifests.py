@@ -1,9 +1,9 @@
-"""deploy/k8s and the Dockerfile, checked offline (no cluster and no container
-engine here): every manifest matches the Kubernetes schema (the Kubernetes
-Python client's models), the objects
-refer to each other consistently (selectors, ports, ConfigMap/Secret/PVC names,
-the HPA target), the probes and the drain use the endpoints stride serves, and
-the ConfigMap's serving config is one `stride serve` accepts."""
+"""deploy/k8s, the systemd unit and the Dockerfile, checked offline (no cluster,
+no systemd manager and no container engine here): every manifest matches the
+Kubernetes schema (the Kubernetes Python client's models), the objects refer
+to each other consistently (selectors, ports, ConfigMap/Secret/PVC names, the
+HPA target), the probes and the drain use the endpoints stride serves, the
+ConfigMap's serving config serves, and systemd-analyze accepts the unit."""
 import copy
 import json
 import os
