@@ -4,14 +4,16 @@ ended whole, and a pool of client threads sending them back to back."""
 import http.client
 import json
 import random
+import socket
 import threading
 import time
 
 from serving_common import DONE, sse_events
 
-def one_request(port, body, headers=None, timeout=120):
+def one_request(port, body, headers=None, timeout=120, close_after_tokens=None):
     """A streamed completion through nginx. A request succeeds when it gets 200
-    and its stream ends with [DONE] after the expected tokens."""
+    and its stream ends with [DONE] after the expected tokens. With
+    `close_after_tokens` the client hangs up after that many tokens."""
     rec = {"t_start": time.time(), "t_end": None, "status": None, "upstream": None, "ok": False,
            "tokens": 0, "error": None, "usage": None}
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
@@ -44,6 +46,10 @@ def one_request(port, body, headers=None, timeout=120):
                     finish = ch["finish_reason"]
                 else:
                     rec["tokens"] += 1
+            if close_after_tokens is not None and rec["tokens"] >= close_after_tokens:
+                c.sock.shutdown(socket.SHUT_RDWR)
+                rec["error"] = "closed by the client"
+                return rec
         # ignore_eos: a whole answer ends on its length, then [DONE].
         rec["ok"] = done and rec["error"] is None and finish == "length"
         if not rec["ok"] and rec["error"] is None:

@@ -76,6 +76,51 @@ def phase_affinity(cluster, balance, sessions=16, turns=6, prefix_tokens=512, su
             "load": summarize(records, t0)}
 
 
+def replica_totals(cluster, names):
+    """Sums of /metrics series over the replicas."""
+    out = dict.fromkeys(names, 0.0)
+    for r in cluster.replicas:
+        m = metrics(r.port)
+        for n in names:
+            out[n] += m.get(n, 0.0)
+    return out
+
+
+def phase_disconnect(cluster, streams, max_tokens=256, events_before_close=2, seed=5):
+    """`streams` clients open long streams through nginx and hang up after a
+    couple of tokens: nginx must close the upstream connection, so every
+    replica cancels the request and frees its pages."""
+    counters = ["stride_request_success_total{finished_reason=\"cancelled\"}", "stride_generation_tokens_total"]
+    before = replica_totals(cluster, counters)
+    rng = random.Random(seed)
+
+    def run():
+        body = {"prompt": [rng.randrange(300, 20000) for _ in range(48)], "max_tokens": max_tokens,
+                "temperature": 0, "ignore_eos": True, "stream": True}
+        one_request(cluster.lb_port, body, close_after_tokens=events_before_close)
+
+    t0 = time.time()
+    threads = [threading.Thread(target=run) for _ in range(streams)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    t_closed = time.time()
+    idle_after = None
+    while time.time() - t_closed < 30:
+        busy = replica_totals(cluster, ["stride_num_requests_running", "stride_num_requests_waiting",
+                                        "stride_kv_cache_pages_used"])
+        if not any(busy.values()):
+            idle_after = time.time() - t_closed
+            break
+        time.sleep(0.05)
+    after = replica_totals(cluster, counters)
+    return {"streams": streams, "max_tokens": max_tokens, "closed_after_tokens": events_before_close,
+            "seconds": round(t_closed - t0, 3), "idle_after_close_s": None if idle_after is None else round(idle_after, 3),
+            "cancelled": after[counters[0]] - before[counters[0]],
+            "tokens_generated": after[counters[1]] - before[counters[1]]}
+
+
 def phase_kill(cluster, streams, max_tokens, warm_s, after_s):
     victim = cluster.replicas[1]
     load = Load(cluster.lb_port, streams, max_tokens, seed=11)
@@ -227,6 +272,11 @@ def run_all(quick=False, out=None, log=print):
             log(f"affinity {balance:10s}: hit rate {ph['hit_rate']:.3f} "
                 f"({ph['hit_tokens']:.0f}/{ph['looked_up_tokens']:.0f} tokens), "
                 f"{ph['mean_replicas_per_session']:.2f} replicas per session, {ph['load']['failed']} failed")
+        ph = phase_disconnect(cluster, streams)
+        result["disconnect"] = ph
+        log(f"disconnect: {ph['streams']} streams of {ph['max_tokens']} tokens closed after {ph['closed_after_tokens']}: "
+            f"{ph['cancelled']:.0f} cancelled on the replicas, {ph['tokens_generated']:.0f} tokens generated, "
+            f"every replica idle with no KV page in use {ph['idle_after_close_s']} s after the last close")
         ph = phase_kill(cluster, streams, max_tokens, warm_s=3 if quick else 5, after_s=5 if quick else 8)
         result["kill"] = ph
         log(f"kill -9: {ph['failed']} failed of {ph['requests']} (in flight on the victim: {ph['in_flight_on_victim']}; "
@@ -272,6 +322,9 @@ def checks(result):
             bad.append(f"{key}: {r['failed']} failed: {r['failures'][:3]}")
         if set(r["versions"]) != {r["target"]}:
             bad.append(f"{key}: versions {r['versions']}, expected {r['target']}")
+    d = result["disconnect"]
+    if d["cancelled"] != d["streams"] or d["idle_after_close_s"] is None:
+        bad.append(f"disconnect: {d['cancelled']} of {d['streams']} cancelled, idle after {d['idle_after_close_s']} s")
     a = result["affinity"]
     if not a["session"]["hit_rate"] > a["roundrobin"]["hit_rate"]:
         bad.append(f"affinity: hashing {a['session']['hit_rate']:.3f} not above round robin "

@@ -7,7 +7,9 @@ the short run of bench/replicas.py (`--quick`), with its properties asserted.
   rollback through POST /admin/model: zero failed requests, every replica on
   the target version;
 - consistent hashing on X-Session-Id gives a higher prefix-cache hit rate than
-  round robin for sessions that share a per-session prefix.
+  round robin for sessions that share a per-session prefix;
+- a client that hangs up mid-stream through nginx cancels its request on the
+  replica, which frees its pages.
 """
 import os
 import shutil
@@ -72,3 +74,11 @@ def test_session_hashing_beats_round_robin_on_prefix_hits(run):
     assert a["session"]["mean_replicas_per_session"] == 1.0
     assert a["roundrobin"]["mean_replicas_per_session"] > 1.5
     assert a["session"]["hit_rate"] > a["roundrobin"]["hit_rate"] + 0.1
+
+
+def test_client_disconnect_through_nginx_cancels_on_the_replica(run):
+    d = run["disconnect"]
+    assert d["cancelled"] == d["streams"] == 16
+    assert d["idle_after_close_s"] is not None and d["idle_after_close_s"] < 10
+    # Each stream stopped after a couple of its 256 tokens (give or take a step or two in flight).
+    assert d["tokens_generated"] < d["streams"] * d["max_tokens"] / 4
