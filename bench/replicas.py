@@ -272,6 +272,8 @@ def run_all(quick=False, out=None, log=print):
             log(f"affinity {balance:10s}: hit rate {ph['hit_rate']:.3f} "
                 f"({ph['hit_tokens']:.0f}/{ph['looked_up_tokens']:.0f} tokens), "
                 f"{ph['mean_replicas_per_session']:.2f} replicas per session, {ph['load']['failed']} failed")
+        # The rest runs under round robin: every replica carries its share of the streams.
+        cluster.set_balance("roundrobin")
         ph = phase_disconnect(cluster, streams)
         result["disconnect"] = ph
         log(f"disconnect: {ph['streams']} streams of {ph['max_tokens']} tokens closed after {ph['closed_after_tokens']}: "
