@@ -129,6 +129,8 @@ def test_probes_and_drain_use_what_stride_serves():
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert c["args"][:3] == ["serve", "--config", "/etc/stride/stride.yaml"]
     assert cfg["port"] == c["ports"][0]["containerPort"]
+    # stride counts the node's cores, not the pod's share: the config names the share.
+    assert cfg["threads"] == int(c["resources"]["requests"]["cpu"])
 
 
 def test_hpa_custom_metrics_are_exported_names():
