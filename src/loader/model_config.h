@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "loader/rope_scaling.h"
+
 namespace stride {
 
 enum class Arch { Llama, Mistral, Qwen2, Gemma3 };
@@ -26,7 +28,8 @@ struct ModelConfig {
 
   float rope_base = 10000.f;        // global (full-attention) layers
   float rope_base_local = 10000.f;  // natively windowed layers (Gemma-3: 10k)
-  float rope_freq_scale = 1.f;      // linear position scaling
+  RopeScaling rope_scaling;         // long-context scaling of the global layers
+  RopeScaling rope_scaling_local;   // of natively windowed layers (Gemma-3: none)
   int rope_dim = 0;                 // rotated dims per head (== head_dim usually)
   // true: rotate (x[i], x[i+d/2]) as HF/NeoX; false: adjacent pairs (x[2i], x[2i+1])
   // as llama GGUF files, whose Q/K rows were permuted by the converter.

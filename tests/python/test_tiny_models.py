@@ -13,7 +13,9 @@ import pytest
 from conftest import GEN, ROOT
 
 TINY = os.path.join(GEN, "tiny")
-NAMES = ["llama", "mistral", "qwen2", "gemma3"]
+ROPE_NAMES = ["llama_linear", "llama_yarn", "llama_llama3", "llama_longrope"]
+# The RoPE-scaled llamas score 96 ids, past their original context of 64.
+NAMES = ["llama", "mistral", "qwen2", "gemma3"] + ROPE_NAMES
 TOL = 1e-4  # with --kv-type f32: stride must equal HF f32 to this
 # The default KV cache holds f16 (as llama.cpp's), which alone moves these
 # logits by up to ~1e-2. That mode is held to the oracle that rounds K (after
@@ -120,8 +122,34 @@ def test_chunked_prefill_matches_hf(stride, tiny_manifest, name, chunk):
 
 NEAR_TIE = 2e-2  # logit gap below which f16-KV rounding may flip the argmax
 GREEDY_CASES = [("llama", None), ("mistral", None), ("qwen2", None), ("gemma3", None),
+                ("llama_yarn", None), ("llama_llama3", None), ("llama_longrope", None),
                 ("llama", "window:size=8"), ("llama", "rswa:sinks=4,window=8,pos=abs"),
                 ("gemma3", "rswa:sinks=4,window=12,pos=abs")]
+
+
+@pytest.mark.parametrize("form", ["hf", "gguf-f32"])
+@pytest.mark.parametrize("name", ROPE_NAMES)
+def test_rope_scaling_within_original_context(stride, tiny_manifest, name, form):
+    """A sequence within the original context (40 of 64 tokens): LongRoPE must
+    use its short factors here, as transformers does for such a sequence."""
+    ids, _ = _ref(name)
+    prefix = tiny_manifest["models"][name]["logits_prefix"]
+    got = stride.score(_model_path(tiny_manifest, name, form), ids[:prefix["n_tokens"]],
+                       extra=["--kv-type", "f32"])
+    ref = np.load(os.path.join(TINY, prefix["f32"]))
+    assert got.shape == ref.shape
+    assert _report(f"{name} [{form}] prefix", got, ref).max() <= TOL
+
+
+@pytest.mark.parametrize("name", ROPE_NAMES)
+def test_info_shows_rope_scaling(stride, tiny_manifest, name):
+    """`stride info` names the scaling and the usable context of both forms."""
+    kind = name.split("_", 1)[1]
+    for form in ("hf", "gguf-f32"):
+        out = stride.info(_model_path(tiny_manifest, name, form))
+        assert out["rope"]["scaling"]["type"] == kind
+        usable = {"linear": 4 * 256, "yarn": 4 * 64, "llama3": 256, "longrope": 256}[kind]
+        assert out["usable_context"] == usable, (form, out["usable_context"])
 
 
 @pytest.fixture(scope="module")

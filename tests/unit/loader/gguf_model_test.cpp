@@ -33,7 +33,7 @@ TEST(GGUFModel, TinyLlamaDefaults) {
   EXPECT_EQ(c.head_dim, 8);  // 32 / 4
   EXPECT_EQ(c.rope_dim, 8);
   EXPECT_FLOAT_EQ(c.rope_base, 10000.f);
-  EXPECT_FLOAT_EQ(c.rope_freq_scale, 1.f);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
   EXPECT_FALSE(c.rope_neox);
   EXPECT_TRUE(c.tied_embeddings);
   EXPECT_EQ((*m)->tensors().size(), 11u);
@@ -56,12 +56,13 @@ TEST(GGUFModel, RopeScalingAndOutput) {
   s.tensors.push_back(tensor("output.weight", {32, 16}));
   auto m = open_spec(s);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
-  EXPECT_FLOAT_EQ((*m)->config.rope_freq_scale, 0.25f);
+  EXPECT_EQ((*m)->config.rope_scaling.type, RopeScalingType::Linear);
+  EXPECT_DOUBLE_EQ((*m)->config.rope_scaling.factor, 4.0);
   EXPECT_FLOAT_EQ((*m)->config.rope_base, 500000.f);
   EXPECT_FALSE((*m)->config.tied_embeddings);
-  s.kvs.push_back(kv_str("llama.rope.scaling.type", "yarn"));
+  s.kvs.push_back(kv_str("llama.rope.scaling.type", "dynamic"));
   s.kvs.erase(s.kvs.end() - 4);  // keep one scaling.type key
-  expect_error(s, StatusCode::kUnsupported, "yarn");
+  expect_error(s, StatusCode::kUnsupported, "dynamic");
 }
 
 TEST(GGUFModel, MistralWindowEveryLayer) {

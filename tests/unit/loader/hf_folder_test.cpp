@@ -212,7 +212,9 @@ TEST(HFFolder, GemmaPatternAndRopeParameters) {
   EXPECT_FALSE((*m)->config.is_windowed(0));
   EXPECT_FLOAT_EQ((*m)->config.rope_base, 2e6f);
   EXPECT_FLOAT_EQ((*m)->config.rope_base_local, 5e3f);
-  EXPECT_FLOAT_EQ((*m)->config.rope_freq_scale, 0.125f);
+  EXPECT_EQ((*m)->config.rope_scaling.type, RopeScalingType::Linear);
+  EXPECT_DOUBLE_EQ((*m)->config.rope_scaling.factor, 8.0);
+  EXPECT_EQ((*m)->config.rope_scaling_local.type, RopeScalingType::None);
 }
 
 TEST(HFFolder, Qwen2AndMistralWindows) {
