@@ -4,7 +4,7 @@
 Usage:
   ~/.cache/stride/venv/bin/python scripts/oracles/make_tiny_models.py [--out DIR]
 
-For each architecture (llama, mistral, qwen2, gemma3), and for llama with
+For each architecture (llama, mistral, qwen2, qwen3, gemma3), and for llama with
 each RoPE scaling (llama_linear, llama_yarn, llama_llama3, llama_longrope:
 original context 64, ids of 96 tokens) this writes, under
 DIR/<name>/ (default tests/data/generated/tiny):
@@ -74,7 +74,7 @@ def rope_scaled_configs(LlamaConfig):
 
 
 def build_configs():
-    from transformers import Gemma3TextConfig, LlamaConfig, MistralConfig, Qwen2Config
+    from transformers import Gemma3TextConfig, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
     return {
         "llama": LlamaConfig(**_common(num_hidden_layers=3, rope_theta=10000.0,
                                        rms_norm_eps=1e-5)),
@@ -94,6 +94,9 @@ def build_configs():
                                              rms_norm_eps=1e-6,
                                              tie_word_embeddings=True,
                                              bos_token_id=2, eos_token_id=1)),
+        # QK-norm (RMSNorm per head before RoPE), no biases, head_dim 32 != 64/4.
+        "qwen3": Qwen3Config(**_common(num_hidden_layers=2, head_dim=32, rope_theta=1000000.0,
+                                       rms_norm_eps=1e-6, use_sliding_window=False)),
         **rope_scaled_configs(LlamaConfig),
     }
 
@@ -121,6 +124,8 @@ POLICIES = {
     "llama": {"window:size=8": lambda q, k: k > q - 8,
               "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
     "qwen2": {"window:size=8": lambda q, k: k > q - 8},
+    "qwen3": {"window:size=8": lambda q, k: k > q - 8,
+              "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
     "mistral": {"dense": None, "window:size=4": None, "rswa:sinks=2,window=4,pos=abs": None},
     "gemma3": {"window:size=16": lambda q, k: k > q - 16,
                "rswa:sinks=4,window=12,pos=abs": lambda q, k: (k < 4) | (k > q - 12)},
@@ -137,7 +142,7 @@ def kv_f16(enabled: bool = True):
     engine whose KV cache holds f16, as llama.cpp's default cache does."""
     import importlib
     mods = [importlib.import_module(f"transformers.models.{m}.modeling_{m}")
-            for m in ("llama", "mistral", "qwen2", "gemma3")]
+            for m in ("llama", "mistral", "qwen2", "qwen3", "gemma3")]
     saved = [(m, m.eager_attention_forward) for m in mods]
     if enabled:
         for m, orig in saved:

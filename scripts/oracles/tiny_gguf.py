@@ -21,7 +21,7 @@ import numpy as np
 
 import gguf
 
-ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "gemma3": "gemma3",
+ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3",
         "llama_linear": "llama", "llama_yarn": "llama", "llama_llama3": "llama",
         "llama_longrope": "llama"}
 

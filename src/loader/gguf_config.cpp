@@ -43,9 +43,10 @@ Expected<Arch> parse_arch(const std::string& name) {
   if (name == "llama") return Arch::Llama;
   if (name == "mistral") return Arch::Mistral;
   if (name == "qwen2") return Arch::Qwen2;
+  if (name == "qwen3") return Arch::Qwen3;
   if (name == "gemma3") return Arch::Gemma3;
   return Unsupported("GGUF: architecture '" + name + "' is not supported "
-                     "(supported: llama, mistral, qwen2, gemma3)");
+                     "(supported: llama, mistral, qwen2, qwen3, gemma3)");
 }
 
 // Gemma-3 window layout: metadata pattern (bool per layer, or int period),
@@ -135,6 +136,10 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
     case Arch::Qwen2:
       c.rope_neox = true;
       c.attn_qkv_bias = true;
+      break;
+    case Arch::Qwen3:
+      c.rope_neox = true;
+      c.qk_norm = true;  // RMSNorm on q and k per head, no q/k/v bias
       break;
     case Arch::Gemma3: {
       c.rope_neox = true;

@@ -67,13 +67,14 @@ Expected<Arch> detect_arch(const json& j) {
   if (name == "LlamaForCausalLM" || type == "llama") return Arch::Llama;
   if (name == "MistralForCausalLM" || type == "mistral") return Arch::Mistral;
   if (name == "Qwen2ForCausalLM" || type == "qwen2") return Arch::Qwen2;
+  if (name == "Qwen3ForCausalLM" || type == "qwen3") return Arch::Qwen3;
   if (name == "Gemma3ForCausalLM" || type == "gemma3_text") return Arch::Gemma3;
   if (name.empty() && type.empty()) {
     return Corrupt("config.json: neither 'architectures' nor 'model_type' is set");
   }
   return Unsupported("config.json: architecture '" + (name.empty() ? type : name) +
                      "' is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "Qwen2ForCausalLM, Gemma3ForCausalLM)");
+                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)");
 }
 
 // rope_theta (classic) or rope_parameters {rope_theta, ...}; newer Gemma-3
@@ -158,7 +159,7 @@ Status read_windows(const json& j, ModelConfig& c) {
   bool found = false;
   STRIDE_RETURN_IF_ERROR(read_layer_types(j, c, found));
   if (found || c.sliding_window == 0) return Status::Ok();
-  if (c.arch == Arch::Qwen2) {
+  if (c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) {
     bool use = false;
     STRIDE_RETURN_IF_ERROR(read_bool(j, "use_sliding_window", false, use));
     int max_window_layers = 0;
@@ -222,6 +223,7 @@ Expected<ModelConfig> config_from_hf_json(const json& root, bool has_lm_head) {
                          std::string(arch_name(c.arch)));
     }
     c.attn_qkv_bias = c.arch == Arch::Qwen2;
+    c.qk_norm = c.arch == Arch::Qwen3;
     STRIDE_RETURN_IF_ERROR(read_windows(j, c));
   }
   STRIDE_RETURN_IF_ERROR(finalize_config(c, "config.json"));

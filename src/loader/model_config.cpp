@@ -11,6 +11,7 @@ const char* arch_name(Arch a) {
     case Arch::Llama: return "llama";
     case Arch::Mistral: return "mistral";
     case Arch::Qwen2: return "qwen2";
+    case Arch::Qwen3: return "qwen3";
     case Arch::Gemma3: return "gemma3";
   }
   return "unknown";

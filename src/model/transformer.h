@@ -1,5 +1,5 @@
 #pragma once
-// The decoder-only transformer shared by llama, mistral, qwen2 and gemma3.
+// The decoder-only transformer shared by llama, mistral, qwen2, qwen3 and gemma3.
 // Architectures differ only in flags of ModelConfig (biases, QK-norm,
 // sandwich norms, activation, embedding scale, per-layer RoPE base). The
 // model runs a step the KV manager planned (kv/step_plan.h): it writes K/V,

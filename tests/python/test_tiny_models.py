@@ -15,7 +15,7 @@ from conftest import GEN, ROOT
 TINY = os.path.join(GEN, "tiny")
 ROPE_NAMES = ["llama_linear", "llama_yarn", "llama_llama3", "llama_longrope"]
 # The RoPE-scaled llamas score 96 ids, past their original context of 64.
-NAMES = ["llama", "mistral", "qwen2", "gemma3"] + ROPE_NAMES
+NAMES = ["llama", "mistral", "qwen2", "qwen3", "gemma3"] + ROPE_NAMES
 TOL = 1e-4  # with --kv-type f32: stride must equal HF f32 to this
 # The default KV cache holds f16 (as llama.cpp's), which alone moves these
 # logits by up to ~1e-2. That mode is held to the oracle that rounds K (after
@@ -122,7 +122,7 @@ def test_chunked_prefill_matches_hf(stride, tiny_manifest, name, chunk):
 
 NEAR_TIE = 2e-2  # logit gap below which f16-KV rounding may flip the argmax
 GREEDY_CASES = [("llama", None), ("mistral", None), ("qwen2", None), ("gemma3", None),
-                ("llama_yarn", None), ("llama_llama3", None), ("llama_longrope", None),
+                ("qwen3", None), ("llama_yarn", None), ("llama_llama3", None), ("llama_longrope", None),
                 ("llama", "window:size=8"), ("llama", "rswa:sinks=4,window=8,pos=abs"),
                 ("gemma3", "rswa:sinks=4,window=12,pos=abs")]
 

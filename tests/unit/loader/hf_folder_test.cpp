@@ -277,8 +277,8 @@ TEST(HFFolder, ConfigErrors) {
   expect_error(open_folder(dir, cfg, hf_tensors(false)), StatusCode::kUnsupported,
                "GPT2LMHeadModel");
   cfg = llama_config();
-  cfg["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
-  expect_error(open_folder(dir, cfg, hf_tensors(false)), StatusCode::kUnsupported, "llama3");
+  cfg["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 8.0}};
+  expect_error(open_folder(dir, cfg, hf_tensors(false)), StatusCode::kUnsupported, "dynamic");
   cfg = llama_config();
   cfg["num_key_value_heads"] = 3;
   expect_error(open_folder(dir, cfg, hf_tensors(false)), StatusCode::kCorrupt, "n_head_kv 3");
