@@ -65,6 +65,41 @@ TEST(GGUFModel, RopeScalingAndOutput) {
   expect_error(s, StatusCode::kUnsupported, "dynamic");
 }
 
+TEST(GGUFModel, YarnMetadata) {
+  GGUFSpec s = tiny_model();
+  s.kvs.push_back(kv_str("llama.rope.scaling.type", "yarn"));
+  s.kvs.push_back(kv_f32("llama.rope.scaling.factor", 4.f));
+  s.kvs.push_back(kv_u32("llama.rope.scaling.original_context_length", 64));
+  s.kvs.push_back(kv_f32("llama.rope.scaling.yarn_beta_fast", 16.f));
+  s.kvs.push_back(kv_f32("llama.rope.scaling.yarn_attn_factor", 1.25f));
+  auto m = open_spec(s);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const RopeScaling& r = (*m)->config.rope_scaling;
+  EXPECT_EQ(r.type, RopeScalingType::Yarn);
+  EXPECT_DOUBLE_EQ(r.factor, 4.0);
+  EXPECT_EQ(r.original_context, 64);
+  EXPECT_DOUBLE_EQ(r.beta_fast, 16.0);
+  EXPECT_DOUBLE_EQ(r.beta_slow, 1.0);
+  EXPECT_DOUBLE_EQ(r.attn_factor, 1.25);
+  EXPECT_EQ(rope_usable_context(r, (*m)->config.n_ctx_train), 256);  // 4 x 64 > 128
+  s.kvs.push_back(kv_f32("llama.rope.scaling.yarn_beta_slow", -1.f));
+  expect_error(s, StatusCode::kCorrupt, "yarn_");
+}
+
+TEST(GGUFModel, RopeFactorTensorsAreChecked) {
+  GGUFSpec s = tiny_model();
+  // Filler bytes, and 3 entries where the 8-dim rotation needs 4: refused
+  // either for a non-positive entry or for the count.
+  s.tensors.push_back(tensor("rope_freqs.weight", {3}));
+  expect_error(s, StatusCode::kCorrupt, "rope");
+  s = tiny_model();
+  s.tensors.push_back(tensor("rope_factors_long.weight", {4}, 1));  // f16: not what converters write
+  expect_error(s, StatusCode::kCorrupt, "rope_factors_long");
+  s = tiny_model();
+  s.kvs.push_back(kv_str("llama.rope.scaling.type", "longrope"));
+  expect_error(s, StatusCode::kCorrupt, "rope_factors_long");
+}
+
 TEST(GGUFModel, MistralWindowEveryLayer) {
   GGUFSpec s = tiny_model("mistral");
   s.kvs.push_back(kv_u32("mistral.attention.sliding_window", 4096));
