@@ -24,65 +24,46 @@ def _factors(n, seed, lo, hi):
     return [float(x) for x in np.round(rng.uniform(lo, hi, size=n), 4)]
 
 
+def _case(name, head_dim, max_pos, theta, seq_len=None, top=None, **rope):
+    fields = dict(head_dim=head_dim, max_position_embeddings=max_pos, **(top or {}),
+                  rope_parameters={"rope_theta": theta, **rope})
+    return name, fields, seq_len
+
+
 def cases():
     """(name, config fields, seq_len or None)."""
-    out = []
-    out.append(("default", dict(head_dim=64, max_position_embeddings=4096,
-                                rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), None))
-    out.append(("linear_x4", dict(head_dim=64, max_position_embeddings=16384,
-                                  rope_parameters={"rope_type": "linear", "rope_theta": 10000.0,
-                                                   "factor": 4.0}), None))
-    # Qwen2.5-style YaRN: 32K trained, factor 4.
-    out.append(("yarn_qwen25", dict(head_dim=128, max_position_embeddings=32768,
-                                    rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0,
-                                                     "factor": 4.0,
-                                                     "original_max_position_embeddings": 32768}), None))
-    out.append(("yarn_betas_untruncated", dict(
-        head_dim=64, max_position_embeddings=8192,
-        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 8.0,
-                         "original_max_position_embeddings": 2048, "beta_fast": 16.0,
-                         "beta_slow": 2.0, "truncate": False, "attention_factor": 1.3}), None))
-    # DeepSeek-style magnitude: mscale / mscale_all_dim.
-    out.append(("yarn_mscale", dict(head_dim=64, max_position_embeddings=163840,
-                                    rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0,
-                                                     "factor": 40.0, "mscale": 1.0,
-                                                     "mscale_all_dim": 0.707,
-                                                     "original_max_position_embeddings": 4096}), None))
-    out.append(("yarn_tiny", dict(head_dim=16, max_position_embeddings=256,
-                                  rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0,
-                                                   "factor": 4.0,
-                                                   "original_max_position_embeddings": 64}), None))
-    # Llama 3.1 8B and Llama 3.2 1B.
-    out.append(("llama3_8b", dict(head_dim=128, max_position_embeddings=131072,
-                                  rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0,
-                                                   "factor": 8.0, "low_freq_factor": 1.0,
-                                                   "high_freq_factor": 4.0,
-                                                   "original_max_position_embeddings": 8192}), None))
-    out.append(("llama3_1b", dict(head_dim=64, max_position_embeddings=131072,
-                                  rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0,
-                                                   "factor": 32.0, "low_freq_factor": 1.0,
-                                                   "high_freq_factor": 4.0,
-                                                   "original_max_position_embeddings": 8192}), None))
-    out.append(("llama3_tiny", dict(head_dim=16, max_position_embeddings=256,
-                                    rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0,
-                                                     "factor": 8.0, "low_freq_factor": 1.0,
-                                                     "high_freq_factor": 4.0,
-                                                     "original_max_position_embeddings": 64}), None))
-    # Phi-3-mini-128k style: head 96, original 4096 at the top level, no factor.
+    orig = "original_max_position_embeddings"
+    out = [
+        _case("default", 64, 4096, 10000.0, rope_type="default"),
+        _case("linear_x4", 64, 16384, 10000.0, rope_type="linear", factor=4.0),
+        # Qwen2.5-style YaRN: 32K trained, factor 4.
+        _case("yarn_qwen25", 128, 32768, 1e6, rope_type="yarn", factor=4.0, **{orig: 32768}),
+        _case("yarn_betas_untruncated", 64, 8192, 10000.0, rope_type="yarn", factor=8.0,
+              beta_fast=16.0, beta_slow=2.0, truncate=False, attention_factor=1.3, **{orig: 2048}),
+        # DeepSeek-style magnitude: mscale / mscale_all_dim.
+        _case("yarn_mscale", 64, 163840, 10000.0, rope_type="yarn", factor=40.0, mscale=1.0,
+              mscale_all_dim=0.707, **{orig: 4096}),
+        _case("yarn_tiny", 16, 256, 10000.0, rope_type="yarn", factor=4.0, **{orig: 64}),
+        # Llama 3.1 8B, Llama 3.2 1B, and the tiny test model's shape.
+        _case("llama3_8b", 128, 131072, 500000.0, rope_type="llama3", factor=8.0,
+              low_freq_factor=1.0, high_freq_factor=4.0, **{orig: 8192}),
+        _case("llama3_1b", 64, 131072, 500000.0, rope_type="llama3", factor=32.0,
+              low_freq_factor=1.0, high_freq_factor=4.0, **{orig: 8192}),
+        _case("llama3_tiny", 16, 256, 10000.0, rope_type="llama3", factor=8.0,
+              low_freq_factor=1.0, high_freq_factor=4.0, **{orig: 64}),
+    ]
+    # Phi-3-mini-128k style: head 96, original 4096 at the top level, no factor;
+    # transformers switches to the long factors above 4096 tokens.
     short, long_ = _factors(48, 1, 1.0, 1.2), _factors(48, 2, 1.0, 60.0)
     for seq in (None, 4096, 4097):
-        out.append((f"longrope_phi3_seq{seq}", dict(
-            head_dim=96, max_position_embeddings=131072, original_max_position_embeddings=4096,
-            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
-                             "short_factor": short, "long_factor": long_}), seq))
+        out.append(_case(f"longrope_phi3_seq{seq}", 96, 131072, 10000.0, seq, top={orig: 4096},
+                         rope_type="longrope", short_factor=short, long_factor=long_))
     # Explicit factor and attention factor.
     short, long_ = _factors(32, 3, 0.9, 1.5), _factors(32, 4, 1.0, 20.0)
     for seq in (None, 9000):
-        out.append((f"longrope_explicit_seq{seq}", dict(
-            head_dim=64, max_position_embeddings=32768,
-            rope_parameters={"rope_type": "longrope", "rope_theta": 250000.0, "factor": 4.0,
-                             "attention_factor": 1.25, "original_max_position_embeddings": 8192,
-                             "short_factor": short, "long_factor": long_}), seq))
+        out.append(_case(f"longrope_explicit_seq{seq}", 64, 32768, 250000.0, seq,
+                         rope_type="longrope", factor=4.0, attention_factor=1.25,
+                         short_factor=short, long_factor=long_, **{orig: 8192}))
     return out
 
 

@@ -28,14 +28,9 @@ Status read_int(const GGUFFile& f, const std::string& key, bool required, int fa
 }
 
 Status read_float(const GGUFFile& f, const std::string& key, float fallback, float& out) {
-  if (!f.has(key)) {
-    out = fallback;
-    return Status::Ok();
-  }
-  auto v = f.get_float(key);
-  if (!v.ok()) return Corrupt("GGUF: " + v.status().message());
-  if (!std::isfinite(*v)) return Corrupt("GGUF: metadata '" + key + "' is not finite");
-  out = (float)*v;
+  double v = 0;
+  STRIDE_RETURN_IF_ERROR(read_gguf_number(f, key, fallback, v));
+  out = (float)v;
   return Status::Ok();
 }
 
@@ -79,6 +74,18 @@ Status gemma3_pattern(const GGUFFile& f, ModelConfig& c) {
 }
 
 }  // namespace
+
+Status read_gguf_number(const GGUFFile& f, const std::string& key, double fallback, double& out) {
+  if (!f.has(key)) {
+    out = fallback;
+    return Status::Ok();
+  }
+  auto v = f.get_float(key);
+  if (!v.ok()) return Corrupt("GGUF: " + v.status().message());
+  if (!std::isfinite(*v)) return Corrupt("GGUF: metadata '" + key + "' is not finite");
+  out = *v;
+  return Status::Ok();
+}
 
 Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
   auto arch_str = f.get_string("general.architecture");

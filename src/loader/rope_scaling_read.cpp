@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "loader/config_check.h"
+
 namespace stride {
 
 namespace {
@@ -40,18 +42,6 @@ Status json_factors(const json& r, const char* key, const std::string& where, st
     }
     out.push_back(x.get<double>());
   }
-  return Status::Ok();
-}
-
-Status gguf_number(const GGUFFile& f, const std::string& key, double fallback, double& out) {
-  if (!f.has(key)) {
-    out = fallback;
-    return Status::Ok();
-  }
-  auto v = f.get_float(key);
-  if (!v.ok()) return Corrupt("GGUF: " + v.status().message());
-  if (!std::isfinite(*v)) return Corrupt("GGUF: metadata '" + key + "' is not finite");
-  out = *v;
   return Status::Ok();
 }
 
@@ -147,12 +137,12 @@ Status read_rope_scaling_gguf(const GGUFFile& f, const std::string& a, int64_t n
   std::string type = f.get_string_or(key + "type", "");
   RopeScaling s;
   double factor = 0, original = 0, attn = 0;
-  STRIDE_RETURN_IF_ERROR(gguf_number(f, key + "factor", 0.0, factor));
-  if (factor == 0) STRIDE_RETURN_IF_ERROR(gguf_number(f, a + ".rope.scale_linear", 0.0, factor));  // older files
+  STRIDE_RETURN_IF_ERROR(read_gguf_number(f, key + "factor", 0.0, factor));
+  if (factor == 0) STRIDE_RETURN_IF_ERROR(read_gguf_number(f, a + ".rope.scale_linear", 0.0, factor));  // older files
   if (factor < 0) return Corrupt("GGUF: " + key + "factor must be > 0");
-  STRIDE_RETURN_IF_ERROR(gguf_number(f, key + "original_context_length", (double)n_ctx_train, original));
+  STRIDE_RETURN_IF_ERROR(read_gguf_number(f, key + "original_context_length", (double)n_ctx_train, original));
   if (original < 0 || original > 1e12) return Corrupt("GGUF: " + key + "original_context_length is out of range");
-  STRIDE_RETURN_IF_ERROR(gguf_number(f, key + "attn_factor", 0.0, attn));
+  STRIDE_RETURN_IF_ERROR(read_gguf_number(f, key + "attn_factor", 0.0, attn));
   if (attn < 0) return Corrupt("GGUF: " + key + "attn_factor must be > 0");
   s.original_context = (int64_t)original;
 
@@ -177,10 +167,10 @@ Status read_rope_scaling_gguf(const GGUFFile& f, const std::string& a, int64_t n
     s.type = RopeScalingType::Yarn;
     s.factor = factor > 0 ? factor : 1.0;
     double log_mul = 0;
-    STRIDE_RETURN_IF_ERROR(gguf_number(f, key + "yarn_beta_fast", 32.0, s.beta_fast));
-    STRIDE_RETURN_IF_ERROR(gguf_number(f, key + "yarn_beta_slow", 1.0, s.beta_slow));
-    STRIDE_RETURN_IF_ERROR(gguf_number(f, key + "yarn_attn_factor", 0.0, s.attn_factor));
-    STRIDE_RETURN_IF_ERROR(gguf_number(f, key + "yarn_log_multiplier", 0.0, log_mul));
+    STRIDE_RETURN_IF_ERROR(read_gguf_number(f, key + "yarn_beta_fast", 32.0, s.beta_fast));
+    STRIDE_RETURN_IF_ERROR(read_gguf_number(f, key + "yarn_beta_slow", 1.0, s.beta_slow));
+    STRIDE_RETURN_IF_ERROR(read_gguf_number(f, key + "yarn_attn_factor", 0.0, s.attn_factor));
+    STRIDE_RETURN_IF_ERROR(read_gguf_number(f, key + "yarn_log_multiplier", 0.0, log_mul));
     if (!(s.beta_fast > 0) || !(s.beta_slow > 0) || s.attn_factor < 0)
       return Corrupt("GGUF: " + key + "yarn_* values must be > 0");
     if (log_mul > 0) {  // as llama.cpp: mscale 1 over mscale_all_dim
