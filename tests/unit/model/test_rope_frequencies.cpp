@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -40,6 +41,7 @@ TEST(RopeFrequencies, MatchTransformersForEveryScalingType) {
   ASSERT_FALSE(g.is_null()) << kGoldens << " missing: run scripts/setup";
   ASSERT_GE(g["cases"].size(), 10u);
   std::set<std::string> types;
+  double worst_all = 0, worst_mag = 0;
   for (const auto& c : g["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
     const int64_t context = c["seq_len"].is_null() ? 0 : c["seq_len"].get<int64_t>();
@@ -55,7 +57,11 @@ TEST(RopeFrequencies, MatchTransformersForEveryScalingType) {
     EXPECT_LT(worst, 1e-6);
     EXPECT_NEAR(t->magnitude, c["attention_factor"].get<double>(), 1e-6 * c["attention_factor"].get<double>());
     types.insert(c["config"]["rope_parameters"]["rope_type"].get<std::string>());
+    worst_all = std::max(worst_all, worst);
+    worst_mag = std::max(worst_mag, std::fabs(t->magnitude - c["attention_factor"].get<double>()));
   }
+  std::printf("%zu cases: max relative |inv_freq - transformers| %.3g, max |magnitude - attention_factor| %.3g\n",
+              g["cases"].size(), worst_all, worst_mag);
   EXPECT_EQ(types, (std::set<std::string>{"default", "linear", "yarn", "llama3", "longrope"}));
 }
 
