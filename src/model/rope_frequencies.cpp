@@ -88,6 +88,9 @@ Expected<RopeTable> rope_table(const RopeScaling& s, double base, int rot_dim, b
     return Corrupt(std::string("rope scaling ") + rope_scaling_name(s.type) +
                    ": the original context length is unknown");
   }
+  if (s.type == RopeScalingType::Yarn && !(base > 1.0)) return Corrupt("rope scaling yarn: the base must be > 1");
+  if (s.type == RopeScalingType::LongRope && !(s.attn_factor > 0.0) && s.factor > 1.0 && !(original > 1.0))
+    return Corrupt("rope scaling longrope: the original context must be > 1");
   switch (s.type) {
     case RopeScalingType::None:
       break;

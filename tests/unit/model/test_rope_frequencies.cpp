@@ -117,6 +117,15 @@ TEST(RopeFrequencies, LongRopeSwitchesOnTheContext) {
   EXPECT_DOUBLE_EQ(at65->inv_freq[1], 0.1 / 5.0);
   s.long_factor = {3.0};  // wrong length: an error, not a read past the end
   EXPECT_FALSE(rope_table(s, 100.0, 4, true, 256, 65).ok());
+  s.long_factor = {3.0, 5.0};
+  s.original_context = 1;  // ln(1) = 0 would divide the attention factor by zero
+  EXPECT_FALSE(rope_table(s, 100.0, 4, true, 256, 65).ok());
+  RopeScaling yarn;
+  yarn.type = RopeScalingType::Yarn;
+  yarn.factor = 4.0;
+  yarn.original_context = 64;
+  EXPECT_FALSE(rope_table(yarn, 1.0, 4, true, 256, 0).ok());  // base 1: log(base) = 0
+  EXPECT_TRUE(rope_table(yarn, 10.0, 4, true, 256, 0).ok());
 }
 
 TEST(RopeFrequencies, HostileConfigsAreErrors) {
