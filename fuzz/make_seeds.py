@@ -202,6 +202,17 @@ def hf_config_seeds():
                                        hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=16,
                                        rope_local_base_freq=10000.0, num_hidden_layers=6,
                                        layer_types=["sliding_attention"] * 5 + ["full_attention"])},
+        "qwen3": dict(base, architectures=["Qwen3ForCausalLM"], model_type="qwen3", head_dim=32,
+                      rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128,
+                                    "beta_fast": 32, "beta_slow": 1, "truncate": False}),
+        "llama3": dict(base, architectures=["LlamaForCausalLM"], model_type="llama",
+                       rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                        "original_max_position_embeddings": 64}),
+        "longrope": dict(base, architectures=["LlamaForCausalLM"], model_type="llama",
+                         original_max_position_embeddings=128,
+                         rope_scaling={"type": "longrope", "short_factor": [1.0] * 8,
+                                       "long_factor": [2.0, 4.0] * 4, "attention_factor": 1.1}),
     }
     for i, (name, c) in enumerate(cfgs.items()):
         put("hf_config", name + ".json", bytes([i & 1]) + json.dumps(c, indent=1).encode())

@@ -21,6 +21,7 @@ namespace {
 using namespace stride;
 
 constexpr int kHeads = 9, kKvHeads = 3, kHeadDim = 64, kPage = 32;
+const RopeTable kRope = RopeTable::plain(10000.0, kHeadDim, 1.0, false);  // R-SWA re-rotation
 const char* kPolicies[] = {"dense", "window:size=4096", "rswa:sinks=4,window=2044",
                             "topk:sparsity=0.9,block=32", "topk:mass=0.95,max=4096"};
 
@@ -100,7 +101,7 @@ void BM_DecodeAttention(benchmark::State& state) {
   AttentionParams p;
   p.n_head = kHeads;
   p.scale = 1.f / std::sqrt((float)kHeadDim);
-  p.rope_dim = kHeadDim;
+  p.rope = &kRope;
 
   for (auto _ : state) {
     attend(*cache, step, q.data(), p, out.data(), threads);
@@ -173,7 +174,7 @@ void BM_PrefillChunkAttention(benchmark::State& state) {
   std::vector<float> out((size_t)chunk * kHeads * kHeadDim);
   AttentionParams p;
   p.n_head = kHeads;
-  p.rope_dim = kHeadDim;
+  p.rope = &kRope;
   for (auto _ : state) {
     attend(*cache, step, q.data(), p, out.data(), threads);
     benchmark::DoNotOptimize(out.data());

@@ -4,7 +4,9 @@
 Usage:
   ~/.cache/stride/venv/bin/python scripts/oracles/make_tiny_models.py [--out DIR]
 
-For each architecture (llama, mistral, qwen2, gemma3) this writes, under
+For each architecture (llama, mistral, qwen2, qwen3, gemma3), and for llama with
+each RoPE scaling (llama_linear, llama_yarn, llama_llama3, llama_longrope:
+original context 64, ids of 96 tokens) this writes, under
 DIR/<name>/ (default tests/data/generated/tiny):
   config.json + model.safetensors   the HF folder (f32)
   model-f32.gguf                    llama.cpp-convention GGUF (f32)
@@ -13,6 +15,8 @@ DIR/<name>/ (default tests/data/generated/tiny):
   logits.npy                        HF eager f32 logits [n_tokens, n_vocab]
   logits_kvf16.npy                  the same with K (after RoPE) and V rounded to f16
   logits_policy<j>[_kvf16].npy      with an --attention policy mask on global layers
+  logits_prefix.npy                 (RoPE-scaled models) HF logits of the first
+                                    SEQ_LEN ids: within the original context
 and DIR/manifest.json describing them. All weights are rounded to values that
 f16 represents exactly, so the f16 GGUF and the f32 HF folder are the same model.
 """
@@ -29,6 +33,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tiny_gguf import write_gguf  # noqa: E402
 
 SEQ_LEN = 40
+# RoPE-scaled models: prompts past their tiny original context (64).
+ROPE_ORIGINAL_CONTEXT = 64
+ROPE_SEQ_LEN = 96
 VOCAB = 256
 SEED = 1234
 
@@ -42,8 +49,32 @@ def _common(**kw):
     return base
 
 
+def _rope_factors(seed, lo, hi, n=8):
+    rng = np.random.default_rng(seed)
+    return [float(x) for x in np.round(rng.uniform(lo, hi, size=n), 3)]
+
+
+def rope_scaled_configs(LlamaConfig):
+    """Llama with each RoPE scaling; head_dim 16 (8 rotated pairs)."""
+    orig = ROPE_ORIGINAL_CONTEXT
+    scalings = {
+        "llama_linear": {"rope_type": "linear", "factor": 4.0},
+        "llama_yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": orig},
+        "llama_llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": orig},
+        # No factor / attention_factor: both follow from 256 / 64, as in Phi-3.
+        "llama_longrope": {"rope_type": "longrope", "original_max_position_embeddings": orig,
+                           "short_factor": _rope_factors(5, 1.0, 1.5),
+                           "long_factor": _rope_factors(6, 1.0, 12.0)},
+    }
+    return {name: LlamaConfig(**_common(num_hidden_layers=2, max_position_embeddings=4 * orig,
+                                        rms_norm_eps=1e-5,
+                                        rope_parameters={"rope_theta": 10000.0, **rp}))
+            for name, rp in scalings.items()}
+
+
 def build_configs():
-    from transformers import Gemma3TextConfig, LlamaConfig, MistralConfig, Qwen2Config
+    from transformers import Gemma3TextConfig, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
     return {
         "llama": LlamaConfig(**_common(num_hidden_layers=3, rope_theta=10000.0,
                                        rms_norm_eps=1e-5)),
@@ -63,6 +94,10 @@ def build_configs():
                                              rms_norm_eps=1e-6,
                                              tie_word_embeddings=True,
                                              bos_token_id=2, eos_token_id=1)),
+        # QK-norm (RMSNorm per head before RoPE), no biases, head_dim 32 != 64/4.
+        "qwen3": Qwen3Config(**_common(num_hidden_layers=2, head_dim=32, rope_theta=1000000.0,
+                                       rms_norm_eps=1e-6, use_sliding_window=False)),
+        **rope_scaled_configs(LlamaConfig),
     }
 
 
@@ -89,9 +124,15 @@ POLICIES = {
     "llama": {"window:size=8": lambda q, k: k > q - 8,
               "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
     "qwen2": {"window:size=8": lambda q, k: k > q - 8},
+    "qwen3": {"window:size=8": lambda q, k: k > q - 8,
+              "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
     "mistral": {"dense": None, "window:size=4": None, "rswa:sinks=2,window=4,pos=abs": None},
     "gemma3": {"window:size=16": lambda q, k: k > q - 16,
                "rswa:sinks=4,window=12,pos=abs": lambda q, k: (k < 4) | (k > q - 12)},
+    "llama_linear": {},
+    "llama_yarn": {"rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
+    "llama_llama3": {},
+    "llama_longrope": {"rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
 }
 
 
@@ -101,7 +142,7 @@ def kv_f16(enabled: bool = True):
     engine whose KV cache holds f16, as llama.cpp's default cache does."""
     import importlib
     mods = [importlib.import_module(f"transformers.models.{m}.modeling_{m}")
-            for m in ("llama", "mistral", "qwen2", "gemma3")]
+            for m in ("llama", "mistral", "qwen2", "qwen3", "gemma3")]
     saved = [(m, m.eager_attention_forward) for m in mods]
     if enabled:
         for m, orig in saved:
@@ -162,7 +203,8 @@ def main():
     torch.manual_seed(SEED)
     torch.set_num_threads(2)
     rng = np.random.default_rng(SEED)
-    ids = [int(x) for x in rng.integers(3, VOCAB, size=SEQ_LEN)]
+    ids_short = [int(x) for x in rng.integers(3, VOCAB, size=SEQ_LEN)]
+    ids_long = [int(x) for x in rng.integers(3, VOCAB, size=ROPE_SEQ_LEN)]
 
     manifest = {"seq_len": SEQ_LEN, "models": {}}
     for i, (name, cfg) in enumerate(build_configs().items()):
@@ -173,6 +215,8 @@ def main():
                                                  dtype=torch.float32)
         randomize(model, name == "gemma3", gen)
         model.eval()
+        scaled = name.startswith("llama_")
+        ids = ids_long if scaled else ids_short
 
         d = os.path.join(args.out, name)
         os.makedirs(d, exist_ok=True)
@@ -187,6 +231,8 @@ def main():
             np.save(os.path.join(d, "logits_kvf16.npy"), plain_logits(model, ids))
         with open(os.path.join(d, "ids.json"), "w") as f:
             json.dump(ids, f)
+        if scaled:  # LongRoPE: short factors for a sequence within the original context
+            np.save(os.path.join(d, "logits_prefix.npy"), plain_logits(model, ids[:SEQ_LEN]))
 
         state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
         ggufs = {"f32": "model-f32.gguf"}
@@ -212,7 +258,11 @@ def main():
                                     "logits": {"f32": f"{name}/logits.npy",
                                                "kvf16": f"{name}/logits_kvf16.npy"},
                                     "sliding_window": window, "policies": policies,
-                                    "n_vocab": VOCAB, "logit_absmax": float(np.abs(logits).max())}
+                                    "n_vocab": VOCAB, "logit_absmax": float(np.abs(logits).max()),
+                                    "seq_len": len(ids)}
+        if scaled:
+            manifest["models"][name]["logits_prefix"] = {"f32": f"{name}/logits_prefix.npy",
+                                                         "n_tokens": SEQ_LEN}
         print(f"tiny {name}: layers={cfg.num_hidden_layers} window={window} "
               f"|logits|max={np.abs(logits).max():.3f} -> {d}")
 

@@ -9,6 +9,11 @@ Conventions reproduced:
     converter) and records llama.attention.sliding_window;
   * gemma3: +1 folded into every RMSNorm weight (HF multiplies by 1 + w);
   * 1-D tensors stay f32 in the f16 file;
+  * RoPE scaling as llama.cpp's converters write it: linear and yarn as
+    rope.scaling.* metadata; llama3 as the rope_freqs tensor (per-pair
+    divisors of the frequencies) and no type; longrope as type "longrope",
+    rope.scaling.attn_factor, original_context_length and the
+    rope_factors_long / rope_factors_short tensors (Phi-3's convention);
   * a complete byte-level "gpt2" tokenizer: 255 byte tokens plus one merge
     "Ġ Ġ" -> token 255 (byte 0xFF never occurs in UTF-8, so it is free).
 """
@@ -16,7 +21,9 @@ import numpy as np
 
 import gguf
 
-ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "gemma3": "gemma3"}
+ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3",
+        "llama_linear": "llama", "llama_yarn": "llama", "llama_llama3": "llama",
+        "llama_longrope": "llama"}
 
 
 def permute_qk(w: np.ndarray, n_head: int) -> np.ndarray:
@@ -84,6 +91,54 @@ def _rope_theta(cfg, layer_type="full_attention"):
     return float(getattr(cfg, "rope_theta", 10000.0))
 
 
+def _rope_params(cfg):
+    rp = getattr(cfg, "rope_parameters", None) or {}
+    return rp.get("full_attention", rp)
+
+
+def _llama3_divisors(rp, head_dim):
+    """Per-pair divisors of base^(-2i/d) that give llama3's scaled frequencies."""
+    import math
+    base, factor = rp["rope_theta"], rp["factor"]
+    low, high = rp.get("low_freq_factor", 1.0), rp.get("high_freq_factor", 4.0)
+    orig = rp["original_max_position_embeddings"]
+    out = []
+    for i in range(0, head_dim, 2):
+        wavelen = 2 * math.pi * base ** (i / head_dim)
+        if wavelen < orig / high:
+            out.append(1.0)
+        elif wavelen > orig / low:
+            out.append(factor)
+        else:
+            smooth = (orig / wavelen - low) / (high - low)
+            out.append(1.0 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def _write_rope_scaling(w, cfg, head_dim):
+    import math
+    rp = _rope_params(cfg)
+    kind = rp.get("rope_type", "default")
+    if kind == "linear":
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(rp["factor"])
+    elif kind == "yarn":
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(rp["factor"])
+        w.add_rope_scaling_orig_ctx_len(rp["original_max_position_embeddings"])
+    elif kind == "llama3":
+        w.add_tensor("rope_freqs.weight", _llama3_divisors(rp, head_dim))
+    elif kind == "longrope":
+        orig = rp["original_max_position_embeddings"]
+        scale = cfg.max_position_embeddings / orig
+        attn = math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1.0 else 1.0
+        w.add_rope_scaling_type(gguf.RopeScalingType.LONGROPE)
+        w.add_rope_scaling_attn_factors(attn)
+        w.add_rope_scaling_orig_ctx_len(orig)
+        w.add_tensor("rope_factors_long.weight", np.array(rp["long_factor"], dtype=np.float32))
+        w.add_tensor("rope_factors_short.weight", np.array(rp["short_factor"], dtype=np.float32))
+
+
 def write_gguf(path: str, name: str, cfg, state: dict, f16: bool = False) -> None:
     arch = ARCH[name]
     n_head, n_head_kv = cfg.num_attention_heads, cfg.num_key_value_heads
@@ -107,6 +162,7 @@ def write_gguf(path: str, name: str, cfg, state: dict, f16: bool = False) -> Non
         w.add_vocab_size(cfg.vocab_size)
     if name in ("mistral", "gemma3"):
         w.add_sliding_window(cfg.sliding_window)
+    _write_rope_scaling(w, cfg, head_dim)
 
     b2u = _bytes_to_unicode()
     w.add_tokenizer_model("gpt2")

@@ -3,17 +3,17 @@
 // the queries, the page plan and the pool.
 #include <cmath>
 
+#include "kernels/rope_table.h"
+
 namespace stride {
 
 struct AttentionParams {
   int n_head = 0;           // query heads (a multiple of n_kv_heads: GQA)
   float scale = 0.f;        // softmax scale; 0 means 1/sqrt(head_dim_k)
   float softcap = 0.f;      // 0: off; else cap * tanh(s / cap)
-  // RoPE of this layer, so cache-relative R-SWA can re-rotate queries for sink keys.
-  float rope_base = 10000.f;
-  float rope_freq_scale = 1.f;
-  int rope_dim = 0;
-  bool rope_neox = false;
+  // RoPE of this layer (owned by the model), so cache-relative R-SWA can
+  // re-rotate queries for sink keys. Required when such a policy runs.
+  const RopeTable* rope = nullptr;
 };
 
 // The softmax scale actually applied (0 in AttentionParams means the default).

@@ -12,7 +12,6 @@ void attention_reference(const PolicySpec& policy, const AttentionParams& p, int
                          int head_dim_k, int head_dim_v, const float* q, int n_q, int64_t q_pos0,
                          const float* k, const float* v, int64_t n_kv, float* out) {
   const int group = p.n_head / n_kv_heads;
-  const RopeParams rp{p.rope_base, p.rope_freq_scale, p.rope_dim, p.rope_neox};
   std::vector<double> scores(n_kv);
   std::vector<float> q_sink(head_dim_k);
   for (int i = 0; i < n_q; ++i) {
@@ -22,7 +21,7 @@ void attention_reference(const PolicySpec& policy, const AttentionParams& p, int
       const float* qv = q + ((int64_t)i * p.n_head + hq) * head_dim_k;
       // Sink keys see the query as if it sat at qpos - delta (StreamingLLM cache positions).
       for (int t = 0; t < head_dim_k; ++t) q_sink[t] = qv[t];
-      rope_rotate_by(q_sink.data(), head_dim_k, -rswa_sink_shift(policy, qpos), rp);
+      if (const int64_t d = rswa_sink_shift(policy, qpos); d != 0) rope_rotate_by(q_sink.data(), head_dim_k, -d, *p.rope);
 
       double mx = -INFINITY;
       for (int64_t j = 0; j < n_kv; ++j) {

@@ -1,19 +1,19 @@
 #include "attention/rope_shift.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace stride {
 
-void rope_rotate_by(float* x, int head_dim, int64_t delta, const RopeParams& rp) {
+void rope_rotate_by(float* x, int head_dim, int64_t delta, const RopeTable& table) {
   if (delta == 0) return;
-  const int rot = rp.rot_dim > 0 && rp.rot_dim <= head_dim ? rp.rot_dim : head_dim;
+  const int rot = std::min(table.rot_dim(), head_dim) & ~1;
   const int half = rot / 2;
   for (int i = 0; i < half; ++i) {
-    const double theta = (double)rp.freq_scale * std::pow((double)rp.base, -2.0 * i / rot);
-    const double a = (double)delta * theta;
+    const double a = (double)delta * table.inv_freq[i];
     const double c = std::cos(a), s = std::sin(a);
-    const int i0 = rp.neox ? i : 2 * i;
-    const int i1 = rp.neox ? i + half : 2 * i + 1;
+    const int i0 = table.neox ? i : 2 * i;
+    const int i1 = table.neox ? i + half : 2 * i + 1;
     const double x0 = x[i0], x1 = x[i1];
     x[i0] = (float)(x0 * c - x1 * s);
     x[i1] = (float)(x0 * s + x1 * c);

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "kernels/rope_table.h"
 
 namespace stride {
 
@@ -13,17 +14,15 @@ void rmsnorm_ref(const float* x, const float* w, float* y, int64_t n_rows, int64
 
 // Rotary embedding in place.
 //   x: [n_tok, n_heads, head_dim]; pos: [n_tok]
-//   rotates the first rot_dim dims of each head by angle pos * freq_scale * base^(-2i/rot_dim).
-//   neox: pairs (i, i + rot_dim/2); otherwise adjacent pairs (2i, 2i+1).
-void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
-          float base, float freq_scale, bool neox);
-// rope over tokens [t0, t1) of several tensors sharing pos and parameters
+//   rotates the first table.rot_dim() dims of each head: pair i by angle
+//   pos * table.inv_freq[i] (formed in double), scaled by table.magnitude.
+void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, const RopeTable& table);
+// rope over tokens [t0, t1) of several tensors sharing pos and the table
 // (queries and keys): each token's cos/sin are computed once for all of them.
 //   xs[j]: [n_tok, n_heads[j], head_dim]
 void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* pos, int64_t t0,
-                 int64_t t1, int head_dim, int rot_dim, float base, float freq_scale, bool neox);
-void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
-              float base, float freq_scale, bool neox);
+                 int64_t t1, int head_dim, const RopeTable& table);
+void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, const RopeTable& table);
 
 // Gated activations: out[i] = act(gate[i]) * up[i]. out may alias gate.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);

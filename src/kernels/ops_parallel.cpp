@@ -86,14 +86,14 @@ void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n, Th
 }
 
 void rope_qk(float* q, int n_head_q, float* k, int n_head_k, const int32_t* pos, int64_t n_tok,
-             int head_dim, int rot_dim, float base, float freq_scale, bool neox, ThreadPool& pool) {
+             int head_dim, const RopeTable& table, ThreadPool& pool) {
   float* xs[2] = {q, k};
   const int heads[2] = {n_head_q, n_head_k};
   const int n_x = k ? 2 : 1;
   // A token's cos/sin cost about as much as rotating its heads: count both.
   const int64_t per_tok = (int64_t)(n_head_q + (k ? n_head_k : 0) + 2) * head_dim;
   for_rows(n_tok, per_tok, pool, [&](int64_t t0, int64_t t1) {
-    rope_tokens(xs, heads, n_x, pos, t0, t1, head_dim, rot_dim, base, freq_scale, neox);
+    rope_tokens(xs, heads, n_x, pos, t0, t1, head_dim, table);
   });
 }
 

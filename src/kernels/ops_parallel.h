@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "kernels/rope_table.h"
 
 namespace stride {
 
@@ -32,6 +33,6 @@ void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n, Th
 // rope of queries and keys at the same positions, tokens split over the pool.
 //   q: [n_tok, n_head_q, head_dim]; k: [n_tok, n_head_k, head_dim] (may be null)
 void rope_qk(float* q, int n_head_q, float* k, int n_head_k, const int32_t* pos, int64_t n_tok,
-             int head_dim, int rot_dim, float base, float freq_scale, bool neox, ThreadPool& pool);
+             int head_dim, const RopeTable& table, ThreadPool& pool);
 
 }  // namespace stride

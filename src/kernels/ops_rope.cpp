@@ -11,29 +11,8 @@ namespace stride {
 
 namespace {
 
-// Usable rotary width: even, and no wider than a head.
-int clamp_rot_dim(int rot_dim, int head_dim) { return std::min(rot_dim, head_dim) & ~1; }
-
-// theta_i = freq_scale * base^(-2i/rot_dim), i < rot_dim/2. Cached per thread
-// for the last (base, rot_dim, freq_scale): every layer of a step reuses it.
-const std::vector<double>& theta_table(float base, int rot_dim, float freq_scale) {
-  struct Cache {
-    float base = 0.0f, freq_scale = 0.0f;
-    int rot_dim = -1;
-    std::vector<double> theta;
-  };
-  thread_local Cache cache;
-  if (cache.rot_dim != rot_dim || cache.base != base || cache.freq_scale != freq_scale) {
-    cache.theta.resize(rot_dim / 2);
-    for (int i = 0; i < rot_dim / 2; ++i) {
-      cache.theta[i] = (double)freq_scale * std::pow((double)base, -2.0 * i / (double)rot_dim);
-    }
-    cache.base = base;
-    cache.freq_scale = freq_scale;
-    cache.rot_dim = rot_dim;
-  }
-  return cache.theta;
-}
+// Usable rotary width: even, and no wider than a head or the table.
+int clamp_rot_dim(const RopeTable& t, int head_dim) { return std::min(t.rot_dim(), head_dim) & ~1; }
 
 // Adjacent pairs (2i, 2i+1). cs/sn are expanded per lane: cs = [c0 c0 c1 c1 ..],
 // sn = [-s0 s0 -s1 s1 ..], so out = v * cs + swap_pairs(v) * sn.
@@ -76,19 +55,20 @@ void rotate_neox(float* v, const float* cs, const float* sn, int half) {
 }  // namespace
 
 void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* pos, int64_t t0,
-                 int64_t t1, int head_dim, int rot_dim, float base, float freq_scale, bool neox) {
-  rot_dim = clamp_rot_dim(rot_dim, head_dim);
+                 int64_t t1, int head_dim, const RopeTable& table) {
+  const int rot_dim = clamp_rot_dim(table, head_dim);
   if (rot_dim <= 0) return;
   const int half = rot_dim / 2;
-  const std::vector<double>& theta = theta_table(base, rot_dim, freq_scale);
+  const bool neox = table.neox;
+  const double mag = table.magnitude;
   thread_local std::vector<float> cs, sn;  // per-token cos/sin, layout per pairing
   cs.resize(rot_dim);
   sn.resize(rot_dim);
   for (int64_t t = t0; t < t1; ++t) {
     const double p = (double)pos[t];
     for (int i = 0; i < half; ++i) {
-      const double a = p * theta[i];
-      const float c = (float)std::cos(a), s = (float)std::sin(a);
+      const double a = p * table.inv_freq[i];
+      const float c = (float)(std::cos(a) * mag), s = (float)(std::sin(a) * mag);
       if (neox) {
         cs[i] = c;
         sn[i] = s;
@@ -112,24 +92,21 @@ void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* p
   }
 }
 
-void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
-          float base, float freq_scale, bool neox) {
-  rope_tokens(&x, &n_heads, 1, pos, 0, n_tok, head_dim, rot_dim, base, freq_scale, neox);
+void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, const RopeTable& table) {
+  rope_tokens(&x, &n_heads, 1, pos, 0, n_tok, head_dim, table);
 }
 
-void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, int rot_dim,
-              float base, float freq_scale, bool neox) {
-  rot_dim = clamp_rot_dim(rot_dim, head_dim);
+void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, const RopeTable& table) {
+  const int rot_dim = clamp_rot_dim(table, head_dim);
   const int half = rot_dim / 2;
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int h = 0; h < n_heads; ++h) {
       float* v = x + (t * n_heads + h) * (int64_t)head_dim;  // [head_dim]
       for (int i = 0; i < half; ++i) {
-        const double theta = (double)freq_scale * std::pow((double)base, -2.0 * i / rot_dim);
-        const double a = (double)pos[t] * theta;
-        const double c = std::cos(a), s = std::sin(a);
-        const int i0 = neox ? i : 2 * i;
-        const int i1 = neox ? i + half : 2 * i + 1;
+        const double a = (double)pos[t] * table.inv_freq[i];
+        const double c = std::cos(a) * table.magnitude, s = std::sin(a) * table.magnitude;
+        const int i0 = table.neox ? i : 2 * i;
+        const int i1 = table.neox ? i + half : 2 * i + 1;
         const double x0 = v[i0], x1 = v[i1];
         v[i0] = (float)(x0 * c - x1 * s);
         v[i1] = (float)(x0 * s + x1 * c);

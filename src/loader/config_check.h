@@ -5,6 +5,11 @@
 
 namespace stride {
 
+class GGUFFile;
+
+// A finite number at GGUF metadata `key` (any numeric type), else `fallback`.
+Status read_gguf_number(const GGUFFile& f, const std::string& key, double fallback, double& out);
+
 // Fills derived defaults (head_dim_v, rope_dim, layer_windowed size) and
 // rejects impossible hyper-parameters with a message naming the field.
 // `origin` prefixes messages, e.g. "GGUF" or "config.json".

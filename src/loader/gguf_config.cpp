@@ -5,6 +5,7 @@
 
 #include "loader/config_check.h"
 #include "loader/model_source.h"
+#include "loader/rope_scaling_read.h"
 
 namespace stride {
 
@@ -27,14 +28,9 @@ Status read_int(const GGUFFile& f, const std::string& key, bool required, int fa
 }
 
 Status read_float(const GGUFFile& f, const std::string& key, float fallback, float& out) {
-  if (!f.has(key)) {
-    out = fallback;
-    return Status::Ok();
-  }
-  auto v = f.get_float(key);
-  if (!v.ok()) return Corrupt("GGUF: " + v.status().message());
-  if (!std::isfinite(*v)) return Corrupt("GGUF: metadata '" + key + "' is not finite");
-  out = (float)*v;
+  double v = 0;
+  STRIDE_RETURN_IF_ERROR(read_gguf_number(f, key, fallback, v));
+  out = (float)v;
   return Status::Ok();
 }
 
@@ -42,9 +38,10 @@ Expected<Arch> parse_arch(const std::string& name) {
   if (name == "llama") return Arch::Llama;
   if (name == "mistral") return Arch::Mistral;
   if (name == "qwen2") return Arch::Qwen2;
+  if (name == "qwen3") return Arch::Qwen3;
   if (name == "gemma3") return Arch::Gemma3;
   return Unsupported("GGUF: architecture '" + name + "' is not supported "
-                     "(supported: llama, mistral, qwen2, gemma3)");
+                     "(supported: llama, mistral, qwen2, qwen3, gemma3)");
 }
 
 // Gemma-3 window layout: metadata pattern (bool per layer, or int period),
@@ -76,24 +73,19 @@ Status gemma3_pattern(const GGUFFile& f, ModelConfig& c) {
   return Status::Ok();
 }
 
-Status read_rope_scaling(const GGUFFile& f, const std::string& a, ModelConfig& c) {
-  const std::string type = f.get_string_or(a + ".rope.scaling.type", "");
-  float factor = 0.f;
-  STRIDE_RETURN_IF_ERROR(read_float(f, a + ".rope.scaling.factor", 0.f, factor));
-  if (type.empty() || type == "none") {
-    float legacy = 0.f;  // older files: "<arch>.rope.scale_linear"
-    STRIDE_RETURN_IF_ERROR(read_float(f, a + ".rope.scale_linear", 0.f, legacy));
-    if (legacy > 0.f) c.rope_freq_scale = 1.f / legacy;
+}  // namespace
+
+Status read_gguf_number(const GGUFFile& f, const std::string& key, double fallback, double& out) {
+  if (!f.has(key)) {
+    out = fallback;
     return Status::Ok();
   }
-  if (type != "linear") {
-    return Unsupported("GGUF: rope scaling type '" + type + "' is not supported (only linear)");
-  }
-  if (factor > 0.f) c.rope_freq_scale = 1.f / factor;
+  auto v = f.get_float(key);
+  if (!v.ok()) return Corrupt("GGUF: " + v.status().message());
+  if (!std::isfinite(*v)) return Corrupt("GGUF: metadata '" + key + "' is not finite");
+  out = *v;
   return Status::Ok();
 }
-
-}  // namespace
 
 Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
   auto arch_str = f.get_string("general.architecture");
@@ -124,7 +116,7 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
                                     c.arch == Arch::Gemma3 ? 1e-6f : 1e-5f, c.norm_eps));
   STRIDE_RETURN_IF_ERROR(
       read_float(f, a + ".rope.freq_base", c.arch == Arch::Gemma3 ? 1e6f : 10000.f, c.rope_base));
-  STRIDE_RETURN_IF_ERROR(read_rope_scaling(f, a, c));
+  STRIDE_RETURN_IF_ERROR(read_rope_scaling_gguf(f, a, c.n_ctx_train, c.rope_scaling));
   STRIDE_RETURN_IF_ERROR(read_int(f, a + ".attention.sliding_window", false, 0, c.sliding_window));
   STRIDE_RETURN_IF_ERROR(read_float(f, a + ".attn_logit_softcapping", 0.f, c.attn_logit_softcap));
   STRIDE_RETURN_IF_ERROR(read_float(f, a + ".final_logit_softcapping", 0.f, c.final_logit_softcap));
@@ -142,6 +134,7 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
 
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   c.rope_base_local = c.rope_base;
+  c.rope_scaling_local = c.rope_scaling;
   switch (arch) {
     case Arch::Llama:
     case Arch::Mistral:
@@ -151,6 +144,10 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
       c.rope_neox = true;
       c.attn_qkv_bias = true;
       break;
+    case Arch::Qwen3:
+      c.rope_neox = true;
+      c.qk_norm = true;  // RMSNorm on q and k per head, no q/k/v bias
+      break;
     case Arch::Gemma3: {
       c.rope_neox = true;
       c.qk_norm = true;
@@ -158,6 +155,7 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
       c.act = Activation::GeluTanh;
       c.embed_scale = std::sqrt((float)c.n_embd);
       STRIDE_RETURN_IF_ERROR(read_float(f, a + ".rope.freq_base_swa", 10000.f, c.rope_base_local));
+      c.rope_scaling_local = RopeScaling{};  // scaling applies to the global layers only
       float qpas = 0.f;
       STRIDE_RETURN_IF_ERROR(read_float(f, a + ".attention.query_pre_attn_scalar", 0.f, qpas));
       if (qpas < 0.f) return Corrupt("GGUF: " + a + ".attention.query_pre_attn_scalar must be > 0");

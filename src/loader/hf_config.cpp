@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "loader/config_check.h"
+#include "loader/rope_scaling_read.h"
 
 namespace stride {
 
@@ -66,32 +67,14 @@ Expected<Arch> detect_arch(const json& j) {
   if (name == "LlamaForCausalLM" || type == "llama") return Arch::Llama;
   if (name == "MistralForCausalLM" || type == "mistral") return Arch::Mistral;
   if (name == "Qwen2ForCausalLM" || type == "qwen2") return Arch::Qwen2;
+  if (name == "Qwen3ForCausalLM" || type == "qwen3") return Arch::Qwen3;
   if (name == "Gemma3ForCausalLM" || type == "gemma3_text") return Arch::Gemma3;
   if (name.empty() && type.empty()) {
     return Corrupt("config.json: neither 'architectures' nor 'model_type' is set");
   }
   return Unsupported("config.json: architecture '" + (name.empty() ? type : name) +
                      "' is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "Qwen2ForCausalLM, Gemma3ForCausalLM)");
-}
-
-// Reads rope type/factor from a rope_scaling or rope_parameters object.
-Status read_rope_scaling(const json& r, const std::string& key, ModelConfig& c) {
-  if (!r.is_object()) return Corrupt("config.json: '" + key + "' must be an object");
-  std::string type = "default";
-  for (const char* k : {"rope_type", "type"}) {
-    if (const json* t = field(r, k); t && t->is_string()) type = t->get<std::string>();
-  }
-  if (type == "default") return Status::Ok();
-  if (type != "linear") {
-    return Unsupported("config.json: " + key + " type '" + type +
-                       "' is not supported (only linear)");
-  }
-  float factor = 1.f;
-  STRIDE_RETURN_IF_ERROR(read_float(r, "factor", 1.f, factor));
-  if (!(factor > 0.f)) return Corrupt("config.json: " + key + ".factor must be > 0");
-  c.rope_freq_scale = 1.f / factor;
-  return Status::Ok();
+                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)");
 }
 
 // rope_theta (classic) or rope_parameters {rope_theta, ...}; newer Gemma-3
@@ -101,7 +84,7 @@ Status read_rope(const json& j, ModelConfig& c) {
       read_float(j, "rope_theta", c.arch == Arch::Gemma3 ? 1e6f : 10000.f, c.rope_base));
   STRIDE_RETURN_IF_ERROR(read_float(j, "rope_local_base_freq", 10000.f, c.rope_base_local));
   if (const json* rs = field(j, "rope_scaling")) {
-    STRIDE_RETURN_IF_ERROR(read_rope_scaling(*rs, "rope_scaling", c));
+    STRIDE_RETURN_IF_ERROR(read_rope_scaling_json(*rs, j, "rope_scaling", c.rope_scaling));
   }
   const json* rp = field(j, "rope_parameters");
   if (!rp) return Status::Ok();
@@ -111,10 +94,11 @@ Status read_rope(const json& j, ModelConfig& c) {
   if (!full && !local) full = rp;
   if (full) {
     STRIDE_RETURN_IF_ERROR(read_float(*full, "rope_theta", c.rope_base, c.rope_base));
-    STRIDE_RETURN_IF_ERROR(read_rope_scaling(*full, "rope_parameters", c));
+    STRIDE_RETURN_IF_ERROR(read_rope_scaling_json(*full, j, "rope_parameters", c.rope_scaling));
   }
   if (local && local->is_object()) {
     STRIDE_RETURN_IF_ERROR(read_float(*local, "rope_theta", c.rope_base_local, c.rope_base_local));
+    STRIDE_RETURN_IF_ERROR(read_rope_scaling_json(*local, j, "rope_parameters", c.rope_scaling_local));
   }
   return Status::Ok();
 }
@@ -175,7 +159,7 @@ Status read_windows(const json& j, ModelConfig& c) {
   bool found = false;
   STRIDE_RETURN_IF_ERROR(read_layer_types(j, c, found));
   if (found || c.sliding_window == 0) return Status::Ok();
-  if (c.arch == Arch::Qwen2) {
+  if (c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) {
     bool use = false;
     STRIDE_RETURN_IF_ERROR(read_bool(j, "use_sliding_window", false, use));
     int max_window_layers = 0;
@@ -215,7 +199,10 @@ Expected<ModelConfig> config_from_hf_json(const json& root, bool has_lm_head) {
   STRIDE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", 1e-6f, c.norm_eps));
   STRIDE_RETURN_IF_ERROR(read_int(j, "sliding_window", false, 0, c.sliding_window));
   STRIDE_RETURN_IF_ERROR(read_rope(j, c));
-  if (c.arch != Arch::Gemma3) c.rope_base_local = c.rope_base;
+  if (c.arch != Arch::Gemma3) {  // one RoPE for every layer
+    c.rope_base_local = c.rope_base;
+    c.rope_scaling_local = c.rope_scaling;
+  }
   c.rope_neox = true;
   bool tie = c.arch == Arch::Gemma3;  // Gemma ties by default, the others do not
   STRIDE_RETURN_IF_ERROR(read_bool(root, "tie_word_embeddings", tie, tie));
@@ -236,6 +223,7 @@ Expected<ModelConfig> config_from_hf_json(const json& root, bool has_lm_head) {
                          std::string(arch_name(c.arch)));
     }
     c.attn_qkv_bias = c.arch == Arch::Qwen2;
+    c.qk_norm = c.arch == Arch::Qwen3;
     STRIDE_RETURN_IF_ERROR(read_windows(j, c));
   }
   STRIDE_RETURN_IF_ERROR(finalize_config(c, "config.json"));

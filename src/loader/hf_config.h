@@ -1,5 +1,5 @@
 #pragma once
-// ModelConfig from a Hugging Face config.json (llama, mistral, qwen2, gemma3).
+// ModelConfig from a Hugging Face config.json (llama, mistral, qwen2, qwen3, gemma3).
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"

@@ -31,11 +31,13 @@ std::string layer_suffix(std::string_view rest, Arch arch) {
   if (rest == "post_attention_layernorm.weight") {
     return gemma ? "post_attention_norm.weight" : "ffn_norm.weight";
   }
+  if (gemma || arch == Arch::Qwen3) {
+    if (rest == "self_attn.q_norm.weight") return "attn_q_norm.weight";
+    if (rest == "self_attn.k_norm.weight") return "attn_k_norm.weight";
+  }
   if (gemma) {
     if (rest == "pre_feedforward_layernorm.weight") return "ffn_norm.weight";
     if (rest == "post_feedforward_layernorm.weight") return "post_ffw_norm.weight";
-    if (rest == "self_attn.q_norm.weight") return "attn_q_norm.weight";
-    if (rest == "self_attn.k_norm.weight") return "attn_k_norm.weight";
   }
   return "";
 }

@@ -11,6 +11,7 @@ const char* arch_name(Arch a) {
     case Arch::Llama: return "llama";
     case Arch::Mistral: return "mistral";
     case Arch::Qwen2: return "qwen2";
+    case Arch::Qwen3: return "qwen3";
     case Arch::Gemma3: return "gemma3";
   }
   return "unknown";
@@ -50,7 +51,16 @@ Status finalize_config(ModelConfig& c, const std::string& origin) {
   if (!(c.rope_base > 0.f) || !(c.rope_base_local > 0.f)) {
     return Corrupt(origin + ": rope base frequency must be > 0");
   }
-  if (!(c.rope_freq_scale > 0.f)) return Corrupt(origin + ": rope_freq_scale must be > 0");
+  for (const RopeScaling* rs : {&c.rope_scaling, &c.rope_scaling_local}) {
+    for (const std::vector<double>* v : {&rs->freq_factors, &rs->short_factor, &rs->long_factor}) {
+      if (!v->empty() && (int)v->size() != c.rope_dim / 2) {
+        return Corrupt(origin + ": rope scaling factors have " + std::to_string(v->size()) +
+                       " entries, rope_dim " + std::to_string(c.rope_dim) + " needs " +
+                       std::to_string(c.rope_dim / 2));
+      }
+    }
+    if (rs->scaled() && !(rs->factor > 0.0)) return Corrupt(origin + ": rope scaling factor must be > 0");
+  }
   if (c.layer_windowed.empty()) c.layer_windowed.assign(c.n_layer, 0);
   if ((int)c.layer_windowed.size() != c.n_layer) {
     return Corrupt(origin + ": sliding window pattern has " +

@@ -4,9 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "loader/rope_scaling.h"
+
 namespace stride {
 
-enum class Arch { Llama, Mistral, Qwen2, Gemma3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma3 };
 enum class Activation { SiLU, GeluTanh };
 
 const char* arch_name(Arch a);
@@ -26,7 +28,8 @@ struct ModelConfig {
 
   float rope_base = 10000.f;        // global (full-attention) layers
   float rope_base_local = 10000.f;  // natively windowed layers (Gemma-3: 10k)
-  float rope_freq_scale = 1.f;      // linear position scaling
+  RopeScaling rope_scaling;         // long-context scaling of the global layers
+  RopeScaling rope_scaling_local;   // of natively windowed layers (Gemma-3: none)
   int rope_dim = 0;                 // rotated dims per head (== head_dim usually)
   // true: rotate (x[i], x[i+d/2]) as HF/NeoX; false: adjacent pairs (x[2i], x[2i+1])
   // as llama GGUF files, whose Q/K rows were permuted by the converter.
@@ -36,7 +39,7 @@ struct ModelConfig {
   std::vector<uint8_t> layer_windowed;   // [n_layer] 1 = natively windowed layer
 
   bool attn_qkv_bias = false;  // Qwen2
-  bool qk_norm = false;        // Gemma-3: RMSNorm on q and k per head
+  bool qk_norm = false;        // Gemma-3, Qwen3: RMSNorm on q and k per head, before RoPE
   bool sandwich_norms = false; // Gemma-3: post-attention and post-FFN norms
   Activation act = Activation::SiLU;
   float embed_scale = 1.f;     // Gemma: sqrt(n_embd)

@@ -60,6 +60,32 @@ std::string human_bytes(uint64_t b) {
   return os.str();
 }
 
+nlohmann::json rope_scaling_json(const RopeScaling& s) {
+  nlohmann::json j{{"type", rope_scaling_name(s.type)}};
+  if (!s.scaled()) return j;
+  j["factor"] = s.factor;
+  j["original_context"] = s.original_context;
+  if (s.attn_factor > 0) j["attention_factor"] = s.attn_factor;
+  if (s.type == RopeScalingType::Yarn) {
+    j["beta_fast"] = s.beta_fast;
+    j["beta_slow"] = s.beta_slow;
+    j["truncate"] = s.truncate;
+  }
+  if (s.type == RopeScalingType::Llama3) {
+    if (s.freq_factors.empty()) {
+      j["low_freq_factor"] = s.low_freq_factor;
+      j["high_freq_factor"] = s.high_freq_factor;
+    } else {
+      j["freq_factors"] = s.freq_factors;
+    }
+  }
+  if (s.type == RopeScalingType::LongRope) {
+    j["short_factor"] = s.short_factor;
+    j["long_factor"] = s.long_factor;
+  }
+  return j;
+}
+
 }  // namespace
 
 std::string format_layer_ranges(const std::vector<int>& layers) {
@@ -88,11 +114,18 @@ std::string describe_model(const ModelSource& src) {
   os << "n_embd:          " << c.n_embd << "\n";
   os << "n_ff:            " << c.n_ff << "\n";
   os << "vocab:           " << c.n_vocab << "\n";
-  os << "context length:  " << c.n_ctx_train << "\n";
+  os << "context length:  " << c.n_ctx_train;
+  if (rope_usable_context(c.rope_scaling, c.n_ctx_train) != c.n_ctx_train)
+    os << " (usable with rope scaling: " << rope_usable_context(c.rope_scaling, c.n_ctx_train) << ")";
+  os << "\n";
   os << "rope:            base " << c.rope_base;
   if (c.rope_base_local != c.rope_base) os << ", local base " << c.rope_base_local;
-  if (c.rope_freq_scale != 1.f) os << ", freq scale " << c.rope_freq_scale;
   os << ", dims " << c.rope_dim << (c.rope_neox ? " (neox)" : " (adjacent pairs)") << "\n";
+  os << "rope scaling:    " << rope_scaling_summary(c.rope_scaling);
+  if (c.rope_scaling_local.type != c.rope_scaling.type) {
+    os << "; windowed layers " << rope_scaling_summary(c.rope_scaling_local);
+  }
+  os << "\n";
   os << "sliding window:  " << window_summary(c) << "\n";
   os << "norm eps:        " << c.norm_eps << "\n";
   os << "features:        act " << (c.act == Activation::SiLU ? "silu" : "gelu_tanh")
@@ -129,8 +162,10 @@ nlohmann::json describe_model_json(const ModelSource& src) {
   j["n_vocab"] = c.n_vocab;
   j["n_ctx_train"] = c.n_ctx_train;
   j["norm_eps"] = c.norm_eps;
-  j["rope"] = {{"base", c.rope_base}, {"base_local", c.rope_base_local},
-               {"freq_scale", c.rope_freq_scale}, {"dims", c.rope_dim}, {"neox", c.rope_neox}};
+  j["rope"] = {{"base", c.rope_base}, {"base_local", c.rope_base_local}, {"dims", c.rope_dim},
+               {"neox", c.rope_neox}, {"scaling", rope_scaling_json(c.rope_scaling)},
+               {"scaling_local", rope_scaling_json(c.rope_scaling_local)}};
+  j["usable_context"] = rope_usable_context(c.rope_scaling, c.n_ctx_train);
   j["sliding_window"] = c.sliding_window;
   j["windowed_layers"] = layers_where(c, true);
   j["global_layers"] = layers_where(c, false);

@@ -15,7 +15,7 @@ const float* f32(const TensorView& t) { return reinterpret_cast<const float*>(t.
 // Rotates one head vector [head_dim] to position `pos`.
 void rope_one(std::vector<float>& v, int64_t pos, const AttentionParams& p, int head_dim) {
   int32_t p32 = (int32_t)pos;
-  rope_ref(v.data(), &p32, 1, 1, head_dim, p.rope_dim, p.rope_base, p.rope_freq_scale, p.rope_neox);
+  rope_ref(v.data(), &p32, 1, 1, head_dim, *p.rope);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "kernels/ops_parallel.h"
 #include "kernels/packed_matrix.h"
 #include "model/batch_attention.h"
+#include "model/rope_frequencies.h"
 
 namespace stride {
 
@@ -40,7 +41,18 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::unique_ptr<Model
     t->embed_by_read_ = source->read_back(e.data, (uint64_t)e.row_bytes(), t->embed_row_.data());
   }
   t->source_ = std::move(source);
+  STRIDE_RETURN_IF_ERROR(t->set_rope_context(0));
   return t;
+}
+
+Status Transformer::set_rope_context(int64_t context) {
+  const ModelConfig& c = config();
+  const int rot = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
+  STRIDE_ASSIGN_OR_RETURN(rope_global_,
+                          stride::rope_table(c.rope_scaling, c.rope_base, rot, c.rope_neox, c.n_ctx_train, context));
+  STRIDE_ASSIGN_OR_RETURN(rope_local_, stride::rope_table(c.rope_scaling_local, c.rope_base_local, rot, c.rope_neox,
+                                                          c.n_ctx_train, context));
+  return Status::Ok();
 }
 
 Status Transformer::embed(const int32_t* ids, int n, float* x) {
@@ -80,10 +92,7 @@ AttentionParams Transformer::attention_params(int layer) const {
   p.n_head = c.n_head;
   p.scale = c.attn_scale > 0 ? c.attn_scale : 1.0f / std::sqrt((float)c.head_dim);
   p.softcap = c.attn_logit_softcap;
-  p.rope_base = c.is_windowed(layer) ? c.rope_base_local : c.rope_base;
-  p.rope_freq_scale = c.rope_freq_scale;
-  p.rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
-  p.rope_neox = c.rope_neox;
+  p.rope = &rope_table(layer);
   return p;
 }
 
@@ -169,8 +178,7 @@ Status Transformer::forward_batch(KvManager& kv, StepPlan& plan, const SequenceS
       rmsnorm(q_.data(), f32(L.q_norm), q_.data(), (int64_t)n * c.n_head, c.head_dim, c.norm_eps, pool);
       rmsnorm(k_.data(), f32(L.k_norm), k_.data(), (int64_t)n * c.n_head_kv, c.head_dim, c.norm_eps, pool);
     }
-    rope_qk(q_.data(), c.n_head, k_.data(), c.n_head_kv, pos_.data(), n, c.head_dim, ap.rope_dim,
-            ap.rope_base, ap.rope_freq_scale, ap.rope_neox, pool);
+    rope_qk(q_.data(), c.n_head, k_.data(), c.n_head_kv, pos_.data(), n, c.head_dim, *ap.rope, pool);
     // Attention is per sequence: each reads only its own pages.
     STRIDE_RETURN_IF_ERROR(attend_batch(kv, plan, il, ap,
                                         BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od},

@@ -1,5 +1,5 @@
 #pragma once
-// The decoder-only transformer shared by llama, mistral, qwen2 and gemma3.
+// The decoder-only transformer shared by llama, mistral, qwen2, qwen3 and gemma3.
 // Architectures differ only in flags of ModelConfig (biases, QK-norm,
 // sandwich norms, activation, embedding scale, per-layer RoPE base). The
 // model runs a step the KV manager planned (kv/step_plan.h): it writes K/V,
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attention/attention_params.h"
+#include "kernels/rope_table.h"
 #include "kv/kv_manager.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -49,7 +50,16 @@ class Transformer {
   Status forward_batch(KvManager& kv, StepPlan& plan, const SequenceStep* steps, int n_steps, ThreadPool& pool);
 
   // Per-layer attention parameters (scale, softcap, RoPE) for the KV cache.
+  // The RoPE table they point to lives as long as the model.
   AttentionParams attention_params(int layer) const;
+
+  // The tokens one sequence may hold: LongRoPE picks its long factors when
+  // this exceeds the original context (the default, 0, keeps the short ones).
+  // Call before any forward pass; other scalings ignore it.
+  Status set_rope_context(int64_t context);
+  const RopeTable& rope_table(int layer) const {
+    return config().is_windowed(layer) ? rope_local_ : rope_global_;
+  }
 
  private:
   Transformer() = default;
@@ -69,6 +79,8 @@ class Transformer {
   bool embed_by_read_ = false;
   std::vector<uint8_t> embed_row_;  // [row_bytes] one row of the table
   int max_chunk_ = 256;
+  RopeTable rope_global_;  // RoPE of the global layers
+  RopeTable rope_local_;   // of the natively windowed layers
 
   // Scratch, sized for max_chunk tokens.
   int scratch_tokens_ = 0;

@@ -50,6 +50,10 @@ class StrideCli:
         except json.JSONDecodeError as e:
             raise StrideError(f"last stdout line is not JSON: {lines[-1][:200]!r}") from e
 
+    def info(self, model) -> dict:
+        """`stride info --json` of a model."""
+        return json.loads(self._call(["info", "--model", model, "--json"]))
+
     def score(self, model, ids, attention=None, chunk=None, threads=THREADS,
               extra=()) -> np.ndarray:
         with tempfile.TemporaryDirectory() as tmp:

@@ -15,7 +15,12 @@ TINY = os.path.join(GEN, "tiny")
 CASES = [("llama", "f32", 1e-3), ("llama", "f16", 3e-2), ("mistral", "f32", 1e-3),
          ("qwen2", "f32", 1e-3),
          # ggml evaluates GELU from an f16 lookup table: ~3e-3 off exact GELU.
-         ("gemma3", "f32", 5e-3)]
+         ("gemma3", "f32", 5e-3),
+         ("qwen3", "f32", 1e-3),
+         # RoPE scaling as llama.cpp reads it (96 tokens, past the original 64):
+         # linear and yarn metadata, llama3's rope_freqs tensor. (llama.cpp's
+         # llama arch has no LongRoPE factor tensors: Phi-3 carries those.)
+         ("llama_linear", "f32", 1e-3), ("llama_yarn", "f32", 1e-3), ("llama_llama3", "f32", 1e-3)]
 
 
 @pytest.mark.parametrize("name,dtype,tol", CASES)
@@ -24,7 +29,8 @@ def test_llamacpp_reproduces_hf(tiny_manifest, name, dtype, tol):
     ids = json.load(open(os.path.join(TINY, name, "ids.json")))
     ref = np.load(os.path.join(TINY, name, "logits.npy"))
     path = os.path.join(TINY, tiny_manifest["models"][name]["gguf"][dtype])
-    llm = Llama(model_path=path, n_ctx=64, n_batch=64, logits_all=True, n_threads=2,
+    n_ctx = 64 if len(ids) <= 64 else 128
+    llm = Llama(model_path=path, n_ctx=n_ctx, n_batch=n_ctx, logits_all=True, n_threads=2,
                 type_k=0, type_v=0, flash_attn=False, verbose=False)  # f32 KV cache
     llm.eval(ids)
     got = np.array(llm.scores[:len(ids)])

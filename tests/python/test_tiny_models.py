@@ -13,7 +13,9 @@ import pytest
 from conftest import GEN, ROOT
 
 TINY = os.path.join(GEN, "tiny")
-NAMES = ["llama", "mistral", "qwen2", "gemma3"]
+ROPE_NAMES = ["llama_linear", "llama_yarn", "llama_llama3", "llama_longrope"]
+# The RoPE-scaled llamas score 96 ids, past their original context of 64.
+NAMES = ["llama", "mistral", "qwen2", "qwen3", "gemma3"] + ROPE_NAMES
 TOL = 1e-4  # with --kv-type f32: stride must equal HF f32 to this
 # The default KV cache holds f16 (as llama.cpp's), which alone moves these
 # logits by up to ~1e-2. That mode is held to the oracle that rounds K (after
@@ -33,12 +35,20 @@ def _load_manifest():
         return json.load(f)
 
 
+def _kv_types(name):
+    """The RoPE-scaled llamas are held to the f32 oracle only: over their 96
+    tokens one f16 rounding of K that lands the other way than in HF moves a
+    logit by up to 3e-3, past TOL_KVF16, and their f16 cache path is llama's."""
+    return ["f32"] if name in ROPE_NAMES else KV_TYPES
+
+
 def _forms():
     out = []
     for name in NAMES:
-        out.append((name, "hf"))
-        out.append((name, "gguf-f32"))
-    out.append(("llama", "gguf-f16"))
+        for kv in _kv_types(name):
+            out.append((name, "hf", kv))
+            out.append((name, "gguf-f32", kv))
+    out += [("llama", "gguf-f16", kv) for kv in KV_TYPES]
     return out
 
 
@@ -80,8 +90,7 @@ def _check(label, got, refs, tol_f32=TOL, kv="f32"):
                           f"positions over: {bad}")
 
 
-@pytest.mark.parametrize("kv", KV_TYPES)
-@pytest.mark.parametrize("name,form", _forms())
+@pytest.mark.parametrize("name,form,kv", _forms())
 def test_logits_match_hf(stride, tiny_manifest, name, form, kv):
     ids, _ = _ref(name)
     got = stride.score(_model_path(tiny_manifest, name, form), ids, extra=["--kv-type", kv])
@@ -91,12 +100,11 @@ def test_logits_match_hf(stride, tiny_manifest, name, form, kv):
 
 def _policy_cases():
     m = _load_manifest() if os.path.exists(os.path.join(TINY, "manifest.json")) else {"models": {}}
-    return [(n, spec) for n in NAMES for spec in m["models"].get(n, {}).get("policies", {})] \
-        or [("llama", "window:size=8")]
+    return [(n, spec, kv) for n in NAMES for spec in m["models"].get(n, {}).get("policies", {})
+            for kv in _kv_types(n)] or [("llama", "window:size=8", "f32")]
 
 
-@pytest.mark.parametrize("kv", KV_TYPES)
-@pytest.mark.parametrize("name,policy", _policy_cases())
+@pytest.mark.parametrize("name,policy,kv", _policy_cases())
 def test_attention_policy_matches_masked_hf(stride, tiny_manifest, name, policy, kv):
     """--attention applies to global layers; mistral's layers are all natively
     windowed, so any policy must leave its logits unchanged."""
@@ -120,8 +128,34 @@ def test_chunked_prefill_matches_hf(stride, tiny_manifest, name, chunk):
 
 NEAR_TIE = 2e-2  # logit gap below which f16-KV rounding may flip the argmax
 GREEDY_CASES = [("llama", None), ("mistral", None), ("qwen2", None), ("gemma3", None),
+                ("qwen3", None), ("llama_yarn", None), ("llama_llama3", None), ("llama_longrope", None),
                 ("llama", "window:size=8"), ("llama", "rswa:sinks=4,window=8,pos=abs"),
                 ("gemma3", "rswa:sinks=4,window=12,pos=abs")]
+
+
+@pytest.mark.parametrize("form", ["hf", "gguf-f32"])
+@pytest.mark.parametrize("name", ROPE_NAMES)
+def test_rope_scaling_within_original_context(stride, tiny_manifest, name, form):
+    """A sequence within the original context (40 of 64 tokens): LongRoPE must
+    use its short factors here, as transformers does for such a sequence."""
+    ids, _ = _ref(name)
+    prefix = tiny_manifest["models"][name]["logits_prefix"]
+    got = stride.score(_model_path(tiny_manifest, name, form), ids[:prefix["n_tokens"]],
+                       extra=["--kv-type", "f32"])
+    ref = np.load(os.path.join(TINY, prefix["f32"]))
+    assert got.shape == ref.shape
+    assert _report(f"{name} [{form}] prefix", got, ref).max() <= TOL
+
+
+@pytest.mark.parametrize("name", ROPE_NAMES)
+def test_info_shows_rope_scaling(stride, tiny_manifest, name):
+    """`stride info` names the scaling and the usable context of both forms."""
+    kind = name.split("_", 1)[1]
+    for form in ("hf", "gguf-f32"):
+        out = stride.info(_model_path(tiny_manifest, name, form))
+        assert out["rope"]["scaling"]["type"] == kind
+        usable = {"linear": 4 * 256, "yarn": 4 * 64, "llama3": 256, "longrope": 256}[kind]
+        assert out["usable_context"] == usable, (form, out["usable_context"])
 
 
 @pytest.fixture(scope="module")

@@ -38,14 +38,20 @@ inline std::vector<float> f16_round(std::vector<float> v) {
   return v;
 }
 
+// A NeoX RoPE table (base 10000) per head size, alive for the whole test run.
+inline const RopeTable* neox_rope(int head_dim) {
+  static std::map<int, RopeTable> tables;
+  auto it = tables.find(head_dim);
+  if (it == tables.end()) it = tables.emplace(head_dim, RopeTable::plain(10000.0, head_dim, 1.0, true)).first;
+  return &it->second;
+}
+
 inline AttentionParams params_for(const Shape& s, float softcap = 0.f) {
   AttentionParams p;
   p.n_head = s.n_head;
   p.scale = 1.f / std::sqrt((float)s.hd);
   p.softcap = softcap;
-  p.rope_base = 10000.f;
-  p.rope_dim = s.hd;
-  p.rope_neox = true;
+  p.rope = neox_rope(s.hd);
   return p;
 }
 

@@ -84,9 +84,10 @@ void check_case(const Case& c) {
   const int64_t q_pos0 = c.kv_len - c.n_q;
   AttentionPlan plan = plan_attention(*pol, table, kPage, c.kv_len, q_pos0, c.n_q, default_q_block(c.n_q));
   plan.work = partition_work(plan, kPage, kNkv);
+  const RopeTable rope = RopeTable::plain(10000.0, hd, 1.0, false);
   AttentionParams p;
   p.n_head = kNhead;
-  p.rope_dim = hd;
+  p.rope = &rope;
 
   std::vector<float> want((size_t)c.n_q * kNhead * hd);
   attention_reference(*pol, p, kNkv, hd, hd, q.data(), c.n_q, q_pos0,
@@ -175,7 +176,6 @@ TEST(AttentionPaged, MalformedPlansAreErrorsNotReads) {
   ThreadPool threads(1);
   AttentionParams p;
   p.n_head = kNhead;
-  p.rope_dim = hd;
   ASSERT_TRUE(attention_paged(**pool, good, dense, p, q.data(), out.data(), threads).ok());
 
   AttentionPlan bad = good;

@@ -110,16 +110,14 @@ TEST(KVCacheAttention, DecodeEqualsPrefill) {
 // at 0..S-1 and the window right after them, with K rotated at those slots.
 TEST(KVCacheAttention, CacheRelativeSinksEqualStreamingLlmCache) {
   const int S = 3, W = 20, n = 100, hd = 32, n_head = 2, n_kv = 1;
+  const RopeTable rp = RopeTable::plain(100.0, hd, 1.0, false);
   const AttentionParams p = [&] {
     AttentionParams a;
     a.n_head = n_head;
     a.scale = 0.3f;
-    a.rope_base = 100.f;
-    a.rope_dim = hd;
-    a.rope_neox = false;
+    a.rope = &rp;
     return a;
   }();
-  const RopeParams rp{p.rope_base, 1.f, hd, false};
   auto rope_at = [&](const float* x, int64_t pos) {  // RoPE from raw, by composition from 0
     std::vector<float> y(x, x + hd);
     rope_rotate_by(y.data(), hd, pos, rp);

@@ -33,7 +33,7 @@ TEST(GGUFModel, TinyLlamaDefaults) {
   EXPECT_EQ(c.head_dim, 8);  // 32 / 4
   EXPECT_EQ(c.rope_dim, 8);
   EXPECT_FLOAT_EQ(c.rope_base, 10000.f);
-  EXPECT_FLOAT_EQ(c.rope_freq_scale, 1.f);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::None);
   EXPECT_FALSE(c.rope_neox);
   EXPECT_TRUE(c.tied_embeddings);
   EXPECT_EQ((*m)->tensors().size(), 11u);
@@ -56,12 +56,48 @@ TEST(GGUFModel, RopeScalingAndOutput) {
   s.tensors.push_back(tensor("output.weight", {32, 16}));
   auto m = open_spec(s);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
-  EXPECT_FLOAT_EQ((*m)->config.rope_freq_scale, 0.25f);
+  EXPECT_EQ((*m)->config.rope_scaling.type, RopeScalingType::Linear);
+  EXPECT_DOUBLE_EQ((*m)->config.rope_scaling.factor, 4.0);
   EXPECT_FLOAT_EQ((*m)->config.rope_base, 500000.f);
   EXPECT_FALSE((*m)->config.tied_embeddings);
-  s.kvs.push_back(kv_str("llama.rope.scaling.type", "yarn"));
+  s.kvs.push_back(kv_str("llama.rope.scaling.type", "dynamic"));
   s.kvs.erase(s.kvs.end() - 4);  // keep one scaling.type key
-  expect_error(s, StatusCode::kUnsupported, "yarn");
+  expect_error(s, StatusCode::kUnsupported, "dynamic");
+}
+
+TEST(GGUFModel, YarnMetadata) {
+  GGUFSpec s = tiny_model();
+  s.kvs.push_back(kv_str("llama.rope.scaling.type", "yarn"));
+  s.kvs.push_back(kv_f32("llama.rope.scaling.factor", 4.f));
+  s.kvs.push_back(kv_u32("llama.rope.scaling.original_context_length", 64));
+  s.kvs.push_back(kv_f32("llama.rope.scaling.yarn_beta_fast", 16.f));
+  s.kvs.push_back(kv_f32("llama.rope.scaling.yarn_attn_factor", 1.25f));
+  auto m = open_spec(s);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const RopeScaling& r = (*m)->config.rope_scaling;
+  EXPECT_EQ(r.type, RopeScalingType::Yarn);
+  EXPECT_DOUBLE_EQ(r.factor, 4.0);
+  EXPECT_EQ(r.original_context, 64);
+  EXPECT_DOUBLE_EQ(r.beta_fast, 16.0);
+  EXPECT_DOUBLE_EQ(r.beta_slow, 1.0);
+  EXPECT_DOUBLE_EQ(r.attn_factor, 1.25);
+  EXPECT_EQ(rope_usable_context(r, (*m)->config.n_ctx_train), 256);  // 4 x 64 > 128
+  s.kvs.push_back(kv_f32("llama.rope.scaling.yarn_beta_slow", -1.f));
+  expect_error(s, StatusCode::kCorrupt, "yarn_");
+}
+
+TEST(GGUFModel, RopeFactorTensorsAreChecked) {
+  GGUFSpec s = tiny_model();
+  // Filler bytes, and 3 entries where the 8-dim rotation needs 4: refused
+  // either for a non-positive entry or for the count.
+  s.tensors.push_back(tensor("rope_freqs.weight", {3}));
+  expect_error(s, StatusCode::kCorrupt, "rope");
+  s = tiny_model();
+  s.tensors.push_back(tensor("rope_factors_long.weight", {4}, 1));  // f16: not what converters write
+  expect_error(s, StatusCode::kCorrupt, "rope_factors_long");
+  s = tiny_model();
+  s.kvs.push_back(kv_str("llama.rope.scaling.type", "longrope"));
+  expect_error(s, StatusCode::kCorrupt, "rope_factors_long");
 }
 
 TEST(GGUFModel, MistralWindowEveryLayer) {

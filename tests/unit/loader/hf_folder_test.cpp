@@ -212,7 +212,9 @@ TEST(HFFolder, GemmaPatternAndRopeParameters) {
   EXPECT_FALSE((*m)->config.is_windowed(0));
   EXPECT_FLOAT_EQ((*m)->config.rope_base, 2e6f);
   EXPECT_FLOAT_EQ((*m)->config.rope_base_local, 5e3f);
-  EXPECT_FLOAT_EQ((*m)->config.rope_freq_scale, 0.125f);
+  EXPECT_EQ((*m)->config.rope_scaling.type, RopeScalingType::Linear);
+  EXPECT_DOUBLE_EQ((*m)->config.rope_scaling.factor, 8.0);
+  EXPECT_EQ((*m)->config.rope_scaling_local.type, RopeScalingType::None);
 }
 
 TEST(HFFolder, Qwen2AndMistralWindows) {
@@ -275,8 +277,8 @@ TEST(HFFolder, ConfigErrors) {
   expect_error(open_folder(dir, cfg, hf_tensors(false)), StatusCode::kUnsupported,
                "GPT2LMHeadModel");
   cfg = llama_config();
-  cfg["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
-  expect_error(open_folder(dir, cfg, hf_tensors(false)), StatusCode::kUnsupported, "llama3");
+  cfg["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 8.0}};
+  expect_error(open_folder(dir, cfg, hf_tensors(false)), StatusCode::kUnsupported, "dynamic");
   cfg = llama_config();
   cfg["num_key_value_heads"] = 3;
   expect_error(open_folder(dir, cfg, hf_tensors(false)), StatusCode::kCorrupt, "n_head_kv 3");

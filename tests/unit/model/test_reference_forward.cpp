@@ -69,7 +69,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"llama", "dense"}, Case{"llama", "window:size=5"},
                       Case{"llama", "rswa:sinks=2,window=6"}, Case{"llama", "rswa:sinks=2,window=6,pos=abs"},
                       Case{"mistral", "dense"}, Case{"qwen2", "dense"}, Case{"qwen2", "rswa:sinks=3,window=5"},
-                      Case{"gemma3", "dense"}, Case{"gemma3", "rswa:sinks=2,window=4"}));
+                      Case{"gemma3", "dense"}, Case{"gemma3", "rswa:sinks=2,window=4"},
+                      Case{"qwen3", "dense"}, Case{"qwen3", "rswa:sinks=2,window=6"},
+                      // RoPE scaling (96 ids past an original context of 64): the
+                      // scaled table and its magnitude on every path, and cache-relative
+                      // sinks re-rotated with the scaled frequencies.
+                      Case{"llama_yarn", "dense"}, Case{"llama_yarn", "rswa:sinks=2,window=6"},
+                      Case{"llama_llama3", "rswa:sinks=2,window=6"}, Case{"llama_linear", "dense"},
+                      Case{"llama_longrope", "dense"}, Case{"llama_longrope", "rswa:sinks=2,window=6"}));
 
 // The real SmolLM2 file, with sinks and a window shorter than the sequence.
 // The reference quantizes activations to int8 as the fast path does, but a

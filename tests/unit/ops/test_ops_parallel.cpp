@@ -171,21 +171,20 @@ TEST(ParallelOps, RopeQkMatchesSerialAndRef) {
         const auto q0 = random_vec(c.n_tok * c.n_q * c.head_dim, -1.0f, 1.0f, (uint32_t)c.n_tok);
         const auto k0 = random_vec(c.n_tok * c.n_k * c.head_dim, -1.0f, 1.0f, (uint32_t)c.n_tok + 1);
         auto q = q0, k = k0;
-        rope_qk(q.data(), c.n_q, k.data(), c.n_k, pos.data(), c.n_tok, c.head_dim, c.rot_dim,
-                c.base, 1.0f, neox, pool);
+        const RopeTable table = RopeTable::plain(c.base, c.rot_dim, 1.0, neox);
+        rope_qk(q.data(), c.n_q, k.data(), c.n_k, pos.data(), c.n_tok, c.head_dim, table, pool);
         auto sq = q0, sk = k0, rq = q0, rk = k0;
-        rope(sq.data(), pos.data(), c.n_tok, c.n_q, c.head_dim, c.rot_dim, c.base, 1.0f, neox);
-        rope(sk.data(), pos.data(), c.n_tok, c.n_k, c.head_dim, c.rot_dim, c.base, 1.0f, neox);
-        rope_ref(rq.data(), pos.data(), c.n_tok, c.n_q, c.head_dim, c.rot_dim, c.base, 1.0f, neox);
-        rope_ref(rk.data(), pos.data(), c.n_tok, c.n_k, c.head_dim, c.rot_dim, c.base, 1.0f, neox);
+        rope(sq.data(), pos.data(), c.n_tok, c.n_q, c.head_dim, table);
+        rope(sk.data(), pos.data(), c.n_tok, c.n_k, c.head_dim, table);
+        rope_ref(rq.data(), pos.data(), c.n_tok, c.n_q, c.head_dim, table);
+        rope_ref(rk.data(), pos.data(), c.n_tok, c.n_k, c.head_dim, table);
         expect_identical(q, sq, "q pool vs serial");
         expect_identical(k, sk, "k pool vs serial");
         expect_close(q, rq, 0, 2e-6, "q vs ref");
         expect_close(k, rk, 0, 2e-6, "k vs ref");
         // Queries only (no keys).
         auto qo = q0;
-        rope_qk(qo.data(), c.n_q, nullptr, 0, pos.data(), c.n_tok, c.head_dim, c.rot_dim, c.base,
-                1.0f, neox, pool);
+        rope_qk(qo.data(), c.n_q, nullptr, 0, pos.data(), c.n_tok, c.head_dim, table, pool);
         expect_identical(qo, sq, "q alone");
       }
     }

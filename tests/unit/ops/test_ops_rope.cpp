@@ -56,10 +56,9 @@ TEST_P(RopeTest, FastAndRefMatchFormula) {
     const int64_t n_tok = (int64_t)kPositions.size();
     const auto x = random_heads((size_t)n_tok * rc.n_heads * rc.head_dim, 7 + rc.head_dim);
     auto fast = x, ref = x;
-    rope(fast.data(), kPositions.data(), n_tok, rc.n_heads, rc.head_dim, rc.rot_dim, rc.base,
-         rc.freq_scale, neox);
-    rope_ref(ref.data(), kPositions.data(), n_tok, rc.n_heads, rc.head_dim, rc.rot_dim, rc.base,
-             rc.freq_scale, neox);
+    const RopeTable table = RopeTable::plain(rc.base, rc.rot_dim, rc.freq_scale, neox);
+    rope(fast.data(), kPositions.data(), n_tok, rc.n_heads, rc.head_dim, table);
+    rope_ref(ref.data(), kPositions.data(), n_tok, rc.n_heads, rc.head_dim, table);
     for (int64_t t = 0; t < n_tok; ++t) {
       for (int h = 0; h < rc.n_heads; ++h) {
         const size_t off = ((size_t)t * rc.n_heads + h) * rc.head_dim;
@@ -83,7 +82,7 @@ TEST_P(RopeTest, PositionZeroIsIdentity) {
   const auto x = random_heads(2 * 64, 3);
   auto y = x;
   const int32_t pos = 0;
-  rope(y.data(), &pos, 1, 2, 64, 64, 10000.0f, 1.0f, GetParam());
+  rope(y.data(), &pos, 1, 2, 64, RopeTable::plain(10000.0, 64, 1.0, GetParam()));
   EXPECT_EQ(y, x);
 }
 
@@ -91,8 +90,8 @@ TEST_P(RopeTest, PreservesNorm) {
   const int n_heads = 4, head_dim = 64;
   const auto x = random_heads(kPositions.size() * n_heads * head_dim, 5);
   auto y = x;
-  rope(y.data(), kPositions.data(), (int64_t)kPositions.size(), n_heads, head_dim, head_dim,
-       10000.0f, 1.0f, GetParam());
+  rope(y.data(), kPositions.data(), (int64_t)kPositions.size(), n_heads, head_dim,
+       RopeTable::plain(10000.0, head_dim, 1.0, GetParam()));
   for (size_t v = 0; v < kPositions.size() * n_heads; ++v) {
     double n0 = 0, n1 = 0;
     for (int d = 0; d < head_dim; ++d) {
