@@ -1,6 +1,7 @@
 #include "grammar/json_schema.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -59,6 +60,18 @@ const std::map<std::string, std::string>& formats() {
       {"uuid", "[0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12}"},
   };
   return f;
+}
+
+// The keywords that belong to one type.
+const std::map<std::string, std::set<std::string>>& type_keywords() {
+  static const std::map<std::string, std::set<std::string>> k = {
+      {"object", {"properties", "required", "additionalProperties"}},
+      {"array", {"items", "minItems", "maxItems"}},
+      {"string", {"pattern", "minLength", "maxLength", "format"}},
+      {"number", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
+      {"integer", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
+  };
+  return k;
 }
 
 class Converter {
@@ -191,8 +204,18 @@ class Converter {
     std::string out = "(";
     for (size_t k = 0; k < types.size(); ++k) {
       if (!types[k].is_string()) return error(path, "'type' entries must be strings");
+      // Each branch keeps only its own type's keywords ({"type": ["string",
+      // "null"], "maxLength": 9} limits the string).
       json one = s;
       one["type"] = types[k];
+      const std::string t = types[k].get<std::string>();
+      for (const auto& [other, keys] : type_keywords()) {
+        if (other == t) continue;
+        for (const std::string& key : keys) {
+          const auto own = type_keywords().find(t);
+          if (own == type_keywords().end() || !own->second.count(key)) one.erase(key);
+        }
+      }
       auto e = visit(one, path, depth + 1);
       if (!e.ok()) return e.status();
       out += (k ? " | " : " ") + *e;
@@ -237,14 +260,19 @@ class Converter {
     return out + " )";
   }
 
-  // allOf of object schemas (or references to them): one object with every
-  // property and every required name. Anything else is refused.
+  // allOf of object schemas (or references to them), with the top level's
+  // own object keywords as one more part: required names add up; a part with
+  // additionalProperties false admits only its own properties; a property
+  // may be described by one part only (or identically by several).
   Expected<std::string> visit_all_of(const json& s, const std::string& path, int depth) {
     const json& list = s["allOf"];
     if (!list.is_array() || list.empty()) return error(path, "'allOf' must be a non-empty array");
-    json merged = {{"type", "object"}, {"properties", json::object()}, {"required", json::array()}};
+    std::vector<const json*> parts;
+    json top = json::object();
     for (const auto& [k, v] : s.items())
-      if (k != "allOf") merged[k] = v;
+      if (k != "allOf" && k != "type") top[k] = v;
+    if (top.contains("properties") || top.contains("required") || top.contains("additionalProperties"))
+      parts.push_back(&top);
     for (size_t k = 0; k < list.size(); ++k) {
       const json* part = &list[k];
       for (int hops = 0; part->is_object() && part->contains("$ref") && hops < 8; ++hops) {
@@ -260,16 +288,51 @@ class Converter {
       }
       const bool object_like = part->is_object() && (part->contains("properties") || part->value("type", json()) == "object");
       if (!object_like) return error(path, "'allOf' is supported only for object schemas");
-      for (const auto& [pk, pv] : part->items()) {
-        if (pk == "properties" && pv.is_object()) {
-          for (const auto& [name, sub] : pv.items()) merged["properties"][name] = sub;
-        } else if (pk == "required" && pv.is_array()) {
-          for (const json& r : pv) merged["required"].push_back(r);
-        } else if (pk != "type" && !annotations().count(pk)) {
-          merged[pk] = pv;
+      parts.push_back(part);
+    }
+    json props = json::object();
+    json required = json::array();
+    std::optional<std::set<std::string>> allowed;  // nullopt: any key
+    for (const json* part : parts) {
+      STRIDE_RETURN_IF_ERROR(check_keywords(*part, path + "/allOf", {"type", "properties", "required",
+                                                                      "additionalProperties", "$ref"}));
+      const json pp = part->value("properties", json::object());
+      if (!pp.is_object()) return error(path, "'properties' must be an object");
+      for (const auto& [name, sub] : pp.items()) {
+        if (props.contains(name) && props[name] != sub) {
+          return error(path, "allOf: the property '" + name + "' is described by more than one part");
+        }
+        props[name] = sub;
+      }
+      if (part->contains("required") && (*part)["required"].is_array())
+        for (const json& r : (*part)["required"]) required.push_back(r);
+      if (part->contains("additionalProperties")) {
+        const json& ap = (*part)["additionalProperties"];
+        if (!ap.is_boolean()) return error(path, "allOf: a part's additionalProperties schema is not supported");
+        if (!ap.get<bool>()) {
+          std::set<std::string> own;
+          for (const auto& [name, sub] : pp.items()) own.insert(name);
+          if (allowed) {
+            std::set<std::string> both;
+            for (const std::string& n : *allowed)
+              if (own.count(n)) both.insert(n);
+            allowed = both;
+          } else {
+            allowed = own;
+          }
         }
       }
     }
+    json merged = {{"type", "object"}, {"properties", json::object()}, {"required", required}};
+    for (const auto& [name, sub] : props.items())
+      if (!allowed || allowed->count(name)) merged["properties"][name] = sub;
+    for (const json& r : required) {
+      if (r.is_string() && !merged["properties"].contains(r.get<std::string>())) {
+        return error(path, "allOf: no object satisfies every part ('" + r.get<std::string>() +
+                               "' is required, but a part does not allow it)");
+      }
+    }
+    if (allowed) merged["additionalProperties"] = false;
     return visit_object(merged, path, depth + 1);
   }
 

@@ -82,11 +82,14 @@ Expected<std::string> bounded_number_gbnf(const NumberBounds& b, bool integer) {
   std::vector<std::string> alts;
   if (lo <= hi) alts.push_back(integer_range_gbnf(clamp_int(lo), clamp_int(hi)));
   if (!integer) {
-    // I.fff lies in [I, I + 1): within the bounds when I is and I + 1 <= the upper bound.
-    double flo = std::max(lo, 0.0), fhi = (double)kMaxGeneratedInteger - 1;
+    // I.fff with a last digit of 1-9 lies in (I, I + 1): within the bounds
+    // when I >= the lower bound (exclusive or not) and I + 1 <= the upper one.
+    double flo = 0.0, fhi = (double)kMaxGeneratedInteger - 1;
+    if (b.minimum) flo = std::max(flo, std::ceil(*b.minimum));
+    if (b.exclusive_minimum) flo = std::max(flo, std::ceil(*b.exclusive_minimum));
     if (b.maximum) fhi = std::min(fhi, std::floor(*b.maximum) - 1);
     if (b.exclusive_maximum) fhi = std::min(fhi, std::floor(*b.exclusive_maximum) - 1);
-    if (flo <= fhi) alts.push_back(integer_range_gbnf(clamp_int(flo), clamp_int(fhi)) + " \".\" [0-9]{1,6}");
+    if (flo <= fhi) alts.push_back(integer_range_gbnf(clamp_int(flo), clamp_int(fhi)) + " \".\" [0-9]{0,5} [1-9]");
   }
   if (alts.empty()) {
     return InvalidArgument(std::string("no ") + (integer ? "integer" : "number") +

@@ -3,8 +3,8 @@
 // range are exact (a digit-by-digit construction over each digit count);
 // stride writes at most 15 digits, so an open end stops at ±(10^15 - 1).
 // Bounded `number`s are a documented subset: plain integers in range, and
-// non-negative integer parts I with I + 1 within the upper bound followed by
-// a fraction ("." and 1-6 digits).
+// non-negative integer parts I within the lower bound with I + 1 within the
+// upper one, followed by a fraction ("." and 1-6 digits, the last non-zero).
 #include <cstdint>
 #include <optional>
 #include <string>

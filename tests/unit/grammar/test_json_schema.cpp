@@ -79,6 +79,13 @@ TEST(JsonSchema, BoundedNumbersStayInside) {
   EXPECT_TRUE(ok("2.5"));
   EXPECT_FALSE(ok("3.5"));
   EXPECT_FALSE(ok("0.7"));  // a documented gap: I.f needs I within the bounds
+  EXPECT_FALSE(ok("2.50"));  // fractions end in a non-zero digit
+  Accepts open = for_schema({{"type", "number"}, {"exclusiveMinimum", 0}, {"exclusiveMaximum", 1}});
+  EXPECT_TRUE(open("0.5"));
+  EXPECT_TRUE(open("0.001"));
+  EXPECT_FALSE(open("0.0"));
+  EXPECT_FALSE(open("0"));
+  EXPECT_FALSE(open("1"));
   EXPECT_EQ(error_of({{"type", "integer"}, {"minimum", 3}, {"maximum", 2}}),
             "schema at '#': no integer that stride can write satisfies the minimum/maximum bounds");
 }
@@ -141,10 +148,21 @@ TEST(JsonSchema, StringsEnumsAnyOfRefs) {
   EXPECT_TRUE(t(R"({"kids":[{"v":2},{"kids":[],"v":3}],"v":1})"));
   EXPECT_FALSE(t(R"({"kids":[{}],"v":1})"));
   Accepts all = for_schema({{"allOf", {{{"properties", {{"a", {{"type", "integer"}}}}}, {"required", {"a"}}},
-                                       {{"properties", {{"b", {{"type", "integer"}}}}}, {"required", {"b"}}}}},
-                            {"additionalProperties", false}});
+                                       {{"properties", {{"b", {{"type", "integer"}}}}}, {"required", {"b"}}}}}});
   EXPECT_TRUE(all(R"({"a":1,"b":2})"));
   EXPECT_FALSE(all(R"({"a":1})"));
+  // additionalProperties false in a part admits only that part's properties.
+  Accepts narrowed = for_schema(
+      {{"allOf", {{{"properties", {{"a", {{"type", "integer"}}}, {"b", {{"type", "integer"}}}}}, {"required", {"a"}},
+                   {"additionalProperties", false}},
+                  {{"properties", {{"c", {{"type", "integer"}}}}}}}}});
+  EXPECT_TRUE(narrowed(R"({"a":1,"b":2})"));
+  EXPECT_FALSE(narrowed(R"({"a":1,"c":2})"));
+  EXPECT_EQ(error_of({{"allOf", {{{"properties", {{"a", {{"type", "integer"}}}}}, {"required", {"a"}},
+                                  {"additionalProperties", false}},
+                                 {{"properties", {{"b", {{"type", "integer"}}}}}, {"required", {"b"}},
+                                  {"additionalProperties", false}}}}}),
+            "schema at '#': allOf: no object satisfies every part ('a' is required, but a part does not allow it)");
   Accepts obj(json_object_gbnf());
   EXPECT_TRUE(obj(R"({"a":[1,2.5e3,{"b":null}],"c":"\u00e9\n"})"));
   EXPECT_FALSE(obj("[1]"));
