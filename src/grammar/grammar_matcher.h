@@ -37,6 +37,10 @@ class GrammarMatcher {
   bool is_complete() const { return states_.accepting(state_); }  // an end token may come now
   bool can_continue() const { return states_.can_continue(state_); }
   bool ended() const { return ended_; }                          // an end token was accepted
+  // The grammar needed more parse work for one token than kMaxWorkPerToken:
+  // the mask is empty from then on and the sequence should fail.
+  bool exhausted() const { return states_.exhausted(); }
+  static constexpr uint64_t kMaxWorkPerToken = 4'000'000;
 
   // Sets every logit of a token the grammar does not allow to -inf.
   void mask_logits(float* logits, int n_vocab);

@@ -6,7 +6,8 @@ namespace stride::grammar {
 
 using G = CompiledGrammar;
 
-GrammarStates::GrammarStates(std::shared_ptr<const CompiledGrammar> grammar) : g_(std::move(grammar)) {
+GrammarStates::GrammarStates(std::shared_ptr<const CompiledGrammar> grammar, uint64_t work_limit)
+    : g_(std::move(grammar)), step_limit_(work_limit) {
   reset_tables();
   for (uint32_t a : g_->rule_alts[g_->root]) work_.push_back({a, kNoParent});
   closure();
@@ -34,6 +35,13 @@ uint32_t GrammarStates::intern_node(uint32_t pos, uint32_t parent) {
 void GrammarStates::closure() {
   seen_.clear();
   while (!work_.empty()) {
+    if (++steps_ > step_limit_) {
+      exhausted_ = true;
+      work_.clear();
+      leaves_.clear();
+      accepting_ = false;
+      return;
+    }
     const auto [pos, parent] = work_.back();
     work_.pop_back();
     if (!seen_.insert(((uint64_t)pos << 32) | parent).second) continue;
@@ -77,11 +85,13 @@ uint32_t GrammarStates::intern_state() {
 }
 
 uint32_t GrammarStates::compute(uint32_t state, uint8_t byte) {
+  if (exhausted_) return kDead;
   for (uint32_t leaf : states_[state].leaves) {
     const StackNode n = nodes_[leaf];
     if (g_->byte_in(G::arg(g_->elements[n.pos]), byte)) work_.push_back({n.pos + 1, n.parent});
   }
   closure();
+  if (exhausted_) return kDead;  // not recorded: the sequence fails
   const uint32_t next = intern_state();
   transitions_[(size_t)state * 256 + byte] = (int32_t)next;
   return next;

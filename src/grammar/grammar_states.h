@@ -23,7 +23,8 @@ class GrammarStates {
  public:
   static constexpr uint32_t kDead = 0;  // no stack survives: the input left the language
 
-  explicit GrammarStates(std::shared_ptr<const CompiledGrammar> grammar);
+  // work_limit bounds the first closure too (see set_work_limit).
+  explicit GrammarStates(std::shared_ptr<const CompiledGrammar> grammar, uint64_t work_limit = UINT64_MAX);
 
   uint32_t initial() const { return initial_; }
   uint32_t advance(uint32_t state, uint8_t byte) {
@@ -33,6 +34,13 @@ class GrammarStates {
   bool accepting(uint32_t state) const { return states_[state].accepting; }
   // A state that can still take a byte (else only the end may follow).
   bool can_continue(uint32_t state) const { return !states_[state].leaves.empty(); }
+
+  // Parse work (stack steps) done so far, and a limit past which every new
+  // transition is dead and exhausted() is set: a grammar so ambiguous that
+  // one token costs more than the limit fails instead of stalling the server.
+  uint64_t work() const { return steps_; }
+  void set_work_limit(uint64_t limit) { step_limit_ = limit; }
+  bool exhausted() const { return exhausted_; }
 
   size_t n_states() const { return states_.size(); }
   size_t n_stack_nodes() const { return nodes_.size(); }
@@ -69,6 +77,8 @@ class GrammarStates {
   std::unordered_set<uint64_t> seen_;
   std::vector<uint32_t> leaves_;
   bool accepting_ = false;
+  uint64_t steps_ = 0, step_limit_ = UINT64_MAX;
+  bool exhausted_ = false;
 };
 
 }  // namespace stride::grammar

@@ -3,6 +3,8 @@
 #include <random>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/grammar_matcher.h"
+#include "grammar/grammar_states.h"
 #include "grammar/json_schema.h"
 #include "jinja/template.h"
 
@@ -236,6 +238,12 @@ ApiError read_structured_output(const json& b, GenerationCall& out) {
   if (gbnf.empty()) return {};
   auto compiled = grammar::compile_gbnf(gbnf, limits);
   if (!compiled.ok()) return bad_field(param, compiled.status().message(), "invalid_grammar");
+  // The start state is built here, on the request's thread: a grammar whose
+  // first step alone passes the per-token work limit never reaches the engine.
+  if (grammar::GrammarStates(*compiled, grammar::GrammarMatcher::kMaxWorkPerToken).exhausted()) {
+    return bad_field(param, "the grammar is too ambiguous to follow (too much parse work for one token)",
+                     "invalid_grammar");
+  }
   out.req.grammar = std::move(*compiled);
   return {};
 }

@@ -307,7 +307,9 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   });
   for (Sequence* s : ready) {
     if (s->grammar_stuck) {
-      fail(*s, InvalidArgument("the grammar allows no token of this model's vocabulary here"));
+      fail(*s, InvalidArgument(s->matcher->exhausted()
+                                   ? "the grammar is too ambiguous to follow (too much parse work for one token)"
+                                   : "the grammar allows no token of this model's vocabulary here"));
       continue;
     }
     after_logits(*s);

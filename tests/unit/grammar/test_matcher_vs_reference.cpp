@@ -197,3 +197,31 @@ TEST(MatcherVsReference, CompactKeepsTheLanguage) {
 
 }  // namespace
 }  // namespace stride::grammar
+
+namespace stride::grammar {
+namespace {
+
+// 2^30 parse stacks before the first byte: refused by the work limit, quickly.
+TEST(MatcherVsReference, AmbiguityIsBounded) {
+  std::string text = "root ::= r0\n";
+  for (int i = 0; i < 30; ++i) {
+    text += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\" | r" + std::to_string(i + 1) + " \"y\"\n";
+  }
+  text += "r30 ::= \"z\"\n";
+  auto g = compile_gbnf(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  GrammarStates limited(*g, GrammarMatcher::kMaxWorkPerToken);
+  EXPECT_TRUE(limited.exhausted());
+  EXPECT_FALSE(limited.can_continue(limited.initial()));
+  // A modest depth is fine.
+  auto small = compile_gbnf("root ::= r0\nr0 ::= r1 \"x\" | r1 \"y\"\nr1 ::= \"z\"");
+  ASSERT_TRUE(small.ok());
+  GrammarStates ok(*small, GrammarMatcher::kMaxWorkPerToken);
+  EXPECT_FALSE(ok.exhausted());
+  uint32_t s = ok.initial();
+  for (char c : std::string("zy")) s = ok.advance(s, (uint8_t)c);
+  EXPECT_TRUE(ok.accepting(s));
+}
+
+}  // namespace
+}  // namespace stride::grammar
