@@ -237,18 +237,8 @@ class Parser {
         default: i_ -= 2; return failed(std::string("unknown escape '\\") + e + "'");
       }
     }
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i_ + (size_t)n > s_.size()) return failed("the grammar text is not valid UTF-8");
-    cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < n; ++k) {
-      const unsigned char b = (unsigned char)s_[i_ + (size_t)k];
-      if ((b & 0xC0) != 0x80) return failed("the grammar text is not valid UTF-8");
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > kMaxCodepoint || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return failed("the grammar text is not valid UTF-8");
-    }
+    const int n = decode_utf8(s_, i_, cp);
+    if (n == 0) return failed("the grammar text is not valid UTF-8");
     i_ += (size_t)n;
     return true;
   }

@@ -64,8 +64,18 @@ void GrammarMatcher::mask_logits(float* logits, int n_vocab) {
   const std::vector<uint64_t>& words = allowed_tokens();
   const int n = std::min(n_vocab, trie_->n_vocab());
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (int t = 0; t < n; ++t)
-    if (!((words[(size_t)t >> 6] >> (t & 63)) & 1)) logits[t] = kNegInf;
+  // Word by word: most words are all-out (a fill) or all-in (nothing to do).
+  for (int base = 0; base < n; base += 64) {
+    const uint64_t w = words[(size_t)base >> 6];
+    const int end = std::min(n, base + 64);
+    if (w == ~0ull) continue;
+    if (w == 0) {
+      std::fill(logits + base, logits + end, kNegInf);
+      continue;
+    }
+    for (int t = base; t < end; ++t)
+      if (!((w >> (t - base)) & 1)) logits[t] = kNegInf;
+  }
   for (int t = n; t < n_vocab; ++t) logits[t] = kNegInf;  // ids the tokenizer does not know
 }
 

@@ -124,11 +124,8 @@ class PatternParser {
 
   // One character (code point) of the pattern text, UTF-8 decoded.
   bool read_codepoint(uint32_t& cp) {
-    const unsigned char c = (unsigned char)p_[i_];
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i_ + (size_t)n > p_.size()) return failed("the pattern is not valid UTF-8");
-    cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < n; ++k) cp = (cp << 6) | ((unsigned char)p_[i_ + (size_t)k] & 0x3F);
+    const int n = decode_utf8(p_, i_, cp);
+    if (n == 0) return failed("the pattern is not valid UTF-8");
     i_ += (size_t)n;
     return true;
   }

@@ -118,4 +118,20 @@ void append_utf8(uint32_t cp, std::string& out) {
   out.append((const char*)b, (size_t)n);
 }
 
+int decode_utf8(std::string_view s, size_t i, uint32_t& cp) {
+  if (i >= s.size()) return 0;
+  const unsigned char c = (unsigned char)s[i];
+  const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (n == 0 || i + (size_t)n > s.size()) return 0;
+  cp = n == 1 ? c : n == 2 ? (c & 0x1Fu) : n == 3 ? (c & 0x0Fu) : (c & 0x07u);
+  for (int k = 1; k < n; ++k) {
+    const unsigned char b = (unsigned char)s[i + (size_t)k];
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3Fu);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > kMaxCodepoint || (cp >= kSurrogateLo && cp <= kSurrogateHi)) return 0;
+  return n;
+}
+
 }  // namespace stride::grammar

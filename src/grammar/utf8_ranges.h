@@ -5,6 +5,7 @@
 // that ends inside a character is checked like any other prefix.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grammar/grammar_ast.h"
@@ -21,5 +22,9 @@ using ByteRangeSeq = std::vector<ByteRange>;  // 1 to 4 ranges, one per byte
 std::vector<ByteRangeSeq> utf8_sequences(const CodepointSet& s);
 
 void append_utf8(uint32_t cp, std::string& out);
+
+// The character starting at s[i]: its length in bytes and code point in cp,
+// or 0 when the bytes there are not valid UTF-8 (overlong, surrogate, cut off).
+int decode_utf8(std::string_view s, size_t i, uint32_t& cp);
 
 }  // namespace stride::grammar

@@ -248,3 +248,15 @@ def test_hostile_schemas_do_not_hurt_the_server(srv):
     status, r = chat(srv, "hi", max_tokens=4, response_format=schema_format("h", {"type": "string"}))
     assert status == 200
     assert srv.get("/health")[0] == 200
+
+
+def test_logprobs_list_only_allowed_tokens(srv):
+    """With a grammar of two answers, the alternatives are the allowed tokens only, each a finite number."""
+    status, r = chat(srv, "Yes or no?", grammar='root ::= "yes" | "no"', max_tokens=4, logprobs=True,
+                     top_logprobs=5)
+    assert status == 200, r
+    first = r["choices"][0]["logprobs"]["content"][0]
+    assert 1 <= len(first["top_logprobs"]) <= 5
+    for alt in first["top_logprobs"]:
+        assert isinstance(alt["logprob"], float) and alt["logprob"] <= 0
+        assert "yes".startswith(alt["token"]) or "no".startswith(alt["token"]), alt

@@ -225,3 +225,28 @@ TEST(MatcherVsReference, AmbiguityIsBounded) {
 
 }  // namespace
 }  // namespace stride::grammar
+
+namespace stride::grammar {
+namespace {
+
+// mask_logits (word at a time) sets -inf exactly where allowed() is false,
+// including ids beyond the tokenizer's vocabulary.
+TEST(MatcherVsReference, MaskLogitsFollowsTheMask) {
+  std::vector<std::string> pieces;
+  for (int i = 0; i < 300; ++i) pieces.push_back(i % 3 == 0 ? "a" + std::to_string(i) : std::to_string(i));
+  auto trie = std::make_shared<const TokenTrie>(pieces, std::vector<int32_t>{});
+  for (const char* text : {"root ::= [0-9]+", "root ::= \"a\" [0-9]*", "root ::= [13579] [0-9]?", "root ::= .+"}) {
+    auto g = compile_gbnf(text);
+    ASSERT_TRUE(g.ok());
+    GrammarMatcher m(*g, trie);
+    std::vector<float> logits(320, 0.0f);
+    m.mask_logits(logits.data(), (int)logits.size());
+    for (int t = 0; t < (int)logits.size(); ++t) {
+      const bool allowed = t < 300 && m.allowed(t);
+      ASSERT_EQ(logits[(size_t)t] == 0.0f, allowed) << text << " token " << t;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stride::grammar
