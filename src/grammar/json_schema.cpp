@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "grammar/gbnf_text.h"
+#include "grammar/schema_converter.h"
 #include "grammar/schema_numbers.h"
 #include "grammar/schema_pattern.h"
 
@@ -44,14 +45,6 @@ const std::map<std::string, std::vector<std::string>>& primitive_deps() {
   return d;
 }
 
-// Keywords that only describe (never constrain).
-const std::set<std::string>& annotations() {
-  static const std::set<std::string> a = {"title", "description", "default", "examples", "$schema", "$id",
-                                          "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
-                                          "definitions", "strict", "name"};
-  return a;
-}
-
 // Formats as GBNF over the string's content (RFC 3339 date/time, RFC 4122 uuid).
 const std::map<std::string, std::string>& formats() {
   static const std::map<std::string, std::string> f = {
@@ -74,426 +67,265 @@ const std::map<std::string, std::set<std::string>>& type_keywords() {
   return k;
 }
 
-class Converter {
- public:
-  Converter(const json& root, const SchemaOptions& opts) : root_(root), opts_(opts) {}
-
-  Expected<std::string> run() {
-    auto body = visit(root_, "", 0);
-    if (!body.ok()) return body.status();
-    std::string out = "root ::= " + *body + "\n";
-    for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
-    return out;
-  }
-
- private:
-  Status error(const std::string& path, const std::string& what) const {
-    return InvalidArgument("schema at '" + (path.empty() ? std::string("#") : "#" + path) + "': " + what);
-  }
-
-  std::string use(const std::string& primitive) {
-    if (rules_.count(primitive)) return primitive;
-    rules_[primitive] = primitives().at(primitive);
-    if (auto it = primitive_deps().find(primitive); it != primitive_deps().end())
-      for (const std::string& d : it->second) use(d);
-    return primitive;
-  }
-
-  Expected<std::string> add_rule(const std::string& body) {
-    if (auto it = by_body_.find(body); it != by_body_.end()) return it->second;
-    if (rules_.size() >= opts_.max_rules) {
-      return InvalidArgument("schema: too large (over " + std::to_string(opts_.max_rules) + " grammar rules)");
-    }
-    const std::string name = "s" + std::to_string(rules_.size());
-    rules_[name] = body;
-    by_body_[body] = name;
-    return name;
-  }
-
-  // Refuses (strict) or ignores a keyword stride cannot express.
-  Status unsupported(const std::string& path, const std::string& keyword) const {
-    if (!opts_.strict) return Status::Ok();
-    return error(path, "the keyword '" + keyword + "' is not supported with strict: true");
-  }
-
-  Status check_keywords(const json& s, const std::string& path, const std::set<std::string>& allowed) const {
-    for (const auto& [k, v] : s.items()) {
-      if (allowed.count(k) || annotations().count(k)) continue;
-      STRIDE_RETURN_IF_ERROR(unsupported(path, k));
-    }
-    return Status::Ok();
-  }
-
-  Expected<int> bound(const json& s, const char* key, const std::string& path, int fallback) const {
-    if (!s.contains(key)) return fallback;
-    const json& v = s[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0) return error(path, std::string("'") + key + "' must be a non-negative integer");
-    if (v.get<int64_t>() > opts_.max_bound) {
-      return error(path, std::string("'") + key + "' above " + std::to_string(opts_.max_bound) + " is not supported");
-    }
-    return (int)v.get<int64_t>();
-  }
-
-  static std::string repeat(const std::string& item, int lo, int hi) {
-    if (hi < 0) return lo == 0 ? "( " + item + " )*" : lo == 1 ? "( " + item + " )+" : "( " + item + " ){" + std::to_string(lo) + ",}";
-    return "( " + item + " ){" + std::to_string(lo) + "," + std::to_string(hi) + "}";
-  }
-
-  Expected<std::string> literal_of(const json& v) const { return gbnf_literal(v.dump()); }
-
-  Expected<std::string> visit(const json& s, const std::string& path, int depth) {
-    if (depth > opts_.max_depth) return error(path, "the schema nests too deeply");
-    if (s.is_boolean()) {
-      if (s.get<bool>()) return use("json-value");
-      return error(path, "the schema 'false' allows nothing");
-    }
-    if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
-    if (s.contains("$ref")) return visit_ref(s, path, depth);
-    for (const char* key : {"anyOf", "oneOf"})
-      if (s.contains(key)) return visit_any_of(s, key, path, depth);
-    if (s.contains("allOf")) return visit_all_of(s, path, depth);
-    if (s.contains("const")) {
-      STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"const", "type", "enum"}));
-      return literal_of(s["const"]);
-    }
-    if (s.contains("enum")) {
-      STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"enum", "type"}));
-      const json& e = s["enum"];
-      if (!e.is_array() || e.empty()) return error(path, "'enum' must be a non-empty array");
-      std::string out = "(";
-      for (size_t k = 0; k < e.size(); ++k) out += (k ? " | " : " ") + gbnf_literal(e[k].dump());
-      return out + " )";
-    }
-    std::string type;
-    if (s.contains("type")) {
-      const json& t = s["type"];
-      if (t.is_array()) return visit_type_list(s, path, depth);
-      if (!t.is_string()) return error(path, "'type' must be a string or an array of strings");
-      type = t.get<std::string>();
-    } else if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) {
-      type = "object";
-    } else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) {
-      type = "array";
-    } else if (s.contains("pattern") || s.contains("minLength") || s.contains("maxLength") || s.contains("format")) {
-      type = "string";
-    } else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
-               s.contains("exclusiveMaximum")) {
-      type = "number";
-    } else {
-      STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {}));
-      return use("json-value");
-    }
-    if (type == "object") return visit_object(s, path, depth);
-    if (type == "array") return visit_array(s, path, depth);
-    if (type == "string") return visit_string(s, path);
-    if (type == "number" || type == "integer") return visit_number(s, path, type == "integer");
-    if (type == "boolean") {
-      STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type"}));
-      return use("json-boolean");
-    }
-    if (type == "null") {
-      STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type"}));
-      return use("json-null");
-    }
-    return error(path, "unknown type '" + type + "'");
-  }
-
-  Expected<std::string> visit_type_list(const json& s, const std::string& path, int depth) {
-    const json& types = s["type"];
-    if (types.empty()) return error(path, "'type' must not be an empty array");
-    std::string out = "(";
-    for (size_t k = 0; k < types.size(); ++k) {
-      if (!types[k].is_string()) return error(path, "'type' entries must be strings");
-      // Each branch keeps only its own type's keywords ({"type": ["string",
-      // "null"], "maxLength": 9} limits the string).
-      json one = s;
-      one["type"] = types[k];
-      const std::string t = types[k].get<std::string>();
-      for (const auto& [other, keys] : type_keywords()) {
-        if (other == t) continue;
-        for (const std::string& key : keys) {
-          const auto own = type_keywords().find(t);
-          if (own == type_keywords().end() || !own->second.count(key)) one.erase(key);
-        }
-      }
-      auto e = visit(one, path, depth + 1);
-      if (!e.ok()) return e.status();
-      out += (k ? " | " : " ") + *e;
-    }
-    return out + " )";
-  }
-
-  Expected<std::string> visit_ref(const json& s, const std::string& path, int depth) {
-    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"$ref"}));
-    if (!s["$ref"].is_string()) return error(path, "'$ref' must be a string");
-    const std::string ref = s["$ref"].get<std::string>();
-    if (auto it = refs_.find(ref); it != refs_.end()) return it->second;
-    if (ref.empty() || ref[0] != '#') return error(path, "only local references ('#/...') are supported");
-    const json* target = nullptr;
-    try {
-      const json::json_pointer ptr(ref.substr(1));
-      if (root_.contains(ptr)) target = &root_.at(ptr);
-    } catch (const std::exception&) {
-      return error(path, "'" + ref + "' is not a valid JSON pointer");
-    }
-    if (!target) return error(path, "'" + ref + "' does not resolve");
-    if (rules_.size() >= opts_.max_rules) return InvalidArgument("schema: too large");
-    const std::string name = "ref" + std::to_string(refs_.size());
-    refs_[ref] = name;
-    rules_[name] = "";  // reserved: a recursive reference finds the name
-    auto body = visit(*target, ref.substr(1), depth + 1);
-    if (!body.ok()) return body.status();
-    rules_[name] = *body;
-    return name;
-  }
-
-  Expected<std::string> visit_any_of(const json& s, const char* key, const std::string& path, int depth) {
-    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {key}));
-    const json& list = s[key];
-    if (!list.is_array() || list.empty()) return error(path, std::string("'") + key + "' must be a non-empty array");
-    std::string out = "(";
-    for (size_t k = 0; k < list.size(); ++k) {
-      auto e = visit(list[k], path + "/" + key + "/" + std::to_string(k), depth + 1);
-      if (!e.ok()) return e.status();
-      out += (k ? " | " : " ") + *e;
-    }
-    return out + " )";
-  }
-
-  // allOf of object schemas (or references to them), with the top level's
-  // own object keywords as one more part: required names add up; a part with
-  // additionalProperties false admits only its own properties; a property
-  // may be described by one part only (or identically by several).
-  Expected<std::string> visit_all_of(const json& s, const std::string& path, int depth) {
-    const json& list = s["allOf"];
-    if (!list.is_array() || list.empty()) return error(path, "'allOf' must be a non-empty array");
-    std::vector<const json*> parts;
-    json top = json::object();
-    for (const auto& [k, v] : s.items())
-      if (k != "allOf" && k != "type") top[k] = v;
-    if (top.contains("properties") || top.contains("required") || top.contains("additionalProperties"))
-      parts.push_back(&top);
-    for (size_t k = 0; k < list.size(); ++k) {
-      const json* part = &list[k];
-      for (int hops = 0; part->is_object() && part->contains("$ref") && hops < 8; ++hops) {
-        const json& r = (*part)["$ref"];
-        if (!r.is_string() || r.get<std::string>().empty() || r.get<std::string>()[0] != '#') break;
-        try {
-          const json::json_pointer ptr(r.get<std::string>().substr(1));
-          if (!root_.contains(ptr)) break;
-          part = &root_.at(ptr);
-        } catch (const std::exception&) {
-          break;
-        }
-      }
-      const bool object_like = part->is_object() && (part->contains("properties") || part->value("type", json()) == "object");
-      if (!object_like) return error(path, "'allOf' is supported only for object schemas");
-      parts.push_back(part);
-    }
-    json props = json::object();
-    json required = json::array();
-    std::optional<std::set<std::string>> allowed;  // nullopt: any key
-    for (const json* part : parts) {
-      STRIDE_RETURN_IF_ERROR(check_keywords(*part, path + "/allOf", {"type", "properties", "required",
-                                                                      "additionalProperties", "$ref"}));
-      const json pp = part->value("properties", json::object());
-      if (!pp.is_object()) return error(path, "'properties' must be an object");
-      for (const auto& [name, sub] : pp.items()) {
-        if (props.contains(name) && props[name] != sub) {
-          return error(path, "allOf: the property '" + name + "' is described by more than one part");
-        }
-        props[name] = sub;
-      }
-      if (part->contains("required") && (*part)["required"].is_array())
-        for (const json& r : (*part)["required"]) required.push_back(r);
-      if (part->contains("additionalProperties")) {
-        const json& ap = (*part)["additionalProperties"];
-        if (!ap.is_boolean()) return error(path, "allOf: a part's additionalProperties schema is not supported");
-        if (!ap.get<bool>()) {
-          std::set<std::string> own;
-          for (const auto& [name, sub] : pp.items()) own.insert(name);
-          if (allowed) {
-            std::set<std::string> both;
-            for (const std::string& n : *allowed)
-              if (own.count(n)) both.insert(n);
-            allowed = both;
-          } else {
-            allowed = own;
-          }
-        }
-      }
-    }
-    json merged = {{"type", "object"}, {"properties", json::object()}, {"required", required}};
-    for (const auto& [name, sub] : props.items())
-      if (!allowed || allowed->count(name)) merged["properties"][name] = sub;
-    for (const json& r : required) {
-      if (r.is_string() && !merged["properties"].contains(r.get<std::string>())) {
-        return error(path, "allOf: no object satisfies every part ('" + r.get<std::string>() +
-                               "' is required, but a part does not allow it)");
-      }
-    }
-    if (allowed) merged["additionalProperties"] = false;
-    return visit_object(merged, path, depth + 1);
-  }
-
-  Expected<std::string> visit_object(const json& s, const std::string& path, int depth) {
-    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type", "properties", "required", "additionalProperties"}));
-    const json props = s.value("properties", json::object());
-    if (!props.is_object()) return error(path, "'properties' must be an object");
-    std::set<std::string> required;
-    if (s.contains("required")) {
-      if (!s["required"].is_array()) return error(path, "'required' must be an array of strings");
-      for (const json& r : s["required"]) {
-        if (!r.is_string()) return error(path, "'required' must be an array of strings");
-        if (!props.contains(r.get<std::string>())) {
-          return error(path, "'" + r.get<std::string>() + "' is required but not among 'properties'");
-        }
-        required.insert(r.get<std::string>());
-      }
-    }
-    const std::string ws = use("ws");
-    // Properties are written in key order (the request's JSON object keeps
-    // keys sorted); required ones always, optional ones when the model wants.
-    std::vector<std::string> kvs;
-    std::vector<bool> is_required;
-    for (const auto& [name, sub] : props.items()) {
-      auto value = visit(sub, path + "/properties/" + name, depth + 1);
-      if (!value.ok()) return value.status();
-      kvs.push_back(gbnf_literal(json(name).dump()) + " " + ws + " \":\" " + ws + " " + *value);
-      is_required.push_back(required.count(name) > 0);
-    }
-    std::string extra;  // a "key": value pair beyond the listed ones
-    if (s.contains("additionalProperties")) {
-      const json& ap = s["additionalProperties"];
-      if (!(ap.is_boolean() && !ap.get<bool>())) {
-        auto value = visit(ap, path + "/additionalProperties", depth + 1);
-        if (!value.ok()) return value.status();
-        auto r = add_rule(use("json-string") + " " + ws + " \":\" " + ws + " " + *value);
-        if (!r.ok()) return r.status();
-        extra = *r;
-      }
-    }
-    const std::string comma = ws + " \",\" " + ws + " ";
-    if (!required.empty()) {
-      // Optional ones before the first required carry their comma after them.
-      std::string body;
-      bool seen_required = false;
-      for (size_t k = 0; k < kvs.size(); ++k) {
-        if (!seen_required) {
-          if (is_required[k]) {
-            body += " " + kvs[k];
-            seen_required = true;
-          } else {
-            body += " ( " + kvs[k] + " " + comma + ")?";
-          }
-        } else {
-          body += is_required[k] ? " " + comma + kvs[k] : " ( " + comma + kvs[k] + " )?";
-        }
-      }
-      if (!extra.empty()) body += " ( " + comma + extra + " )*";
-      return "\"{\" " + ws + body + " " + ws + " \"}\"";
-    }
-    const std::vector<std::string>& opt = kvs;
-    // No required property: any ordered subset, the first without a comma.
-    // first_k ::= kv_k tail_(k+1) | first_(k+1);  tail_k ::= ( , kv_k )? tail_(k+1)
-    const std::string extra_tail = extra.empty() ? "" : " ( " + comma + extra + " )*";
-    std::string tail = extra_tail.empty() ? "\"\"" : extra_tail;
-    std::string first = extra.empty() ? "" : extra + extra_tail;
-    for (size_t k = opt.size(); k-- > 0;) {
-      const std::string alt = opt[k] + " " + tail;
-      first = first.empty() ? alt : alt + " | " + first;
-      auto fr = add_rule(first);
-      if (!fr.ok()) return fr.status();
-      first = *fr;
-      auto tr = add_rule("( " + comma + opt[k] + " )? " + tail);
-      if (!tr.ok()) return tr.status();
-      tail = *tr;
-    }
-    if (first.empty()) return "\"{\" " + ws + " \"}\"";
-    return "\"{\" " + ws + " ( " + first + " " + ws + " )? \"}\"";
-  }
-
-  Expected<std::string> visit_array(const json& s, const std::string& path, int depth) {
-    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type", "items", "minItems", "maxItems"}));
-    std::string item = use("json-value");
-    if (s.contains("items")) {
-      auto e = visit(s["items"], path + "/items", depth + 1);
-      if (!e.ok()) return e.status();
-      auto r = add_rule(*e);
-      if (!r.ok()) return r.status();
-      item = *r;
-    }
-    auto lo = bound(s, "minItems", path, 0);
-    if (!lo.ok()) return lo.status();
-    auto hi = bound(s, "maxItems", path, -1);
-    if (!hi.ok()) return hi.status();
-    if (*hi >= 0 && *hi < *lo) return error(path, "'maxItems' is below 'minItems'");
-    const std::string ws = use("ws");
-    if (*hi == 0) return "\"[\" " + ws + " \"]\"";
-    const std::string more = repeat(ws + " \",\" " + ws + " " + item, std::max(*lo - 1, 0), *hi < 0 ? -1 : *hi - 1);
-    const std::string items = item + " " + more + " " + ws;
-    if (*lo == 0) return "\"[\" " + ws + " ( " + items + " )? \"]\"";
-    return "\"[\" " + ws + " " + items + " \"]\"";
-  }
-
-  Expected<std::string> visit_string(const json& s, const std::string& path) {
-    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type", "pattern", "minLength", "maxLength", "format"}));
-    const std::string quote = "\"\\\"\"";
-    if (s.contains("pattern")) {
-      if (!s["pattern"].is_string()) return error(path, "'pattern' must be a string");
-      if (s.contains("minLength") || s.contains("maxLength")) STRIDE_RETURN_IF_ERROR(unsupported(path, "minLength/maxLength with pattern"));
-      auto p = pattern_to_gbnf(s["pattern"].get<std::string>(), use("json-char"));
-      if (!p.ok()) return error(path, p.status().message());
-      return quote + " " + *p + " " + quote;
-    }
-    if (s.contains("format")) {
-      const json& f = s["format"];
-      if (!f.is_string()) return error(path, "'format' must be a string");
-      const std::string name = f.get<std::string>();
-      if (name == "date-time") return quote + " " + formats().at("date") + " \"T\" " + formats().at("time") + " " + quote;
-      if (auto it = formats().find(name); it != formats().end()) return quote + " " + it->second + " " + quote;
-      STRIDE_RETURN_IF_ERROR(unsupported(path, "format: " + name));
-    }
-    auto lo = bound(s, "minLength", path, 0);
-    if (!lo.ok()) return lo.status();
-    auto hi = bound(s, "maxLength", path, -1);
-    if (!hi.ok()) return hi.status();
-    if (*hi >= 0 && *hi < *lo) return error(path, "'maxLength' is below 'minLength'");
-    if (*lo == 0 && *hi < 0) return use("json-string");
-    return quote + " " + repeat(use("json-char"), *lo, *hi) + " " + quote;
-  }
-
-  Expected<std::string> visit_number(const json& s, const std::string& path, bool integer) {
-    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}));
-    NumberBounds b;
-    auto read = [&](const char* key, std::optional<double>& out) -> Status {
-      if (!s.contains(key)) return Status::Ok();
-      if (!s[key].is_number()) return error(path, std::string("'") + key + "' must be a number");
-      out = s[key].get<double>();
-      return Status::Ok();
-    };
-    STRIDE_RETURN_IF_ERROR(read("minimum", b.minimum));
-    STRIDE_RETURN_IF_ERROR(read("maximum", b.maximum));
-    STRIDE_RETURN_IF_ERROR(read("exclusiveMinimum", b.exclusive_minimum));
-    STRIDE_RETURN_IF_ERROR(read("exclusiveMaximum", b.exclusive_maximum));
-    if (!b.any()) return use(integer ? "json-int" : "json-number");
-    auto g = bounded_number_gbnf(b, integer);
-    if (!g.ok()) return error(path, g.status().message());
-    return *g;
-  }
-
-  const json& root_;
-  const SchemaOptions& opts_;
-  std::map<std::string, std::string> rules_;
-  std::map<std::string, std::string> by_body_;
-  std::map<std::string, std::string> refs_;
-};
-
 }  // namespace
+
+const std::set<std::string>& schema_annotations() {
+  static const std::set<std::string> a = {"title", "description", "default", "examples", "$schema", "$id",
+                                          "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
+                                          "definitions", "strict", "name"};
+  return a;
+}
+
+Expected<std::string> SchemaConverter::run() {
+  auto body = visit(root_, "", 0);
+  if (!body.ok()) return body.status();
+  std::string out = "root ::= " + *body + "\n";
+  for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
+  return out;
+}
+
+Status SchemaConverter::error(const std::string& path, const std::string& what) const {
+  return InvalidArgument("schema at '" + (path.empty() ? std::string("#") : "#" + path) + "': " + what);
+}
+
+std::string SchemaConverter::use(const std::string& primitive) {
+  if (rules_.count(primitive)) return primitive;
+  rules_[primitive] = primitives().at(primitive);
+  if (auto it = primitive_deps().find(primitive); it != primitive_deps().end())
+    for (const std::string& d : it->second) use(d);
+  return primitive;
+}
+
+Expected<std::string> SchemaConverter::add_rule(const std::string& body) {
+  if (auto it = by_body_.find(body); it != by_body_.end()) return it->second;
+  if (rules_.size() >= opts_.max_rules) {
+    return InvalidArgument("schema: too large (over " + std::to_string(opts_.max_rules) + " grammar rules)");
+  }
+  const std::string name = "s" + std::to_string(rules_.size());
+  rules_[name] = body;
+  by_body_[body] = name;
+  return name;
+}
+
+Status SchemaConverter::unsupported(const std::string& path, const std::string& keyword) const {
+  if (!opts_.strict) return Status::Ok();
+  return error(path, "the keyword '" + keyword + "' is not supported with strict: true");
+}
+
+Status SchemaConverter::check_keywords(const json& s, const std::string& path, const std::set<std::string>& allowed) const {
+  for (const auto& [k, v] : s.items()) {
+    if (allowed.count(k) || schema_annotations().count(k)) continue;
+    STRIDE_RETURN_IF_ERROR(unsupported(path, k));
+  }
+  return Status::Ok();
+}
+
+Expected<int> SchemaConverter::bound(const json& s, const char* key, const std::string& path, int fallback) const {
+  if (!s.contains(key)) return fallback;
+  const json& v = s[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < 0) return error(path, std::string("'") + key + "' must be a non-negative integer");
+  if (v.get<int64_t>() > opts_.max_bound) {
+    return error(path, std::string("'") + key + "' above " + std::to_string(opts_.max_bound) + " is not supported");
+  }
+  return (int)v.get<int64_t>();
+}
+
+std::string SchemaConverter::repeat(const std::string& item, int lo, int hi) {
+  if (hi < 0) return lo == 0 ? "( " + item + " )*" : lo == 1 ? "( " + item + " )+" : "( " + item + " ){" + std::to_string(lo) + ",}";
+  return "( " + item + " ){" + std::to_string(lo) + "," + std::to_string(hi) + "}";
+}
+
+Expected<std::string> SchemaConverter::visit(const json& s, const std::string& path, int depth) {
+  if (depth > opts_.max_depth) return error(path, "the schema nests too deeply");
+  if (s.is_boolean()) {
+    if (s.get<bool>()) return use("json-value");
+    return error(path, "the schema 'false' allows nothing");
+  }
+  if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
+  if (s.contains("$ref")) return visit_ref(s, path, depth);
+  for (const char* key : {"anyOf", "oneOf"})
+    if (s.contains(key)) return visit_any_of(s, key, path, depth);
+  if (s.contains("allOf")) return visit_all_of(s, path, depth);
+  if (s.contains("const")) {
+    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"const", "type", "enum"}));
+    return literal_of(s["const"]);
+  }
+  if (s.contains("enum")) {
+    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"enum", "type"}));
+    const json& e = s["enum"];
+    if (!e.is_array() || e.empty()) return error(path, "'enum' must be a non-empty array");
+    std::string out = "(";
+    for (size_t k = 0; k < e.size(); ++k) out += (k ? " | " : " ") + gbnf_literal(e[k].dump());
+    return out + " )";
+  }
+  std::string type;
+  if (s.contains("type")) {
+    const json& t = s["type"];
+    if (t.is_array()) return visit_type_list(s, path, depth);
+    if (!t.is_string()) return error(path, "'type' must be a string or an array of strings");
+    type = t.get<std::string>();
+  } else if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) {
+    type = "object";
+  } else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) {
+    type = "array";
+  } else if (s.contains("pattern") || s.contains("minLength") || s.contains("maxLength") || s.contains("format")) {
+    type = "string";
+  } else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
+             s.contains("exclusiveMaximum")) {
+    type = "number";
+  } else {
+    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {}));
+    return use("json-value");
+  }
+  if (type == "object") return visit_object(s, path, depth);
+  if (type == "array") return visit_array(s, path, depth);
+  if (type == "string") return visit_string(s, path);
+  if (type == "number" || type == "integer") return visit_number(s, path, type == "integer");
+  if (type == "boolean") {
+    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type"}));
+    return use("json-boolean");
+  }
+  if (type == "null") {
+    STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type"}));
+    return use("json-null");
+  }
+  return error(path, "unknown type '" + type + "'");
+}
+
+Expected<std::string> SchemaConverter::visit_type_list(const json& s, const std::string& path, int depth) {
+  const json& types = s["type"];
+  if (types.empty()) return error(path, "'type' must not be an empty array");
+  std::string out = "(";
+  for (size_t k = 0; k < types.size(); ++k) {
+    if (!types[k].is_string()) return error(path, "'type' entries must be strings");
+    // Each branch keeps only its own type's keywords ({"type": ["string",
+    // "null"], "maxLength": 9} limits the string).
+    json one = s;
+    one["type"] = types[k];
+    const std::string t = types[k].get<std::string>();
+    for (const auto& [other, keys] : type_keywords()) {
+      if (other == t) continue;
+      for (const std::string& key : keys) {
+        const auto own = type_keywords().find(t);
+        if (own == type_keywords().end() || !own->second.count(key)) one.erase(key);
+      }
+    }
+    auto e = visit(one, path, depth + 1);
+    if (!e.ok()) return e.status();
+    out += (k ? " | " : " ") + *e;
+  }
+  return out + " )";
+}
+
+Expected<std::string> SchemaConverter::visit_ref(const json& s, const std::string& path, int depth) {
+  STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"$ref"}));
+  if (!s["$ref"].is_string()) return error(path, "'$ref' must be a string");
+  const std::string ref = s["$ref"].get<std::string>();
+  if (auto it = refs_.find(ref); it != refs_.end()) return it->second;
+  if (ref.empty() || ref[0] != '#') return error(path, "only local references ('#/...') are supported");
+  const json* target = nullptr;
+  try {
+    const json::json_pointer ptr(ref.substr(1));
+    if (root_.contains(ptr)) target = &root_.at(ptr);
+  } catch (const std::exception&) {
+    return error(path, "'" + ref + "' is not a valid JSON pointer");
+  }
+  if (!target) return error(path, "'" + ref + "' does not resolve");
+  if (rules_.size() >= opts_.max_rules) return InvalidArgument("schema: too large");
+  const std::string name = "ref" + std::to_string(refs_.size());
+  refs_[ref] = name;
+  rules_[name] = "";  // reserved: a recursive reference finds the name
+  auto body = visit(*target, ref.substr(1), depth + 1);
+  if (!body.ok()) return body.status();
+  rules_[name] = *body;
+  return name;
+}
+
+Expected<std::string> SchemaConverter::visit_any_of(const json& s, const char* key, const std::string& path, int depth) {
+  STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {key}));
+  const json& list = s[key];
+  if (!list.is_array() || list.empty()) return error(path, std::string("'") + key + "' must be a non-empty array");
+  std::string out = "(";
+  for (size_t k = 0; k < list.size(); ++k) {
+    auto e = visit(list[k], path + "/" + key + "/" + std::to_string(k), depth + 1);
+    if (!e.ok()) return e.status();
+    out += (k ? " | " : " ") + *e;
+  }
+  return out + " )";
+}
+
+Expected<std::string> SchemaConverter::visit_array(const json& s, const std::string& path, int depth) {
+  STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type", "items", "minItems", "maxItems"}));
+  std::string item = use("json-value");
+  if (s.contains("items")) {
+    auto e = visit(s["items"], path + "/items", depth + 1);
+    if (!e.ok()) return e.status();
+    auto r = add_rule(*e);
+    if (!r.ok()) return r.status();
+    item = *r;
+  }
+  auto lo = bound(s, "minItems", path, 0);
+  if (!lo.ok()) return lo.status();
+  auto hi = bound(s, "maxItems", path, -1);
+  if (!hi.ok()) return hi.status();
+  if (*hi >= 0 && *hi < *lo) return error(path, "'maxItems' is below 'minItems'");
+  const std::string ws = use("ws");
+  if (*hi == 0) return "\"[\" " + ws + " \"]\"";
+  const std::string more = repeat(ws + " \",\" " + ws + " " + item, std::max(*lo - 1, 0), *hi < 0 ? -1 : *hi - 1);
+  const std::string items = item + " " + more + " " + ws;
+  if (*lo == 0) return "\"[\" " + ws + " ( " + items + " )? \"]\"";
+  return "\"[\" " + ws + " " + items + " \"]\"";
+}
+
+Expected<std::string> SchemaConverter::visit_string(const json& s, const std::string& path) {
+  STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type", "pattern", "minLength", "maxLength", "format"}));
+  const std::string quote = "\"\\\"\"";
+  if (s.contains("pattern")) {
+    if (!s["pattern"].is_string()) return error(path, "'pattern' must be a string");
+    if (s.contains("minLength") || s.contains("maxLength")) STRIDE_RETURN_IF_ERROR(unsupported(path, "minLength/maxLength with pattern"));
+    auto p = pattern_to_gbnf(s["pattern"].get<std::string>(), use("json-char"));
+    if (!p.ok()) return error(path, p.status().message());
+    return quote + " " + *p + " " + quote;
+  }
+  if (s.contains("format")) {
+    const json& f = s["format"];
+    if (!f.is_string()) return error(path, "'format' must be a string");
+    const std::string name = f.get<std::string>();
+    if (name == "date-time") return quote + " " + formats().at("date") + " \"T\" " + formats().at("time") + " " + quote;
+    if (auto it = formats().find(name); it != formats().end()) return quote + " " + it->second + " " + quote;
+    STRIDE_RETURN_IF_ERROR(unsupported(path, "format: " + name));
+  }
+  auto lo = bound(s, "minLength", path, 0);
+  if (!lo.ok()) return lo.status();
+  auto hi = bound(s, "maxLength", path, -1);
+  if (!hi.ok()) return hi.status();
+  if (*hi >= 0 && *hi < *lo) return error(path, "'maxLength' is below 'minLength'");
+  if (*lo == 0 && *hi < 0) return use("json-string");
+  return quote + " " + repeat(use("json-char"), *lo, *hi) + " " + quote;
+}
+
+Expected<std::string> SchemaConverter::visit_number(const json& s, const std::string& path, bool integer) {
+  STRIDE_RETURN_IF_ERROR(check_keywords(s, path, {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}));
+  NumberBounds b;
+  auto read = [&](const char* key, std::optional<double>& out) -> Status {
+    if (!s.contains(key)) return Status::Ok();
+    if (!s[key].is_number()) return error(path, std::string("'") + key + "' must be a number");
+    out = s[key].get<double>();
+    return Status::Ok();
+  };
+  STRIDE_RETURN_IF_ERROR(read("minimum", b.minimum));
+  STRIDE_RETURN_IF_ERROR(read("maximum", b.maximum));
+  STRIDE_RETURN_IF_ERROR(read("exclusiveMinimum", b.exclusive_minimum));
+  STRIDE_RETURN_IF_ERROR(read("exclusiveMaximum", b.exclusive_maximum));
+  if (!b.any()) return use(integer ? "json-int" : "json-number");
+  auto g = bounded_number_gbnf(b, integer);
+  if (!g.ok()) return error(path, g.status().message());
+  return *g;
+}
 
 Expected<std::string> json_schema_to_gbnf(const json& schema, const SchemaOptions& opts) {
   try {
-    return Converter(schema, opts).run();
+    return SchemaConverter(schema, opts).run();
   } catch (const std::exception& e) {  // nlohmann type errors on malformed schemas
     return InvalidArgument(std::string("schema: ") + e.what());
   }
