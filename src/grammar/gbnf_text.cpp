@@ -34,7 +34,10 @@ std::string gbnf_class(const CodepointSet& chars) {
   std::string out = "[";
   for (const CodepointRange& r : chars) {
     out += escape_codepoint(r.lo);
-    if (r.hi != r.lo) out += "-" + escape_codepoint(r.hi);
+    if (r.hi != r.lo) {
+      out += '-';
+      out += escape_codepoint(r.hi);
+    }
   }
   return out + "]";
 }

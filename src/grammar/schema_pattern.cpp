@@ -111,7 +111,13 @@ class PatternParser {
         if (comma + 1 < inner.size() && !number(inner.substr(comma + 1), hi)) return failed("bad or too large {m,n}");
       }
       if (hi >= 0 && hi < lo) return failed("{m,n} needs m <= n");
-      q = "{" + std::to_string(lo) + (comma == std::string::npos ? "" : "," + (hi >= 0 ? std::to_string(hi) : "")) + "}";
+      q = "{";
+      q += std::to_string(lo);
+      if (comma != std::string::npos) {
+        q += ',';
+        if (hi >= 0) q += std::to_string(hi);
+      }
+      q += '}';
       i_ = close + 1;
     } else {
       return true;
