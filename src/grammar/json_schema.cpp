@@ -331,6 +331,29 @@ Expected<std::string> json_schema_to_gbnf(const json& schema, const SchemaOption
   }
 }
 
+namespace {
+// Paths as SchemaConverter writes them (names unescaped, "/" joined).
+void collect_order(const nlohmann::ordered_json& node, const std::string& path, int depth,
+                   std::map<std::string, std::vector<std::string>>& out) {
+  if (depth > 256) return;
+  if (node.is_object()) {
+    if (auto it = node.find("properties"); it != node.end() && it->is_object()) {
+      std::vector<std::string>& keys = out[path];
+      for (const auto& [k, v] : it->items()) keys.push_back(k);
+    }
+    for (const auto& [k, v] : node.items()) collect_order(v, path + "/" + k, depth + 1, out);
+  } else if (node.is_array()) {
+    for (size_t i = 0; i < node.size(); ++i) collect_order(node[i], path + "/" + std::to_string(i), depth + 1, out);
+  }
+}
+}  // namespace
+
+std::map<std::string, std::vector<std::string>> property_order_of(const nlohmann::ordered_json& schema) {
+  std::map<std::string, std::vector<std::string>> out;
+  collect_order(schema, "", 0, out);
+  return out;
+}
+
 std::string json_object_gbnf() {
   std::string out = "root ::= json-object\n";
   for (const char* r : {"ws", "json-char", "json-string", "json-int", "json-number", "json-boolean", "json-null",

@@ -1,4 +1,5 @@
 // Objects and allOf for the JSON-schema converter (schema_converter.h).
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <vector>
@@ -98,11 +99,20 @@ Expected<std::string> SchemaConverter::visit_object(const json& s, const std::st
     }
   }
   const std::string ws = use("ws");
-  // Properties are written in key order (the request's JSON object keeps
-  // keys sorted); required ones always, optional ones when the model wants.
+  // Properties are written in the order the client wrote them (when known,
+  // SchemaOptions::property_order; else sorted); required ones always,
+  // optional ones when the model wants.
+  std::vector<std::string> names;
+  if (auto it = opts_.property_order.find(path); it != opts_.property_order.end()) {
+    for (const std::string& n : it->second)
+      if (props.contains(n) && std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  for (const auto& [name, sub] : props.items())
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   std::vector<std::string> kvs;
   std::vector<bool> is_required;
-  for (const auto& [name, sub] : props.items()) {
+  for (const std::string& name : names) {
+    const json& sub = props[name];
     auto value = visit(sub, path + "/properties/" + name, depth + 1);
     if (!value.ok()) return value.status();
     kvs.push_back(gbnf_literal(json(name).dump()) + " " + ws + " \":\" " + ws + " " + *value);

@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <map>
 #include <random>
 
 #include "grammar/compiled_grammar.h"
@@ -190,7 +191,21 @@ ApiError read_sampling(const json& b, SamplingParams& s) {
 
 // response_format ({"type": "text" | "json_object" | "json_schema"}) and the
 // `grammar` extension (GBNF text) become one compiled grammar on the request.
-ApiError read_structured_output(const json& b, GenerationCall& out) {
+// Where the client wrote response_format.json_schema.schema's properties in
+// some order, that order (the parsed body keeps keys sorted).
+std::map<std::string, std::vector<std::string>> schema_property_order(std::string_view body) {
+  const auto doc = nlohmann::ordered_json::parse(body, nullptr, false);
+  const nlohmann::ordered_json* node = &doc;
+  for (const char* key : {"response_format", "json_schema", "schema"}) {
+    if (!node->is_object()) return {};
+    auto it = node->find(key);
+    if (it == node->end()) return {};
+    node = &*it;
+  }
+  return grammar::property_order_of(*node);
+}
+
+ApiError read_structured_output(const json& b, const ParseContext& ctx, GenerationCall& out) {
   Fields f(b);
   const json* rf = f.find("response_format");
   const json* gr = f.find("grammar");
@@ -219,6 +234,7 @@ ApiError read_structured_output(const json& b, GenerationCall& out) {
       if (!schema) {
         gbnf = grammar::json_object_gbnf();
       } else {
+        opts.property_order = schema_property_order(ctx.body);
         auto converted = grammar::json_schema_to_gbnf(*schema, opts);
         if (!converted.ok()) return bad_field(param, converted.status().message(), "invalid_schema");
         gbnf = std::move(*converted);
@@ -332,7 +348,7 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
   }
   TRY(read_logprobs(b, chat, out));
   TRY(read_attention(b, ctx));
-  TRY(read_structured_output(b, out));
+  TRY(read_structured_output(b, ctx, out));
   return {};
 }
 

@@ -168,6 +168,24 @@ TEST(JsonSchema, StringsEnumsAnyOfRefs) {
   EXPECT_FALSE(obj("[1]"));
 }
 
+TEST(JsonSchema, PropertiesInTheOrderWritten) {
+  const auto text = R"({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                        "pet": {"properties": {"z": {"type": "null"}, "a": {"type": "null"}}, "required": ["z", "a"]}},
+                        "required": ["name", "age"]})";
+  SchemaOptions o;
+  o.property_order = property_order_of(nlohmann::ordered_json::parse(text));
+  auto g = json_schema_to_gbnf(json::parse(text), o);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  Accepts ok(*g);
+  EXPECT_TRUE(ok(R"({"name":"x","age":1})"));
+  EXPECT_TRUE(ok(R"({"name":"x","age":1,"pet":{"z":null,"a":null}})"));
+  EXPECT_FALSE(ok(R"({"age":1,"name":"x"})"));
+  EXPECT_FALSE(ok(R"({"name":"x","age":1,"pet":{"a":null,"z":null}})"));
+  // Without the order, keys are sorted.
+  Accepts sorted = for_schema(json::parse(text), false);
+  EXPECT_TRUE(sorted(R"({"age":1,"name":"x"})"));
+}
+
 TEST(JsonSchema, Refusals) {
   EXPECT_EQ(error_of({{"type", "string"}, {"minLength", 2}, {"contentEncoding", "base64"}}),
             "schema at '#': the keyword 'contentEncoding' is not supported with strict: true");
