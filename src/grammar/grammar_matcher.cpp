@@ -13,8 +13,12 @@ constexpr size_t kMaxStackNodes = 4u << 20;
 constexpr size_t kMaskCacheBytes = 32u << 20;
 }  // namespace
 
-GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenTrie> trie)
-    : trie_(std::move(trie)), states_(std::move(grammar), kMaxWorkPerToken), state_(states_.initial()) {
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenTrie> trie,
+                               uint64_t work_limit)
+    : trie_(std::move(trie)),
+      work_limit_(work_limit),
+      states_(std::move(grammar), work_limit),
+      state_(states_.initial()) {
   const size_t mask_bytes = ((size_t)trie_->n_vocab() + 63) / 64 * 8;
   max_cached_masks_ = std::max<size_t>(4, kMaskCacheBytes / std::max<size_t>(mask_bytes, 1));
   depth_state_.resize((size_t)trie_->max_depth() + 1);
@@ -45,11 +49,15 @@ void GrammarMatcher::compute_mask(std::vector<uint64_t>& words) {
 }
 
 const std::vector<uint64_t>& GrammarMatcher::allowed_tokens() {
+  if (ended_) {  // nothing follows an end token
+    none_.assign(((size_t)trie_->n_vocab() + 63) / 64, 0);
+    return none_;
+  }
   auto it = mask_cache_.find(state_);
   if (it != mask_cache_.end()) return it->second;
   if (mask_cache_.size() >= max_cached_masks_) mask_cache_.clear();
   std::vector<uint64_t> words;
-  states_.set_work_limit(states_.work() + kMaxWorkPerToken);
+  states_.set_work_limit(states_.work() + work_limit_);
   compute_mask(words);
   if (states_.exhausted()) std::fill(words.begin(), words.end(), 0);
   return mask_cache_.emplace(state_, std::move(words)).first->second;
@@ -82,7 +90,7 @@ void GrammarMatcher::mask_logits(float* logits, int n_vocab) {
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
   if (ended_) return false;
   uint32_t s = state_;
-  states_.set_work_limit(states_.work() + kMaxWorkPerToken);
+  states_.set_work_limit(states_.work() + work_limit_);
   for (char c : bytes) {
     s = states_.advance(s, (uint8_t)c);
     if (s == GrammarStates::kDead) return false;
