@@ -195,11 +195,6 @@ TEST(MatcherVsReference, CompactKeepsTheLanguage) {
   EXPECT_TRUE(states.accepting(s));
 }
 
-}  // namespace
-}  // namespace stride::grammar
-
-namespace stride::grammar {
-namespace {
 
 // 2^30 parse stacks before the first byte: refused by the work limit, quickly.
 TEST(MatcherVsReference, AmbiguityIsBounded) {
@@ -223,11 +218,6 @@ TEST(MatcherVsReference, AmbiguityIsBounded) {
   EXPECT_TRUE(ok.accepting(s));
 }
 
-}  // namespace
-}  // namespace stride::grammar
-
-namespace stride::grammar {
-namespace {
 
 // mask_logits (word at a time) sets -inf exactly where allowed() is false,
 // including ids beyond the tokenizer's vocabulary.
