@@ -1,6 +1,7 @@
 #include "sampler/logprobs.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sampler/sampler.h"
 
@@ -17,7 +18,10 @@ TokenLogprob token_logprobs(const float* logits, int n_vocab, int32_t id, int to
   for (int i = 0; i < n_vocab; ++i) order[(size_t)i] = i;
   std::partial_sort(order.begin(), order.begin() + k, order.end(),
                     [&](int32_t a, int32_t b) { return lp[(size_t)a] > lp[(size_t)b]; });
-  for (int i = 0; i < k; ++i) t.top.push_back({order[(size_t)i], lp[(size_t)order[(size_t)i]]});
+  // Tokens a grammar masked (-inf) cannot be drawn: they are no alternatives.
+  for (int i = 0; i < k && std::isfinite(lp[(size_t)order[(size_t)i]]); ++i) {
+    t.top.push_back({order[(size_t)i], lp[(size_t)order[(size_t)i]]});
+  }
   return t;
 }
 

@@ -21,6 +21,7 @@ void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat
   ctx.model_id = call.model->id;
   ctx.attention = call.model->attention;
   ctx.n_vocab = call.model->engine->config().n_vocab;
+  ctx.body = req.body();
   GenerationCall g;
   ApiError e = parse_generation(body, chat, ctx, g);
   if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);

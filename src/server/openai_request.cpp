@@ -1,7 +1,12 @@
 #include "server/openai_request.h"
 
+#include <map>
 #include <random>
 
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_matcher.h"
+#include "grammar/grammar_states.h"
+#include "grammar/json_schema.h"
 #include "jinja/template.h"
 
 namespace stride::server {
@@ -42,10 +47,6 @@ ApiError refuse_unsupported(const json& b) {
   }
   if (const json* v = f.find("tools"); v && !(v->is_array() && v->empty())) {
     return bad_field("tools", "'tools' is not supported");
-  }
-  if (const json* v = f.find("response_format")) {
-    const json* type = v->is_object() ? Fields(*v).find("type") : nullptr;
-    if (!type || *type != "text") return bad_field("response_format", "only {\"type\": \"text\"} is supported");
   }
   std::string ignored;
   TRY(f.opt_string("user", 256, ignored));
@@ -188,6 +189,81 @@ ApiError read_sampling(const json& b, SamplingParams& s) {
   return {};
 }
 
+// response_format ({"type": "text" | "json_object" | "json_schema"}) and the
+// `grammar` extension (GBNF text) become one compiled grammar on the request.
+// Where the client wrote response_format.json_schema.schema's properties in
+// some order, that order (the parsed body keeps keys sorted).
+std::map<std::string, std::vector<std::string>> schema_property_order(std::string_view body) {
+  const auto doc = nlohmann::ordered_json::parse(body, nullptr, false);
+  const nlohmann::ordered_json* node = &doc;
+  for (const char* key : {"response_format", "json_schema", "schema"}) {
+    if (!node->is_object()) return {};
+    auto it = node->find(key);
+    if (it == node->end()) return {};
+    node = &*it;
+  }
+  return grammar::property_order_of(*node);
+}
+
+ApiError read_structured_output(const json& b, const ParseContext& ctx, GenerationCall& out) {
+  Fields f(b);
+  const json* rf = f.find("response_format");
+  const json* gr = f.find("grammar");
+  std::string gbnf;
+  const char* param = "grammar";
+  grammar::GrammarLimits limits;
+  if (rf) {
+    param = "response_format";
+    if (!rf->is_object()) return bad_field(param, "'response_format' must be an object");
+    const json* type = Fields(*rf).find("type");
+    if (!type || !type->is_string()) return bad_field(param, "'response_format.type' must be a string");
+    const std::string& t = type->get_ref<const std::string&>();
+    if (t == "json_object") {
+      gbnf = grammar::json_object_gbnf();
+    } else if (t == "json_schema") {
+      const json* js = Fields(*rf).find("json_schema");
+      if (!js || !js->is_object()) return bad_field(param, "'response_format.json_schema' must be an object");
+      Fields jf(*js);
+      std::string name;
+      ApiError e = jf.opt_string("name", 256, name);
+      if (!e.ok()) return bad_field(param, "'response_format.json_schema.name' must be a string of at most 256 bytes");
+      grammar::SchemaOptions opts;
+      e = jf.opt_bool("strict", opts.strict);
+      if (!e.ok()) return bad_field(param, "'response_format.json_schema.strict' must be a boolean");
+      const json* schema = jf.find("schema");
+      if (!schema) {
+        gbnf = grammar::json_object_gbnf();
+      } else {
+        opts.property_order = schema_property_order(ctx.body);
+        auto converted = grammar::json_schema_to_gbnf(*schema, opts);
+        if (!converted.ok()) return bad_field(param, converted.status().message(), "invalid_schema");
+        gbnf = std::move(*converted);
+        limits.max_text_bytes = 8u << 20;  // generated from a body the server already size-checked
+      }
+    } else if (t != "text") {
+      return bad_field(param, "'response_format.type' must be 'text', 'json_object' or 'json_schema'");
+    }
+  }
+  if (gr) {
+    if (!gbnf.empty()) return bad_field("grammar", "give either 'grammar' or a JSON 'response_format', not both");
+    if (!gr->is_string()) return f.type_error("grammar", "a string");
+    param = "grammar";
+    gbnf = gr->get<std::string>();
+    if (gbnf.empty()) return bad_field("grammar", "'grammar' must not be empty");
+  }
+  if (gbnf.empty()) return {};
+  auto compiled = grammar::compile_gbnf(gbnf, limits);
+  if (!compiled.ok()) return bad_field(param, compiled.status().message(), "invalid_grammar");
+  // The start state is built here, on the request's thread: a grammar whose
+  // first step alone passes the per-token work limit never reaches the engine.
+  if (grammar::GrammarStates(*compiled, grammar::GrammarMatcher::kMaxWorkPerToken).exhausted()) {
+    return bad_field(param, "the grammar is too ambiguous to follow (too much parse work for one token)",
+                     "invalid_grammar");
+  }
+  out.req.grammar = std::move(*compiled);
+  return {};
+}
+
 ApiError read_attention(const json& b, const ParseContext& ctx) {
   std::string spec;
   TRY(Fields(b).opt_string("attention", 1024, spec));
@@ -272,6 +348,7 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
   }
   TRY(read_logprobs(b, chat, out));
   TRY(read_attention(b, ctx));
+  TRY(read_structured_output(b, ctx, out));
   return {};
 }
 

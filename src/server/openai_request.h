@@ -4,6 +4,7 @@
 // here throws.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "attention/policy.h"
 #include "server/json_fields.h"
@@ -27,6 +28,7 @@ struct ParseContext {
   std::string model_id;
   PolicySpec attention;  // the engine's policy
   int n_vocab = 0;
+  std::string_view body;  // the request's JSON text (a schema's property order is read from it)
 };
 
 struct GenerationCall {

@@ -62,7 +62,11 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 }
 
 Metrics::Metrics()
-    : ttft(kLatencyBounds), itl(kLatencyBounds), e2e(kLatencyBounds), queue_time(kLatencyBounds) {}
+    : ttft(kLatencyBounds),
+      itl(kLatencyBounds),
+      e2e(kLatencyBounds),
+      queue_time(kLatencyBounds),
+      grammar_mask({1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0}) {}
 
 void Metrics::count_finish(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -96,6 +100,8 @@ std::string Metrics::render() const {
   itl.render(out, "stride_inter_token_latency_seconds", "Latency between consecutive tokens in seconds.");
   e2e.render(out, "stride_e2e_request_latency_seconds", "End-to-end request latency in seconds.");
   queue_time.render(out, "stride_request_queue_time_seconds", "Time spent waiting before admission in seconds.");
+  grammar_mask.render(out, "stride_grammar_mask_seconds",
+                      "Seconds per constrained token spent on the grammar (token mask and state update).");
   scalar(out, "stride_num_requests_running", "gauge", "Sequences in the running batch.", (double)num_running);
   scalar(out, "stride_num_requests_waiting", "gauge", "Requests waiting for admission.", (double)num_waiting);
   scalar(out, "stride_prompt_tokens_total", "counter", "Prompt tokens processed.", (double)prompt_tokens);

@@ -39,6 +39,7 @@ class Metrics {
   Histogram itl;           // seconds between tokens of one request
   Histogram e2e;           // seconds from arrival to finish
   Histogram queue_time;    // seconds waiting before admission
+  Histogram grammar_mask;  // seconds per constrained token: the mask, applying it, and the grammar's step
 
   std::atomic<int64_t> prompt_tokens{0};
   std::atomic<int64_t> generation_tokens{0};

@@ -6,12 +6,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "grammar/compiled_grammar.h"
 #include "sampler/logprobs.h"
 #include "sampler/sampler.h"
 
@@ -27,6 +29,9 @@ struct ServeRequest {
   std::vector<std::string> stop;    // stop strings, excluded from the text
   bool ignore_eos = false;
   int top_logprobs = -1;            // -1: no log-probs; else alternatives per token
+  // Constrained decoding (response_format / grammar): every sampled token
+  // keeps the output a prefix of a sentence of this grammar; null: none.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
   Clock::time_point deadline = Clock::time_point::max();
 };
 

@@ -4,6 +4,7 @@
 
 #include "engine/decode_loop.h"
 #include "engine/step_runner.h"
+#include "grammar/grammar_matcher.h"
 #include "kv/kv_pages_needed.h"
 
 namespace stride::serving {
@@ -27,6 +28,8 @@ struct Scheduler::Sequence {
   Clock::time_point last_token;
   bool admitted_once = false;
   int64_t admission_pages = -1;  // pages the whole prompt and a first token need; -1: not computed yet
+  std::unique_ptr<grammar::GrammarMatcher> matcher;  // constrained decoding, when the request has a grammar
+  bool grammar_stuck = false;    // the grammar allowed no token this step
 
   Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab, int64_t max_context)
       : ch(std::move(c)),
@@ -81,11 +84,30 @@ void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
     cv_.wait(lock, [&] { return stopping_ || !incoming_.empty(); });
   }
   while (!incoming_.empty()) {
-    waiting.push_back(std::make_unique<Sequence>(std::move(incoming_.front()), *engine_.tokenizer(),
-                                                 engine_.config().n_vocab, opts_.max_context));
+    auto s = std::make_unique<Sequence>(std::move(incoming_.front()), *engine_.tokenizer(), engine_.config().n_vocab,
+                                        opts_.max_context);
+    if (s->req().grammar) s->matcher = std::make_unique<grammar::GrammarMatcher>(s->req().grammar, token_trie());
+    waiting.push_back(std::move(s));
     incoming_.pop_front();
   }
   waiting_size_.store(waiting.size());
+}
+
+const std::shared_ptr<const grammar::TokenTrie>& Scheduler::token_trie() {
+  if (!trie_) {
+    const Tokenizer& tok = *engine_.tokenizer();
+    std::vector<std::string> pieces((size_t)tok.n_vocab());
+    std::vector<int32_t> ends;
+    for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+      if (tok.is_eog(id)) {
+        ends.push_back(id);
+      } else {
+        pieces[(size_t)id] = tok.token_to_piece(id);  // "" for control tokens: never allowed
+      }
+    }
+    trie_ = std::make_shared<const grammar::TokenTrie>(std::move(pieces), std::move(ends));
+  }
+  return trie_;
 }
 
 void Scheduler::publish_gauges(size_t waiting) {
@@ -266,12 +288,32 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   const int n_vocab = engine_.config().n_vocab;
   engine_.pool().run_chunks((int)ready.size(), [&](int c, int) {
     Sequence& s = *ready[c];
-    s.next = s.sampler.sample(s.logits.data(), n_vocab, s.tokens);
+    // The grammar's mask applies before the sampler (and so before greedy,
+    // top-k/top-p and the log-probs): only allowed tokens can be drawn.
+    if (!s.matcher) {
+      s.next = s.sampler.sample(s.logits.data(), n_vocab, s.tokens);
+    } else {
+      const auto g0 = Clock::now();
+      s.matcher->mask_logits(s.logits.data(), n_vocab);
+      const auto g1 = Clock::now();
+      s.next = s.sampler.sample(s.logits.data(), n_vocab, s.tokens);
+      const auto g2 = Clock::now();
+      s.grammar_stuck = !s.matcher->accept_token(s.next);
+      metrics_.grammar_mask.observe(seconds(g1 - g0) + seconds(Clock::now() - g2));
+    }
     s.next_logprobs.clear();
     if (s.req().top_logprobs >= 0)
       s.next_logprobs.push_back(token_logprobs(s.logits.data(), n_vocab, s.next, s.req().top_logprobs));
   });
-  for (Sequence* s : ready) after_logits(*s);
+  for (Sequence* s : ready) {
+    if (s->grammar_stuck) {
+      fail(*s, InvalidArgument(s->matcher->exhausted()
+                                   ? "the grammar is too ambiguous to follow (too much parse work for one token)"
+                                   : "the grammar allows no token of this model's vocabulary here"));
+      continue;
+    }
+    after_logits(*s);
+  }
   std::erase_if(running_, [](auto& s) { return s->seq < 0; });
   return true;
 }
@@ -298,7 +340,11 @@ void Scheduler::after_logits(Sequence& s) {
   }
   ev.text = step.text;
   if (step.appended || !ev.logprobs.empty()) s.ch->push(std::move(ev));
-  if (step.done) finish(s, finish_reason_name(step.reason));
+  if (step.done) {
+    finish(s, finish_reason_name(step.reason));
+  } else if (s.matcher && s.matcher->ended()) {
+    finish(s, "stop");  // the grammar took an end token that ignore_eos kept in the text
+  }
 }
 
 void Scheduler::finish(Sequence& s, const std::string& reason) {

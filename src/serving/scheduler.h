@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/token_trie.h"
 #include "serving/metrics.h"
 #include "serving/request.h"
 
@@ -57,6 +58,8 @@ class Scheduler {
   void fail(Sequence& s, const Status& st);
   void release(Sequence& s);
   void publish_gauges(size_t waiting);
+  // The vocabulary trie for grammar masks, built at the first constrained request.
+  const std::shared_ptr<const grammar::TokenTrie>& token_trie();
 
   Engine& engine_;
   SchedulerOptions opts_;
@@ -66,6 +69,7 @@ class Scheduler {
   // between, so a readmitted sequence cannot take back (through the prefix
   // cache) the pages the running ones need, and every cycle makes progress.
   bool admission_paused_ = false;
+  std::shared_ptr<const grammar::TokenTrie> trie_;
 
   std::mutex mu_;
   std::condition_variable cv_;

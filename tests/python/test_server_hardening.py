@@ -60,7 +60,9 @@ COMMON_BAD = {
     "ignore_eos": ["no"],
     "logit_bias": [{"1": 5}],
     "tools": [[{"type": "function"}]],
-    "response_format": [{"type": "json_object"}, "json"],
+    "response_format": [{"type": "xml"}, "json", {"type": 3}, {"type": "json_schema", "json_schema": 5},
+                        {"type": "json_schema", "json_schema": {"schema": {"type": "strng"}}}],
+    "grammar": [5, "", "root ::= x", ["root ::= \"a\""], "root ::= \"a"],
     "user": [1, "u" * 1000],
     "attention": [1, "dense"],
 }
