@@ -14,26 +14,14 @@ Run: ~/.cache/stride/venv/bin/python bench/grammar_mask.py [--models smollm2,gem
 import argparse
 import datetime
 import os
-import platform
 import sys
 
-from serving_common import GEMMA, OUT_DIR, SMOL, StrideServer, call, metrics, plt, write_json
+from serving_common import GEMMA, OUT_DIR, SMOL, StrideServer, call, cpu_name, metrics, plt, write_json
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
 from structured_schemas import SCHEMAS  # noqa: E402
 
 MODELS = {"smollm2": SMOL, "gemma3": GEMMA}
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def histogram(m, name):
@@ -88,7 +76,7 @@ def main():
     args = ap.parse_args()
     cases = SCHEMAS[:args.limit]
     report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "cpu": cpu_model(), "threads": args.threads, "schemas": len(cases), "models": {}}
+              "cpu": cpu_name(), "threads": args.threads, "schemas": len(cases), "models": {}}
     for key in args.models.split(","):
         with StrideServer(MODELS[key], threads=args.threads, env={"STRIDE_MAX_BATCH": "1"}) as srv:
             constrained = run(srv.port, True, cases, args.max_tokens)
