@@ -37,6 +37,7 @@ struct ServeArgs {
   std::string model, host, port, max_batch, max_queue, kv_budget, threads, attention, log_level, api_keys_file,
       max_context_length, request_timeout_s, audit_log;
   std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
+  std::vector<std::string> served_model_names;  // --served-model-name A B or A,B
 };
 
 // Times one start-up stage and logs it.
@@ -140,7 +141,9 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   m->owned_scheduler->start();
   m->engine = &engine;
   m->scheduler = m->owned_scheduler.get();
-  m->id = std::filesystem::path(path).filename().string();
+  m->names = cfg.served_model_names;
+  if (m->names.empty()) m->names.push_back(std::filesystem::path(path).filename().string());
+  m->id = m->names.front();
   m->path = path;
   m->version = ref.version.empty() ? digest.substr(0, 16) : ref.version;
   m->sha256 = digest;
@@ -163,6 +166,11 @@ Expected<serving::ServeConfig> read_config(const ServeArgs& a) {
     if (value->empty()) continue;
     Status st = serving::set_config_value(cfg, key, *value);
     if (!st.ok()) return Status(st.code(), st.message() + " (from --" + key + ")");
+  }
+  if (!a.served_model_names.empty()) {
+    std::string joined;
+    for (const std::string& n : a.served_model_names) joined += (joined.empty() ? "" : ",") + n;
+    STRIDE_RETURN_IF_ERROR(serving::set_config_value(cfg, "served_model_name", joined));
   }
   STRIDE_RETURN_IF_ERROR(serving::finalize_config(cfg));
   return cfg;
@@ -353,6 +361,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     a->flags.push_back({key, &target});
   };
   flag("--model,-m", "model", a->model, "GGUF file");
+  cmd->add_option("--served-model-name", a->served_model_names,
+                  "names clients pass as \"model\" (the first is reported; default: the file name)")
+      ->delimiter(',');
   flag("--host", "host", a->host, "bind address (default 127.0.0.1)");
   flag("--port", "port", a->port, "port (default 8080; 0 = any free port)");
   flag("--max-batch", "max_batch", a->max_batch, "sequences decoded together (default 8)");

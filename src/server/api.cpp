@@ -11,6 +11,7 @@
 #include "server/openai_request.h"
 #include "server/log.h"
 #include "server/openai_response.h"
+#include "server/web_assets.h"
 
 namespace stride::server {
 
@@ -146,9 +147,13 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
       {"/health", http::verb::get},          {"/ready", http::verb::get},
       {"/metrics", http::verb::get},         {"/v1/models", http::verb::get},
       {"/v1/completions", http::verb::post}, {"/v1/chat/completions", http::verb::post},
+      {"/v1/responses", http::verb::post},
       {"/tokenize", http::verb::post},       {"/detokenize", http::verb::post},
       {"/admin/model", http::verb::post}};
   auto it = routes.find(path);
+  if (it == routes.end() && method == http::verb::get && cfg_.web_ui) {
+    if (const WebAsset* asset = find_web_asset(path)) return web_asset(res, *asset);
+  }
   if (it == routes.end()) return error(res, call, 404, "no route for " + path, "", "not_found");
   if (method != it->second) {
     return error(res, call, 405, "method not allowed on " + path, "", "method_not_allowed",
@@ -184,7 +189,21 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
   if (path == "/tokenize") return tokenize(req, res, call);
   if (path == "/detokenize") return detokenize(req, res, call);
   if (draining_) return error(res, call, 503, "the server is shutting down", "", "draining");
+  if (path == "/v1/responses") return responses(req, res, call);
   generate(req, res, call, path == "/v1/chat/completions");
+}
+
+// The UI's pages carry no secrets (the API key stays in the browser), so they
+// need no key; the headers keep them from running anything but their own code.
+void Api::web_asset(Responder& res, const WebAsset& asset) {
+  res.send(200, std::string(asset.content_type), std::string(asset.body),
+           {{"Cache-Control", "no-cache"},
+            {"X-Content-Type-Options", "nosniff"},
+            {"X-Frame-Options", "DENY"},
+            {"Referrer-Policy", "no-referrer"},
+            {"Content-Security-Policy",
+             "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+             "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}});
 }
 
 void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
@@ -289,16 +308,20 @@ bool Api::take_rate_token(const std::string& who, double* retry_after_s) {
   return false;
 }
 
+// One entry per served name (aliases of the same weights), as vLLM lists them.
 void Api::models(Responder& res, Call& call) {
-  nlohmann::json m = {{"id", call.model->id},
-                      {"object", "model"},
-                      {"created", 0},
-                      {"owned_by", "stride"},
-                      {"root", call.model->id},
-                      {"max_model_len", cfg_.max_context_length},
-                      {"version", call.model->version},
-                      {"sha256", call.model->sha256}};
-  json(res, call, 200, dump(nlohmann::json{{"object", "list"}, {"data", nlohmann::json::array({m})}}));
+  nlohmann::json data = nlohmann::json::array();
+  for (const std::string& name : call.model->names) {
+    data.push_back({{"id", name},
+                    {"object", "model"},
+                    {"created", 0},
+                    {"owned_by", "stride"},
+                    {"root", call.model->id},
+                    {"max_model_len", cfg_.max_context_length},
+                    {"version", call.model->version},
+                    {"sha256", call.model->sha256}});
+  }
+  json(res, call, 200, dump(nlohmann::json{{"object", "list"}, {"data", data}}));
 }
 
 void Api::tokenize(const HttpRequest& req, Responder& res, Call& call) {

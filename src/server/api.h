@@ -29,7 +29,8 @@ struct ModelHandle {
   std::unique_ptr<serving::Scheduler> owned_scheduler;
   Engine* engine = nullptr;
   serving::Scheduler* scheduler = nullptr;
-  std::string id;             // the name clients pass as "model"
+  std::string id;             // the name responses report (the first served name)
+  std::vector<std::string> names;  // every name clients may pass as "model" (id first)
   std::string path;
   std::string version;        // the published version name, else a sha256 prefix (audit log, /v1/models)
   std::string sha256;         // of the file as stored
@@ -57,6 +58,8 @@ Status record_active_version(const ModelRef& ref);
 using ModelLoader = std::function<Expected<std::shared_ptr<ModelHandle>>(const ModelRef&)>;
 
 struct GenerationCall;  // openai_request.h
+struct ParseContext;    // openai_request.h
+struct WebAsset;        // web_assets.h
 struct ResponseIds;     // openai_response.h
 
 class Api {
@@ -92,6 +95,12 @@ class Api {
   };
   void route(const HttpRequest& req, Responder& res, Call& call);
   void generate(const HttpRequest& req, Responder& res, Call& call, bool chat);
+  void responses(const HttpRequest& req, Responder& res, Call& call);  // api_responses.cpp
+  ParseContext parse_context(const HttpRequest& req, const Call& call) const;
+  // Hands a parsed request to the scheduler; null when it was refused (the
+  // error response is sent: 429 over the key's in-flight limit or a full queue, 503).
+  std::shared_ptr<serving::RequestChannel> submit_generation(Responder& res, Call& call, const InflightSlot& slot,
+                                                             GenerationCall& g);
   // Relays a submitted request's events as one JSON body or as SSE (api_generate.cpp).
   void relay_events(Responder& res, Call& call, serving::RequestChannel& ch, const GenerationCall& g, bool chat);
   void finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
@@ -100,6 +109,7 @@ class Api {
   void tokenize(const HttpRequest& req, Responder& res, Call& call);
   void detokenize(const HttpRequest& req, Responder& res, Call& call);
   void models(Responder& res, Call& call);
+  void web_asset(Responder& res, const WebAsset& asset);
   void admin_model(const HttpRequest& req, Responder& res, Call& call);
   void error(Responder& res, Call& call, int status, const std::string& message, const std::string& param = "",
              const std::string& code = "", const Headers& extra = {});

@@ -15,6 +15,7 @@ struct ServeConfig {
   // Model and engine.
   std::string model;
   std::string model_sha256;           // when set, the file is verified before loading
+  std::vector<std::string> served_model_names;  // names clients pass as "model"; the first is reported; empty: the file name
   int64_t max_context_length = 131072;
   double sparsity = 0.9;              // accepted; the engine's policies are window/rswa (no top-k yet)
   bool cache_reuse = true;            // prefix cache: reuse KV pages of shared prompt prefixes
@@ -63,6 +64,7 @@ struct ServeConfig {
   std::string audit_log;              // JSON-lines path; empty: off
   bool audit_log_prompts = false;
   std::string log_level = "INFO";
+  bool web_ui = true;                 // the chat playground and dashboard at /
 
   // Model versions, weights at rest, TLS.
   std::string model_dir;              // <model_dir>/<version>/{*.gguf, SHA256}; exclusive with `model`

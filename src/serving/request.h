@@ -49,6 +49,7 @@ struct Event {
   std::string finish_reason;            // Finish: stop | length | timeout | cancelled
   int prompt_tokens = 0;                // Finish
   int completion_tokens = 0;            // Finish
+  int cached_tokens = 0;                // Finish: prompt tokens taken from the prefix cache
   StatusCode code = StatusCode::kOk;    // Error
   std::string message;                  // Error
 };

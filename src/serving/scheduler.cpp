@@ -27,6 +27,7 @@ struct Scheduler::Sequence {
   std::vector<TokenLogprob> next_logprobs;  // its log-probabilities, if requested (0 or 1)
   Clock::time_point last_token;
   bool admitted_once = false;
+  int cached_prompt_tokens = 0;  // prompt tokens the first admission found in the prefix cache
   int64_t admission_pages = -1;  // pages the whole prompt and a first token need; -1: not computed yet
   std::unique_ptr<grammar::GrammarMatcher> matcher;  // constrained decoding, when the request has a grammar
   bool grammar_stuck = false;    // the grammar allowed no token this step
@@ -187,6 +188,7 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     if (!s.admitted_once) {
       metrics_.queue_time.observe(seconds(Clock::now() - s.ch->arrived));
       metrics_.prompt_tokens += (int64_t)s.req().prompt.size();
+      s.cached_prompt_tokens = (int)std::min<int64_t>(hit->reused_tokens, (int64_t)s.req().prompt.size());
       s.admitted_once = true;
     }
     running_.push_back(std::move(waiting.front()));
@@ -360,6 +362,7 @@ void Scheduler::finish(Sequence& s, const std::string& reason) {
   done.finish_reason = reason;
   done.prompt_tokens = (int)s.req().prompt.size();
   done.completion_tokens = s.n_generated;
+  done.cached_tokens = s.cached_prompt_tokens;
   s.ch->push(std::move(done));
   metrics_.e2e.observe(seconds(Clock::now() - s.ch->arrived));
   metrics_.count_finish(reason);
