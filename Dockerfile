@@ -20,6 +20,8 @@ RUN apt-get update \
 WORKDIR /src
 COPY CMakeLists.txt README.md ./
 COPY src src
+COPY cmake cmake
+COPY web web
 COPY configs configs
 COPY docs docs
 # STRIDE_NATIVE stays OFF: the image runs on any x86-64 CPU with AVX2.
