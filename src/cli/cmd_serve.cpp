@@ -20,6 +20,9 @@
 #include "server/log.h"
 #include "serving/config.h"
 #include "serving/scheduler.h"
+#ifdef STRIDE_WITH_GRPC
+#include "rpc/grpc_server.h"
+#endif
 
 extern char** environ;
 
@@ -35,7 +38,7 @@ struct ServeArgs {
   std::string config;
   std::vector<std::pair<std::string, std::string*>> flags;  // key -> value given on the command line
   std::string model, host, port, max_batch, max_queue, kv_budget, threads, attention, log_level, api_keys_file,
-      max_context_length, request_timeout_s, audit_log;
+      max_context_length, request_timeout_s, audit_log, grpc_port;
   std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
   std::vector<std::string> served_model_names;  // --served-model-name A B or A,B
 };
@@ -329,6 +332,18 @@ int serve(ServeArgs& a) {
   log(LogLevel::Info, "listening",
       {{"host", cfg.host}, {"port", std::to_string(http.port())}, {"tls", ho.tls_cert_file.empty() ? "no" : "yes"}});
 
+#ifdef STRIDE_WITH_GRPC
+  std::unique_ptr<rpc::GrpcServer> grpc_server;
+  if (cfg.grpc_port >= 0) {
+    auto started = rpc::GrpcServer::start(api, cfg);
+    if (!started) return fail_log(started.status().message());
+    grpc_server = std::move(*started);
+    log(LogLevel::Info, "gRPC listening", {{"host", cfg.host}, {"port", std::to_string(grpc_server->port())}});
+  }
+#else
+  if (cfg.grpc_port >= 0) return fail_log("grpc_port: this build has no gRPC (install libgrpc++-dev and rebuild)");
+#endif
+
   auto loader = [&cfg, &metrics](const server::ModelRef& ref) { return load_version(cfg, ref, metrics); };
   auto first = loader(*first_ref);
   if (!first) return fail_log(first.status().message());
@@ -336,6 +351,9 @@ int serve(ServeArgs& a) {
   api.set_loader(loader);
   api.set_model_dir(cfg.model_dir);
   api.set_model(std::move(*first));
+#ifdef STRIDE_WITH_GRPC
+  if (grpc_server) grpc_server->set_serving(true);
+#endif
   log(LogLevel::Info, "ready", {{"port", std::to_string(http.port())}});
 
   int sig = 0;
@@ -345,7 +363,13 @@ int serve(ServeArgs& a) {
     on_sighup(a, api, audit.get());
   }
   log(LogLevel::Info, "signal received: draining", {{"signal", std::to_string(sig)}});
+#ifdef STRIDE_WITH_GRPC
+  if (grpc_server) grpc_server->set_serving(false);
+#endif
   drain_and_close(api, http);
+#ifdef STRIDE_WITH_GRPC
+  if (grpc_server) grpc_server->shutdown(10.0);  // its calls have finished with the scheduler
+#endif
   log(LogLevel::Info, "stopped");
   return 0;
 }
@@ -365,6 +389,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "names clients pass as \"model\" (the first is reported; default: the file name)")
       ->delimiter(',');
   flag("--host", "host", a->host, "bind address (default 127.0.0.1)");
+  flag("--grpc-port", "grpc_port", a->grpc_port, "serve gRPC (stride.v1.Inference) on this port too (0 = any free port)");
   flag("--port", "port", a->port, "port (default 8080; 0 = any free port)");
   flag("--max-batch", "max_batch", a->max_batch, "sequences decoded together (default 8)");
   flag("--max-queue", "max_queue", a->max_queue, "waiting requests before 429 (default 64)");

@@ -78,9 +78,12 @@ class Api {
   void set_model_dir(const std::string& dir);
   void set_draining() { draining_ = true; }
   bool ready() const { return ready_.load(); }
+  bool draining() const { return draining_.load(); }
+  // What other front ends (gRPC) share with HTTP.
+  const serving::ServeConfig& config() const { return cfg_; }
+  AuditLog* audit() const { return audit_; }
+  const std::vector<Cidr>& allowlist() const { return allowlist_; }
 
- private:
-  struct Call;  // one request's context (id, key, timing)
   // A generation request counted against its key's max_requests_per_key while it lives.
   class InflightSlot {
    public:
@@ -93,6 +96,11 @@ class Api {
     std::string who_;
     bool held_ = false;
   };
+  // Token bucket per key (or client IP): false when the caller is over rate_limit_rpm.
+  bool take_rate_token(const std::string& who, double* retry_after_s);
+
+ private:
+  struct Call;  // one request's context (id, key, timing)
   void route(const HttpRequest& req, Responder& res, Call& call);
   void generate(const HttpRequest& req, Responder& res, Call& call, bool chat);
   void responses(const HttpRequest& req, Responder& res, Call& call);  // api_responses.cpp
@@ -117,9 +125,6 @@ class Api {
   // An audit line for what is not a request outcome (failed logins, admin actions).
   void audit_event(const std::string& kind, const Call& call, const std::string& detail,
                    std::map<std::string, std::string> fields = {});
-  // Token bucket per key (or client IP): false when the caller is over rate_limit_rpm.
-  bool take_rate_token(const std::string& who, double* retry_after_s);
-
   const serving::ServeConfig& cfg_;
   serving::Metrics& metrics_;
   AuditLog* audit_;

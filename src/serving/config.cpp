@@ -129,6 +129,7 @@ const std::map<std::string, Setter>& setters() {
       {"audit_log", STR(audit_log)},
       {"audit_log_prompts", BOOL("audit_log_prompts", audit_log_prompts)},
       {"web_ui", BOOL("web_ui", web_ui)},
+      {"grpc_port", NUM("grpc_port", grpc_port, int, -1, 65535)},
       {"log_level",
        [](ServeConfig& c, const std::string& v) {
          STRIDE_RETURN_IF_ERROR(one_of("log_level", v, {"DEBUG", "INFO", "WARNING", "ERROR"}));

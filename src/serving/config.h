@@ -65,6 +65,7 @@ struct ServeConfig {
   bool audit_log_prompts = false;
   std::string log_level = "INFO";
   bool web_ui = true;                 // the chat playground and dashboard at /
+  int grpc_port = -1;                 // the gRPC service (proto/stride/v1/inference.proto); -1: off, 0: any free port
 
   // Model versions, weights at rest, TLS.
   std::string model_dir;              // <model_dir>/<version>/{*.gguf, SHA256}; exclusive with `model`

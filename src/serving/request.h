@@ -46,6 +46,7 @@ struct Event {
   std::string text;                     // Token: newly released text (may be empty)
   std::vector<TokenLogprob> logprobs;   // Token: one per generated token in this event
   int tokens = 0;                       // Token: tokens generated in this event (its text may be held back)
+  std::vector<int32_t> token_ids;       // Token: their ids
   std::string finish_reason;            // Finish: stop | length | timeout | cancelled
   int prompt_tokens = 0;                // Finish
   int completion_tokens = 0;            // Finish

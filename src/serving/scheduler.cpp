@@ -337,6 +337,7 @@ void Scheduler::after_logits(Sequence& s) {
   if (step.appended) {
     s.tokens.push_back(id);
     ev.tokens = 1;
+    ev.token_ids.push_back(id);
     ++s.n_generated;
     ++metrics_.generation_tokens;
   }
