@@ -12,6 +12,8 @@
 #include "engine/step_runner.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/serve_encoder.h"
+#include "encoder/encoder_model.h"
 #include "loader/model_versions.h"
 #include "loader/encrypted_file.h"
 #include "loader/sha256.h"
@@ -77,6 +79,7 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
                                                             serving::Metrics& metrics) {
   const std::string& path = ref.path;
   const std::string& expected_sha = ref.sha256;
+  if (EncoderModel::is_encoder_folder(path)) return load_encoder_version(cfg, ref, metrics);
   Stage path_stage("model path");
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -257,7 +260,8 @@ void drain_and_close(server::Api& api, server::HttpServer& http) {
   api.set_draining();
   {
     server::ModelPtr current = api.model();
-    if (current) current->scheduler->drain_and_stop();
+    if (current && current->scheduler) current->scheduler->drain_and_stop();
+    if (current && current->encoder) current->encoder->drain_and_stop();
   }
   http.stop();  // no new connections
   // Handlers write their last bytes; then every connection closes and every
@@ -352,7 +356,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option(name, target, help);
     a->flags.push_back({key, &target});
   };
-  flag("--model,-m", "model", a->model, "GGUF file");
+  flag("--model,-m", "model", a->model, "GGUF file, or a BERT encoder folder (embeddings only)");
   flag("--host", "host", a->host, "bind address (default 127.0.0.1)");
   flag("--port", "port", a->port, "port (default 8080; 0 = any free port)");
   flag("--max-batch", "max_batch", a->max_batch, "sequences decoded together (default 8)");

@@ -73,6 +73,16 @@ Status parse_entry(const std::string& name, const json& e, const uint8_t* data,
   return Status::Ok();
 }
 
+// Integer tensors are buffers no weight computation reads (BERT's
+// position_ids): they are left out rather than refused.
+bool is_integer_buffer(const json& e) {
+  if (!e.is_object()) return false;
+  auto dt = e.find("dtype");
+  if (dt == e.end() || !dt->is_string()) return false;
+  const std::string d = dt->get<std::string>();
+  return d == "I64" || d == "I32" || d == "I16" || d == "I8" || d == "U8" || d == "BOOL";
+}
+
 Expected<std::vector<TensorView>> parse_impl(const MappedFile& file) {
   const uint64_t size = file.size();
   if (size < 8) {
@@ -97,7 +107,7 @@ Expected<std::vector<TensorView>> parse_impl(const MappedFile& file) {
   const uint64_t data_size = size - 8 - header_len;
   std::vector<TensorView> out;
   for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") continue;
+    if (it.key() == "__metadata__" || is_integer_buffer(it.value())) continue;
     TensorView view;
     STRIDE_RETURN_IF_ERROR(parse_entry(it.key(), it.value(), data, data_size, view));
     out.push_back(std::move(view));

@@ -14,6 +14,7 @@ constexpr uint64_t kMaxSafetensorsHeader = 100ull << 20;
 
 // Views keep the HF tensor names and point into `file`, which must outlive them.
 // Shapes are reversed into ggml order: HF [out, in] becomes ne = {in, out}.
+// Integer tensors (buffers such as BERT's position_ids) are left out.
 Expected<std::vector<TensorView>> parse_safetensors(const MappedFile& file);
 
 }  // namespace stride

@@ -147,7 +147,7 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
       {"/metrics", http::verb::get},         {"/v1/models", http::verb::get},
       {"/v1/completions", http::verb::post}, {"/v1/chat/completions", http::verb::post},
       {"/tokenize", http::verb::post},       {"/detokenize", http::verb::post},
-      {"/admin/model", http::verb::post}};
+      {"/admin/model", http::verb::post},    {"/v1/embeddings", http::verb::post}};
   auto it = routes.find(path);
   if (it == routes.end()) return error(res, call, 404, "no route for " + path, "", "not_found");
   if (method != it->second) {
@@ -180,6 +180,12 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
   if (!take_rate_token(call.key_id != "-" ? call.key_id : call.client_ip, &retry)) {
     return error(res, call, 429, "rate limit exceeded (" + std::to_string((int)cfg_.rate_limit_rpm) + " requests/minute)",
                  "", "rate_limit_exceeded", {{"Retry-After", std::to_string((int)std::ceil(retry))}});
+  }
+  if (path == "/v1/embeddings") return draining_ ? error(res, call, 503, "the server is shutting down", "", "draining")
+                                                 : embeddings(req, res, call);
+  if (!call.model->engine) {
+    return error(res, call, 400, "the model '" + call.model->id + "' is an embedding model: it serves /v1/embeddings only",
+                 "model", "embedding_model");
   }
   if (path == "/tokenize") return tokenize(req, res, call);
   if (path == "/detokenize") return detokenize(req, res, call);
