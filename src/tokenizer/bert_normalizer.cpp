@@ -12,12 +12,12 @@ namespace {
 
 bool is_whitespace(char32_t c) { return c == '\t' || c == '\n' || c == '\r' || u_isUWhiteSpace((UChar32)c); }
 
-// Categories Cc, Cf, Cs, Co and Cn (unassigned), except the three whitespace controls.
+// Categories Cc, Cf, Cs and Co, except the three whitespace controls. Unassigned
+// code points (Cn) stay, as in Hugging Face tokenizers (they become [UNK]).
 bool is_control(char32_t c) {
   if (c == '\t' || c == '\n' || c == '\r') return false;
   const int8_t t = u_charType((UChar32)c);
-  return t == U_CONTROL_CHAR || t == U_FORMAT_CHAR || t == U_SURROGATE || t == U_PRIVATE_USE_CHAR ||
-         t == U_UNASSIGNED;
+  return t == U_CONTROL_CHAR || t == U_FORMAT_CHAR || t == U_SURROGATE || t == U_PRIVATE_USE_CHAR;
 }
 
 // The CJK Unified Ideographs blocks BERT pads with spaces (not Hangul, kana).

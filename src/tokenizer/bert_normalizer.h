@@ -2,8 +2,8 @@
 // BERT's text normalization and pre-tokenization, as Hugging Face tokenizers'
 // BertNormalizer and BertPreTokenizer do it (the fast tokenizer that
 // sentence-transformers loads):
-//   1. clean: drop NUL, U+FFFD and control characters (Unicode C* categories
-//      except \t \n \r); every White_Space character becomes ' ';
+//   1. clean: drop NUL, U+FFFD and control characters (categories Cc, Cf,
+//      Cs, Co, except \t \n \r); every White_Space character becomes ' ';
 //   2. CJK ideographs get a space on each side;
 //   3. strip accents: NFD, then drop non-spacing marks (Mn);
 //   4. lowercase (full Unicode mapping: U+0130 becomes "i" + U+0307);

@@ -68,7 +68,7 @@ TEST(WordPiece, GreedyLongestMatchAndUnknownWords) {
                    "strip_accents": null, "lowercase": true},
     "pre_tokenizer": {"type": "BertPreTokenizer"},
     "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-              "max_input_chars_per_word": 8,
+              "max_input_chars_per_word": 9,
               "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##aff": 4, "##able": 5,
                         "unaff": 6, "##a": 7, "!": 8, "cafe": 9}}})";
   auto tok = WordPieceTokenizer::from_json_text(json_text);
@@ -78,7 +78,7 @@ TEST(WordPiece, GreedyLongestMatchAndUnknownWords) {
   EXPECT_EQ(t.encode("UNAFFABLE!", false), (std::vector<int32_t>{6, 5, 8}));
   EXPECT_EQ(t.encode("unx", false), (std::vector<int32_t>{0}));            // no split: the word is [UNK]
   EXPECT_EQ(t.encode("Café", false), (std::vector<int32_t>{9}));           // accents stripped
-  EXPECT_EQ(t.encode("unaffaaaa", false), (std::vector<int32_t>{0}));      // 9 characters > 8
+  EXPECT_EQ(t.encode("unaffaaaaa", false), (std::vector<int32_t>{0}));     // 10 characters > 9
   EXPECT_EQ(t.encode("", true), (std::vector<int32_t>{1, 2}));
 }
 
