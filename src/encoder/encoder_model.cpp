@@ -1,10 +1,9 @@
 #include "encoder/encoder_model.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
+#include "loader/json_file.h"
 #include "loader/safetensors.h"
 
 namespace stride {
@@ -14,15 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-Expected<json> read_json(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return NotFound("cannot read " + p.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Corrupt(p.filename().string() + " is not valid JSON");
-  return j;
-}
+Expected<json> read_json(const fs::path& p) { return read_json_file(p.string()); }
 
 // sentence-transformers' pooling (1_Pooling/config.json; mean when absent) and
 // whether a Normalize module follows it (modules.json).
@@ -70,7 +61,7 @@ Expected<std::unique_ptr<EncoderModel>> EncoderModel::open(const std::string& di
   auto file = MappedFile::open((root / "model.safetensors").string());
   if (!file.ok()) return fail(file.status());
   m->file_ = std::move(*file);
-  auto views = parse_safetensors(m->file_);
+  auto views = parse_safetensors(m->file_, /*skip_integer_buffers=*/true);  // position_ids
   if (!views.ok()) return fail(views.status());
   if (Status st = m->bind(*views); !st.ok()) return fail(st);
   auto tok = WordPieceTokenizer::from_json_file((root / "tokenizer.json").string());

@@ -263,6 +263,20 @@ Api::InflightSlot::~InflightSlot() {
   if (it->second <= 0) api_.inflight_.erase(it);
 }
 
+void Api::refuse_in_flight(Responder& res, Call& call) {
+  error(res, call, 429,
+        "too many requests in flight for this key (max_requests_per_key: " + std::to_string(cfg_.max_requests_per_key) +
+            ")",
+        "", "too_many_requests", {{"Retry-After", "1"}});
+}
+
+void Api::refuse_submit(Responder& res, Call& call, const Status& st) {
+  if (st.code() == StatusCode::kResourceExhausted) {
+    return error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
+  }
+  error(res, call, 503, st.message(), "", "unavailable");
+}
+
 void Api::audit_event(const std::string& kind, const Call& call, const std::string& detail,
                       std::map<std::string, std::string> fields) {
   if (!audit_) return;
@@ -301,7 +315,8 @@ void Api::models(Responder& res, Call& call) {
                       {"created", 0},
                       {"owned_by", "stride"},
                       {"root", call.model->id},
-                      {"max_model_len", cfg_.max_context_length},
+                      {"max_model_len", call.model->encoder ? (int64_t)call.model->encoder->model().max_tokens()
+                                                            : cfg_.max_context_length},
                       {"version", call.model->version},
                       {"sha256", call.model->sha256}};
   json(res, call, 200, dump(nlohmann::json{{"object", "list"}, {"data", nlohmann::json::array({m})}}));

@@ -103,6 +103,10 @@ class Api {
                      bool streaming);
   // POST /v1/embeddings, through the scheduler or the encoder service (api_embeddings.cpp).
   void embeddings(const HttpRequest& req, Responder& res, Call& call);
+  // The answers when a request cannot start: over max_requests_per_key (429),
+  // and what submitting to the scheduler refused (429 queue full, else 503).
+  void refuse_in_flight(Responder& res, Call& call);
+  void refuse_submit(Responder& res, Call& call, const Status& st);
   void tokenize(const HttpRequest& req, Responder& res, Call& call);
   void detokenize(const HttpRequest& req, Responder& res, Call& call);
   void models(Responder& res, Call& call);

@@ -67,18 +67,10 @@ void Api::embeddings(const HttpRequest& req, Responder& res, Call& call) {
 
   const std::string who = call.key_id != "-" ? call.key_id : call.client_ip;
   InflightSlot slot(*this, who);
-  if (!slot.held()) {
-    return error(res, call, 429,
-                 "too many requests in flight for this key (max_requests_per_key: " +
-                     std::to_string(cfg_.max_requests_per_key) + ")",
-                 "", "too_many_requests", {{"Retry-After", "1"}});
-  }
+  if (!slot.held()) return refuse_in_flight(res, call);
   auto ch = std::make_shared<serving::RequestChannel>(std::move(sr));
   Status st = m.encoder ? m.encoder->submit(ch) : m.scheduler->submit(ch);
-  if (st.code() == StatusCode::kResourceExhausted) {
-    return error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
-  }
-  if (!st.ok()) return error(res, call, 503, st.message(), "", "unavailable");
+  if (!st.ok()) return refuse_submit(res, call, st);
 
   std::vector<std::vector<float>> vectors(n_inputs);
   size_t received = 0;

@@ -11,12 +11,6 @@ namespace {
 
 using json = nlohmann::json;
 
-#define TRY(expr)            \
-  do {                       \
-    ApiError _e = (expr);    \
-    if (!_e.ok()) return _e; \
-  } while (0)
-
 ApiError read_ids(const json& arr, const EmbeddingsContext& ctx, std::vector<int32_t>& out) {
   if (arr.empty()) return bad_field("input", "a token list in 'input' is empty");
   if ((int64_t)arr.size() > ctx.max_input_tokens) {
@@ -57,7 +51,7 @@ ApiError read_inputs(const json& in, const EmbeddingsContext& ctx, EmbeddingsCal
   if (!in.is_array() || in.empty()) return bad_field("input", shape);
   if (in[0].is_number_integer()) {  // one input of token ids
     std::vector<int32_t> ids;
-    TRY(read_ids(in, ctx, ids));
+    STRIDE_API_TRY(read_ids(in, ctx, ids));
     out.inputs.push_back(std::move(ids));
     return {};
   }
@@ -68,10 +62,10 @@ ApiError read_inputs(const json& in, const EmbeddingsContext& ctx, EmbeddingsCal
   const bool strings = in[0].is_string();
   for (const json& item : in) {
     if (strings && item.is_string()) {
-      TRY(read_text(item, ctx, out));
+      STRIDE_API_TRY(read_text(item, ctx, out));
     } else if (!strings && item.is_array()) {
       std::vector<int32_t> ids;
-      TRY(read_ids(item, ctx, ids));
+      STRIDE_API_TRY(read_ids(item, ctx, ids));
       out.inputs.push_back(std::move(ids));
     } else {
       return bad_field("input", std::string(shape) + " (one kind per request)");
@@ -86,16 +80,16 @@ ApiError parse_embeddings(const json& b, const EmbeddingsContext& ctx, Embedding
   if (!b.is_object()) return bad_field("", "the request body must be a JSON object");
   Fields f(b);
   std::string model, user, format = "float";
-  TRY(f.opt_string("model", 1024, model));
+  STRIDE_API_TRY(f.opt_string("model", 1024, model));
   if (!model.empty() && model != ctx.model_id) {
     return {404, "the model '" + model + "' does not exist (serving '" + ctx.model_id + "')", "model", "model_not_found"};
   }
-  TRY(f.opt_string("user", 256, user));
-  TRY(f.opt_string("encoding_format", 16, format));
+  STRIDE_API_TRY(f.opt_string("user", 256, user));
+  STRIDE_API_TRY(f.opt_string("encoding_format", 16, format));
   if (format != "float" && format != "base64") return bad_field("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
   out.base64 = format == "base64";
   int64_t dims = ctx.n_embd;
-  TRY(f.opt_int("dimensions", 1, 1 << 20, dims));
+  STRIDE_API_TRY(f.opt_int("dimensions", 1, 1 << 20, dims));
   if (dims != ctx.n_embd) {
     return bad_field("dimensions", "this model's embeddings have " + std::to_string(ctx.n_embd) +
                                        " dimensions and cannot be shortened; 'dimensions' may only be " +
@@ -103,7 +97,7 @@ ApiError parse_embeddings(const json& b, const EmbeddingsContext& ctx, Embedding
   }
   const json* in = f.find("input");
   if (!in) return bad_field("input", "'input' is required");
-  TRY(read_inputs(*in, ctx, out));
+  STRIDE_API_TRY(read_inputs(*in, ctx, out));
   int64_t total = 0;
   for (const auto& ids : out.inputs) total += (int64_t)ids.size();
   if (total > ctx.max_total_tokens) {

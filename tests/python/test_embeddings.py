@@ -184,6 +184,7 @@ def test_minilm_other_errors(minilm_server):
         assert status == 400 and json.loads(raw)["error"]["code"] == "embedding_model", raw
     status, _, raw = minilm_server.get("/v1/models")
     assert status == 200 and json.loads(raw)["data"][0]["id"] == "all-MiniLM-L6-v2"
+    assert json.loads(raw)["data"][0]["max_model_len"] == 512
 
 
 # ---- decoder models -----------------------------------------------------------------------

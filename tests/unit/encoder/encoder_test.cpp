@@ -104,6 +104,32 @@ TEST(Pooling, ChunkedRowsPoolAsOne) {
   EXPECT_NEAR(norm, 1.0, 1e-6);
 }
 
+TEST(BertConfig, RejectsWhatItCannotRun) {
+  const nlohmann::json good = {{"model_type", "bert"}, {"vocab_size", 100}, {"hidden_size", 64},
+                               {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"intermediate_size", 128},
+                               {"max_position_embeddings", 32}, {"type_vocab_size", 2}, {"layer_norm_eps", 1e-12}};
+  auto ok = bert_config_from_json(good);
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->head_dim(), 16);
+  auto with = [&](const char* key, const nlohmann::json& v) {
+    nlohmann::json j = good;
+    j[key] = v;
+    return bert_config_from_json(j).ok();
+  };
+  EXPECT_FALSE(with("model_type", "llama"));
+  EXPECT_FALSE(with("hidden_act", "relu"));
+  EXPECT_FALSE(with("position_embedding_type", "relative_key"));
+  EXPECT_FALSE(with("num_attention_heads", 5));  // 64 is not a multiple of 5
+  EXPECT_FALSE(with("vocab_size", "100"));
+  EXPECT_FALSE(with("hidden_size", -1));
+  EXPECT_FALSE(with("layer_norm_eps", 0));
+  nlohmann::json missing = good;
+  missing.erase("intermediate_size");
+  EXPECT_FALSE(bert_config_from_json(missing).ok());
+  EXPECT_FALSE(EncoderModel::is_encoder_folder(std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
+  EXPECT_TRUE(EncoderModel::is_encoder_folder(kMiniLM));
+}
+
 class MiniLM : public ::testing::Test {
  protected:
   void SetUp() override {
