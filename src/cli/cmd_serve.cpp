@@ -39,6 +39,7 @@ struct ServeArgs {
   std::string model, host, port, max_batch, max_queue, kv_budget, threads, attention, log_level, api_keys_file,
       max_context_length, request_timeout_s, audit_log;
   std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
+  std::string embedding_pooling;
 };
 
 // Times one start-up stage and logs it.
@@ -375,6 +376,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   flag("--model-key-file", "model_key_file", a->model_key_file, "AES-256 key for encrypted model files");
   flag("--tls-cert", "tls_cert_file", a->tls_cert, "PEM certificate chain: serve HTTPS only");
   flag("--tls-key", "tls_key_file", a->tls_key, "PEM private key for --tls-cert");
+  flag("--embedding-pooling", "embedding_pooling", a->embedding_pooling,
+       "/v1/embeddings of a decoder model: last | mean (default last)");
   cmd->callback([a, &exit_code] { exit_code = serve(*a); });
 }
 

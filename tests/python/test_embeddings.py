@@ -211,9 +211,9 @@ def test_decoder_embeddings_match_transformers(name, pooling, normalize):
     for h in _hf_states(hf_dir, ids):
         v = h[-1] if pooling == "last" else h.mean(0)
         want.append(v / np.linalg.norm(v) if normalize == "true" else v)
-    env = {"STRIDE_KV_TYPE": "f32", "STRIDE_EMBEDDING_POOLING": pooling, "STRIDE_EMBEDDING_NORMALIZE": normalize,
+    env = {"STRIDE_KV_TYPE": "f32", "STRIDE_EMBEDDING_NORMALIZE": normalize,
            "STRIDE_PREFILL_CHUNK": "16"}  # inputs longer than a step are pooled over several
-    with StrideServer(gguf, env=env) as srv:
+    with StrideServer(gguf, env=env, extra_args=["--embedding-pooling", pooling]) as srv:
         r = client(srv).embeddings.create(model=os.path.basename(gguf), input=ids, encoding_format="float")
         assert r.usage.prompt_tokens == sum(len(x) for x in ids)
         for d, w in zip(r.data, want):
