@@ -251,3 +251,39 @@ def test_decoder_embeddings_beside_generation():
         assert len(r.data) == 2 and len(r.data[0].embedding) == 64
         status, _, raw = srv.post("/v1/embeddings", {"input": [n_vocab]})
         assert status == 400 and json.loads(raw)["error"]["param"] == "input"
+
+
+def test_decoder_embeddings_under_kv_pressure():
+    """A KV pool too small for two generations, shared with 24 inputs: inputs
+    wait, their chunks are deferred, the youngest sequences are preempted and
+    recomputed (an input pools again from its first token), and every vector
+    still equals transformers'; the pool is empty afterwards."""
+    gguf, hf_dir, n_vocab = _tiny("llama")
+    rng = np.random.default_rng(11)
+    ids = [rng.integers(3, n_vocab, size=n).tolist() for n in (60, 70, 77, 50, 64, 40, 77, 33) * 3]
+    want = [h[-1] / np.linalg.norm(h[-1]) for h in _hf_states(hf_dir, ids)]
+    env = {"STRIDE_KV_TYPE": "f32", "STRIDE_PREFILL_CHUNK": "16", "STRIDE_MAX_BATCH": "4"}
+    # f32 pages of 32 tokens x 2 kv heads x 16 dims (K and V): 8 KiB; 160 KiB = 20 pages over 3 layers,
+    # fewer than the two generations need at their end (2 x 5 pages x 3 layers).
+    with StrideServer(gguf, env=env, extra_args=["--kv-budget", "160K"]) as srv:
+        c = client(srv)
+        outs = []
+
+        def generate(seed):
+            r = c.completions.create(model=os.path.basename(gguf), prompt=[3 + seed, 4, 5], max_tokens=150,
+                                     temperature=0, extra_body={"ignore_eos": True})
+            outs.append(r.usage.completion_tokens)
+        threads = [threading.Thread(target=generate, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        r = c.embeddings.create(model=os.path.basename(gguf), input=ids, encoding_format="float")
+        for t in threads:
+            t.join()
+        assert outs == [150, 150]
+        for d, w in zip(r.data, want):
+            got = np.asarray(d.embedding, dtype=np.float64)
+            assert cosine(got, w) >= 0.9999
+            assert np.max(np.abs(got - w)) < 1e-4
+        m = srv.metrics()
+        assert m["stride_num_preemptions_total"] > 0  # the generations alone cannot both fit
+        assert m["stride_kv_cache_pages_used"] == 0
