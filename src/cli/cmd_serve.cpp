@@ -12,6 +12,8 @@
 #include "engine/step_runner.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/serve_encoder.h"
+#include "encoder/encoder_model.h"
 #include "loader/model_versions.h"
 #include "loader/encrypted_file.h"
 #include "loader/sha256.h"
@@ -41,6 +43,7 @@ struct ServeArgs {
       max_context_length, request_timeout_s, audit_log, grpc_port;
   std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
   std::vector<std::string> served_model_names;  // --served-model-name A B or A,B
+  std::string embedding_pooling;
 };
 
 // Times one start-up stage and logs it.
@@ -81,6 +84,7 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
                                                             serving::Metrics& metrics) {
   const std::string& path = ref.path;
   const std::string& expected_sha = ref.sha256;
+  if (EncoderModel::is_encoder_folder(path)) return load_encoder_version(cfg, ref, metrics);
   Stage path_stage("model path");
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -268,7 +272,8 @@ void drain_and_close(server::Api& api, server::HttpServer& http) {
   api.set_draining();
   {
     server::ModelPtr current = api.model();
-    if (current) current->scheduler->drain_and_stop();
+    if (current && current->scheduler) current->scheduler->drain_and_stop();
+    if (current && current->encoder) current->encoder->drain_and_stop();
   }
   http.stop();  // no new connections
   // Handlers write their last bytes; then every connection closes and every
@@ -384,7 +389,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option(name, target, help);
     a->flags.push_back({key, &target});
   };
-  flag("--model,-m", "model", a->model, "GGUF file");
+  flag("--model,-m", "model", a->model, "GGUF file, or a BERT encoder folder (embeddings only)");
   cmd->add_option("--served-model-name", a->served_model_names,
                   "names clients pass as \"model\" (the first is reported; default: the file name)")
       ->delimiter(',');
@@ -407,6 +412,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   flag("--model-key-file", "model_key_file", a->model_key_file, "AES-256 key for encrypted model files");
   flag("--tls-cert", "tls_cert_file", a->tls_cert, "PEM certificate chain: serve HTTPS only");
   flag("--tls-key", "tls_key_file", a->tls_key, "PEM private key for --tls-cert");
+  flag("--embedding-pooling", "embedding_pooling", a->embedding_pooling,
+       "/v1/embeddings of a decoder model: last | mean (default last)");
   cmd->callback([a, &exit_code] { exit_code = serve(*a); });
 }
 

@@ -61,6 +61,12 @@ nlohmann::json completion_body(const v1::GenerateRequest& r) {
   return b;
 }
 
+// An embeddings-only model (a BERT encoder) has no engine to generate or tokenize with.
+grpc::Status needs_generator(const server::ModelHandle& m) {
+  if (m.engine) return grpc::Status::OK;
+  return {grpc::StatusCode::FAILED_PRECONDITION, "model: '" + m.id + "' is an embedding model"};
+}
+
 }  // namespace
 
 struct InferenceService::CallRecord {
@@ -116,6 +122,7 @@ grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::Gene
   CallRecord rec(api_, next_id_++, "/stride.v1.Inference/Generate");
   server::ModelPtr model;
   if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return rec.finish(st);
+  if (grpc::Status st = needs_generator(*model); !st.ok()) return rec.finish(st);
   const serving::ServeConfig& cfg = api_.config();
   const std::string who = rec.r.key_id != "-" ? rec.r.key_id : rec.r.client_ip;
   double retry = 0;
@@ -193,6 +200,7 @@ grpc::Status InferenceService::Tokenize(grpc::ServerContext* ctx, const v1::Toke
   CallRecord rec(api_, next_id_++, "/stride.v1.Inference/Tokenize");
   server::ModelPtr model;
   if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return rec.finish(st);
+  if (grpc::Status st = needs_generator(*model); !st.ok()) return rec.finish(st);
   const Tokenizer& tok = *model->engine->tokenizer();
   const auto ids = tok.encode(req->text(), req->add_special_tokens() && tok.add_bos_default(), req->parse_special());
   out->mutable_ids()->Add(ids.begin(), ids.end());

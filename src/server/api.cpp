@@ -149,7 +149,7 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
       {"/v1/completions", http::verb::post}, {"/v1/chat/completions", http::verb::post},
       {"/v1/responses", http::verb::post},
       {"/tokenize", http::verb::post},       {"/detokenize", http::verb::post},
-      {"/admin/model", http::verb::post}};
+      {"/admin/model", http::verb::post},    {"/v1/embeddings", http::verb::post}};
   auto it = routes.find(path);
   if (it == routes.end() && method == http::verb::get && cfg_.web_ui) {
     if (const WebAsset* asset = find_web_asset(path)) return web_asset(res, *asset);
@@ -185,6 +185,12 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
   if (!take_rate_token(call.key_id != "-" ? call.key_id : call.client_ip, &retry)) {
     return error(res, call, 429, "rate limit exceeded (" + std::to_string((int)cfg_.rate_limit_rpm) + " requests/minute)",
                  "", "rate_limit_exceeded", {{"Retry-After", std::to_string((int)std::ceil(retry))}});
+  }
+  if (path == "/v1/embeddings") return draining_ ? error(res, call, 503, "the server is shutting down", "", "draining")
+                                                 : embeddings(req, res, call);
+  if (!call.model->engine) {
+    return error(res, call, 400, "the model '" + call.model->id + "' is an embedding model: it serves /v1/embeddings only",
+                 "model", "embedding_model");
   }
   if (path == "/tokenize") return tokenize(req, res, call);
   if (path == "/detokenize") return detokenize(req, res, call);
@@ -276,6 +282,20 @@ Api::InflightSlot::~InflightSlot() {
   if (it->second <= 0) api_.inflight_.erase(it);
 }
 
+void Api::refuse_in_flight(Responder& res, Call& call) {
+  error(res, call, 429,
+        "too many requests in flight for this key (max_requests_per_key: " + std::to_string(cfg_.max_requests_per_key) +
+            ")",
+        "", "too_many_requests", {{"Retry-After", "1"}});
+}
+
+void Api::refuse_submit(Responder& res, Call& call, const Status& st) {
+  if (st.code() == StatusCode::kResourceExhausted) {
+    return error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
+  }
+  error(res, call, 503, st.message(), "", "unavailable");
+}
+
 void Api::audit_event(const std::string& kind, const Call& call, const std::string& detail,
                       std::map<std::string, std::string> fields) {
   if (!audit_) return;
@@ -317,7 +337,8 @@ void Api::models(Responder& res, Call& call) {
                     {"created", 0},
                     {"owned_by", "stride"},
                     {"root", call.model->id},
-                    {"max_model_len", cfg_.max_context_length},
+                    {"max_model_len", call.model->encoder ? (int64_t)call.model->encoder->model().max_tokens()
+                                                          : cfg_.max_context_length},
                     {"version", call.model->version},
                     {"sha256", call.model->sha256}});
   }

@@ -16,6 +16,7 @@
 #include "serving/chat_template.h"
 #include "serving/config.h"
 #include "serving/metrics.h"
+#include "serving/encoder_service.h"
 #include "serving/scheduler.h"
 
 namespace stride::server {
@@ -27,8 +28,11 @@ namespace stride::server {
 struct ModelHandle {
   std::unique_ptr<Engine> owned_engine;
   std::unique_ptr<serving::Scheduler> owned_scheduler;
+  // An embeddings-only model (a BERT encoder) has these instead of an engine and a scheduler.
+  std::unique_ptr<serving::EncoderService> owned_encoder;
   Engine* engine = nullptr;
   serving::Scheduler* scheduler = nullptr;
+  serving::EncoderService* encoder = nullptr;
   std::string id;             // the name responses report (the first served name)
   std::vector<std::string> names;  // every name clients may pass as "model" (id first)
   std::string path;
@@ -114,6 +118,12 @@ class Api {
   void finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
                      const GenerationCall& g, const std::string& text, const std::vector<serving::TokenLogprob>& lps,
                      bool streaming);
+  // POST /v1/embeddings, through the scheduler or the encoder service (api_embeddings.cpp).
+  void embeddings(const HttpRequest& req, Responder& res, Call& call);
+  // The answers when a request cannot start: over max_requests_per_key (429),
+  // and what submitting to the scheduler refused (429 queue full, else 503).
+  void refuse_in_flight(Responder& res, Call& call);
+  void refuse_submit(Responder& res, Call& call, const Status& st);
   void tokenize(const HttpRequest& req, Responder& res, Call& call);
   void detokenize(const HttpRequest& req, Responder& res, Call& call);
   void models(Responder& res, Call& call);

@@ -8,12 +8,6 @@ namespace {
 
 using json = nlohmann::json;
 
-#define TRY(expr)            \
-  do {                       \
-    ApiError e_ = (expr);    \
-    if (!e_.ok()) return e_; \
-  } while (0)
-
 ApiError unsupported(const std::string& param, const std::string& what) {
   return bad_field(param, what, "unsupported_parameter");
 }
@@ -55,7 +49,7 @@ ApiError input_message(const json& item, json& msg) {
   if (c && c->is_string()) {
     text = c->get<std::string>();
   } else if (c && c->is_array()) {
-    for (const json& part : *c) TRY(part_text(part, text));
+    for (const json& part : *c) STRIDE_API_TRY(part_text(part, text));
   } else {
     return bad_field("input", "an input message's 'content' must be a string or a list of text parts");
   }
@@ -76,7 +70,7 @@ ApiError read_input(const json& b, json& messages) {
   }
   for (const json& item : *in) {
     json msg;
-    TRY(input_message(item, msg));
+    STRIDE_API_TRY(input_message(item, msg));
     messages.push_back(std::move(msg));
   }
   return {};
@@ -129,7 +123,7 @@ ApiError refuse_unsupported(const Fields& f) {
     if (f.find(key)) return unsupported(key, std::string("'") + key + "' needs stored responses, which this server does not keep");
   }
   bool background = false;
-  TRY(f.opt_bool("background", background));
+  STRIDE_API_TRY(f.opt_bool("background", background));
   if (background) return unsupported("background", "background responses are not supported");
   if (const json* v = f.find("include"); v && !(v->is_array() && v->empty())) {
     return unsupported("include", "'include' is not supported");
@@ -138,15 +132,15 @@ ApiError refuse_unsupported(const Fields& f) {
     return unsupported("truncation", "only 'truncation': 'disabled' is supported");
   }
   int top_logprobs = 0;
-  TRY(f.opt_int("top_logprobs", 0, 20, top_logprobs));
+  STRIDE_API_TRY(f.opt_int("top_logprobs", 0, 20, top_logprobs));
   if (top_logprobs != 0) return unsupported("top_logprobs", "'top_logprobs' is not supported on /v1/responses");
   if (const json* v = f.find("reasoning"); v && !v->is_object()) return f.type_error("reasoning", "an object");
   bool flag = false;
-  for (const char* key : {"store", "parallel_tool_calls"}) TRY(f.opt_bool(key, flag));
+  for (const char* key : {"store", "parallel_tool_calls"}) STRIDE_API_TRY(f.opt_bool(key, flag));
   std::string s;
-  for (const char* key : {"safety_identifier", "prompt_cache_key", "service_tier"}) TRY(f.opt_string(key, 256, s));
+  for (const char* key : {"safety_identifier", "prompt_cache_key", "service_tier"}) STRIDE_API_TRY(f.opt_string(key, 256, s));
   int64_t max_tool_calls = 0;
-  TRY(f.opt_int("max_tool_calls", 0, 1 << 20, max_tool_calls));
+  STRIDE_API_TRY(f.opt_int("max_tool_calls", 0, 1 << 20, max_tool_calls));
   if (const json* v = f.find("stream_options"); v && !v->is_object()) return f.type_error("stream_options", "an object");
   return {};
 }
@@ -183,8 +177,8 @@ ApiError rename_params(ApiError e) {
 ApiError parse_responses(const json& b, const ParseContext& ctx, ResponsesCall& out) {
   if (!b.is_object()) return bad_field("", "the request body must be a JSON object");
   Fields f(b);
-  TRY(refuse_unsupported(f));
-  TRY(read_metadata(f, out));
+  STRIDE_API_TRY(refuse_unsupported(f));
+  STRIDE_API_TRY(read_metadata(f, out));
   json chat = json::object();
   json messages = json::array();
   if (const json* v = f.find("instructions")) {
@@ -192,14 +186,14 @@ ApiError parse_responses(const json& b, const ParseContext& ctx, ResponsesCall& 
     messages.push_back({{"role", "system"}, {"content", *v}});
     out.instructions = *v;
   }
-  TRY(read_input(b, messages));
+  STRIDE_API_TRY(read_input(b, messages));
   chat["messages"] = std::move(messages);
   // Copied unchanged: parse_generation checks them under the same names.
   for (const char* key : {"model", "temperature", "top_p", "stream", "user", "seed"}) {
     if (const json* v = f.find(key)) chat[key] = *v;
   }
   if (const json* v = f.find("max_output_tokens")) chat["max_completion_tokens"] = *v;
-  TRY(read_text_format(b, chat, out));
+  STRIDE_API_TRY(read_text_format(b, chat, out));
 
   // The schema's property order comes from the client's own text.
   std::string order_body;
@@ -221,7 +215,7 @@ ApiError parse_responses(const json& b, const ParseContext& ctx, ResponsesCall& 
   }
   ParseContext chat_ctx = ctx;
   chat_ctx.body = order_body;
-  TRY(rename_params(parse_generation(chat, /*chat=*/true, chat_ctx, out.gen)));
+  STRIDE_API_TRY(rename_params(parse_generation(chat, /*chat=*/true, chat_ctx, out.gen)));
   for (auto [key, target] : {std::pair{"max_output_tokens", &out.max_output_tokens}, {"temperature", &out.temperature},
                              {"top_p", &out.top_p}, {"user", &out.user}}) {
     if (const json* v = f.find(key)) *target = *v;

@@ -109,6 +109,15 @@ const std::map<std::string, Setter>& setters() {
       {"max_prompt_tokens", NUM("max_prompt_tokens", max_prompt_tokens, int64_t, 0, 1 << 24)},
       {"max_tokens_cap", NUM("max_tokens_cap", max_tokens_cap, int, 1, 1 << 24)},
       {"max_body_bytes", NUM("max_body_bytes", max_body_bytes, int64_t, 64, int64_t(1) << 32)},
+      {"embedding_pooling",
+       [](ServeConfig& c, const std::string& v) {
+         STRIDE_RETURN_IF_ERROR(one_of("embedding_pooling", v, {"last", "mean"}));
+         c.embedding_pooling = v;
+         return Status::Ok();
+       }},
+      {"embedding_normalize", BOOL("embedding_normalize", embedding_normalize)},
+      {"max_embedding_inputs", NUM("max_embedding_inputs", max_embedding_inputs, int, 1, 1 << 16)},
+      {"max_embedding_tokens", NUM("max_embedding_tokens", max_embedding_tokens, int64_t, 1, int64_t(1) << 30)},
       {"host", STR(host)},
       {"port", NUM("port", port, int, 0, 65535)},
       {"io_threads", NUM("io_threads", io_threads, int, 1, 256)},

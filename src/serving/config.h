@@ -43,6 +43,12 @@ struct ServeConfig {
   int max_tokens_cap = 4096;
   int64_t max_body_bytes = 1 << 20;
 
+  // Embeddings (POST /v1/embeddings).
+  std::string embedding_pooling = "last";  // decoder models: last | mean (encoders use their own pooling)
+  bool embedding_normalize = true;         // decoder models: L2-normalize the pooled vector
+  int max_embedding_inputs = 256;          // inputs in one request
+  int64_t max_embedding_tokens = 65536;    // tokens of all inputs of one request
+
   // Network and security.
   std::string host = "127.0.0.1";
   int port = 8080;
