@@ -76,6 +76,16 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   kc.offload_bytes = opts.kv_offload_bytes;
   kc.offload_file = opts.kv_offload_file;
   STRIDE_ASSIGN_OR_RETURN(e->kv_, KvManager::create(kc));
+  if (!opts.draft_model_path.empty()) {
+    if (!e->tokenizer_) return InvalidArgument("a draft model needs a target with a vocabulary (GGUF)");
+    DraftModelOptions dopts;
+    dopts.path = opts.draft_model_path;
+    dopts.max_context = opts.max_context;
+    dopts.sequences = opts.draft_sequences;
+    dopts.page_size = opts.page_size;
+    dopts.prefill_chunk = opts.prefill_chunk;
+    STRIDE_ASSIGN_OR_RETURN(e->draft_, DraftModel::create(dopts, *e->tokenizer_, *e->pool_));
+  }
   return e;
 }
 
@@ -135,20 +145,24 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
   };
   auto t1 = Clock::now();
   r.finish = FinishReason::Length;
-  for (int step = 0; step < opts.max_tokens; ++step) {
-    const int32_t id = sampler.sample(logits.data(), n_vocab, history);
-    const DecodeLoop::Step s = loop.push(id);
-    if (s.appended) {
-      r.generated_ids.push_back(id);
-      history.push_back(id);
+  if (opts.speculative.mode != SpeculativeMode::Off) {
+    STRIDE_RETURN_IF_ERROR(decode_speculative(seq.id(), logits, opts, sampler, loop, history, r, emit));
+  } else {
+    for (int step = 0; step < opts.max_tokens; ++step) {
+      const int32_t id = sampler.sample(logits.data(), n_vocab, history);
+      const DecodeLoop::Step s = loop.push(id);
+      if (s.appended) {
+        r.generated_ids.push_back(id);
+        history.push_back(id);
+      }
+      emit(s.text);
+      if (s.done) {
+        r.finish = s.reason;
+        break;
+      }
+      Status st = run_sequence(*model_, *kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
+      if (!st.ok()) return st;
     }
-    emit(s.text);
-    if (s.done) {
-      r.finish = s.reason;
-      break;
-    }
-    Status st = run_sequence(*model_, *kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
-    if (!st.ok()) return st;
   }
   emit(loop.finish());
   r.decode_seconds = seconds_since(t1);

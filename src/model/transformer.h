@@ -26,6 +26,7 @@ struct SequenceStep {
   int n = 0;
   bool all_logits = false;  // logits for every token, else only the last
   float* logits = nullptr;  // [n, n_vocab] or [n_vocab]; null: none wanted
+  bool may_truncate = false;  // its tail may be rolled back at commit (speculative verification)
 };
 
 class Transformer {
