@@ -33,6 +33,11 @@ CODE_PROMPT = (
     "# The same function, renamed to grand_total:\n"
     "def grand_total(items):\n"
 )
+FREE_PROMPT = "Once upon a time, in a small village by the sea, there lived an old"
+# After " the", lookup drafts what followed the latest "on the"; the model is
+# unsure between the places seen before, so drafts are often rejected.
+PLACES_PROMPT = ("the cat sat on the mat. the dog sat on the rug. the cat sat on the sofa. "
+                 "the dog sat on the bed. the cat sat on")
 
 
 def complete(srv, prompt, speculative=None, max_tokens=48, **kw):
@@ -74,13 +79,13 @@ def test_prompt_lookup_greedy_equals_plain(policy, tmp_path):
     config = None
     if policy == "mixed":
         cfg = tmp_path / "mixed.yaml"
-        cfg.write_text('page_size: 16\nlayer_attention: ["0-9=rswa:sinks=4,window=48", '
-                       '"10-19=topk:sparsity=0.5", "20-29=window:size=32"]\n')
+        cfg.write_text('attention: "rswa:sinks=4,window=48"\npage_size: 16\n'
+                       'layer_attention: ["10-19=topk:sparsity=0.5", "20-29=window:size=32"]\n')
         config = str(cfg)
     else:
         args += POLICIES[policy]
     with StrideServer(SMOL, extra_args=args, config=config) as srv:
-        check_greedy_equal(srv, [QUOTE_PROMPT, CODE_PROMPT])
+        check_greedy_equal(srv, [QUOTE_PROMPT, CODE_PROMPT, FREE_PROMPT])
         m = srv.metrics()
         assert m["stride_spec_decode_num_draft_tokens_total"] > 0
         assert 0 < m["stride_spec_decode_num_accepted_tokens_total"] < m["stride_spec_decode_num_draft_tokens_total"]
@@ -131,11 +136,11 @@ def homogeneity(a, b):
 
 
 def test_sampled_output_follows_the_same_distribution():
-    n = 240
+    n = 320
     args = ["--speculative", "prompt-lookup", "--draft-max", "4", "--max-batch", "8"]
     with StrideServer(SMOL, extra_args=args) as srv:
         def sample(seed, mode):
-            body = {"prompt": QUOTE_PROMPT, "max_tokens": 4, "temperature": 1.0, "top_k": 8, "top_p": 1.0,
+            body = {"prompt": PLACES_PROMPT, "max_tokens": 4, "temperature": 1.0, "top_k": 6, "top_p": 1.0,
                     "seed": seed, "speculative": mode, "logprobs": 0}
             status, _, raw = srv.post("/v1/completions", body)
             assert status == 200, raw
