@@ -5,7 +5,6 @@
 #include "attention/layer_policies.h"
 #include "engine/engine.h"
 #include "engine/step_runner.h"
-#include "kv/kv_pages_needed.h"
 #include "loader/model_source.h"
 
 namespace stride {
@@ -37,18 +36,14 @@ Expected<std::unique_ptr<DraftModel>> DraftModel::create(const DraftModelOptions
   d->model_->set_max_chunk(opts.prefill_chunk);
   STRIDE_RETURN_IF_ERROR(d->model_->set_rope_context(opts.max_context));
   const ModelConfig& c = d->model_->config();
-  KvManagerConfig kc;
-  kc.n_layer = c.n_layer;
-  kc.n_kv_heads = c.n_head_kv;
-  kc.head_dim_k = c.head_dim;
-  kc.head_dim_v = c.head_dim_v;
-  kc.page_size = opts.page_size;
+  KvManagerConfig kc = kv_manager_config(c, opts.page_size);
   kc.layer_policies = resolve_layer_policies(c, PolicySpec{});  // dense, or the model's own windows
   kc.prefix_cache = false;  // drafted tokens are cut back all the time
   const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, opts.page_size, KvStorage::F16};
-  const int64_t context = opts.max_context + opts.prefill_chunk;
-  const int64_t pages = pages_for_growth(kc.layer_policies, opts.page_size, 0, context, (int)context);
-  kc.budget_bytes = std::max(1, opts.sequences) * (pages + c.n_layer) * shape.bytes_per_page();
+  // Dense pages for pool_tokens on every layer, and a page per layer of
+  // slack per sequence (its open page); a full pool only ends drafting.
+  const int64_t pages_per_layer = (opts.pool_tokens + opts.page_size - 1) / opts.page_size;
+  kc.budget_bytes = (pages_per_layer + std::max(1, opts.sequences)) * c.n_layer * shape.bytes_per_page();
   STRIDE_ASSIGN_OR_RETURN(d->kv_, KvManager::create(kc));
   return d;
 }

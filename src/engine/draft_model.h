@@ -29,7 +29,8 @@ namespace stride {
 struct DraftModelOptions {
   std::string path;
   int64_t max_context = 8192;  // tokens one draft sequence may hold
-  int sequences = 1;           // draft sequences the pool holds at max_context
+  int64_t pool_tokens = 8192;  // tokens the draft's KV pool holds, all sequences together
+  int sequences = 1;           // draft sequences expected at once (a page per layer of slack each)
   int page_size = 32;
   int prefill_chunk = 256;
 };
@@ -72,6 +73,7 @@ class DraftSequence {
                  std::vector<TokenDistribution>& q);
 
   void reset();  // frees the draft pages
+  bool holds_sequence() const { return seq_ >= 0; }  // false after a failure (its pages were freed)
 
  private:
   Status sync(const std::vector<int32_t>& context, std::vector<float>& logits);

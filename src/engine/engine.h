@@ -41,7 +41,7 @@ struct EngineOptions {
   std::string kv_offload_file;      // empty: RAM; else a memory-mapped scratch file
   // Speculative decoding with a draft model of the same vocabulary (empty: none).
   std::string draft_model_path;
-  int draft_sequences = 1;          // draft sequences its KV pool holds at max_context
+  int draft_sequences = 1;          // draft sequences at once (its KV pool: engine.cpp)
 };
 
 struct GenerateOptions {
@@ -106,11 +106,17 @@ class Engine {
   EngineOptions opts_;
   // A fresh sequence on the longest cached prefix (none when the cache is off).
   Expected<KvManager::PrefixHit> start_sequence(const std::vector<int32_t>& prompt);
+  // Hands one sampled token to the decode loop (history, ids, text); true when generation is done.
+  static bool take_token(int32_t id, DecodeLoop& loop, std::vector<int32_t>& history, GenerateResult& r,
+                         const std::function<void(const std::string&)>& emit);
   // The decode loop of generate() after the prompt's logits (speculative_generate.cpp).
   Status decode_speculative(KvManager::SeqId seq, std::vector<float>& logits, const GenerateOptions& opts,
                             Sampler& sampler, DecodeLoop& loop, std::vector<int32_t>& history, GenerateResult& r,
                             const std::function<void(const std::string&)>& emit);
 };
+
+// The KV manager's shape for a model: layers, kv heads, head sizes, page size.
+KvManagerConfig kv_manager_config(const ModelConfig& c, int page_size);
 
 // Bytes of KV the pool needs so one sequence can hold `tokens` tokens on
 // every layer (dense worst case), with page rounding.

@@ -76,6 +76,7 @@ void Drafter::propose(const std::vector<int32_t>& context, int limit, std::vecto
       drafts.clear();
       q.clear();
     }
+    if (!draft_->holds_sequence()) draft_.reset();
   }
   if ((int)drafts.size() < opts_.draft_min) {
     drafts.clear();

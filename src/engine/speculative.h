@@ -62,15 +62,15 @@ class Drafter {
 
   // Drafts of at most `limit` tokens continuing `context` (fewer than
   // draft_min: none). q is filled for a draft model and left empty for
-  // prompt lookup. A draft model that cannot run now (its pool is full)
-  // drafts nothing.
+  // prompt lookup. A draft model that fails once (its pool is full) drafts
+  // nothing more for this sequence, rather than recompute it every step.
   void propose(const std::vector<int32_t>& context, int limit, std::vector<int32_t>& drafts,
                std::vector<TokenDistribution>& q);
   const SpeculativeOptions& options() const { return opts_; }
 
  private:
   SpeculativeOptions opts_;
-  std::optional<DraftSequence> draft_;
+  std::optional<DraftSequence> draft_;  // empty: no draft model, or it failed
   Sampler draft_sampler_;
 };
 

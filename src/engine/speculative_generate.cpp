@@ -22,18 +22,8 @@ Status Engine::decode_speculative(KvManager::SeqId seq, std::vector<float>& logi
   std::vector<TokenDistribution> q;
   std::vector<float> rows;  // [1 + drafts, n_vocab]
   for (;;) {
-    for (const int32_t id : pending) {
-      const DecodeLoop::Step s = loop.push(id);
-      if (s.appended) {
-        r.generated_ids.push_back(id);
-        history.push_back(id);
-      }
-      emit(s.text);
-      if (s.done) {
-        r.finish = s.reason;
-        return Status::Ok();
-      }
-    }
+    for (const int32_t id : pending)
+      if (take_token(id, loop, history, r, emit)) return Status::Ok();
     // Drafts past max_tokens would be thrown away; a step holds at most max_chunk tokens.
     const int room = std::min(opts.max_tokens - loop.n_generated() - 1, model_->max_chunk() - 1);
     drafter.propose(history, room, drafts, q);

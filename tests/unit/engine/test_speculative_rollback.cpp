@@ -31,10 +31,6 @@ struct RollbackCase {
 
 void PrintTo(const RollbackCase& c, std::ostream* os) { *os << c.label; }
 
-std::string tiny(const std::string& name) {
-  return std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/tiny/" + name + "/model-f32.gguf";
-}
-
 std::unique_ptr<Engine> engine_for(const RollbackCase& c, bool prefix_cache) {
   EngineOptions o = exact_engine_options(c.model, c.policy, 4, 4096);
   o.threads = 2;
@@ -42,17 +38,6 @@ std::unique_ptr<Engine> engine_for(const RollbackCase& c, bool prefix_cache) {
   o.prefix_cache = prefix_cache;
   o.layer_policies = c.layers;
   return create_engine(o);
-}
-
-std::vector<int32_t> ids_for(const Engine& e, int n, uint32_t seed) {
-  std::vector<int32_t> ids(n);
-  uint32_t x = seed * 2654435761u + 7u;
-  const uint32_t span = (uint32_t)std::min(e.config().n_vocab, 8000) - 3;
-  for (int32_t& id : ids) {
-    x = x * 1664525u + 1013904223u;
-    id = 3 + (int32_t)((x >> 8) % span);
-  }
-  return ids;
 }
 
 class SpeculativeRollback : public ::testing::TestWithParam<RollbackCase> {};
@@ -71,9 +56,9 @@ TEST_P(SpeculativeRollback, NextStepsEqualARunWithoutTheRejectedTail) {
     for (const int kept : {1, 2, 4, 6}) {
       SCOPED_TRACE("prompt " + std::to_string(prompt_len) + ", kept " + std::to_string(kept));
       const int step_len = 9;  // the last token and 8 drafts
-      const std::vector<int32_t> prompt = ids_for(*e, prompt_len, 1);
-      const std::vector<int32_t> step = ids_for(*e, step_len, 2);
-      const std::vector<int32_t> follow = ids_for(*e, 5, 3);
+      const std::vector<int32_t> prompt = random_ids(*e, prompt_len, 1);
+      const std::vector<int32_t> step = random_ids(*e, step_len, 2);
+      const std::vector<int32_t> follow = random_ids(*e, 5, 3);
 
       // The reference: prompt + step[0, kept) + follow in one uncached chunk.
       std::vector<int32_t> whole = prompt;
@@ -120,7 +105,7 @@ TEST_P(SpeculativeRollback, TruncateIsExactOrRefuses) {
   ASSERT_TRUE(e);
   const size_t V = (size_t)e->config().n_vocab;
   const bool must_cut = c.label.find("dense") != std::string::npos;  // nothing is ever released
-  const std::vector<int32_t> ids = ids_for(*e, 30, 4);
+  const std::vector<int32_t> ids = random_ids(*e, 30, 4);
   for (const int cut_back : {1, 3, 5}) {
     SCOPED_TRACE("cut back " + std::to_string(cut_back));
     const int len = 17;  // fed one token a step, then cut to len - cut_back
@@ -138,7 +123,7 @@ TEST_P(SpeculativeRollback, TruncateIsExactOrRefuses) {
     }
     ASSERT_EQ(e->kv().length(*seq), cut);
     std::vector<int32_t> whole(ids.begin(), ids.begin() + cut);
-    const std::vector<int32_t> follow = ids_for(*e, 3, 5);
+    const std::vector<int32_t> follow = random_ids(*e, 3, 5);
     whole.insert(whole.end(), follow.begin(), follow.end());
     for (size_t j = 0; j < follow.size(); ++j) {
       const std::vector<float> got = run_tokens(*e, *seq, follow, (int)j, (int)j + 1, true);
