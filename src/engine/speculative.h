@@ -21,13 +21,10 @@
 #include "core/status.h"
 #include "engine/draft_model.h"
 #include "engine/prompt_lookup.h"
+#include "engine/speculative_mode.h"
 #include "sampler/sampler.h"
 
 namespace stride {
-
-enum class SpeculativeMode { Off, PromptLookup, Draft };
-const char* speculative_mode_name(SpeculativeMode m);  // "off", "prompt-lookup", "draft"
-Expected<SpeculativeMode> parse_speculative_mode(std::string_view text);
 
 struct SpeculativeOptions {
   SpeculativeMode mode = SpeculativeMode::Off;

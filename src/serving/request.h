@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/speculative.h"
+#include "engine/speculative_mode.h"
 #include "grammar/compiled_grammar.h"
 #include "sampler/logprobs.h"
 #include "sampler/sampler.h"
