@@ -7,7 +7,8 @@ field), on three tasks:
 Modes: off, prompt-lookup, and draft when --draft-model is given (a draft of
 the same vocabulary). Each request is streamed; decode tokens/s counts the
 tokens after the first over the time after the first (prefill excluded), and
-the acceptance rate is the /metrics counters' difference over the task.
+the acceptance rate comes from the /metrics counters around each request.
+The modes take turns request by request, so load changes reach them alike.
 The prefix cache is off, so every request prefills its whole prompt.
 
 Writes bench/out/speculative.json and .png. The machine's load average is
@@ -67,33 +68,39 @@ def tasks():
     }
 
 
-def run_task(port, messages_list, mode, repeats, max_tokens):
-    before = metrics(port)
-    tokens, decode_s, total_s, n_req = 0, 0.0, 0.0, 0
-    texts = []
+COUNTERS = {"drafted": "stride_spec_decode_num_draft_tokens_total",
+            "accepted": "stride_spec_decode_num_accepted_tokens_total",
+            "verify_steps": "stride_spec_decode_num_verify_steps_total"}
+
+
+def run_task(port, messages_list, modes, repeats, max_tokens):
+    """Every prompt in every mode, the modes interleaved request by request so
+    that a change in the machine's load reaches them alike."""
+    res = {m: {"requests": 0, "decode_tokens": 0, "decode_seconds": 0.0, "total_seconds": 0.0,
+               "drafted": 0, "accepted": 0, "verify_steps": 0, "texts": []} for m in modes}
     for _ in range(repeats):
         for messages in messages_list:
-            body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "speculative": mode,
-                    "stream_options": {"include_usage": True}}
-            t0 = time.perf_counter()
-            r = stream(port, "/v1/chat/completions", body)
-            assert r["status"] == 200 and r["done"], r
-            n = r["usage"]["completion_tokens"]
-            tokens += n - 1
-            decode_s += r["elapsed"] - r["ttft"]
-            total_s += time.perf_counter() - t0
-            n_req += 1
-            texts.append(r["text"])
-    after = metrics(port)
-    drafted = after.get("stride_spec_decode_num_draft_tokens_total", 0) - before.get("stride_spec_decode_num_draft_tokens_total", 0)
-    accepted = after.get("stride_spec_decode_num_accepted_tokens_total", 0) - before.get("stride_spec_decode_num_accepted_tokens_total", 0)
-    verify = after.get("stride_spec_decode_num_verify_steps_total", 0) - before.get("stride_spec_decode_num_verify_steps_total", 0)
-    return {"requests": n_req, "decode_tokens": tokens, "decode_seconds": decode_s, "total_seconds": total_s,
-            "decode_tok_s": tokens / decode_s if decode_s > 0 else 0.0,
-            "drafted": drafted, "accepted": accepted, "verify_steps": verify,
-            "acceptance_rate": accepted / drafted if drafted else None,
-            "tokens_per_verify_step": (accepted + verify) / verify if verify else None,
-            "texts": texts}
+            for mode in modes:
+                body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "speculative": mode,
+                        "stream_options": {"include_usage": True}}
+                before = metrics(port)
+                r = stream(port, "/v1/chat/completions", body)
+                after = metrics(port)
+                assert r["status"] == 200 and r["done"], r
+                out = res[mode]
+                out["decode_tokens"] += r["usage"]["completion_tokens"] - 1
+                out["decode_seconds"] += r["elapsed"] - r["ttft"]
+                out["total_seconds"] += r["elapsed"]
+                out["requests"] += 1
+                out["texts"].append(r["text"])
+                for key, name in COUNTERS.items():
+                    out[key] += after.get(name, 0) - before.get(name, 0)
+    for out in res.values():
+        out["decode_tok_s"] = out["decode_tokens"] / out["decode_seconds"] if out["decode_seconds"] > 0 else 0.0
+        out["acceptance_rate"] = out["accepted"] / out["drafted"] if out["drafted"] else None
+        out["tokens_per_verify_step"] = ((out["accepted"] + out["verify_steps"]) / out["verify_steps"]
+                                         if out["verify_steps"] else None)
+    return res
 
 
 def main():
@@ -116,9 +123,9 @@ def main():
               "load_average_before": os.getloadavg(), "tasks": {}}
     with StrideServer(args.model, threads=args.threads, extra_args=extra, env={"STRIDE_CACHE_REUSE": "false"}) as srv:
         for task, messages_list in tasks().items():
-            # One warm-up request per task, then the modes interleaved per round.
-            run_task(srv.port, messages_list[:1], "off", 1, 16)
-            res = {m: run_task(srv.port, messages_list, m, args.repeats, args.max_tokens) for m in modes}
+            # One warm-up request per task.
+            run_task(srv.port, messages_list[:1], ["off"], 1, 16)
+            res = run_task(srv.port, messages_list, modes, args.repeats, args.max_tokens)
             base = res["off"]["decode_tok_s"]
             for m in modes:
                 res[m]["speedup"] = res[m]["decode_tok_s"] / base if base else None

@@ -61,13 +61,19 @@ Drafter::Drafter(const SpeculativeOptions& opts, DraftModel* draft, const Sampli
         return p;
       }()) {
   if (opts_.mode == SpeculativeMode::Draft && draft) draft_.emplace(*draft);
+  length_ = opts_.draft_max;
+}
+
+void Drafter::record(int drafted, int accepted) {
+  if (drafted <= 0) return;
+  length_ = accepted == drafted ? std::min(opts_.draft_max, length_ + 2) : std::max(opts_.draft_min, accepted + 1);
 }
 
 void Drafter::propose(const std::vector<int32_t>& context, int limit, std::vector<int32_t>& drafts,
                       std::vector<TokenDistribution>& q) {
   drafts.clear();
   q.clear();
-  const int k = std::min(limit, opts_.draft_max);
+  const int k = std::min(limit, length_);
   if (k < opts_.draft_min) return;
   if (opts_.mode == SpeculativeMode::PromptLookup) {
     drafts = prompt_lookup_draft(context, PromptLookupOptions{opts_.ngram_min, opts_.ngram_max, k});

@@ -63,10 +63,16 @@ class Drafter {
   // nothing more for this sequence, rather than recompute it every step.
   void propose(const std::vector<int32_t>& context, int limit, std::vector<int32_t>& drafts,
                std::vector<TokenDistribution>& q);
+  // What the target made of the last drafts: the next draft length follows
+  // (every draft accepted: two more, up to draft_max; else one more than
+  // were accepted), so text that rarely repeats costs short verifications.
+  void record(int drafted, int accepted);
+  int draft_length() const { return length_; }
   const SpeculativeOptions& options() const { return opts_; }
 
  private:
   SpeculativeOptions opts_;
+  int length_ = 0;  // drafts to propose next
   std::optional<DraftSequence> draft_;  // empty: no draft model, or it failed
   Sampler draft_sampler_;
 };

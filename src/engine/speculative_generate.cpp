@@ -42,6 +42,7 @@ Status Engine::decode_speculative(KvManager::SeqId seq, std::vector<float>& logi
       verified = verify_drafts(rows.data(), n_vocab, drafts, q.empty() ? nullptr : &q, sampler, history);
       keep[0] = 1 + verified.accepted;
     }));
+    drafter.record((int)drafts.size(), verified.accepted);
     if (!drafts.empty()) {
       ++r.verify_steps;
       r.drafted_tokens += (int64_t)drafts.size();

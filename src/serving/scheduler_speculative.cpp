@@ -83,6 +83,7 @@ void Scheduler::verify_step(std::span<int> keep, const std::vector<Sequence*>& o
 
 void Scheduler::emit_verified(Sequence& s) {
   const int drafted = (int)s.drafts.size();
+  s.drafter->record(drafted, s.verified.accepted);
   metrics_.spec_draft_tokens += drafted;
   metrics_.spec_accepted_tokens += s.verified.accepted;
   ++metrics_.spec_verify_steps;
