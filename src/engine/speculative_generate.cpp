@@ -14,7 +14,7 @@ Status Engine::decode_speculative(KvManager::SeqId seq, std::vector<float>& logi
                                   GenerateResult& r, const std::function<void(const std::string&)>& emit) {
   STRIDE_RETURN_IF_ERROR(check_speculative_options(opts.speculative));
   if (opts.speculative.mode == SpeculativeMode::Draft && !draft_)
-    return InvalidArgument("speculative decoding with a draft model needs a draft model (--draft-model)");
+    return InvalidArgument("speculative decoding: draft needs a draft model (--draft-model)");
   const int n_vocab = config().n_vocab;
   Drafter drafter(opts.speculative, draft_.get(), opts.sampling);
   std::vector<int32_t> pending{sampler.sample(logits.data(), n_vocab, history)};
