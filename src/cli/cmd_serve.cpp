@@ -198,7 +198,7 @@ Expected<server::ModelRef> configured_model(const serving::ServeConfig& cfg) {
     return InvalidArgument("no model: give --model, or model_dir + model_version (config, --model-dir/--model-version "
                            "or STRIDE_MODEL_DIR/STRIDE_MODEL_VERSION)");
   }
-  return server::ModelRef{cfg.model, cfg.model_sha256, ""};
+  return server::ModelRef{cfg.model, cfg.model_sha256, "", ""};
 }
 
 // The key for encrypted model files, when the config names one (else the
