@@ -11,6 +11,7 @@ using json = nlohmann::json;
 EmbeddingsContext context() {
   EmbeddingsContext c;
   c.model_id = "m";
+  c.model_names = {"m"};
   // One token per byte: enough to count tokens without a real tokenizer.
   c.encode = [](const std::string& s) { return std::vector<int32_t>(s.begin(), s.end()); };
   c.n_vocab = 256;
