@@ -58,6 +58,7 @@ using ModelLoader = std::function<Expected<std::shared_ptr<ModelHandle>>(const M
 
 struct GenerationCall;  // openai_request.h
 struct ResponseIds;     // openai_response.h
+class ToolReplyStream;  // tool_reply.h
 
 class Api {
  public:
@@ -96,7 +97,7 @@ class Api {
   void relay_events(Responder& res, Call& call, serving::RequestChannel& ch, const GenerationCall& g, bool chat);
   void finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
                      const GenerationCall& g, const std::string& text, const std::vector<serving::TokenLogprob>& lps,
-                     bool streaming);
+                     bool streaming, ToolReplyStream* tools);
   void tokenize(const HttpRequest& req, Responder& res, Call& call);
   void detokenize(const HttpRequest& req, Responder& res, Call& call);
   void models(Responder& res, Call& call);
