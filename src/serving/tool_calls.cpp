@@ -101,7 +101,8 @@ Expected<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const T
   const std::string open = grammar::gbnf_literal(kToolCallsOpen);
   const bool many = choice.parallel && choice.mode != ToolChoiceMode::Named;
   std::string frame = "call ::= " + call_choice + "\n";
-  frame += "calls ::= " + open + " call " + (many ? "( \", \" call )* " : "") + "\"]}\"\n";
+  const std::string more = "( \", \" call ){0," + std::to_string(kMaxCallsPerReply - 1) + "} ";
+  frame += "calls ::= " + open + " call " + (many ? more : "") + "\"]}\"\n";
   if (choice.mode == ToolChoiceMode::Auto) {
     // Text that does not open with "{" (after any blank space), or calls.
     frame += "root ::= [ \\t\\r\\n]{0,8} calls | text\n";

@@ -41,6 +41,10 @@ struct ToolChoice {
   bool parallel = true;  // false: at most one call
 };
 
+// The most calls one reply may make (parallel_tool_calls true): small models
+// tend to repeat a call until max_tokens otherwise.
+inline constexpr int kMaxCallsPerReply = 8;
+
 // What a reply opens with when it calls tools.
 inline constexpr const char* kToolCallsOpen = "{\"tool_calls\": [";
 

@@ -170,7 +170,8 @@ def test_auto_returns_text_or_valid_calls(srv):
             else:
                 kinds.add("text")
                 assert isinstance(choice.message.content, str)
-                assert not choice.message.content.lstrip().startswith("{"), choice
+                if choice.finish_reason == "stop":
+                    assert not choice.message.content.lstrip().startswith("{"), choice
                 assert choice.finish_reason in ("stop", "length")
     assert kinds, "no answers"
 
