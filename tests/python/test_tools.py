@@ -240,7 +240,7 @@ def test_multi_turn_with_a_tool_result(srv):
                 tool_choice={"type": "function", "function": {"name": "get_weather"}})
     call = check_calls(first, BASIC)[0]
     messages = [{"role": "user", "content": "What's the weather like in Paris?"},
-                first.choices[0].message.model_dump(exclude_none=True),
+                first.choices[0].message,  # the client's own message object, as its docs pass it back
                 {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temp_c": 18, "sky": "sunny"})}]
     for choice in ("auto", "none"):
         r = ask(srv, messages, BASIC, tool_choice=choice, max_tokens=64)
@@ -254,6 +254,8 @@ def test_multi_turn_with_a_tool_result(srv):
     # The result reaches the prompt: a longer result is a longer prompt.
     short = ask(srv, messages, BASIC, max_tokens=1).usage.prompt_tokens
     longer = messages[:2] + [dict(messages[2], content=messages[2]["content"] + " " * 40 + "humid")]
+    as_dicts = [messages[0], first.choices[0].message.model_dump(exclude_none=True), messages[2]]
+    assert ask(srv, as_dicts, BASIC, max_tokens=1).usage.prompt_tokens == short
     assert ask(srv, longer, BASIC, max_tokens=1).usage.prompt_tokens > short
     # Tools offered with tool_choice none are not described to the model.
     plain = ask(srv, "Hi", [], max_tokens=1).usage.prompt_tokens
