@@ -191,6 +191,10 @@ ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& ms
     } else {
       return bad_field(apath, "'" + apath + "' must be a string of JSON (or an object)");
     }
+    // JSON text inside a string escaped the body's depth check.
+    if (json_nesting_depth(calls[i].arguments, kMaxJsonDepth) > kMaxJsonDepth) {
+      return bad_field(apath, "'" + apath + "' nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
     if (!calls[i].id.empty()) names[calls[i].id] = calls[i].name;
   }
   const std::string calls_text = serving::tool_calls_text(calls);

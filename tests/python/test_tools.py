@@ -309,6 +309,9 @@ BAD = [
      "messages[1].tool_calls[0].function.name", "is required"),
     ({"messages": msgs({"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": 5}}]})},
      "messages[1].tool_calls[0].function.arguments", "must be a string"),
+    ({"messages": msgs({"role": "assistant", "tool_calls": [{"id": "c", "function": {
+        "name": "f", "arguments": "[" * 100000 + "]" * 100000}}]})},
+     "messages[1].tool_calls[0].function.arguments", "nests deeper than 64 levels"),
     ({"messages": msgs({"role": "assistant", "tool_calls": [{"id": 5, "function": {"name": "f"}}]})},
      "messages[1].tool_calls[0].id", "must be a string"),
     ({"messages": msgs({"role": "user", "tool_calls": [{"id": "c", "function": {"name": "f"}}]})},
