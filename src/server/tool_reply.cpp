@@ -28,6 +28,12 @@ size_t utf8_whole(const std::string& s, size_t from) {
   return s.size() - from;
 }
 
+// Complete calls are "tool_calls" even when the last token was the last one
+// max_tokens allowed; timeouts and cancellations keep their reason.
+bool ends_in_calls(bool complete, const std::string& finish_reason) {
+  return complete && (finish_reason == "stop" || finish_reason == "length");
+}
+
 bool holds_calls(const ToolCallScan& scan) {
   return scan.kind == ToolCallScan::Kind::Calls && scan.valid && !scan.calls.empty() && scan.calls[0].name_done;
 }
@@ -56,7 +62,9 @@ void apply_tool_calls(json& completion, const std::string& text) {
   json& choice = completion["choices"][0];
   choice["message"]["content"] = nullptr;
   choice["message"]["tool_calls"] = std::move(calls);
-  if (scan.complete && choice["finish_reason"] == "stop") choice["finish_reason"] = "tool_calls";
+  if (ends_in_calls(scan.complete, choice["finish_reason"].get<std::string>())) {
+    choice["finish_reason"] = "tool_calls";
+  }
 }
 
 std::vector<json> ToolReplyStream::text_deltas(const std::string& text, bool final) {
@@ -117,7 +125,7 @@ std::vector<json> ToolReplyStream::finish(const std::string& text, std::string& 
     mode_ = Mode::Text;
     return text_deltas(text, true);
   }
-  if (valid && complete && finish_reason == "stop") finish_reason = "tool_calls";
+  if (valid && ends_in_calls(complete, finish_reason)) finish_reason = "tool_calls";
   return out;
 }
 
