@@ -278,7 +278,8 @@ ApiError read_structured_output(const json& b, const ParseContext& ctx, Generati
 ApiError read_tool_grammar(GenerationCall& out) {
   if (!out.tools.active()) return {};
   if (out.req.grammar) {
-    return bad_field("tools", "'response_format' and 'grammar' cannot be combined with tools unless tool_choice is 'none'");
+    return bad_field("tools",
+                     "'response_format' and 'grammar' cannot be combined with tools unless tool_choice is 'none'");
   }
   auto gbnf = serving::tool_call_gbnf(out.tools.tools, out.tools.choice);
   if (!gbnf.ok()) return bad_field("tools", gbnf.status().message(), "invalid_schema");

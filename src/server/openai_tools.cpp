@@ -112,7 +112,9 @@ ApiError read_tool_choice(const json& b, ToolsRequest& out) {
   TRY(string_at(*f, "tool_choice.function", "name", 64, true, name));
   bool known = false;
   for (const auto& t : out.tools) known = known || t.name == name;
-  if (!known) return bad_field("tool_choice", "'tool_choice' names the function '" + name + "', which is not in 'tools'");
+  if (!known) {
+    return bad_field("tool_choice", "'tool_choice' names the function '" + name + "', which is not in 'tools'");
+  }
   out.choice.mode = ToolChoiceMode::Named;
   out.choice.name = name;
   return {};
@@ -124,7 +126,9 @@ ApiError read_tools(const json& b, std::string_view body_text, ToolsRequest& out
   Fields f(b);
   if (const json* ts = f.find("tools")) {
     if (!ts->is_array()) return bad_field("tools", "'tools' must be a list");
-    if (ts->size() > kMaxTools) return bad_field("tools", "at most " + std::to_string(kMaxTools) + " tools are accepted");
+    if (ts->size() > kMaxTools) {
+      return bad_field("tools", "at most " + std::to_string(kMaxTools) + " tools are accepted");
+    }
     // The parsed body keeps keys sorted; a schema's property order is the client's.
     const ojson doc = ojson::parse(body_text, nullptr, false);
     const ojson* ordered_tools = ordered_member(&doc, "tools");

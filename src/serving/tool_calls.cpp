@@ -55,7 +55,8 @@ std::string tool_calls_text(const std::vector<ToolCall>& calls) {
   std::string out = kToolCallsOpen;
   for (size_t i = 0; i < calls.size(); ++i) {
     if (i) out += ", ";
-    out += "{\"name\": " + quoted(calls[i].name) + ", \"arguments\": " + dumps(json_or_string(calls[i].arguments)) + "}";
+    out += "{\"name\": " + quoted(calls[i].name) +
+           ", \"arguments\": " + dumps(json_or_string(calls[i].arguments)) + "}";
   }
   return out + "]}";
 }
