@@ -14,12 +14,16 @@ ARG DEBIAN_IMAGE=debian:bookworm-slim
 FROM ${DEBIAN_IMAGE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config libboost1.81-dev nlohmann-json3-dev libpcre2-dev \
+      build-essential cmake ninja-build pkg-config libboost1.81-dev nlohmann-json3-dev libpcre2-dev libicu-dev \
       libspdlog-dev libfmt-dev libcli11-dev libssl-dev libyaml-cpp-dev \
+      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt README.md ./
 COPY src src
+COPY cmake cmake
+COPY web web
+COPY proto proto
 COPY configs configs
 COPY docs docs
 # STRIDE_NATIVE stays OFF: the image runs on any x86-64 CPU with AVX2.

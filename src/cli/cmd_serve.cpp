@@ -12,6 +12,8 @@
 #include "engine/step_runner.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/serve_encoder.h"
+#include "encoder/encoder_model.h"
 #include "loader/model_versions.h"
 #include "loader/encrypted_file.h"
 #include "loader/sha256.h"
@@ -20,6 +22,9 @@
 #include "server/log.h"
 #include "serving/config.h"
 #include "serving/scheduler.h"
+#ifdef STRIDE_WITH_GRPC
+#include "rpc/grpc_server.h"
+#endif
 
 extern char** environ;
 
@@ -35,8 +40,10 @@ struct ServeArgs {
   std::string config;
   std::vector<std::pair<std::string, std::string*>> flags;  // key -> value given on the command line
   std::string model, host, port, max_batch, max_queue, kv_budget, threads, attention, log_level, api_keys_file,
-      max_context_length, request_timeout_s, audit_log;
+      max_context_length, request_timeout_s, audit_log, grpc_port;
   std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
+  std::vector<std::string> served_model_names;  // --served-model-name A B or A,B
+  std::string embedding_pooling;
 };
 
 // Times one start-up stage and logs it.
@@ -77,6 +84,7 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
                                                             serving::Metrics& metrics) {
   const std::string& path = ref.path;
   const std::string& expected_sha = ref.sha256;
+  if (EncoderModel::is_encoder_folder(path)) return load_encoder_version(cfg, ref, metrics);
   Stage path_stage("model path");
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -140,7 +148,9 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   m->owned_scheduler->start();
   m->engine = &engine;
   m->scheduler = m->owned_scheduler.get();
-  m->id = std::filesystem::path(path).filename().string();
+  m->names = cfg.served_model_names;
+  if (m->names.empty()) m->names.push_back(std::filesystem::path(path).filename().string());
+  m->id = m->names.front();
   m->path = path;
   m->version = ref.version.empty() ? digest.substr(0, 16) : ref.version;
   m->sha256 = digest;
@@ -163,6 +173,11 @@ Expected<serving::ServeConfig> read_config(const ServeArgs& a) {
     if (value->empty()) continue;
     Status st = serving::set_config_value(cfg, key, *value);
     if (!st.ok()) return Status(st.code(), st.message() + " (from --" + key + ")");
+  }
+  if (!a.served_model_names.empty()) {
+    std::string joined;
+    for (const std::string& n : a.served_model_names) joined += (joined.empty() ? "" : ",") + n;
+    STRIDE_RETURN_IF_ERROR(serving::set_config_value(cfg, "served_model_name", joined));
   }
   STRIDE_RETURN_IF_ERROR(serving::finalize_config(cfg));
   return cfg;
@@ -257,7 +272,8 @@ void drain_and_close(server::Api& api, server::HttpServer& http) {
   api.set_draining();
   {
     server::ModelPtr current = api.model();
-    if (current) current->scheduler->drain_and_stop();
+    if (current && current->scheduler) current->scheduler->drain_and_stop();
+    if (current && current->encoder) current->encoder->drain_and_stop();
   }
   http.stop();  // no new connections
   // Handlers write their last bytes; then every connection closes and every
@@ -321,6 +337,18 @@ int serve(ServeArgs& a) {
   log(LogLevel::Info, "listening",
       {{"host", cfg.host}, {"port", std::to_string(http.port())}, {"tls", ho.tls_cert_file.empty() ? "no" : "yes"}});
 
+#ifdef STRIDE_WITH_GRPC
+  std::unique_ptr<rpc::GrpcServer> grpc_server;
+  if (cfg.grpc_port >= 0) {
+    auto started = rpc::GrpcServer::start(api, cfg);
+    if (!started) return fail_log(started.status().message());
+    grpc_server = std::move(*started);
+    log(LogLevel::Info, "gRPC listening", {{"host", cfg.host}, {"port", std::to_string(grpc_server->port())}});
+  }
+#else
+  if (cfg.grpc_port >= 0) return fail_log("grpc_port: this build has no gRPC (install libgrpc++-dev and rebuild)");
+#endif
+
   auto loader = [&cfg, &metrics](const server::ModelRef& ref) { return load_version(cfg, ref, metrics); };
   auto first = loader(*first_ref);
   if (!first) return fail_log(first.status().message());
@@ -328,6 +356,9 @@ int serve(ServeArgs& a) {
   api.set_loader(loader);
   api.set_model_dir(cfg.model_dir);
   api.set_model(std::move(*first));
+#ifdef STRIDE_WITH_GRPC
+  if (grpc_server) grpc_server->set_serving(true);
+#endif
   log(LogLevel::Info, "ready", {{"port", std::to_string(http.port())}});
 
   int sig = 0;
@@ -337,7 +368,13 @@ int serve(ServeArgs& a) {
     on_sighup(a, api, audit.get());
   }
   log(LogLevel::Info, "signal received: draining", {{"signal", std::to_string(sig)}});
+#ifdef STRIDE_WITH_GRPC
+  if (grpc_server) grpc_server->set_serving(false);
+#endif
   drain_and_close(api, http);
+#ifdef STRIDE_WITH_GRPC
+  if (grpc_server) grpc_server->shutdown(10.0);  // its calls have finished with the scheduler
+#endif
   log(LogLevel::Info, "stopped");
   return 0;
 }
@@ -352,8 +389,12 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option(name, target, help);
     a->flags.push_back({key, &target});
   };
-  flag("--model,-m", "model", a->model, "GGUF file");
+  flag("--model,-m", "model", a->model, "GGUF file, or a BERT encoder folder (embeddings only)");
+  cmd->add_option("--served-model-name", a->served_model_names,
+                  "names clients pass as \"model\" (the first is reported; default: the file name)")
+      ->delimiter(',');
   flag("--host", "host", a->host, "bind address (default 127.0.0.1)");
+  flag("--grpc-port", "grpc_port", a->grpc_port, "serve gRPC (stride.v1.Inference) on this port too (0 = any free port)");
   flag("--port", "port", a->port, "port (default 8080; 0 = any free port)");
   flag("--max-batch", "max_batch", a->max_batch, "sequences decoded together (default 8)");
   flag("--max-queue", "max_queue", a->max_queue, "waiting requests before 429 (default 64)");
@@ -371,6 +412,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   flag("--model-key-file", "model_key_file", a->model_key_file, "AES-256 key for encrypted model files");
   flag("--tls-cert", "tls_cert_file", a->tls_cert, "PEM certificate chain: serve HTTPS only");
   flag("--tls-key", "tls_key_file", a->tls_key, "PEM private key for --tls-cert");
+  flag("--embedding-pooling", "embedding_pooling", a->embedding_pooling,
+       "/v1/embeddings of a decoder model: last | mean (default last)");
   cmd->callback([a, &exit_code] { exit_code = serve(*a); });
 }
 

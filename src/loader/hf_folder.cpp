@@ -9,6 +9,7 @@
 #include "core/fp16.h"
 #include "loader/hf_config.h"
 #include "loader/hf_names.h"
+#include "loader/json_file.h"
 #include "loader/model_source.h"
 #include "loader/model_tensors.h"
 #include "loader/safetensors.h"
@@ -20,15 +21,7 @@ using nlohmann::json;
 
 namespace {
 
-Expected<json> read_json(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return NotFound("cannot read " + p.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Corrupt(p.filename().string() + " is not valid JSON");
-  return j;
-}
+Expected<json> read_json(const fs::path& p) { return read_json_file(p.string()); }
 
 // Gemma RMSNorm computes x * (1 + w); store 1 + w as F32 so the model code
 // can use every norm weight as a plain multiplier (as Gemma GGUF files do).

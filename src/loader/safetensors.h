@@ -14,6 +14,8 @@ constexpr uint64_t kMaxSafetensorsHeader = 100ull << 20;
 
 // Views keep the HF tensor names and point into `file`, which must outlive them.
 // Shapes are reversed into ggml order: HF [out, in] becomes ne = {in, out}.
-Expected<std::vector<TensorView>> parse_safetensors(const MappedFile& file);
+// Integer tensors are refused, or left out with skip_integer_buffers (buffers
+// no weight computation reads, such as BERT's position_ids).
+Expected<std::vector<TensorView>> parse_safetensors(const MappedFile& file, bool skip_integer_buffers = false);
 
 }  // namespace stride

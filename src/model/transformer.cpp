@@ -213,6 +213,9 @@ Status Transformer::forward_batch(KvManager& kv, StepPlan& plan, const SequenceS
     }
   }
 
+  for (int i = 0, row = 0; i < n_steps; row += steps[i].n, ++i) {
+    if (steps[i].hidden) rmsnorm(x + (int64_t)row * E, f32(w_.output_norm), steps[i].hidden, steps[i].n, E, c.norm_eps, pool);
+  }
   // Only the rows whose logits are wanted go through the output head:
   // gather them into h_ (contiguous), one matmul, then scatter.
   int rows = 0;

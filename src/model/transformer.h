@@ -26,6 +26,9 @@ struct SequenceStep {
   int n = 0;
   bool all_logits = false;  // logits for every token, else only the last
   float* logits = nullptr;  // [n, n_vocab] or [n_vocab]; null: none wanted
+  // [n, n_embd]: every token's final hidden state (after the output norm,
+  // what the output head reads), for embeddings; null: none wanted.
+  float* hidden = nullptr;
 };
 
 class Transformer {

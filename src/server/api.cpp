@@ -11,6 +11,7 @@
 #include "server/openai_request.h"
 #include "server/log.h"
 #include "server/openai_response.h"
+#include "server/web_assets.h"
 
 namespace stride::server {
 
@@ -146,9 +147,13 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
       {"/health", http::verb::get},          {"/ready", http::verb::get},
       {"/metrics", http::verb::get},         {"/v1/models", http::verb::get},
       {"/v1/completions", http::verb::post}, {"/v1/chat/completions", http::verb::post},
+      {"/v1/responses", http::verb::post},
       {"/tokenize", http::verb::post},       {"/detokenize", http::verb::post},
-      {"/admin/model", http::verb::post}};
+      {"/admin/model", http::verb::post},    {"/v1/embeddings", http::verb::post}};
   auto it = routes.find(path);
+  if (it == routes.end() && method == http::verb::get && cfg_.web_ui) {
+    if (const WebAsset* asset = find_web_asset(path)) return web_asset(res, *asset);
+  }
   if (it == routes.end()) return error(res, call, 404, "no route for " + path, "", "not_found");
   if (method != it->second) {
     return error(res, call, 405, "method not allowed on " + path, "", "method_not_allowed",
@@ -181,10 +186,30 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
     return error(res, call, 429, "rate limit exceeded (" + std::to_string((int)cfg_.rate_limit_rpm) + " requests/minute)",
                  "", "rate_limit_exceeded", {{"Retry-After", std::to_string((int)std::ceil(retry))}});
   }
+  if (path == "/v1/embeddings") return draining_ ? error(res, call, 503, "the server is shutting down", "", "draining")
+                                                 : embeddings(req, res, call);
+  if (!call.model->engine) {
+    return error(res, call, 400, "the model '" + call.model->id + "' is an embedding model: it serves /v1/embeddings only",
+                 "model", "embedding_model");
+  }
   if (path == "/tokenize") return tokenize(req, res, call);
   if (path == "/detokenize") return detokenize(req, res, call);
   if (draining_) return error(res, call, 503, "the server is shutting down", "", "draining");
+  if (path == "/v1/responses") return responses(req, res, call);
   generate(req, res, call, path == "/v1/chat/completions");
+}
+
+// The UI's pages carry no secrets (the API key stays in the browser), so they
+// need no key; the headers keep them from running anything but their own code.
+void Api::web_asset(Responder& res, const WebAsset& asset) {
+  res.send(200, std::string(asset.content_type), std::string(asset.body),
+           {{"Cache-Control", "no-cache"},
+            {"X-Content-Type-Options", "nosniff"},
+            {"X-Frame-Options", "DENY"},
+            {"Referrer-Policy", "no-referrer"},
+            {"Content-Security-Policy",
+             "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+             "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}});
 }
 
 void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
@@ -257,6 +282,20 @@ Api::InflightSlot::~InflightSlot() {
   if (it->second <= 0) api_.inflight_.erase(it);
 }
 
+void Api::refuse_in_flight(Responder& res, Call& call) {
+  error(res, call, 429,
+        "too many requests in flight for this key (max_requests_per_key: " + std::to_string(cfg_.max_requests_per_key) +
+            ")",
+        "", "too_many_requests", {{"Retry-After", "1"}});
+}
+
+void Api::refuse_submit(Responder& res, Call& call, const Status& st) {
+  if (st.code() == StatusCode::kResourceExhausted) {
+    return error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
+  }
+  error(res, call, 503, st.message(), "", "unavailable");
+}
+
 void Api::audit_event(const std::string& kind, const Call& call, const std::string& detail,
                       std::map<std::string, std::string> fields) {
   if (!audit_) return;
@@ -289,16 +328,21 @@ bool Api::take_rate_token(const std::string& who, double* retry_after_s) {
   return false;
 }
 
+// One entry per served name (aliases of the same weights), as vLLM lists them.
 void Api::models(Responder& res, Call& call) {
-  nlohmann::json m = {{"id", call.model->id},
-                      {"object", "model"},
-                      {"created", 0},
-                      {"owned_by", "stride"},
-                      {"root", call.model->id},
-                      {"max_model_len", cfg_.max_context_length},
-                      {"version", call.model->version},
-                      {"sha256", call.model->sha256}};
-  json(res, call, 200, dump(nlohmann::json{{"object", "list"}, {"data", nlohmann::json::array({m})}}));
+  nlohmann::json data = nlohmann::json::array();
+  for (const std::string& name : call.model->names) {
+    data.push_back({{"id", name},
+                    {"object", "model"},
+                    {"created", 0},
+                    {"owned_by", "stride"},
+                    {"root", call.model->id},
+                    {"max_model_len", call.model->encoder ? (int64_t)call.model->encoder->model().max_tokens()
+                                                          : cfg_.max_context_length},
+                    {"version", call.model->version},
+                    {"sha256", call.model->sha256}});
+  }
+  json(res, call, 200, dump(nlohmann::json{{"object", "list"}, {"data", data}}));
 }
 
 void Api::tokenize(const HttpRequest& req, Responder& res, Call& call) {

@@ -16,6 +16,7 @@
 #include "serving/chat_template.h"
 #include "serving/config.h"
 #include "serving/metrics.h"
+#include "serving/encoder_service.h"
 #include "serving/scheduler.h"
 
 namespace stride::server {
@@ -27,9 +28,13 @@ namespace stride::server {
 struct ModelHandle {
   std::unique_ptr<Engine> owned_engine;
   std::unique_ptr<serving::Scheduler> owned_scheduler;
+  // An embeddings-only model (a BERT encoder) has these instead of an engine and a scheduler.
+  std::unique_ptr<serving::EncoderService> owned_encoder;
   Engine* engine = nullptr;
   serving::Scheduler* scheduler = nullptr;
-  std::string id;             // the name clients pass as "model"
+  serving::EncoderService* encoder = nullptr;
+  std::string id;             // the name responses report (the first served name)
+  std::vector<std::string> names;  // every name clients may pass as "model" (id first)
   std::string path;
   std::string version;        // the published version name, else a sha256 prefix (audit log, /v1/models)
   std::string sha256;         // of the file as stored
@@ -57,6 +62,8 @@ Status record_active_version(const ModelRef& ref);
 using ModelLoader = std::function<Expected<std::shared_ptr<ModelHandle>>(const ModelRef&)>;
 
 struct GenerationCall;  // openai_request.h
+struct ParseContext;    // openai_request.h
+struct WebAsset;        // web_assets.h
 struct ResponseIds;     // openai_response.h
 class ToolReplyStream;  // tool_reply.h
 
@@ -76,9 +83,12 @@ class Api {
   void set_model_dir(const std::string& dir);
   void set_draining() { draining_ = true; }
   bool ready() const { return ready_.load(); }
+  bool draining() const { return draining_.load(); }
+  // What other front ends (gRPC) share with HTTP.
+  const serving::ServeConfig& config() const { return cfg_; }
+  AuditLog* audit() const { return audit_; }
+  const std::vector<Cidr>& allowlist() const { return allowlist_; }
 
- private:
-  struct Call;  // one request's context (id, key, timing)
   // A generation request counted against its key's max_requests_per_key while it lives.
   class InflightSlot {
    public:
@@ -91,16 +101,34 @@ class Api {
     std::string who_;
     bool held_ = false;
   };
+  // Token bucket per key (or client IP): false when the caller is over rate_limit_rpm.
+  bool take_rate_token(const std::string& who, double* retry_after_s);
+
+ private:
+  struct Call;  // one request's context (id, key, timing)
   void route(const HttpRequest& req, Responder& res, Call& call);
   void generate(const HttpRequest& req, Responder& res, Call& call, bool chat);
+  void responses(const HttpRequest& req, Responder& res, Call& call);  // api_responses.cpp
+  ParseContext parse_context(const HttpRequest& req, const Call& call) const;
+  // Hands a parsed request to the scheduler; null when it was refused (the
+  // error response is sent: 429 over the key's in-flight limit or a full queue, 503).
+  std::shared_ptr<serving::RequestChannel> submit_generation(Responder& res, Call& call, const InflightSlot& slot,
+                                                             GenerationCall& g);
   // Relays a submitted request's events as one JSON body or as SSE (api_generate.cpp).
   void relay_events(Responder& res, Call& call, serving::RequestChannel& ch, const GenerationCall& g, bool chat);
   void finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
                      const GenerationCall& g, const std::string& text, const std::vector<serving::TokenLogprob>& lps,
                      bool streaming, ToolReplyStream* tools);
+  // POST /v1/embeddings, through the scheduler or the encoder service (api_embeddings.cpp).
+  void embeddings(const HttpRequest& req, Responder& res, Call& call);
+  // The answers when a request cannot start: over max_requests_per_key (429),
+  // and what submitting to the scheduler refused (429 queue full, else 503).
+  void refuse_in_flight(Responder& res, Call& call);
+  void refuse_submit(Responder& res, Call& call, const Status& st);
   void tokenize(const HttpRequest& req, Responder& res, Call& call);
   void detokenize(const HttpRequest& req, Responder& res, Call& call);
   void models(Responder& res, Call& call);
+  void web_asset(Responder& res, const WebAsset& asset);
   void admin_model(const HttpRequest& req, Responder& res, Call& call);
   void error(Responder& res, Call& call, int status, const std::string& message, const std::string& param = "",
              const std::string& code = "", const Headers& extra = {});
@@ -108,9 +136,6 @@ class Api {
   // An audit line for what is not a request outcome (failed logins, admin actions).
   void audit_event(const std::string& kind, const Call& call, const std::string& detail,
                    std::map<std::string, std::string> fields = {});
-  // Token bucket per key (or client IP): false when the caller is over rate_limit_rpm.
-  bool take_rate_token(const std::string& who, double* retry_after_s);
-
   const serving::ServeConfig& cfg_;
   serving::Metrics& metrics_;
   AuditLog* audit_;

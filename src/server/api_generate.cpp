@@ -31,40 +31,55 @@ bool write_deltas(Responder& res, const ResponseIds& ids, const std::vector<nloh
 
 }  // namespace
 
-void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat) {
-  nlohmann::json body;
-  if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+ParseContext Api::parse_context(const HttpRequest& req, const Call& call) const {
   ParseContext ctx;
   ctx.cfg = &cfg_;
   ctx.tok = call.model->engine->tokenizer();
   ctx.chat = &call.model->chat;
   ctx.model_id = call.model->id;
+  ctx.model_names = call.model->names;
   ctx.attention = call.model->attention;
   ctx.n_vocab = call.model->engine->config().n_vocab;
   ctx.body = req.body();
-  GenerationCall g;
-  ApiError e = parse_generation(body, chat, ctx, g);
-  if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  return ctx;
+}
+
+std::shared_ptr<serving::RequestChannel> Api::submit_generation(Responder& res, Call& call, const InflightSlot& slot,
+                                                                GenerationCall& g) {
   call.prompt_tokens = (int)g.req.prompt.size();
   if (cfg_.audit_log_prompts) call.prompt = g.prompt_text;
   g.req.id = call.id;
   g.req.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg_.request_timeout_s * 1e6));
-
   // Fairness: one key (or address) cannot fill the queue for everyone.
-  const std::string who = call.key_id != "-" ? call.key_id : call.client_ip;
-  InflightSlot slot(*this, who);
   if (!slot.held()) {
-    return error(res, call, 429,
-                 "too many requests in flight for this key (max_requests_per_key: " +
-                     std::to_string(cfg_.max_requests_per_key) + ")",
-                 "", "too_many_requests", {{"Retry-After", "1"}});
+    error(res, call, 429,
+          "too many requests in flight for this key (max_requests_per_key: " +
+              std::to_string(cfg_.max_requests_per_key) + ")",
+          "", "too_many_requests", {{"Retry-After", "1"}});
+    return nullptr;
   }
   auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
   Status st = call.model->scheduler->submit(ch);
   if (st.code() == StatusCode::kResourceExhausted) {
-    return error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
+    error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
+    return nullptr;
   }
-  if (!st.ok()) return error(res, call, 503, st.message(), "", "unavailable");
+  if (!st.ok()) {
+    error(res, call, 503, st.message(), "", "unavailable");
+    return nullptr;
+  }
+  return ch;
+}
+
+void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat) {
+  nlohmann::json body;
+  if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  GenerationCall g;
+  ApiError e = parse_generation(body, chat, parse_context(req, call), g);
+  if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  InflightSlot slot(*this, call.key_id != "-" ? call.key_id : call.client_ip);
+  auto ch = submit_generation(res, call, slot, g);
+  if (!ch) return;
   relay_events(res, call, *ch, g, chat);
 }
 
@@ -154,7 +169,8 @@ void Api::finish_events(Responder& res, Call& call, const serving::Event& ev, co
   call.finish_reason = ev.finish_reason;
   if (!streaming) {
     const nlohmann::json lp = g.logprobs ? logprobs_json(lps, tok, chat, 0) : nlohmann::json();
-    nlohmann::json body = completion_json(ids, text, ev.finish_reason, lp, ev.prompt_tokens, ev.completion_tokens);
+    nlohmann::json body = completion_json(ids, text, ev.finish_reason, lp,
+                                          usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
     if (chat && g.tools.active()) apply_tool_calls(body, text);
     return json(res, call, 200, dump(body));
   }
@@ -167,7 +183,7 @@ void Api::finish_events(Responder& res, Call& call, const serving::Event& ev, co
   if (g.include_usage) {
     nlohmann::json u = chunk_json(ids, "", "", nullptr);
     u["choices"] = nlohmann::json::array();
-    u["usage"] = usage_json(ev.prompt_tokens, ev.completion_tokens);
+    u["usage"] = usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens);
     res.write_chunk(sse(u));
   }
   res.write_chunk("data: [DONE]\n\n");

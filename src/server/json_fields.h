@@ -21,6 +21,13 @@ struct ApiError {
 
 ApiError bad_field(const std::string& param, const std::string& message, const std::string& code = "");
 
+// Returns from the enclosing function with the ApiError of `expr` when it is one.
+#define STRIDE_API_TRY(expr)           \
+  do {                                 \
+    ::stride::server::ApiError _e = (expr); \
+    if (!_e.ok()) return _e;           \
+  } while (0)
+
 // Deepest array/object nesting a request may have: far beyond what any real
 // request needs, far below what would exhaust a thread's stack.
 constexpr int kMaxJsonDepth = 64;

@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -307,6 +308,13 @@ ApiError read_attention(const json& b, const ParseContext& ctx) {
 
 }  // namespace
 
+ApiError check_model_name(const std::string& model, const std::vector<std::string>& served) {
+  if (model.empty() || std::find(served.begin(), served.end(), model) != served.end()) return {};
+  std::string list;
+  for (const std::string& s : served) list += (list.empty() ? "'" : ", '") + s + "'";
+  return {404, "the model '" + model + "' does not exist; this server serves " + list, "model", "model_not_found"};
+}
+
 ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, GenerationCall& out) {
   if (!b.is_object()) return bad_field("", "the request body must be a JSON object");
   const serving::ServeConfig& cfg = *ctx.cfg;
@@ -314,9 +322,7 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
   out.chat = chat;
   std::string model;
   TRY(f.opt_string("model", 1024, model));
-  if (!model.empty() && model != ctx.model_id) {
-    return {404, "the model '" + model + "' does not exist (serving '" + ctx.model_id + "')", "model", "model_not_found"};
-  }
+  TRY(check_model_name(model, ctx.model_names));
   int n = 1;
   TRY(f.opt_int("n", 1, 128, n));
   if (n != 1) return bad_field("n", "only n=1 is supported");

@@ -26,7 +26,8 @@ struct ParseContext {
   const serving::ServeConfig* cfg = nullptr;
   const Tokenizer* tok = nullptr;
   const Expected<serving::ChatTemplate>* chat = nullptr;
-  std::string model_id;
+  std::string model_id;                 // reported in responses
+  std::vector<std::string> model_names; // accepted as "model" (model_id among them)
   PolicySpec attention;  // the engine's policy
   int n_vocab = 0;
   std::string_view body;  // the request's JSON text (a schema's property order is read from it)
@@ -41,6 +42,10 @@ struct GenerationCall {
   ToolsRequest tools;       // chat: tool_choice none unless the request offers tools
   std::string prompt_text;  // for the audit log (only when enabled)
 };
+
+// "model" must be empty (the default) or one of the served names; the 404
+// lists them, as a client that typed a wrong alias needs to see the right ones.
+ApiError check_model_name(const std::string& model, const std::vector<std::string>& served);
 
 ApiError parse_generation(const nlohmann::json& body, bool chat, const ParseContext& ctx, GenerationCall& out);
 

@@ -8,10 +8,11 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
-json usage_json(int prompt_tokens, int completion_tokens) {
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 namespace {
@@ -52,7 +53,7 @@ json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenize
 }
 
 json completion_json(const ResponseIds& ids, const std::string& text, const std::string& finish, const json& logprobs,
-                     int prompt_tokens, int completion_tokens) {
+                     const json& usage) {
   json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", logprobs}};
   if (ids.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
@@ -64,7 +65,7 @@ json completion_json(const ResponseIds& ids, const std::string& text, const std:
           {"created", ids.created},
           {"model", ids.model},
           {"choices", json::array({choice})},
-          {"usage", usage_json(prompt_tokens, completion_tokens)}};
+          {"usage", usage}};
 }
 
 json delta_chunk_json(const ResponseIds& ids, const json& delta, const std::string& finish, const json& logprobs) {

@@ -16,13 +16,15 @@ struct ResponseIds {
   bool chat = false;
 };
 
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
+// `cached_tokens`: the prompt tokens the prefix cache supplied (OpenAI's
+// prompt_tokens_details.cached_tokens).
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
 // Log-probs of generated tokens in the completions or chat shape.
 nlohmann::json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenizer& tok, bool chat,
                              size_t text_offset);
 // One full (non-streamed) response.
 nlohmann::json completion_json(const ResponseIds& ids, const std::string& text, const std::string& finish,
-                               const nlohmann::json& logprobs, int prompt_tokens, int completion_tokens);
+                               const nlohmann::json& logprobs, const nlohmann::json& usage);
 // One SSE chunk's object. `finish` empty: not the last; `role_only`: chat's first delta.
 nlohmann::json chunk_json(const ResponseIds& ids, const std::string& text, const std::string& finish,
                           const nlohmann::json& logprobs, bool role_only = false);

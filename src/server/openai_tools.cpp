@@ -7,12 +7,6 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-#define TRY(expr)            \
-  do {                       \
-    ApiError _e = (expr);    \
-    if (!_e.ok()) return _e; \
-  } while (0)
-
 // OpenAI's rule for function names.
 bool valid_function_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
@@ -54,15 +48,15 @@ const ojson* ordered_member(const ojson* obj, const char* key) {
 ApiError read_tool(const json& t, const ojson* ordered, size_t i, size_t& total_bytes, serving::ToolSpec& out) {
   const std::string path = "tools[" + std::to_string(i) + "]";
   if (!t.is_object()) return bad_field(path, "'" + path + "' must be an object");
-  TRY(function_type_at(t, path));
+  STRIDE_API_TRY(function_type_at(t, path));
   const json* f = Fields(t).find("function");
   const std::string fpath = path + ".function";
   if (!f || !f->is_object()) return bad_field(fpath, "'" + fpath + "' must be an object");
-  TRY(string_at(*f, fpath, "name", 64, true, out.name));
+  STRIDE_API_TRY(string_at(*f, fpath, "name", 64, true, out.name));
   if (!valid_function_name(out.name)) {
     return bad_field(fpath + ".name", "'" + fpath + ".name' must be 1-64 letters, digits, '_' or '-'");
   }
-  TRY(string_at(*f, fpath, "description", kMaxToolDescriptionBytes, false, out.description));
+  STRIDE_API_TRY(string_at(*f, fpath, "description", kMaxToolDescriptionBytes, false, out.description));
   if (ApiError e = Fields(*f).opt_bool("strict", out.strict); !e.ok()) {
     return bad_field(fpath + ".strict", "'" + fpath + ".strict' must be a boolean");
   }
@@ -105,11 +99,11 @@ ApiError read_tool_choice(const json& b, ToolsRequest& out) {
   if (!c->is_object()) {
     return bad_field("tool_choice", "'tool_choice' must be 'none', 'auto', 'required' or a function");
   }
-  TRY(function_type_at(*c, "tool_choice"));
+  STRIDE_API_TRY(function_type_at(*c, "tool_choice"));
   const json* f = Fields(*c).find("function");
   if (!f || !f->is_object()) return bad_field("tool_choice.function", "'tool_choice.function' must be an object");
   std::string name;
-  TRY(string_at(*f, "tool_choice.function", "name", 64, true, name));
+  STRIDE_API_TRY(string_at(*f, "tool_choice.function", "name", 64, true, name));
   bool known = false;
   for (const auto& t : out.tools) known = known || t.name == name;
   if (!known) {
@@ -137,7 +131,7 @@ ApiError read_tools(const json& b, std::string_view body_text, ToolsRequest& out
     for (size_t i = 0; i < ts->size(); ++i) {
       const ojson* ot = ordered_tools && ordered_tools->is_array() && i < ordered_tools->size() ? &(*ordered_tools)[i]
                                                                                                : nullptr;
-      TRY(read_tool((*ts)[i], ot, i, total, out.tools[i]));
+      STRIDE_API_TRY(read_tool((*ts)[i], ot, i, total, out.tools[i]));
       for (size_t k = 0; k < i; ++k) {
         if (out.tools[k].name == out.tools[i].name) {
           return bad_field("tools[" + std::to_string(i) + "].function.name",
@@ -146,7 +140,7 @@ ApiError read_tools(const json& b, std::string_view body_text, ToolsRequest& out
       }
     }
   }
-  TRY(f.opt_bool("parallel_tool_calls", out.choice.parallel));
+  STRIDE_API_TRY(f.opt_bool("parallel_tool_calls", out.choice.parallel));
   return read_tool_choice(b, out);
 }
 
@@ -155,8 +149,8 @@ ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& ms
   Fields f(m);
   if (msg.role == "tool") {
     std::string id, name;
-    TRY(string_at(m, path, "tool_call_id", 256, true, id));
-    TRY(string_at(m, path, "name", 256, false, name));
+    STRIDE_API_TRY(string_at(m, path, "tool_call_id", 256, true, id));
+    STRIDE_API_TRY(string_at(m, path, "name", 256, false, name));
     if (name.empty()) {
       if (auto it = names.find(id); it != names.end()) name = it->second;
     }
@@ -178,11 +172,11 @@ ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& ms
     const json& c = (*tc)[i];
     const std::string cpath = tpath + "[" + std::to_string(i) + "]";
     if (!c.is_object()) return bad_field(cpath, "'" + cpath + "' must be an object");
-    TRY(string_at(c, cpath, "id", 256, false, calls[i].id));
-    if (Fields(c).find("type")) TRY(function_type_at(c, cpath));
+    STRIDE_API_TRY(string_at(c, cpath, "id", 256, false, calls[i].id));
+    if (Fields(c).find("type")) STRIDE_API_TRY(function_type_at(c, cpath));
     const json* fn = Fields(c).find("function");
     if (!fn || !fn->is_object()) return bad_field(cpath + ".function", "'" + cpath + ".function' must be an object");
-    TRY(string_at(*fn, cpath + ".function", "name", 256, true, calls[i].name));
+    STRIDE_API_TRY(string_at(*fn, cpath + ".function", "name", 256, true, calls[i].name));
     // OpenAI sends arguments as a JSON string; an object is taken too.
     const json* args = Fields(*fn).find("arguments");
     const std::string apath = cpath + ".function.arguments";

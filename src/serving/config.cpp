@@ -69,6 +69,7 @@ const std::map<std::string, Setter>& setters() {
   static const std::map<std::string, Setter> m = {
       {"model", STR(model)},
       {"model_sha256", STR(model_sha256)},
+      {"served_model_name", LIST(served_model_names)},
       {"max_context_length", NUM("max_context_length", max_context_length, int64_t, 16, 1 << 24)},
       {"sparsity", NUM("sparsity", sparsity, double, 0.0, 0.999)},
       {"cache_reuse", BOOL("cache_reuse", cache_reuse)},
@@ -108,6 +109,15 @@ const std::map<std::string, Setter>& setters() {
       {"max_prompt_tokens", NUM("max_prompt_tokens", max_prompt_tokens, int64_t, 0, 1 << 24)},
       {"max_tokens_cap", NUM("max_tokens_cap", max_tokens_cap, int, 1, 1 << 24)},
       {"max_body_bytes", NUM("max_body_bytes", max_body_bytes, int64_t, 64, int64_t(1) << 32)},
+      {"embedding_pooling",
+       [](ServeConfig& c, const std::string& v) {
+         STRIDE_RETURN_IF_ERROR(one_of("embedding_pooling", v, {"last", "mean"}));
+         c.embedding_pooling = v;
+         return Status::Ok();
+       }},
+      {"embedding_normalize", BOOL("embedding_normalize", embedding_normalize)},
+      {"max_embedding_inputs", NUM("max_embedding_inputs", max_embedding_inputs, int, 1, 1 << 16)},
+      {"max_embedding_tokens", NUM("max_embedding_tokens", max_embedding_tokens, int64_t, 1, int64_t(1) << 30)},
       {"host", STR(host)},
       {"port", NUM("port", port, int, 0, 65535)},
       {"io_threads", NUM("io_threads", io_threads, int, 1, 256)},
@@ -127,6 +137,8 @@ const std::map<std::string, Setter>& setters() {
       {"rate_limit_rpm", NUM("rate_limit_rpm", rate_limit_rpm, double, 0.0, 1e9)},
       {"audit_log", STR(audit_log)},
       {"audit_log_prompts", BOOL("audit_log_prompts", audit_log_prompts)},
+      {"web_ui", BOOL("web_ui", web_ui)},
+      {"grpc_port", NUM("grpc_port", grpc_port, int, -1, 65535)},
       {"log_level",
        [](ServeConfig& c, const std::string& v) {
          STRIDE_RETURN_IF_ERROR(one_of("log_level", v, {"DEBUG", "INFO", "WARNING", "ERROR"}));
@@ -222,6 +234,9 @@ Status finalize_config(ServeConfig& c) {
   }
   if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
     return InvalidArgument("config: TLS needs both tls_cert_file and tls_key_file");
+  }
+  for (const std::string& name : c.served_model_names) {
+    if (name.size() > 256) return InvalidArgument("config: served_model_name entries are at most 256 bytes");
   }
   if (c.max_batch > c.prefill_chunk) {
     return InvalidArgument("config: max_batch (" + std::to_string(c.max_batch) + ") exceeds prefill_chunk (" +

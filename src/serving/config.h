@@ -15,6 +15,7 @@ struct ServeConfig {
   // Model and engine.
   std::string model;
   std::string model_sha256;           // when set, the file is verified before loading
+  std::vector<std::string> served_model_names;  // names clients pass as "model"; the first is reported; empty: the file name
   int64_t max_context_length = 131072;
   double sparsity = 0.9;              // accepted; the engine's policies are window/rswa (no top-k yet)
   bool cache_reuse = true;            // prefix cache: reuse KV pages of shared prompt prefixes
@@ -42,6 +43,12 @@ struct ServeConfig {
   int max_tokens_cap = 4096;
   int64_t max_body_bytes = 1 << 20;
 
+  // Embeddings (POST /v1/embeddings).
+  std::string embedding_pooling = "last";  // decoder models: last | mean (encoders use their own pooling)
+  bool embedding_normalize = true;         // decoder models: L2-normalize the pooled vector
+  int max_embedding_inputs = 256;          // inputs in one request
+  int64_t max_embedding_tokens = 65536;    // tokens of all inputs of one request
+
   // Network and security.
   std::string host = "127.0.0.1";
   int port = 8080;
@@ -63,6 +70,8 @@ struct ServeConfig {
   std::string audit_log;              // JSON-lines path; empty: off
   bool audit_log_prompts = false;
   std::string log_level = "INFO";
+  bool web_ui = true;                 // the chat playground and dashboard at /
+  int grpc_port = -1;                 // the gRPC service (proto/stride/v1/inference.proto); -1: off, 0: any free port
 
   // Model versions, weights at rest, TLS.
   std::string model_dir;              // <model_dir>/<version>/{*.gguf, SHA256}; exclusive with `model`

@@ -14,12 +14,21 @@
 
 #include "core/status.h"
 #include "grammar/compiled_grammar.h"
+#include "kernels/pooling.h"
 #include "sampler/logprobs.h"
 #include "sampler/sampler.h"
 
 namespace stride::serving {
 
 using Clock = std::chrono::steady_clock;
+
+// POST /v1/embeddings: each input is prefilled (nothing is generated) and its
+// final hidden states pooled into one vector, sent back as an Embedding event.
+struct EmbedRequest {
+  std::vector<std::vector<int32_t>> inputs;  // token ids, each non-empty
+  Pooling pooling = Pooling::Last;
+  bool normalize = true;
+};
 
 struct ServeRequest {
   std::string id;                   // "cmpl-..." for logs and the audit trail
@@ -33,24 +42,29 @@ struct ServeRequest {
   // keeps the output a prefix of a sentence of this grammar; null: none.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
   Clock::time_point deadline = Clock::time_point::max();
+  std::shared_ptr<const EmbedRequest> embed;  // set: an embedding request (prompt unused)
 };
 
 // Log-probs cross to the server as the sampler computes them.
 using stride::TokenLogprob;
 using stride::TopLogprob;
 
-enum class EventKind { Token, Finish, Error };
+enum class EventKind { Token, Finish, Error, Embedding };
 
 struct Event {
   EventKind kind = EventKind::Token;
   std::string text;                     // Token: newly released text (may be empty)
   std::vector<TokenLogprob> logprobs;   // Token: one per generated token in this event
   int tokens = 0;                       // Token: tokens generated in this event (its text may be held back)
+  std::vector<int32_t> token_ids;       // Token: their ids
   std::string finish_reason;            // Finish: stop | length | timeout | cancelled
   int prompt_tokens = 0;                // Finish
   int completion_tokens = 0;            // Finish
+  int cached_tokens = 0;                // Finish: prompt tokens taken from the prefix cache
   StatusCode code = StatusCode::kOk;    // Error
   std::string message;                  // Error
+  int index = 0;                        // Embedding: which input
+  std::vector<float> embedding;         // Embedding: its vector
 };
 
 // One request's mailbox: the scheduler pushes events, the HTTP thread pops

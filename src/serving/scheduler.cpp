@@ -27,9 +27,14 @@ struct Scheduler::Sequence {
   std::vector<TokenLogprob> next_logprobs;  // its log-probabilities, if requested (0 or 1)
   Clock::time_point last_token;
   bool admitted_once = false;
+  int cached_prompt_tokens = 0;  // prompt tokens the first admission found in the prefix cache
   int64_t admission_pages = -1;  // pages the whole prompt and a first token need; -1: not computed yet
   std::unique_ptr<grammar::GrammarMatcher> matcher;  // constrained decoding, when the request has a grammar
   bool grammar_stuck = false;    // the grammar allowed no token this step
+  // Embedding inputs: input `embed_index` of the request, pooled chunk by chunk.
+  int embed_index = -1;
+  std::unique_ptr<PooledRows> pooled;  // null: a generation
+  std::vector<float> hidden;           // [step tokens, n_embd] this step's final hidden states
 
   Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab, int64_t max_context)
       : ch(std::move(c)),
@@ -84,11 +89,23 @@ void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
     cv_.wait(lock, [&] { return stopping_ || !incoming_.empty(); });
   }
   while (!incoming_.empty()) {
-    auto s = std::make_unique<Sequence>(std::move(incoming_.front()), *engine_.tokenizer(), engine_.config().n_vocab,
+    std::shared_ptr<RequestChannel> ch = std::move(incoming_.front());
+    incoming_.pop_front();
+    if (ch->request.embed) {  // one sequence per input, all answering on the request's channel
+      const EmbedRequest& e = *ch->request.embed;
+      for (size_t i = 0; i < e.inputs.size(); ++i) {
+        auto s = std::make_unique<Sequence>(ch, *engine_.tokenizer(), 0, opts_.max_context);
+        s->tokens = e.inputs[i];
+        s->embed_index = (int)i;
+        s->pooled = std::make_unique<PooledRows>(e.pooling, engine_.config().n_embd);
+        waiting.push_back(std::move(s));
+      }
+      continue;
+    }
+    auto s = std::make_unique<Sequence>(std::move(ch), *engine_.tokenizer(), engine_.config().n_vocab,
                                         opts_.max_context);
     if (s->req().grammar) s->matcher = std::make_unique<grammar::GrammarMatcher>(s->req().grammar, token_trie());
     waiting.push_back(std::move(s));
-    incoming_.pop_front();
   }
   waiting_size_.store(waiting.size());
 }
@@ -175,7 +192,10 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     if (!running_.empty() && ks.pages_total - ks.pages_used - promised < s.admission_pages) break;
     // The longest cached prefix (a shared system prompt, earlier turns of a
     // chat, or this sequence's own pages before a preemption) is not recomputed.
-    auto hit = kv.add_sequence_with_prefix(s.tokens);
+    // An embedding needs every token's hidden state: no prefix is reused, and
+    // a readmitted (preempted) input pools again from its first token.
+    auto hit = s.pooled ? fresh_sequence(kv) : kv.add_sequence_with_prefix(s.tokens);
+    if (s.pooled) s.pooled->reset();
     if (!hit) {
       fail(s, hit.status());
       waiting.pop_front();
@@ -186,7 +206,8 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     promised += s.admission_pages;
     if (!s.admitted_once) {
       metrics_.queue_time.observe(seconds(Clock::now() - s.ch->arrived));
-      metrics_.prompt_tokens += (int64_t)s.req().prompt.size();
+      metrics_.prompt_tokens += (int64_t)s.tokens.size();
+      s.cached_prompt_tokens = (int)std::min<int64_t>(hit->reused_tokens, (int64_t)s.req().prompt.size());
       s.admitted_once = true;
     }
     running_.push_back(std::move(waiting.front()));
@@ -260,6 +281,12 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
       st.tokens = s.tokens.data() + s.n_cached;
       st.n = n;
       st.logits = s.want_logits ? s.logits.data() : nullptr;
+      if (s.pooled) {  // hidden states instead of logits
+        s.want_logits = false;
+        st.logits = nullptr;
+        s.hidden.resize((size_t)n * engine_.config().n_embd);
+        st.hidden = s.hidden.data();
+      }
       steps.push_back(st);
       owners.push_back(&s);
       budget -= n;
@@ -277,7 +304,13 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
     return false;
   }
   admission_paused_ = false;
-  for (size_t i = 0; i < steps.size(); ++i) owners[i]->n_cached += steps[i].n;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Sequence& s = *owners[i];
+    s.n_cached += steps[i].n;
+    if (!s.pooled) continue;
+    s.pooled->add(s.hidden.data(), steps[i].n);
+    if (s.remaining() == 0) finish_embedding(s);
+  }
   publish_gauges(waiting.size());  // before the events, so clients never see stale gauges
   // Sampling and log-probabilities read only a sequence's own logits and
   // sampler, so all of the step's sequences draw at once, over the pool;
@@ -335,6 +368,7 @@ void Scheduler::after_logits(Sequence& s) {
   if (step.appended) {
     s.tokens.push_back(id);
     ev.tokens = 1;
+    ev.token_ids.push_back(id);
     ++s.n_generated;
     ++metrics_.generation_tokens;
   }
@@ -360,9 +394,26 @@ void Scheduler::finish(Sequence& s, const std::string& reason) {
   done.finish_reason = reason;
   done.prompt_tokens = (int)s.req().prompt.size();
   done.completion_tokens = s.n_generated;
+  done.cached_tokens = s.cached_prompt_tokens;
   s.ch->push(std::move(done));
   metrics_.e2e.observe(seconds(Clock::now() - s.ch->arrived));
   metrics_.count_finish(reason);
+}
+
+Expected<KvManager::PrefixHit> Scheduler::fresh_sequence(KvManager& kv) {
+  STRIDE_ASSIGN_OR_RETURN(KvManager::SeqId seq, kv.add_sequence());
+  return KvManager::PrefixHit{seq, 0};
+}
+
+void Scheduler::finish_embedding(Sequence& s) {
+  Event e;
+  e.kind = EventKind::Embedding;
+  e.index = s.embed_index;
+  e.embedding = s.pooled->result(s.req().embed->normalize);
+  e.prompt_tokens = (int)s.tokens.size();
+  release(s);  // leaves the running set at the end of the step
+  metrics_.set_kv(engine_.kv().stats());
+  s.ch->push(std::move(e));
 }
 
 void Scheduler::fail(Sequence& s, const Status& st) {

@@ -8,6 +8,9 @@
 // wait or the youngest sequence is preempted (run_step_with_room).
 // New and recomputed sequences start on the longest cached prefix of their
 // tokens (KvManager::add_sequence_with_prefix), so only the rest is prefilled.
+// An embedding request becomes one sequence per input that is only
+// prefilled: its final hidden states are pooled (kernels/pooling.h) as its
+// chunks run, interleaved with everyone's decodes like any prompt.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -56,6 +59,9 @@ class Scheduler {
   void after_logits(Sequence& s);
   void finish(Sequence& s, const std::string& reason);
   void fail(Sequence& s, const Status& st);
+  // Embedding inputs: a sequence without prefix reuse, and the pooled vector once prefilled.
+  static Expected<KvManager::PrefixHit> fresh_sequence(KvManager& kv);
+  void finish_embedding(Sequence& s);
   void release(Sequence& s);
   void publish_gauges(size_t waiting);
   // The vocabulary trie for grammar masks, built at the first constrained request.

@@ -14,7 +14,7 @@ import schemathesis
 
 CAP = int(os.environ.get("STRIDE_ST_MAX_TOKENS", "4"))
 SCHEMA_MAX = 4096
-GENERATION = ("/v1/completions", "/v1/chat/completions")
+GENERATION = ("/v1/completions", "/v1/chat/completions", "/v1/responses")
 
 
 def _valid_count(v):
@@ -26,10 +26,13 @@ def before_call(context, case, kwargs):
     if case.operation.path not in GENERATION or not isinstance(case.body, dict):
         return
     body = case.body
-    keys = ["max_tokens"] + (["max_completion_tokens"] if case.operation.path.endswith("chat/completions") else [])
+    if case.operation.path == "/v1/responses":
+        keys = ["max_output_tokens"]
+    else:
+        keys = ["max_tokens"] + (["max_completion_tokens"] if case.operation.path.endswith("chat/completions") else [])
     present = [k for k in keys if body.get(k) is not None]
     for k in present:
         if _valid_count(body[k]) and body[k] > CAP:
             body[k] = CAP
     if not present:
-        body["max_tokens"] = CAP
+        body[keys[0]] = CAP

@@ -23,8 +23,9 @@ ADMIN_KEY = "schemathesis-admin-key"
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
           "response_schema_conformance,response_headers_conformance")
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemathesis.toml")
-OPERATIONS = {"POST /v1/completions", "POST /v1/chat/completions", "GET /v1/models", "POST /tokenize",
-              "POST /detokenize", "GET /health", "GET /ready", "GET /metrics", "POST /admin/model"}
+OPERATIONS = {"POST /v1/completions", "POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /tokenize",
+              "POST /detokenize", "GET /health", "GET /ready", "GET /metrics", "POST /admin/model",
+              "POST /v1/embeddings"}
 
 
 def schemathesis_cmd(url, report_dir, max_examples, seed, extra=()):

@@ -1,0 +1,225 @@
+#include "rpc/inference_service.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "server/access.h"
+#include "server/audit_log.h"
+#include "server/openai_request.h"
+
+namespace stride::rpc {
+
+using serving::Clock;
+
+namespace {
+
+grpc::StatusCode grpc_code_for(int http_status) {
+  switch (http_status) {
+    case 400: case 413: return grpc::StatusCode::INVALID_ARGUMENT;
+    case 401: return grpc::StatusCode::UNAUTHENTICATED;
+    case 403: return grpc::StatusCode::PERMISSION_DENIED;
+    case 404: return grpc::StatusCode::NOT_FOUND;
+    case 429: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case 503: return grpc::StatusCode::UNAVAILABLE;
+    default: return grpc::StatusCode::INTERNAL;
+  }
+}
+
+grpc::Status to_grpc(const server::ApiError& e) {
+  return {grpc_code_for(e.status), e.param.empty() ? e.message : e.param + ": " + e.message};
+}
+
+// "ipv4:127.0.0.1:5000" / "ipv6:[::1]:5000" -> the address.
+std::string peer_ip(const std::string& peer) {
+  std::string p = peer.substr(peer.find(':') + 1);
+  if (!p.empty() && p[0] == '[') return p.substr(1, p.find(']') - 1);
+  return p.substr(0, p.rfind(':'));
+}
+
+// The request as the /v1/completions body it stands for, so both front ends
+// share one set of rules. Packed ids become a JSON array (about 1 ms for 32K).
+nlohmann::json completion_body(const v1::GenerateRequest& r) {
+  nlohmann::json b = nlohmann::json::object();
+  if (!r.model().empty()) b["model"] = r.model();
+  if (r.has_token_ids()) {
+    b["prompt"] = nlohmann::json(std::vector<int32_t>(r.token_ids().ids().begin(), r.token_ids().ids().end()));
+  } else {
+    b["prompt"] = r.text();
+  }
+  if (r.has_max_tokens()) b["max_tokens"] = r.max_tokens();
+  const v1::Sampling& s = r.sampling();
+  if (s.has_temperature()) b["temperature"] = s.temperature();
+  if (s.has_top_p()) b["top_p"] = s.top_p();
+  if (s.has_top_k()) b["top_k"] = s.top_k();
+  if (s.has_min_p()) b["min_p"] = s.min_p();
+  if (s.has_repetition_penalty()) b["repetition_penalty"] = s.repetition_penalty();
+  if (s.has_presence_penalty()) b["presence_penalty"] = s.presence_penalty();
+  if (s.has_frequency_penalty()) b["frequency_penalty"] = s.frequency_penalty();
+  if (s.has_seed()) b["seed"] = s.seed();
+  if (r.stop_size() > 0) b["stop"] = std::vector<std::string>(r.stop().begin(), r.stop().end());
+  if (r.ignore_eos()) b["ignore_eos"] = true;
+  return b;
+}
+
+// An embeddings-only model (a BERT encoder) has no engine to generate or tokenize with.
+grpc::Status needs_generator(const server::ModelHandle& m) {
+  if (m.engine) return grpc::Status::OK;
+  return {grpc::StatusCode::FAILED_PRECONDITION, "model: '" + m.id + "' is an embedding model"};
+}
+
+}  // namespace
+
+struct InferenceService::CallRecord {
+  CallRecord(server::Api& api, uint64_t n, const char* method) : api(api) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "rpc-%08llx", (unsigned long long)n);
+    r.request_id = buf;
+    r.endpoint = method;
+    r.client_ip = "-";
+    r.key_id = "-";
+  }
+  ~CallRecord() {
+    if (!api.audit()) return;
+    r.latency_s = std::chrono::duration<double>(Clock::now() - start).count();
+    r.model_version = model_version;
+    api.audit()->write(r);
+  }
+  grpc::Status finish(grpc::Status st) {
+    r.status = st.ok() ? 200 : 1000 + (int)st.error_code();  // 1000 + gRPC code: not an HTTP status
+    return st;
+  }
+  server::Api& api;
+  server::AuditRecord r;
+  std::string model_version;
+  Clock::time_point start = Clock::now();
+};
+
+grpc::Status InferenceService::admit(grpc::ServerContext* ctx, CallRecord& rec, server::ModelPtr& model) {
+  rec.r.client_ip = peer_ip(ctx->peer());
+  if (!server::ip_allowed(rec.r.client_ip, api_.allowlist())) {
+    return {grpc::StatusCode::PERMISSION_DENIED, "client address " + rec.r.client_ip + " is not in the allowlist"};
+  }
+  const auto& keys = api_.config().api_keys;
+  if (!keys.empty()) {
+    const auto& md = ctx->client_metadata();
+    auto it = md.find("authorization");
+    const std::string token = it == md.end() ? "" : server::bearer_token(std::string(it->second.data(), it->second.size()));
+    const int idx = token.empty() ? -1 : server::match_api_key(token, keys);
+    if (idx < 0) {
+      return {grpc::StatusCode::UNAUTHENTICATED,
+              token.empty() ? "missing bearer token (metadata authorization: Bearer <key>)" : "invalid API key"};
+    }
+    rec.r.key_id = "key#" + std::to_string(idx);
+  }
+  model = api_.model();
+  if (!api_.ready() || !model) return {grpc::StatusCode::UNAVAILABLE, "the model is still loading"};
+  rec.model_version = model->version;
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
+                                        grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  CallRecord rec(api_, next_id_++, "/stride.v1.Inference/Generate");
+  server::ModelPtr model;
+  if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return rec.finish(st);
+  if (grpc::Status st = needs_generator(*model); !st.ok()) return rec.finish(st);
+  const serving::ServeConfig& cfg = api_.config();
+  const std::string who = rec.r.key_id != "-" ? rec.r.key_id : rec.r.client_ip;
+  double retry = 0;
+  if (!api_.take_rate_token(who, &retry)) {
+    return rec.finish({grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       "rate limit exceeded (" + std::to_string((int)cfg.rate_limit_rpm) + " requests/minute)"});
+  }
+  if (api_.draining()) return rec.finish({grpc::StatusCode::UNAVAILABLE, "the server is shutting down"});
+
+  server::ParseContext pc;
+  pc.cfg = &cfg;
+  pc.tok = model->engine->tokenizer();
+  pc.chat = &model->chat;
+  pc.model_id = model->id;
+  pc.model_names = model->names;
+  pc.attention = model->attention;
+  pc.n_vocab = model->engine->config().n_vocab;
+  server::GenerationCall g;
+  if (server::ApiError e = server::parse_generation(completion_body(*req), false, pc, g); !e.ok()) {
+    return rec.finish(to_grpc(e));
+  }
+  rec.r.prompt_tokens = (int)g.req.prompt.size();
+  if (cfg.audit_log_prompts) rec.r.prompt = g.prompt_text;
+  server::Api::InflightSlot slot(api_, who);
+  if (!slot.held()) {
+    return rec.finish({grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       "too many requests in flight for this key (max_requests_per_key: " +
+                           std::to_string(cfg.max_requests_per_key) + ")"});
+  }
+  g.req.id = rec.r.request_id;
+  g.req.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg.request_timeout_s * 1e6));
+  auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
+  if (Status st = model->scheduler->submit(ch); !st.ok()) {
+    return rec.finish({st.code() == StatusCode::kResourceExhausted ? grpc::StatusCode::RESOURCE_EXHAUSTED
+                                                                   : grpc::StatusCode::UNAVAILABLE,
+                       st.message()});
+  }
+  for (;;) {
+    auto ev = ch->pop(std::chrono::milliseconds(50));
+    if (ctx->IsCancelled()) {
+      ch->cancel();
+      rec.r.finish_reason = "client_disconnected";
+      return rec.finish({grpc::StatusCode::CANCELLED, "the client cancelled the call"});
+    }
+    if (!ev) continue;
+    v1::GenerateResponse out;
+    if (ev->kind == serving::EventKind::Token) {
+      if (ev->token_ids.empty() && ev->text.empty()) continue;
+      out.mutable_token_ids()->Add(ev->token_ids.begin(), ev->token_ids.end());
+      out.set_text(ev->text);
+      rec.r.completion_tokens += (int)ev->token_ids.size();
+      if (!writer->Write(out)) {
+        ch->cancel();
+        rec.r.finish_reason = "client_disconnected";
+        return rec.finish({grpc::StatusCode::CANCELLED, "the stream broke"});
+      }
+      continue;
+    }
+    if (ev->kind == serving::EventKind::Error) {
+      return rec.finish({grpc_code_for(server::http_status_for(Status(ev->code, ev->message))), ev->message});
+    }
+    out.set_finish_reason(ev->finish_reason);
+    out.mutable_usage()->set_prompt_tokens(ev->prompt_tokens);
+    out.mutable_usage()->set_completion_tokens(ev->completion_tokens);
+    out.mutable_usage()->set_cached_tokens(ev->cached_tokens);
+    rec.r.completion_tokens = ev->completion_tokens;
+    rec.r.finish_reason = ev->finish_reason;
+    writer->Write(out);
+    return rec.finish(grpc::Status::OK);
+  }
+}
+
+grpc::Status InferenceService::Tokenize(grpc::ServerContext* ctx, const v1::TokenizeRequest* req,
+                                        v1::TokenizeResponse* out) {
+  CallRecord rec(api_, next_id_++, "/stride.v1.Inference/Tokenize");
+  server::ModelPtr model;
+  if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return rec.finish(st);
+  if (grpc::Status st = needs_generator(*model); !st.ok()) return rec.finish(st);
+  const Tokenizer& tok = *model->engine->tokenizer();
+  const auto ids = tok.encode(req->text(), req->add_special_tokens() && tok.add_bos_default(), req->parse_special());
+  out->mutable_ids()->Add(ids.begin(), ids.end());
+  rec.r.prompt_tokens = (int)ids.size();
+  return rec.finish(grpc::Status::OK);
+}
+
+grpc::Status InferenceService::Models(grpc::ServerContext* ctx, const v1::ModelsRequest*, v1::ModelsResponse* out) {
+  CallRecord rec(api_, next_id_++, "/stride.v1.Inference/Models");
+  server::ModelPtr model;
+  if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return rec.finish(st);
+  for (const std::string& name : model->names) {
+    v1::Model* m = out->add_models();
+    m->set_id(name);
+    m->set_version(model->version);
+    m->set_sha256(model->sha256);
+    m->set_max_context_length(api_.config().max_context_length);
+  }
+  return rec.finish(grpc::Status::OK);
+}
+
+}  // namespace stride::rpc
