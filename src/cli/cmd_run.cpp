@@ -27,6 +27,12 @@ struct RunArgs {
   bool json = false;
   bool no_bos = false;
   bool ignore_eos = false;
+  std::string speculative = "off";
+  std::string draft_model;
+  int draft_max = 8;
+  int draft_min = 1;
+  int ngram_min = 1;
+  int ngram_max = 3;
 };
 
 int run(const RunArgs& a) {
@@ -34,6 +40,9 @@ int run(const RunArgs& a) {
   if (a.max_tokens < 0) return fail("--max-tokens must be >= 0");
   auto engine_opts = to_engine_options(a.model, 0);
   if (!engine_opts) return fail(engine_opts.status());
+  engine_opts->draft_model_path = a.draft_model;
+  auto spec_mode = parse_speculative_mode(a.speculative);
+  if (!spec_mode) return fail(spec_mode.status());
 
   // The KV pool is sized once the prompt length is known.
   std::vector<int32_t> prompt;
@@ -70,6 +79,11 @@ int run(const RunArgs& a) {
   g.sampling.frequency_penalty = a.frequency_penalty;
   g.sampling.presence_penalty = a.presence_penalty;
   g.sampling.seed = a.seed;
+  g.speculative.mode = *spec_mode;
+  g.speculative.draft_max = a.draft_max;
+  g.speculative.draft_min = a.draft_min;
+  g.speculative.ngram_min = a.ngram_min;
+  g.speculative.ngram_max = a.ngram_max;
 
   auto result = engine->generate(prompt, g, [](const std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -91,6 +105,10 @@ int run(const RunArgs& a) {
     j["prefill_seconds"] = r.prefill_seconds;
     j["decode_seconds"] = r.decode_seconds;
     j["peak_kv_bytes"] = r.peak_kv_bytes;
+    j["speculative"] = speculative_mode_name(g.speculative.mode);
+    j["drafted_tokens"] = r.drafted_tokens;
+    j["accepted_tokens"] = r.accepted_tokens;
+    j["verify_steps"] = r.verify_steps;
     j["peak_rss_bytes"] = peak_rss_bytes();
     j["attention"] = a.model.attention;
     j["threads"] = engine->pool().size();
@@ -118,6 +136,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--top-k", args->top_k)->capture_default_str();
   cmd->add_option("--top-p", args->top_p)->capture_default_str();
   cmd->add_option("--min-p", args->min_p)->capture_default_str();
+  cmd->add_option("--speculative", args->speculative, "speculative decoding: off | prompt-lookup | draft")
+      ->capture_default_str();
+  cmd->add_option("--draft-model", args->draft_model, "draft model (GGUF, same vocabulary) for --speculative draft");
+  cmd->add_option("--draft-max", args->draft_max, "tokens drafted per step at most")->capture_default_str();
+  cmd->add_option("--draft-min", args->draft_min, "fewer drafts found: decode plainly")->capture_default_str();
+  cmd->add_option("--lookup-ngram-min", args->ngram_min, "prompt lookup: shortest n-gram")->capture_default_str();
+  cmd->add_option("--lookup-ngram-max", args->ngram_max, "prompt lookup: longest n-gram")->capture_default_str();
   cmd->add_option("--repeat-penalty", args->repeat_penalty)->capture_default_str();
   cmd->add_option("--frequency-penalty", args->frequency_penalty)->capture_default_str();
   cmd->add_option("--presence-penalty", args->presence_penalty)->capture_default_str();

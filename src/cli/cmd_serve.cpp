@@ -44,6 +44,7 @@ struct ServeArgs {
   std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
   std::vector<std::string> served_model_names;  // --served-model-name A B or A,B
   std::string embedding_pooling;
+  std::string speculative, draft_model, draft_max, draft_min, lookup_ngram_min, lookup_ngram_max;
 };
 
 // Times one start-up stage and logs it.
@@ -126,6 +127,8 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
     STRIDE_ASSIGN_OR_RETURN(eo.kv_offload_bytes, parse_bytes(cfg.kv_offload_bytes));
   }
   eo.kv_offload_file = cfg.kv_offload_file;
+  eo.draft_model_path = cfg.draft_model;
+  eo.draft_sequences = cfg.max_batch;
   auto m = std::make_shared<server::ModelHandle>();
   STRIDE_ASSIGN_OR_RETURN(m->owned_engine, Engine::create(eo));
   Engine& engine = *m->owned_engine;
@@ -144,6 +147,11 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   so.max_queue = cfg.max_queue;
   so.step_tokens = cfg.prefill_chunk;
   so.max_context = cfg.max_context_length;
+  STRIDE_ASSIGN_OR_RETURN(so.speculative.mode, parse_speculative_mode(cfg.speculative));
+  so.speculative.draft_max = cfg.draft_max;
+  so.speculative.draft_min = cfg.draft_min;
+  so.speculative.ngram_min = cfg.lookup_ngram_min;
+  so.speculative.ngram_max = cfg.lookup_ngram_max;
   m->owned_scheduler = std::make_unique<serving::Scheduler>(engine, so, metrics);
   m->owned_scheduler->start();
   m->engine = &engine;
@@ -190,7 +198,7 @@ Expected<server::ModelRef> configured_model(const serving::ServeConfig& cfg) {
     return InvalidArgument("no model: give --model, or model_dir + model_version (config, --model-dir/--model-version "
                            "or STRIDE_MODEL_DIR/STRIDE_MODEL_VERSION)");
   }
-  return server::ModelRef{cfg.model, cfg.model_sha256, ""};
+  return server::ModelRef{cfg.model, cfg.model_sha256, "", ""};
 }
 
 // The key for encrypted model files, when the config names one (else the
@@ -414,6 +422,13 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   flag("--tls-key", "tls_key_file", a->tls_key, "PEM private key for --tls-cert");
   flag("--embedding-pooling", "embedding_pooling", a->embedding_pooling,
        "/v1/embeddings of a decoder model: last | mean (default last)");
+  flag("--speculative", "speculative", a->speculative,
+       "speculative decoding for requests that do not choose: off | prompt-lookup | draft (default off)");
+  flag("--draft-model", "draft_model", a->draft_model, "draft model (GGUF, same vocabulary) for --speculative draft");
+  flag("--draft-max", "draft_max", a->draft_max, "tokens drafted per step at most (default 8)");
+  flag("--draft-min", "draft_min", a->draft_min, "fewer drafts found: decode plainly (default 1)");
+  flag("--lookup-ngram-min", "lookup_ngram_min", a->lookup_ngram_min, "prompt lookup: shortest n-gram (default 1)");
+  flag("--lookup-ngram-max", "lookup_ngram_max", a->lookup_ngram_max, "prompt lookup: longest n-gram (default 3)");
   cmd->callback([a, &exit_code] { exit_code = serve(*a); });
 }
 

@@ -31,6 +31,16 @@ int64_t kv_bytes_for_tokens(const ModelConfig& c, int64_t tokens, int page_size,
   return pages_per_layer * c.n_layer * shape.bytes_per_page();
 }
 
+KvManagerConfig kv_manager_config(const ModelConfig& c, int page_size) {
+  KvManagerConfig kc;
+  kc.n_layer = c.n_layer;
+  kc.n_kv_heads = c.n_head_kv;
+  kc.head_dim_k = c.head_dim;
+  kc.head_dim_v = c.head_dim_v;
+  kc.page_size = page_size;
+  return kc;
+}
+
 int64_t peak_rss_bytes() { return process_status_bytes("VmHWM"); }
 
 Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
@@ -52,12 +62,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   }
   e->layer_policies_ = resolve_layer_policies(c, opts.attention, overrides);
 
-  KvManagerConfig kc;
-  kc.n_layer = c.n_layer;
-  kc.n_kv_heads = c.n_head_kv;
-  kc.head_dim_k = c.head_dim;
-  kc.head_dim_v = c.head_dim_v;
-  kc.page_size = opts.page_size;
+  KvManagerConfig kc = kv_manager_config(c, opts.page_size);
   if (opts.kv_budget_bytes > 0) {
     kc.budget_bytes = opts.kv_budget_bytes;
   } else {
@@ -76,6 +81,21 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   kc.offload_bytes = opts.kv_offload_bytes;
   kc.offload_file = opts.kv_offload_file;
   STRIDE_ASSIGN_OR_RETURN(e->kv_, KvManager::create(kc));
+  if (!opts.draft_model_path.empty()) {
+    if (!e->tokenizer_) return InvalidArgument("a draft model needs a target with a vocabulary (GGUF)");
+    DraftModelOptions dopts;
+    dopts.path = opts.draft_model_path;
+    dopts.max_context = opts.max_context;
+    dopts.sequences = opts.draft_sequences;
+    // As many tokens as the target's pool holds on every layer, and one
+    // whole context (up to 32K) when windows let the target hold more.
+    const KvStats ks = e->kv_->stats();
+    dopts.pool_tokens = std::max<int64_t>(ks.pages_total / std::max(1, c.n_layer) * opts.page_size,
+                                          std::min<int64_t>(opts.max_context + opts.prefill_chunk, 32768));
+    dopts.page_size = opts.page_size;
+    dopts.prefill_chunk = opts.prefill_chunk;
+    STRIDE_ASSIGN_OR_RETURN(e->draft_, DraftModel::create(dopts, *e->tokenizer_, *e->pool_));
+  }
   return e;
 }
 
@@ -108,6 +128,18 @@ Expected<std::vector<float>> Engine::score(const std::vector<int32_t>& ids) {
   return logits;
 }
 
+bool Engine::take_token(int32_t id, DecodeLoop& loop, std::vector<int32_t>& history, GenerateResult& r,
+                        const std::function<void(const std::string&)>& emit) {
+  const DecodeLoop::Step s = loop.push(id);
+  if (s.appended) {
+    r.generated_ids.push_back(id);
+    history.push_back(id);
+  }
+  emit(s.text);
+  if (s.done) r.finish = s.reason;
+  return s.done;
+}
+
 Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
                                           const GenerateOptions& opts,
                                           const std::function<void(const std::string&)>& on_text) {
@@ -135,20 +167,15 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
   };
   auto t1 = Clock::now();
   r.finish = FinishReason::Length;
-  for (int step = 0; step < opts.max_tokens; ++step) {
-    const int32_t id = sampler.sample(logits.data(), n_vocab, history);
-    const DecodeLoop::Step s = loop.push(id);
-    if (s.appended) {
-      r.generated_ids.push_back(id);
-      history.push_back(id);
+  if (opts.speculative.mode != SpeculativeMode::Off) {
+    STRIDE_RETURN_IF_ERROR(decode_speculative(seq.id(), logits, opts, sampler, loop, history, r, emit));
+  } else {
+    for (int step = 0; step < opts.max_tokens; ++step) {
+      const int32_t id = sampler.sample(logits.data(), n_vocab, history);
+      if (take_token(id, loop, history, r, emit)) break;
+      Status st = run_sequence(*model_, *kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
+      if (!st.ok()) return st;
     }
-    emit(s.text);
-    if (s.done) {
-      r.finish = s.reason;
-      break;
-    }
-    Status st = run_sequence(*model_, *kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
-    if (!st.ok()) return st;
   }
   emit(loop.finish());
   r.decode_seconds = seconds_since(t1);

@@ -11,6 +11,8 @@
 #include "kv/kv_manager.h"
 #include "attention/layer_policies.h"
 #include "engine/decode_loop.h"
+#include "engine/draft_model.h"
+#include "engine/speculative.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "model/transformer.h"
@@ -37,6 +39,9 @@ struct EngineOptions {
   // Offload tier: evicted prefix pages are kept here and restored on a hit.
   int64_t kv_offload_bytes = 0;     // 0: no tier
   std::string kv_offload_file;      // empty: RAM; else a memory-mapped scratch file
+  // Speculative decoding with a draft model of the same vocabulary (empty: none).
+  std::string draft_model_path;
+  int draft_sequences = 1;          // draft sequences at once (its KV pool: engine.cpp)
 };
 
 struct GenerateOptions {
@@ -44,6 +49,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   std::vector<std::string> stop;  // stop strings (excluded from the text)
   SamplingParams sampling;
+  SpeculativeOptions speculative;  // off by default
 };
 
 struct GenerateResult {
@@ -55,6 +61,9 @@ struct GenerateResult {
   double prefill_seconds = 0;
   double decode_seconds = 0;
   int64_t peak_kv_bytes = 0;
+  int64_t drafted_tokens = 0;   // speculative decoding: tokens proposed
+  int64_t accepted_tokens = 0;  // of which the target kept
+  int64_t verify_steps = 0;     // steps that verified at least one draft
 };
 
 // Owns the model, tokenizer, thread pool and KV cache.
@@ -68,6 +77,7 @@ class Engine {
   KvManager& kv() { return *kv_; }
   ThreadPool& pool() { return *pool_; }
   const std::vector<PolicySpec>& layer_policies() const { return layer_policies_; }
+  DraftModel* draft_model() { return draft_.get(); }  // null without --draft-model
 
   // on_text receives each newly completed piece of text as it is decoded.
   Expected<GenerateResult> generate(const std::vector<int32_t>& prompt, const GenerateOptions& opts,
@@ -92,10 +102,21 @@ class Engine {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<KvManager> kv_;
   std::vector<PolicySpec> layer_policies_;
+  std::unique_ptr<DraftModel> draft_;
   EngineOptions opts_;
   // A fresh sequence on the longest cached prefix (none when the cache is off).
   Expected<KvManager::PrefixHit> start_sequence(const std::vector<int32_t>& prompt);
+  // Hands one sampled token to the decode loop (history, ids, text); true when generation is done.
+  static bool take_token(int32_t id, DecodeLoop& loop, std::vector<int32_t>& history, GenerateResult& r,
+                         const std::function<void(const std::string&)>& emit);
+  // The decode loop of generate() after the prompt's logits (speculative_generate.cpp).
+  Status decode_speculative(KvManager::SeqId seq, std::vector<float>& logits, const GenerateOptions& opts,
+                            Sampler& sampler, DecodeLoop& loop, std::vector<int32_t>& history, GenerateResult& r,
+                            const std::function<void(const std::string&)>& emit);
 };
+
+// The KV manager's shape for a model: layers, kv heads, head sizes, page size.
+KvManagerConfig kv_manager_config(const ModelConfig& c, int page_size);
 
 // Bytes of KV the pool needs so one sequence can hold `tokens` tokens on
 // every layer (dense worst case), with page rounding.

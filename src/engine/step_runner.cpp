@@ -5,11 +5,18 @@
 namespace stride {
 
 Status run_step(Transformer& model, KvManager& kv, const SequenceStep* steps, int n_steps, ThreadPool& pool,
-                std::vector<int>* unfit) {
+                std::vector<int>* unfit, const BeforeCommit& before_commit) {
   std::vector<StepRequest> batch((size_t)n_steps);
-  for (int i = 0; i < n_steps; ++i) batch[(size_t)i] = {steps[i].seq, steps[i].n, steps[i].tokens};
+  for (int i = 0; i < n_steps; ++i)
+    batch[(size_t)i] = {steps[i].seq, steps[i].n, steps[i].tokens, steps[i].may_truncate};
   STRIDE_ASSIGN_OR_RETURN(StepPlan plan, kv.prepare(batch, unfit));
   STRIDE_RETURN_IF_ERROR(model.forward_batch(kv, plan, steps, n_steps, pool));
+  if (before_commit) {
+    std::vector<int> keep((size_t)n_steps);
+    for (int i = 0; i < n_steps; ++i) keep[(size_t)i] = steps[i].n;
+    before_commit(keep);
+    for (int i = 0; i < n_steps; ++i) plan.seqs[(size_t)i].n_keep = keep[(size_t)i];
+  }
   return kv.commit(plan);
 }
 

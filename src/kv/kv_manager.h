@@ -101,7 +101,7 @@ class KvManager {
   Expected<StepPlan> prepare(std::span<const StepRequest> batch, std::vector<int>* unfit = nullptr);
   // k: [n_new, n_kv_heads, head_dim_k], v: [n_new, n_kv_heads, head_dim_v] f32
   // for plan.seqs[i]'s new positions; keys already carry RoPE.
-  Status write(const StepPlan& plan, int i, int layer, const float* k, const float* v);
+  Status write(StepPlan& plan, int i, int layer, const float* k, const float* v);
   // q: [n_new, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
   // hot set it first moves pages between the pool and the tier.
   // scale: the layer's softmax scale (top-k mass=P estimates mass with it; 0: 1/sqrt(head_dim)).
@@ -110,6 +110,14 @@ class KvManager {
   // different sequences must not run at once).
   bool select_is_serial(int layer) const { return topk_hot_set(cfg_.layer_policies[layer]); }
   Status commit(StepPlan& plan);
+
+  // Cuts seq back to its first `length` tokens, as if the rest had never
+  // been sent (a draft model's rejected tokens). Unsupported, with
+  // nothing changed, when that cannot be exact: a page the shorter sequence
+  // needs was released (a window moved past it), a page past the cut is in
+  // the prefix cache, or a top-k layer would keep a page whose summary
+  // covers cut keys. A step's own tail is cut by commit() (n_keep).
+  Status truncate(SeqId seq, int64_t length);
 
   // Pool pages prepare() would reserve now for n_new more tokens of seq.
   int64_t pages_to_reserve(SeqId seq, int n_new) const;
@@ -160,6 +168,11 @@ class KvManager {
   int64_t step_pages(const Sequence& s, int n_new, bool tier_may_refuse) const;
   void plan_static_layer(const Sequence& s, int layer, SeqStepPlan& sp) const;
   void release_unseen(Sequence& s, int layer);
+  // Rollback (kv_rollback.cpp): what write() keeps for a may_truncate step,
+  // and the cut of a step's rejected tail inside commit().
+  void stash_for_rollback(StepPlan& plan, int i, int layer, const float* k);
+  void drop_step_tail(Sequence& s, const SeqStepPlan& sp, int kept);
+  void drop_pages_from(Sequence& s, int64_t first_logical);
   void count_layer(const LayerStepPlan& lp, int layer);
   void return_spares(StepPlan& plan);  // unused reserved pages back to the pool
   // Prefix cache (kv_prefix.cpp).

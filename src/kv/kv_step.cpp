@@ -155,6 +155,7 @@ Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::v
     sp.n_new = batch[i].n_new;
     sp.pos0 = s.length;
     sp.tokens = batch[i].tokens;
+    sp.may_truncate = batch[i].may_truncate;
     sp.layers.resize((size_t)cfg_.n_layer);
     const int64_t n_logical = ceil_div(s.length + sp.n_new, cfg_.page_size);
     for (int l = 0; l < cfg_.n_layer; ++l) {
@@ -174,7 +175,7 @@ Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::v
   return plan;
 }
 
-Status KvManager::write(const StepPlan& plan, int i, int layer, const float* k, const float* v) {
+Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const float* v) {
   if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
     return InvalidArgument("KV manager: write outside the step plan");
   const SeqStepPlan& sp = plan.seqs[(size_t)i];
@@ -194,7 +195,10 @@ Status KvManager::write(const StepPlan& plan, int i, int layer, const float* k, 
     const int32_t page = ls.table[(size_t)(pos / ps)];
     if (page < 0) return Internal("KV manager: write into a released page");
     pool_->store(page, slot, run, k + t * k_row, k_row, v + t * v_row, v_row, pos);
-    if (summarize) summaries_->update(page, slot, run, k + t * k_row, k_row);
+    if (summarize) {
+      if (t == 0 && sp.may_truncate) stash_for_rollback(plan, i, layer, k);
+      summaries_->update(page, slot, run, k + t * k_row, k_row);
+    }
     t += run;
   }
   return Status::Ok();
@@ -256,7 +260,14 @@ Status KvManager::commit(StepPlan& plan) {
     }
     Sequence& s = seqs_[sp.seq];
     const int64_t before = s.length;
-    s.length = std::min<int64_t>(s.length + sp.n_new, capacity(s));
+    const int kept = sp.n_keep < 0 ? sp.n_new : sp.n_keep;
+    if (kept > sp.n_new || (kept < sp.n_new && !sp.may_truncate)) {
+      result = InvalidArgument("KV manager: commit keeps " + std::to_string(kept) + " of " +
+                               std::to_string(sp.n_new) + " tokens of a step that may not be cut");
+      continue;
+    }
+    if (kept < sp.n_new) drop_step_tail(s, sp, kept);
+    s.length = std::min<int64_t>(s.length + kept, capacity(s));
     // Registered before the release below, so released pages stay cached.
     register_full_pages(s, sp.tokens, (int)(s.length - before));
     for (int l = 0; l < cfg_.n_layer; ++l) {

@@ -29,6 +29,9 @@ struct StepRequest {
   // [n_new] their ids, so commit() can register full pages in the prefix
   // cache; null: this sequence caches no more pages.
   const int32_t* tokens = nullptr;
+  // The step's tail may be dropped at commit (speculative verification):
+  // write() keeps what commit() needs to roll a top-k page summary back.
+  bool may_truncate = false;
 };
 
 struct LayerStepPlan {
@@ -37,6 +40,9 @@ struct LayerStepPlan {
   std::vector<int32_t> spare_pages;  // pool pages reserved for select()'s restores
   int64_t pages_present = 0;        // pages the sequence held on the layer x query blocks
   double seconds = 0;               // attention wall time, set by whoever runs the layer
+  // Rollback of a may_truncate step on a top-k layer (kv_rollback.cpp):
+  std::vector<float> summary_before;  // [n_kv_heads, 2, head_dim_k] the first page's summary before the step
+  std::vector<float> new_keys;        // [n_new, n_kv_heads, head_dim_k] the keys write() stored
 };
 
 struct SeqStepPlan {
@@ -44,6 +50,11 @@ struct SeqStepPlan {
   int n_new = 0;
   int64_t pos0 = 0;                 // the new tokens sit at [pos0, pos0 + n_new)
   const int32_t* tokens = nullptr;  // from the StepRequest
+  bool may_truncate = false;         // from the StepRequest
+  // Tokens commit() keeps, a prefix of the n_new (-1: all). Only a
+  // may_truncate step may keep fewer; the rest are rolled back as if they
+  // had never been sent (kv_rollback.cpp).
+  int n_keep = -1;
   std::vector<LayerStepPlan> layers;  // [n_layer]
 };
 

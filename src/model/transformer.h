@@ -29,6 +29,7 @@ struct SequenceStep {
   // [n, n_embd]: every token's final hidden state (after the output norm,
   // what the output head reads), for embeddings; null: none wanted.
   float* hidden = nullptr;
+  bool may_truncate = false;  // its tail may be rolled back at commit (speculative verification)
 };
 
 class Transformer {

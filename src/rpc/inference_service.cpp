@@ -70,11 +70,11 @@ grpc::Status needs_generator(const server::ModelHandle& m) {
 }  // namespace
 
 struct InferenceService::CallRecord {
-  CallRecord(server::Api& api, uint64_t n, const char* method) : api(api) {
+  CallRecord(server::Api& api, uint64_t n, std::string method) : api(api) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "rpc-%08llx", (unsigned long long)n);
     r.request_id = buf;
-    r.endpoint = method;
+    r.endpoint = std::move(method);
     r.client_ip = "-";
     r.key_id = "-";
   }

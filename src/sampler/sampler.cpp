@@ -117,8 +117,8 @@ size_t min_p_cut(std::vector<Candidate>& c, size_t n, size_t& sorted, float min_
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
-int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int32_t>& history) {
-  if (n_vocab <= 0) return -1;
+size_t Sampler::weigh(const float* logits, int n_vocab, const std::vector<int32_t>& history, double* total,
+                      bool* certain) {
   auto& c = candidates_;
   c.resize((size_t)n_vocab);
   for (int i = 0; i < n_vocab; ++i) {
@@ -129,9 +129,11 @@ int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int3
       c[(size_t)tc.id].first = penalize(params_, c[(size_t)tc.id].first, tc.count);
     }
   }
-
+  *certain = true;
+  *total = 1.0;
   if (params_.temperature <= 0.0f) {
-    return std::min_element(c.begin(), c.end(), better)->second;
+    std::iter_swap(c.begin(), std::min_element(c.begin(), c.end(), better));
+    return 1;
   }
 
   size_t n = c.size();
@@ -146,18 +148,31 @@ int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int3
   if (params_.min_p > 0.0f) n = min_p_cut(c, n, sorted, params_.min_p);
   sorted = std::min(sorted, n);
 
-  // Temperature, softmax (unnormalized weights) and the draw.
+  // Temperature, softmax (unnormalized weights).
   const double mx = max_logit(c, n, sorted);
   if (!(mx > (double)kNegInf)) {  // everything masked: fall back to the lowest id
-    return std::min_element(c.begin(), c.begin() + (std::ptrdiff_t)n, better)->second;
+    std::iter_swap(c.begin(), std::min_element(c.begin(), c.begin() + (std::ptrdiff_t)n, better));
+    return 1;
   }
   const double inv_t = 1.0 / (double)params_.temperature;
-  double total = 0.0;
+  double sum = 0.0;
   for (size_t i = 0; i < n; ++i) {
     const float w = (float)std::exp(((double)c[i].first - mx) * inv_t);
     c[i].first = w;  // the logit is no longer needed
-    total += w;
+    sum += w;
   }
+  *certain = false;
+  *total = sum;
+  return n;
+}
+
+int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int32_t>& history) {
+  if (n_vocab <= 0) return -1;
+  double total = 0.0;
+  bool certain = false;
+  const size_t n = weigh(logits, n_vocab, history, &total, &certain);
+  const auto& c = candidates_;
+  if (certain) return c[0].second;
   const double u = uniform01(rng_) * total;
   double cum = 0.0;
   for (size_t i = 0; i < n; ++i) {
@@ -165,6 +180,41 @@ int32_t Sampler::sample(const float* logits, int n_vocab, const std::vector<int3
     if (u < cum) return c[i].second;
   }
   return c[n - 1].second;  // unreachable unless rounding: cum ends exactly at total
+}
+
+TokenDistribution Sampler::distribution(const float* logits, int n_vocab, const std::vector<int32_t>& history) {
+  TokenDistribution d;
+  if (n_vocab <= 0) return d;
+  double total = 0.0;
+  bool certain = false;
+  const size_t n = weigh(logits, n_vocab, history, &total, &certain);
+  d.ids.resize(n);
+  d.probs.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    d.ids[i] = candidates_[i].second;
+    d.probs[i] = certain ? 1.0 : (double)candidates_[i].first / total;
+  }
+  return d;
+}
+
+int32_t Sampler::draw(const TokenDistribution& d) {
+  if (d.ids.empty()) return -1;
+  if (d.ids.size() == 1) return d.ids[0];
+  const double u = uniform01(rng_);
+  double cum = 0.0;
+  for (size_t i = 0; i < d.ids.size(); ++i) {
+    cum += d.probs[i];
+    if (u < cum) return d.ids[i];
+  }
+  return d.ids.back();
+}
+
+double Sampler::uniform() { return uniform01(rng_); }
+
+double TokenDistribution::prob_of(int32_t id) const {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == id) return probs[i];
+  return 0.0;
 }
 
 void log_softmax(const float* logits, int n, std::vector<float>& out) {

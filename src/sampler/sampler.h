@@ -19,14 +19,36 @@ struct SamplingParams {
   uint64_t seed = 0xC0FFEE;
 };
 
+// The tokens a draw can choose and their probabilities (summing to 1), in
+// no particular order; a certain choice (greedy) is one token of
+// probability 1.
+struct TokenDistribution {
+  std::vector<int32_t> ids;
+  std::vector<double> probs;
+  double prob_of(int32_t id) const;
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
   // history: prompt + generated ids so far (penalties look at its tail).
   int32_t sample(const float* logits, int n_vocab, const std::vector<int32_t>& history);
+  // The distribution sample() draws from here, without drawing.
+  TokenDistribution distribution(const float* logits, int n_vocab, const std::vector<int32_t>& history);
+  // A draw from d with this sampler's generator.
+  int32_t draw(const TokenDistribution& d);
+  // Uniform in [0, 1) from this sampler's generator (speculative acceptance).
+  double uniform();
   const SamplingParams& params() const { return params_; }
 
  private:
+  // Fills candidates_[0, n) with the tokens a draw chooses from and their
+  // unnormalized weights (summing to *total), returns n. *certain: the
+  // choice needs no draw (greedy, or everything masked); it is then
+  // candidates_[0] alone.
+  size_t weigh(const float* logits, int n_vocab, const std::vector<int32_t>& history, double* total,
+               bool* certain);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> candidates_;  // reused scratch

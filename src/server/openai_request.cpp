@@ -371,6 +371,14 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
   TRY(read_sampling(b, out.req.sampling));
   TRY(read_stop(b, out));
   TRY(f.opt_bool("ignore_eos", out.req.ignore_eos));
+  // Extension: speculative decoding for this request ("off", "prompt-lookup", "draft").
+  if (f.find("speculative")) {
+    std::string mode;
+    TRY(f.opt_string("speculative", 32, mode));
+    auto m = parse_speculative_mode(mode);
+    if (!m) return bad_field("speculative", "'speculative' must be \"off\", \"prompt-lookup\" or \"draft\"");
+    out.req.speculative = *m;
+  }
   TRY(f.opt_bool("stream", out.stream));
   if (const json* so = f.find("stream_options")) {
     if (!so->is_object()) return bad_field("stream_options", "'stream_options' must be an object");

@@ -104,6 +104,17 @@ const std::map<std::string, Setter>& setters() {
       {"page_size", NUM("page_size", page_size, int, 1, 4096)},
       {"prefill_chunk", NUM("prefill_chunk", prefill_chunk, int, 1, 65536)},
       {"max_batch", NUM("max_batch", max_batch, int, 1, 1024)},
+      {"speculative",
+       [](ServeConfig& c, const std::string& v) {
+         STRIDE_RETURN_IF_ERROR(one_of("speculative", v, {"off", "prompt-lookup", "draft"}));
+         c.speculative = v;
+         return Status::Ok();
+       }},
+      {"draft_model", STR(draft_model)},
+      {"draft_max", NUM("draft_max", draft_max, int, 1, 64)},
+      {"draft_min", NUM("draft_min", draft_min, int, 1, 64)},
+      {"lookup_ngram_min", NUM("lookup_ngram_min", lookup_ngram_min, int, 1, 16)},
+      {"lookup_ngram_max", NUM("lookup_ngram_max", lookup_ngram_max, int, 1, 16)},
       {"max_queue", NUM("max_queue", max_queue, int, 0, 1 << 20)},
       {"request_timeout_s", NUM("request_timeout_s", request_timeout_s, double, 0.001, 1e7)},
       {"max_prompt_tokens", NUM("max_prompt_tokens", max_prompt_tokens, int64_t, 0, 1 << 24)},
@@ -238,6 +249,11 @@ Status finalize_config(ServeConfig& c) {
   for (const std::string& name : c.served_model_names) {
     if (name.size() > 256) return InvalidArgument("config: served_model_name entries are at most 256 bytes");
   }
+  if (c.speculative == "draft" && c.draft_model.empty())
+    return InvalidArgument("config: speculative: draft needs draft_model (--draft-model)");
+  if (c.draft_min > c.draft_max) return InvalidArgument("config: draft_min exceeds draft_max");
+  if (c.lookup_ngram_min > c.lookup_ngram_max)
+    return InvalidArgument("config: lookup_ngram_min exceeds lookup_ngram_max");
   if (c.max_batch > c.prefill_chunk) {
     return InvalidArgument("config: max_batch (" + std::to_string(c.max_batch) + ") exceeds prefill_chunk (" +
                            std::to_string(c.prefill_chunk) + "): every running sequence needs a token per step");

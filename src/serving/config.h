@@ -34,6 +34,13 @@ struct ServeConfig {
   int threads = 0;
   int page_size = 32;
   int prefill_chunk = 256;            // tokens per engine step (decode + prefill)
+  // Speculative decoding (docs/serving.md): the default for requests that do not choose.
+  std::string speculative = "off";    // off | prompt-lookup | draft
+  std::string draft_model;            // GGUF of the same vocabulary; needed by "draft"
+  int draft_max = 8;                  // tokens drafted per step at most
+  int draft_min = 1;                  // fewer found: a plain decode step
+  int lookup_ngram_min = 1;           // prompt lookup: suffix lengths matched, longest first
+  int lookup_ngram_max = 3;
 
   // Scheduling and limits.
   int max_batch = 8;

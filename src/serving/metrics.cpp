@@ -66,7 +66,8 @@ Metrics::Metrics()
       itl(kLatencyBounds),
       e2e(kLatencyBounds),
       queue_time(kLatencyBounds),
-      grammar_mask({1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0}) {}
+      grammar_mask({1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0}),
+      spec_acceptance({0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0}) {}
 
 void Metrics::count_finish(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -102,6 +103,14 @@ std::string Metrics::render() const {
   queue_time.render(out, "stride_request_queue_time_seconds", "Time spent waiting before admission in seconds.");
   grammar_mask.render(out, "stride_grammar_mask_seconds",
                       "Seconds per constrained token spent on the grammar (token mask and state update).");
+  spec_acceptance.render(out, "stride_spec_decode_acceptance_rate",
+                         "Speculative decoding: share of a verification step's draft tokens the target accepted.");
+  scalar(out, "stride_spec_decode_num_draft_tokens_total", "counter", "Speculative decoding: draft tokens proposed.",
+         (double)spec_draft_tokens);
+  scalar(out, "stride_spec_decode_num_accepted_tokens_total", "counter",
+         "Speculative decoding: draft tokens the target accepted.", (double)spec_accepted_tokens);
+  scalar(out, "stride_spec_decode_num_verify_steps_total", "counter",
+         "Speculative decoding: sequence steps that verified drafts.", (double)spec_verify_steps);
   scalar(out, "stride_num_requests_running", "gauge", "Sequences in the running batch.", (double)num_running);
   scalar(out, "stride_num_requests_waiting", "gauge", "Requests waiting for admission.", (double)num_waiting);
   scalar(out, "stride_prompt_tokens_total", "counter", "Prompt tokens processed.", (double)prompt_tokens);

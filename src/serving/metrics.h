@@ -40,6 +40,7 @@ class Metrics {
   Histogram e2e;           // seconds from arrival to finish
   Histogram queue_time;    // seconds waiting before admission
   Histogram grammar_mask;  // seconds per constrained token: the mask, applying it, and the grammar's step
+  Histogram spec_acceptance;  // speculative decoding: accepted / drafted tokens of each verification step
 
   std::atomic<int64_t> prompt_tokens{0};
   std::atomic<int64_t> generation_tokens{0};
@@ -48,6 +49,9 @@ class Metrics {
   std::atomic<int64_t> split_prefills{0};     // lone prompt chunks halved to fit
   std::atomic<int64_t> num_running{0};
   std::atomic<int64_t> num_waiting{0};
+  std::atomic<int64_t> spec_draft_tokens{0};     // speculative decoding: tokens proposed
+  std::atomic<int64_t> spec_accepted_tokens{0};  // of which the target kept
+  std::atomic<int64_t> spec_verify_steps{0};     // sequence steps that verified drafts
   std::atomic<int64_t> steps{0};
   std::atomic<double> step_seconds{0};
   std::atomic<int> ready{0};

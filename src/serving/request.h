@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/speculative_mode.h"
 #include "grammar/compiled_grammar.h"
 #include "kernels/pooling.h"
 #include "sampler/logprobs.h"
@@ -41,6 +42,9 @@ struct ServeRequest {
   // Constrained decoding (response_format / grammar): every sampled token
   // keeps the output a prefix of a sentence of this grammar; null: none.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // Speculative decoding for this request (off, prompt-lookup, draft);
+  // empty: the server's default. Constrained requests never speculate.
+  std::optional<SpeculativeMode> speculative;
   Clock::time_point deadline = Clock::time_point::max();
   std::shared_ptr<const EmbedRequest> embed;  // set: an embedding request (prompt unused)
 };

@@ -6,47 +6,13 @@
 #include "engine/step_runner.h"
 #include "grammar/grammar_matcher.h"
 #include "kv/kv_pages_needed.h"
+#include "serving/scheduler_sequence.h"
 
 namespace stride::serving {
 
 namespace {
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
-
-struct Scheduler::Sequence {
-  std::shared_ptr<RequestChannel> ch;
-  KvManager::SeqId seq = -1;       // -1: holds no KV (waiting or preempted)
-  std::vector<int32_t> tokens;   // prompt + generated; [0, n_cached) are in the cache
-  int64_t n_cached = 0;
-  int n_generated = 0;
-  Sampler sampler;
-  DecodeLoop loop;  // EOS, stop strings, token limits, text release
-  std::vector<float> logits;     // [n_vocab] of the last fed token
-  bool want_logits = false;      // this step's chunk reaches the end of `tokens`
-  int32_t next = -1;             // sampled from `logits` by this step
-  std::vector<TokenLogprob> next_logprobs;  // its log-probabilities, if requested (0 or 1)
-  Clock::time_point last_token;
-  bool admitted_once = false;
-  int cached_prompt_tokens = 0;  // prompt tokens the first admission found in the prefix cache
-  int64_t admission_pages = -1;  // pages the whole prompt and a first token need; -1: not computed yet
-  std::unique_ptr<grammar::GrammarMatcher> matcher;  // constrained decoding, when the request has a grammar
-  bool grammar_stuck = false;    // the grammar allowed no token this step
-  // Embedding inputs: input `embed_index` of the request, pooled chunk by chunk.
-  int embed_index = -1;
-  std::unique_ptr<PooledRows> pooled;  // null: a generation
-  std::vector<float> hidden;           // [step tokens, n_embd] this step's final hidden states
-
-  Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab, int64_t max_context)
-      : ch(std::move(c)),
-        tokens(ch->request.prompt),
-        sampler(ch->request.sampling),
-        loop(tok,
-             DecodeLimits{ch->request.max_tokens, max_context, ch->request.ignore_eos, ch->request.stop},
-             (int64_t)ch->request.prompt.size()),
-        logits(n_vocab) {}
-  const ServeRequest& req() const { return ch->request; }
-  int64_t remaining() const { return (int64_t)tokens.size() - n_cached; }
-};
 
 Scheduler::Scheduler(Engine& engine, const SchedulerOptions& opts, Metrics& metrics)
     : engine_(engine), opts_(opts), metrics_(metrics) {
@@ -105,7 +71,12 @@ void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
     auto s = std::make_unique<Sequence>(std::move(ch), *engine_.tokenizer(), engine_.config().n_vocab,
                                         opts_.max_context);
     if (s->req().grammar) s->matcher = std::make_unique<grammar::GrammarMatcher>(s->req().grammar, token_trie());
-    waiting.push_back(std::move(s));
+    start_drafter(*s);
+    if (s->ch->request.speculative == SpeculativeMode::Draft && !s->drafter && !s->matcher) {
+      fail(*s, InvalidArgument("speculative: draft needs a server started with --draft-model"));
+    } else {
+      waiting.push_back(std::move(s));
+    }
   }
   waiting_size_.store(waiting.size());
 }
@@ -226,7 +197,12 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
 Status Scheduler::run_step_with_room(std::vector<SequenceStep>& steps, std::vector<Sequence*>& owners,
                                      std::deque<std::unique_ptr<Sequence>>& waiting) {
   std::vector<int> unfit;
-  Status st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit);
+  const BeforeCommit verify = [&](std::span<int> keep) { verify_step(keep, owners); };
+  Status st =
+      run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit, verify);
+  // Drafts are the first thing to give up when the pool is short.
+  if (st.code() == StatusCode::kResourceExhausted && strip_drafts(steps, owners))
+    st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit, verify);
   const bool prompts_only = !unfit.empty() && unfit.size() < steps.size() &&
                             std::all_of(unfit.begin(), unfit.end(), [&](int i) { return owners[i]->n_generated == 0; });
   if (st.code() == StatusCode::kResourceExhausted && prompts_only) {
@@ -236,7 +212,7 @@ Status Scheduler::run_step_with_room(std::vector<SequenceStep>& steps, std::vect
       owners.erase(owners.begin() + *it);
     }
     ++metrics_.deferred_prefills;
-    st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit);
+    st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit, verify);
   }
   // A lone prompt chunk that does not fit is halved until it does (a top-k
   // hot set reserves for every query's picks; windows release pages between
@@ -268,19 +244,30 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   int budget = opts_.step_tokens;
   std::vector<SequenceStep> steps;
   std::vector<Sequence*> owners;
-  // Decodes first (one token each), then prefill chunks under what is left.
+  // Decodes first (one token each, and the drafts of those that speculate
+  // while the budget lasts), then prefill chunks under what is left.
+  int decodes = 0;
+  for (auto& sp : running_) decodes += sp->remaining() == 1;
+  int draft_room = budget - decodes;
   for (int pass = 0; pass < 2; ++pass) {
     for (auto& sp : running_) {
       Sequence& s = *sp;
       const int64_t rem = s.remaining();
       if ((pass == 0) != (rem == 1) || budget <= 0) continue;
-      const int n = (int)std::min<int64_t>(rem, budget);
-      s.want_logits = n == rem;
       SequenceStep st;
-      st.seq = s.seq;
-      st.tokens = s.tokens.data() + s.n_cached;
-      st.n = n;
-      st.logits = s.want_logits ? s.logits.data() : nullptr;
+      s.verifying = false;
+      int n = 0;
+      if (pass == 0) {
+        n = plan_decode(s, draft_room, st);
+        draft_room -= n - 1;
+      } else {
+        n = (int)std::min<int64_t>(rem, budget);
+        s.want_logits = n == rem;
+        st.seq = s.seq;
+        st.tokens = s.tokens.data() + s.n_cached;
+        st.n = n;
+        st.logits = s.want_logits ? s.logits.data() : nullptr;
+      }
       if (s.pooled) {  // hidden states instead of logits
         s.want_logits = false;
         st.logits = nullptr;
@@ -306,7 +293,7 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   admission_paused_ = false;
   for (size_t i = 0; i < steps.size(); ++i) {
     Sequence& s = *owners[i];
-    s.n_cached += steps[i].n;
+    s.n_cached += s.verifying ? 1 + s.verified.accepted : steps[i].n;
     if (!s.pooled) continue;
     s.pooled->add(s.hidden.data(), steps[i].n);
     if (s.remaining() == 0) finish_embedding(s);
@@ -338,7 +325,12 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
     if (s.req().top_logprobs >= 0)
       s.next_logprobs.push_back(token_logprobs(s.logits.data(), n_vocab, s.next, s.req().top_logprobs));
   });
-  for (Sequence* s : ready) {
+  for (Sequence* s : owners) {
+    if (s->verifying) {
+      emit_verified(*s);
+      continue;
+    }
+    if (!s->want_logits) continue;
     if (s->grammar_stuck) {
       fail(*s, InvalidArgument(s->matcher->exhausted()
                                    ? "the grammar is too ambiguous to follow (too much parse work for one token)"

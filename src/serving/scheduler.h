@@ -31,6 +31,8 @@ struct SchedulerOptions {
   int max_queue = 64;         // waiting requests before submit() refuses (HTTP 429)
   int step_tokens = 0;        // tokens per step (decode + prefill); 0: the model's max_chunk
   int64_t max_context = 8192; // tokens one sequence may hold
+  // Speculative decoding for requests that do not choose (docs/serving.md).
+  SpeculativeOptions speculative;
 };
 
 class Scheduler {
@@ -57,6 +59,12 @@ class Scheduler {
   Status run_step_with_room(std::vector<SequenceStep>& steps, std::vector<Sequence*>& owners,
                             std::deque<std::unique_ptr<Sequence>>& waiting);
   void after_logits(Sequence& s);
+  // Speculative decoding (scheduler_speculative.cpp).
+  void start_drafter(Sequence& s);
+  int plan_decode(Sequence& s, int draft_room, SequenceStep& st);
+  void verify_step(std::span<int> keep, const std::vector<Sequence*>& owners);
+  bool strip_drafts(std::vector<SequenceStep>& steps, const std::vector<Sequence*>& owners);
+  void emit_verified(Sequence& s);
   void finish(Sequence& s, const std::string& reason);
   void fail(Sequence& s, const Status& st);
   // Embedding inputs: a sequence without prefix reuse, and the pooled vector once prefilled.

@@ -3,6 +3,8 @@
 // (prefix reuse, offload round trips, the top-k hot set).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +17,11 @@ namespace stride::testing_util {
 
 inline const std::string kSmolPath = std::string(STRIDE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 inline const std::string kGemmaPath = std::string(STRIDE_SOURCE_DIR) + "/models/gemma-3-270m-q4_k_m.gguf";
+
+// A tiny random-weight model of scripts/oracles/make_tiny_models.py.
+inline std::string tiny(const std::string& name) {
+  return std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/tiny/" + name + "/model-f32.gguf";
+}
 
 // One thread, so every run sums in the same order (with more, attention
 // splits long page lists across threads and the order depends on the split);
@@ -36,6 +43,18 @@ inline std::unique_ptr<Engine> create_engine(const EngineOptions& o) {
   auto e = Engine::create(o);
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   return e.ok() ? std::move(*e) : nullptr;
+}
+
+// n pseudo-random ordinary token ids (no specials below 3), fixed by seed.
+inline std::vector<int32_t> random_ids(const Engine& e, int n, uint32_t seed) {
+  std::vector<int32_t> ids((size_t)n);
+  uint32_t x = seed * 2654435761u + 12345u;
+  const uint32_t span = (uint32_t)std::min(e.config().n_vocab, 8000) - 3;
+  for (int32_t& id : ids) {
+    x = x * 1664525u + 1013904223u;
+    id = 3 + (int32_t)((x >> 8) % span);
+  }
+  return ids;
 }
 
 // The first n tokens of sentence(0) + sentence(1) + ... (ordinary text).

@@ -41,10 +41,6 @@ struct InvarianceCase {
 
 void PrintTo(const InvarianceCase& c, std::ostream* os) { *os << c.label; }
 
-std::string tiny(const std::string& name) {
-  return std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/tiny/" + name + "/model-f32.gguf";
-}
-
 struct RunSetup {
   int chunk = 4096;
   bool prefix_cache = false;
@@ -63,18 +59,6 @@ std::unique_ptr<Engine> engine_for(const InvarianceCase& c, const RunSetup& s) {
   o.kv_offload_bytes = s.offload_bytes;
   o.kv_offload_file = s.offload_file;
   return create_engine(o);
-}
-
-// n pseudo-random ordinary token ids (no specials below 3), fixed by seed.
-std::vector<int32_t> random_ids(const Engine& e, int n, uint32_t seed) {
-  std::vector<int32_t> ids(n);
-  uint32_t x = seed * 2654435761u + 12345u;
-  const uint32_t span = (uint32_t)std::min(e.config().n_vocab, 8000) - 3;
-  for (int& id : ids) {
-    x = x * 1664525u + 1013904223u;
-    id = 3 + (int32_t)((x >> 8) % span);
-  }
-  return ids;
 }
 
 // Rows [from, from + got_rows) of ref equal got, byte for byte.

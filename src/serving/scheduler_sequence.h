@@ -1,0 +1,56 @@
+#pragma once
+// A request as the scheduler holds it (scheduler.cpp, scheduler_speculative.cpp).
+#include <memory>
+#include <vector>
+
+#include "engine/decode_loop.h"
+#include "engine/speculative.h"
+#include "grammar/grammar_matcher.h"
+#include "serving/scheduler.h"
+
+namespace stride::serving {
+
+struct Scheduler::Sequence {
+  std::shared_ptr<RequestChannel> ch;
+  KvManager::SeqId seq = -1;       // -1: holds no KV (waiting or preempted)
+  std::vector<int32_t> tokens;   // prompt + generated; [0, n_cached) are in the cache
+  int64_t n_cached = 0;
+  int n_generated = 0;
+  Sampler sampler;
+  DecodeLoop loop;  // EOS, stop strings, token limits, text release
+  std::vector<float> logits;     // [n_vocab] of the last fed token
+  bool want_logits = false;      // this step's chunk reaches the end of `tokens`
+  int32_t next = -1;             // sampled from `logits` by this step
+  std::vector<TokenLogprob> next_logprobs;  // its log-probabilities, if requested (0 or 1)
+  Clock::time_point last_token;
+  bool admitted_once = false;
+  int cached_prompt_tokens = 0;  // prompt tokens the first admission found in the prefix cache
+  int64_t admission_pages = -1;  // pages the whole prompt and a first token need; -1: not computed yet
+  std::unique_ptr<grammar::GrammarMatcher> matcher;  // constrained decoding, when the request has a grammar
+  bool grammar_stuck = false;    // the grammar allowed no token this step
+  // Embedding inputs: input `embed_index` of the request, pooled chunk by chunk.
+  int embed_index = -1;
+  std::unique_ptr<PooledRows> pooled;  // null: a generation
+  std::vector<float> hidden;           // [step tokens, n_embd] this step's final hidden states
+  // Speculative decoding (scheduler_speculative.cpp).
+  std::unique_ptr<Drafter> drafter;  // null: this request does not speculate
+  bool verifying = false;            // this step verifies drafts
+  std::vector<int32_t> drafts;
+  std::vector<TokenDistribution> q;  // the draft model's distributions; empty for prompt lookup
+  std::vector<int32_t> step_ids;     // [1 + drafts] the last token, then the drafts
+  std::vector<float> rows;           // [1 + drafts, n_vocab] logits of every position
+  VerifiedTokens verified;           // set between the forward pass and the commit
+
+  Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab, int64_t max_context)
+      : ch(std::move(c)),
+        tokens(ch->request.prompt),
+        sampler(ch->request.sampling),
+        loop(tok,
+             DecodeLimits{ch->request.max_tokens, max_context, ch->request.ignore_eos, ch->request.stop},
+             (int64_t)ch->request.prompt.size()),
+        logits(n_vocab) {}
+  const ServeRequest& req() const { return ch->request; }
+  int64_t remaining() const { return (int64_t)tokens.size() - n_cached; }
+};
+
+}  // namespace stride::serving
