@@ -64,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ctx.model_id = "fuzz-model";
   ctx.attention = fx.attention;
   ctx.n_vocab = tok.n_vocab();
+  ctx.body = std::string_view((const char*)data + 1, size - 1);
 
   server::GenerationCall call;
   const server::ApiError err = server::parse_generation(body, chat, ctx, call);
@@ -79,5 +80,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (r.max_tokens < 1 || r.max_tokens > cfg.max_tokens_cap) fail("max_tokens outside [1, cap]");
   if ((int64_t)r.prompt.size() + r.max_tokens > kContext) fail("prompt + max_tokens exceed the context");
   if (r.top_logprobs > 20) fail("top_logprobs above 20");
+  if (call.tools.active() && !r.grammar) fail("tools offered without the call grammar");
   return 0;
 }

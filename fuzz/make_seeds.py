@@ -246,6 +246,22 @@ def openai_seeds():
                                   {"role": "user", "content": "z"}], "presence_penalty": 0.5}),
         (2, {"prompt": "x", "attention": "rswa:sinks=4,window=60", "ignore_eos": True, "n": 1}),
         (1 | 4 * 6, {"messages": [{"role": "user", "content": "no template"}]}),
+        (1, {"messages": [{"role": "user", "content": "weather?"},
+                          {"role": "assistant", "content": None, "tool_calls": [
+                              {"id": "call_1", "type": "function",
+                               "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+                          {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}],
+             "tools": [{"type": "function", "function": {
+                 "name": "get_weather", "description": "Weather.", "parameters": {
+                     "type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+                                                      "unit": {"enum": ["c", "f"]}},
+                     "required": ["city"], "additionalProperties": False}}}],
+             "tool_choice": "required", "parallel_tool_calls": False}),
+        (1 | 4 * 2, {"messages": [{"role": "user", "content": "t"}],
+                     "tools": [{"type": "function", "function": {"name": "a"}},
+                               {"type": "function", "function": {"name": "b", "strict": True,
+                                                                "parameters": {"type": "object"}}}],
+                     "tool_choice": {"type": "function", "function": {"name": "b"}}}),
     ]
     for i, (flags, b) in enumerate(bodies):
         put("openai_request", "req%02d" % i, bytes([flags]) + json.dumps(b).encode())

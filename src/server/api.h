@@ -65,6 +65,7 @@ struct GenerationCall;  // openai_request.h
 struct ParseContext;    // openai_request.h
 struct WebAsset;        // web_assets.h
 struct ResponseIds;     // openai_response.h
+class ToolReplyStream;  // tool_reply.h
 
 class Api {
  public:
@@ -117,7 +118,7 @@ class Api {
   void relay_events(Responder& res, Call& call, serving::RequestChannel& ch, const GenerationCall& g, bool chat);
   void finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
                      const GenerationCall& g, const std::string& text, const std::vector<serving::TokenLogprob>& lps,
-                     bool streaming);
+                     bool streaming, ToolReplyStream* tools);
   // POST /v1/embeddings, through the scheduler or the encoder service (api_embeddings.cpp).
   void embeddings(const HttpRequest& req, Responder& res, Call& call);
   // The answers when a request cannot start: over max_requests_per_key (429),

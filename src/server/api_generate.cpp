@@ -1,15 +1,35 @@
 // POST /v1/completions and /v1/chat/completions: validate, submit to the
 // scheduler, and relay its events as one JSON body or as Server-Sent Events.
 #include <chrono>
+#include <optional>
 
 #include "server/api.h"
 #include "server/api_call.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/tool_reply.h"
 
 namespace stride::server {
 
 using serving::Clock;
+
+namespace {
+
+// Chat chunks of `deltas`; pending log-probs go with the first. False: the client is gone.
+bool write_deltas(Responder& res, const ResponseIds& ids, const std::vector<nlohmann::json>& deltas,
+                  std::vector<serving::TokenLogprob>* lps, const Tokenizer& tok) {
+  for (const nlohmann::json& d : deltas) {
+    nlohmann::json lp;
+    if (lps && !lps->empty()) {
+      lp = logprobs_json(*lps, tok, true, 0);
+      lps->clear();
+    }
+    if (!res.write_chunk(sse(delta_chunk_json(ids, d, "", lp)))) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 ParseContext Api::parse_context(const HttpRequest& req, const Call& call) const {
   ParseContext ctx;
@@ -74,6 +94,8 @@ void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan
   std::string text;
   std::vector<serving::TokenLogprob> lps;
   bool streaming = g.stream;
+  std::optional<ToolReplyStream> tool_stream;  // tools offered: the reply may be calls
+  if (chat && g.tools.active()) tool_stream.emplace();
   int delivered_tokens = 0;  // written to the client (the audit log's count when it hangs up)
   int pending_tokens = 0;    // generated, text held back
   if (streaming) {
@@ -103,9 +125,18 @@ void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan
         continue;
       }
       if (ev->text.empty() && ev->logprobs.empty()) continue;
-      const nlohmann::json lp = g.logprobs ? logprobs_json(ev->logprobs, tok, chat, text.size()) : nlohmann::json();
-      text += ev->text;
-      if (!res.write_chunk(sse(chunk_json(ids, ev->text, "", lp)))) {
+      bool sent = true;
+      if (tool_stream) {
+        // Log-probs ride on the next delta that goes out (text may be held back).
+        lps.insert(lps.end(), ev->logprobs.begin(), ev->logprobs.end());
+        text += ev->text;
+        sent = write_deltas(res, ids, tool_stream->update(text), g.logprobs ? &lps : nullptr, tok);
+      } else {
+        const nlohmann::json lp = g.logprobs ? logprobs_json(ev->logprobs, tok, chat, text.size()) : nlohmann::json();
+        text += ev->text;
+        sent = res.write_chunk(sse(chunk_json(ids, ev->text, "", lp)));
+      }
+      if (!sent) {
         ch->cancel();
         call.finish_reason = "client_disconnected";
         call.completion_tokens = delivered_tokens;
@@ -125,24 +156,30 @@ void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan
       res.end_stream();
       return;
     }
-    return finish_events(res, call, *ev, ids, g, text, lps, streaming);
+    return finish_events(res, call, *ev, ids, g, text, lps, streaming, tool_stream ? &*tool_stream : nullptr);
   }
 }
 
 void Api::finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
                         const GenerationCall& g, const std::string& text,
-                        const std::vector<serving::TokenLogprob>& lps, bool streaming) {
+                        const std::vector<serving::TokenLogprob>& lps, bool streaming, ToolReplyStream* tools) {
   const bool chat = ids.chat;
   const Tokenizer& tok = *call.model->engine->tokenizer();
   call.completion_tokens = ev.completion_tokens;
   call.finish_reason = ev.finish_reason;
   if (!streaming) {
     const nlohmann::json lp = g.logprobs ? logprobs_json(lps, tok, chat, 0) : nlohmann::json();
-    return json(res, call, 200,
-                dump(completion_json(ids, text, ev.finish_reason, lp,
-                                     usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens))));
+    nlohmann::json body = completion_json(ids, text, ev.finish_reason, lp,
+                                          usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
+    if (chat && g.tools.active()) apply_tool_calls(body, text);
+    return json(res, call, 200, dump(body));
   }
-  res.write_chunk(sse(chunk_json(ids, "", ev.finish_reason, nullptr)));
+  std::string finish = ev.finish_reason;
+  if (tools) {
+    std::vector<serving::TokenLogprob> held = lps;
+    write_deltas(res, ids, tools->finish(text, finish), g.logprobs ? &held : nullptr, tok);
+  }
+  res.write_chunk(sse(chunk_json(ids, "", finish, nullptr)));
   if (g.include_usage) {
     nlohmann::json u = chunk_json(ids, "", "", nullptr);
     u["choices"] = nlohmann::json::array();

@@ -41,13 +41,13 @@ constexpr FloatField kSamplingFloats[] = {
 // Fields clients send that this server does not implement: refused with a
 // clear error rather than silently ignored (absent, null, or the listed
 // harmless value are fine).
-ApiError refuse_unsupported(const json& b) {
+ApiError refuse_unsupported(const json& b, bool chat) {
   Fields f(b);
   if (const json* v = f.find("logit_bias"); v && !(v->is_object() && v->empty())) {
     return bad_field("logit_bias", "'logit_bias' is not supported");
   }
-  if (const json* v = f.find("tools"); v && !(v->is_array() && v->empty())) {
-    return bad_field("tools", "'tools' is not supported");
+  if (const json* v = f.find("tools"); !chat && v && !(v->is_array() && v->empty())) {
+    return bad_field("tools", "'tools' is only accepted by /v1/chat/completions");
   }
   std::string ignored;
   TRY(f.opt_string("user", 256, ignored));
@@ -120,7 +120,12 @@ ApiError read_messages(const json& b, const ParseContext& ctx, GenerationCall& o
     return bad_field("messages", "at most " + std::to_string(kMaxMessages) + " messages are accepted");
   }
   std::vector<serving::ChatMessage> msgs(ms->size());
-  for (size_t i = 0; i < ms->size(); ++i) TRY(read_message((*ms)[i], msgs[i]));
+  ToolCallNames call_names;
+  for (size_t i = 0; i < ms->size(); ++i) {
+    TRY(read_message((*ms)[i], msgs[i]));
+    TRY(read_tool_message((*ms)[i], i, msgs[i], call_names));
+  }
+  add_tools_system_text(msgs, out.tools);
   if (!ctx.chat->ok()) return bad_field("messages", ctx.chat->status().message(), "chat_template_unavailable");
   // Extra variables for the model's own template (enable_thinking, ...): client text.
   jinja::Value kwargs;
@@ -206,6 +211,20 @@ std::map<std::string, std::vector<std::string>> schema_property_order(std::strin
   return grammar::property_order_of(*node);
 }
 
+ApiError set_grammar(const std::string& gbnf, const grammar::GrammarLimits& limits, const char* param,
+                     GenerationCall& out) {
+  auto compiled = grammar::compile_gbnf(gbnf, limits);
+  if (!compiled.ok()) return bad_field(param, compiled.status().message(), "invalid_grammar");
+  // The start state is built here, on the request's thread: a grammar whose
+  // first step alone passes the per-token work limit never reaches the engine.
+  if (grammar::GrammarStates(*compiled, grammar::GrammarMatcher::kMaxWorkPerToken).exhausted()) {
+    return bad_field(param, "the grammar is too ambiguous to follow (too much parse work for one token)",
+                     "invalid_grammar");
+  }
+  out.req.grammar = std::move(*compiled);
+  return {};
+}
+
 ApiError read_structured_output(const json& b, const ParseContext& ctx, GenerationCall& out) {
   Fields f(b);
   const json* rf = f.find("response_format");
@@ -253,16 +272,21 @@ ApiError read_structured_output(const json& b, const ParseContext& ctx, Generati
     if (gbnf.empty()) return bad_field("grammar", "'grammar' must not be empty");
   }
   if (gbnf.empty()) return {};
-  auto compiled = grammar::compile_gbnf(gbnf, limits);
-  if (!compiled.ok()) return bad_field(param, compiled.status().message(), "invalid_grammar");
-  // The start state is built here, on the request's thread: a grammar whose
-  // first step alone passes the per-token work limit never reaches the engine.
-  if (grammar::GrammarStates(*compiled, grammar::GrammarMatcher::kMaxWorkPerToken).exhausted()) {
-    return bad_field(param, "the grammar is too ambiguous to follow (too much parse work for one token)",
-                     "invalid_grammar");
+  return set_grammar(gbnf, limits, param, out);
+}
+
+// tool_choice auto, required or a function: decoding follows the calls' grammar.
+ApiError read_tool_grammar(GenerationCall& out) {
+  if (!out.tools.active()) return {};
+  if (out.req.grammar) {
+    return bad_field("tools",
+                     "'response_format' and 'grammar' cannot be combined with tools unless tool_choice is 'none'");
   }
-  out.req.grammar = std::move(*compiled);
-  return {};
+  auto gbnf = serving::tool_call_gbnf(out.tools.tools, out.tools.choice);
+  if (!gbnf.ok()) return bad_field("tools", gbnf.status().message(), "invalid_schema");
+  grammar::GrammarLimits limits;
+  limits.max_text_bytes = 8u << 20;  // generated from a body the server already size-checked
+  return set_grammar(*gbnf, limits, "tools", out);
 }
 
 ApiError read_attention(const json& b, const ParseContext& ctx) {
@@ -308,7 +332,8 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
   bool echo = false;
   TRY(f.opt_bool("echo", echo));
   if (echo) return bad_field("echo", "echo is not supported");
-  TRY(refuse_unsupported(b));
+  TRY(refuse_unsupported(b, chat));
+  if (chat) TRY(read_tools(b, ctx.body, out.tools));
 
   TRY(chat ? read_messages(b, ctx, out) : read_prompt(b, ctx, out));
   if (out.req.prompt.empty()) return bad_field(chat ? "messages" : "prompt", "the prompt is empty");
@@ -363,6 +388,7 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
   TRY(read_logprobs(b, chat, out));
   TRY(read_attention(b, ctx));
   TRY(read_structured_output(b, ctx, out));
+  if (chat) TRY(read_tool_grammar(out));
   return {};
 }
 

@@ -8,6 +8,7 @@
 
 #include "attention/policy.h"
 #include "server/json_fields.h"
+#include "server/openai_tools.h"
 #include "serving/chat_template.h"
 #include "serving/config.h"
 #include "serving/request.h"
@@ -38,6 +39,7 @@ struct GenerationCall {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;
+  ToolsRequest tools;       // chat: tool_choice none unless the request offers tools
   std::string prompt_text;  // for the audit log (only when enabled)
 };
 

@@ -68,26 +68,31 @@ json completion_json(const ResponseIds& ids, const std::string& text, const std:
           {"usage", usage}};
 }
 
-json chunk_json(const ResponseIds& ids, const std::string& text, const std::string& finish, const json& logprobs,
-                bool role_only) {
+json delta_chunk_json(const ResponseIds& ids, const json& delta, const std::string& finish, const json& logprobs) {
   json choice = {{"index", 0}, {"logprobs", logprobs}};
   choice["finish_reason"] = finish.empty() ? json() : json(finish);
   if (ids.chat) {
-    json delta = json::object();
-    if (role_only) {
-      delta = {{"role", "assistant"}, {"content", ""}};
-    } else if (!text.empty()) {
-      delta["content"] = text;
-    }
     choice["delta"] = delta;
   } else {
-    choice["text"] = text;
+    choice["text"] = delta.value("content", "");
   }
   return {{"id", ids.id},
           {"object", ids.chat ? "chat.completion.chunk" : "text_completion"},
           {"created", ids.created},
           {"model", ids.model},
           {"choices", json::array({choice})}};
+}
+
+json chunk_json(const ResponseIds& ids, const std::string& text, const std::string& finish, const json& logprobs,
+                bool role_only) {
+  json delta = json::object();
+  if (role_only) {
+    delta = {{"role", "assistant"}, {"content", ""}};
+  } else if (!text.empty()) {
+    delta["content"] = text;
+  }
+  if (!ids.chat) delta = {{"content", text}};
+  return delta_chunk_json(ids, delta, finish, logprobs);
 }
 
 }  // namespace stride::server

@@ -28,6 +28,9 @@ nlohmann::json completion_json(const ResponseIds& ids, const std::string& text, 
 // One SSE chunk's object. `finish` empty: not the last; `role_only`: chat's first delta.
 nlohmann::json chunk_json(const ResponseIds& ids, const std::string& text, const std::string& finish,
                           const nlohmann::json& logprobs, bool role_only = false);
+// A chat chunk with the given `delta` object.
+nlohmann::json delta_chunk_json(const ResponseIds& ids, const nlohmann::json& delta, const std::string& finish,
+                                const nlohmann::json& logprobs);
 std::string sse(const nlohmann::json& j);
 std::string dump(const nlohmann::json& j);  // invalid UTF-8 becomes U+FFFD
 

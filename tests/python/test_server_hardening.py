@@ -59,7 +59,7 @@ COMMON_BAD = {
     "echo": ["no", 1],
     "ignore_eos": ["no"],
     "logit_bias": [{"1": 5}],
-    "tools": [[{"type": "function"}]],
+    "tools": ["x", {"type": "function"}, [{"type": "function", "function": {"name": "f"}}] * 129],
     "response_format": [{"type": "xml"}, "json", {"type": 3}, {"type": "json_schema", "json_schema": 5},
                         {"type": "json_schema", "json_schema": {"schema": {"type": "strng"}}}],
     "grammar": [5, "", "root ::= x", ["root ::= \"a\""], "root ::= \"a"],

@@ -3,6 +3,7 @@
 // over a small alphabet with 1- to 4-byte UTF-8 characters, without left
 // recursion (a rule refers back only after a non-empty literal).
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -165,5 +166,28 @@ class RandomGrammar {
   std::mt19937_64 rng_;
   int budget_ = 0;
 };
+
+// Strings to try: prefixes of sentences (every byte cut), sentences with a
+// byte changed, and random strings over the alphabet.
+inline std::vector<std::string> probes(RandomGrammar& gen, const GrammarAst& ast) {
+  std::set<std::string> out{""};
+  for (int k = 0; k < 6; ++k) {
+    std::string s;
+    if (!gen.sentence(ast, s) || s.size() > 16) continue;
+    for (size_t n = 0; n <= s.size(); ++n) out.insert(s.substr(0, n));
+    if (!s.empty()) {
+      std::string bad = s;
+      bad[(size_t)gen.pick((int)s.size())] = alphabet()[(size_t)gen.pick(6)][0];
+      out.insert(bad);
+    }
+  }
+  for (int k = 0; k < 10; ++k) {
+    std::string s;
+    for (int n = gen.pick(5); n > 0; --n) s += alphabet()[(size_t)gen.pick(6)];
+    if (!s.empty() && gen.pick(3) == 0) s.pop_back();  // cut the last character
+    out.insert(s);
+  }
+  return {out.begin(), out.end()};
+}
 
 }  // namespace stride::grammar::testing

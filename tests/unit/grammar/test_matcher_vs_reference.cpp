@@ -18,6 +18,7 @@ namespace stride::grammar {
 namespace {
 
 using testing::alphabet;
+using testing::probes;
 using testing::RandomGrammar;
 
 struct Case {
@@ -47,29 +48,6 @@ std::vector<Case> random_cases(uint64_t seed, int want) {
   }
   EXPECT_EQ((int)out.size(), want);
   return out;
-}
-
-// Strings to try: prefixes of sentences (every byte cut), sentences with a
-// byte changed, and random strings over the alphabet.
-std::vector<std::string> probes(RandomGrammar& gen, const GrammarAst& ast) {
-  std::set<std::string> out{""};
-  for (int k = 0; k < 6; ++k) {
-    std::string s;
-    if (!gen.sentence(ast, s) || s.size() > 16) continue;
-    for (size_t n = 0; n <= s.size(); ++n) out.insert(s.substr(0, n));
-    if (!s.empty()) {
-      std::string bad = s;
-      bad[(size_t)gen.pick((int)s.size())] = alphabet()[(size_t)gen.pick(6)][0];
-      out.insert(bad);
-    }
-  }
-  for (int k = 0; k < 10; ++k) {
-    std::string s;
-    for (int n = gen.pick(5); n > 0; --n) s += alphabet()[(size_t)gen.pick(6)];
-    if (!s.empty() && gen.pick(3) == 0) s.pop_back();  // cut the last character
-    out.insert(s);
-  }
-  return {out.begin(), out.end()};
 }
 
 // The reference is exponential on ambiguous grammars: answers it cannot give

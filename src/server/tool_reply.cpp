@@ -1,0 +1,132 @@
+#include "server/tool_reply.h"
+
+#include <random>
+
+#include "serving/tool_call_scan.h"
+
+namespace stride::server {
+
+namespace {
+
+using json = nlohmann::json;
+using serving::ToolCallScan;
+
+// The length of the longest prefix of s[from, end) that ends on a whole UTF-8
+// character, so that a fragment never splits one.
+size_t utf8_whole(const std::string& s, size_t from) {
+  size_t end = s.size();
+  size_t back = 0;
+  while (end > from && back < 4 && ((unsigned char)s[end - 1] & 0xC0) == 0x80) {
+    --end;
+    ++back;
+  }
+  if (end > from) {
+    const unsigned char lead = (unsigned char)s[end - 1];
+    const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (need > back + 1) return end - 1 - from;  // the last character is cut
+  }
+  return s.size() - from;
+}
+
+// Complete calls are "tool_calls" even when the last token was the last one
+// max_tokens allowed; timeouts and cancellations keep their reason.
+bool ends_in_calls(bool complete, const std::string& finish_reason) {
+  return complete && (finish_reason == "stop" || finish_reason == "length");
+}
+
+bool holds_calls(const ToolCallScan& scan) {
+  return scan.kind == ToolCallScan::Kind::Calls && scan.valid && !scan.calls.empty() && scan.calls[0].name_done;
+}
+
+json call_json(const std::string& id, const serving::ScannedCall& c) {
+  return {{"id", id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
+}
+
+}  // namespace
+
+std::string new_tool_call_id() {
+  static constexpr char kChars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += kChars[rng() % (sizeof kChars - 1)];
+  return id;
+}
+
+void apply_tool_calls(json& completion, const std::string& text) {
+  const ToolCallScan scan = serving::scan_tool_calls(text);
+  if (!holds_calls(scan)) return;
+  json calls = json::array();
+  for (const auto& c : scan.calls) {
+    if (c.name_done) calls.push_back(call_json(new_tool_call_id(), c));
+  }
+  json& choice = completion["choices"][0];
+  choice["message"]["content"] = nullptr;
+  choice["message"]["tool_calls"] = std::move(calls);
+  if (ends_in_calls(scan.complete, choice["finish_reason"].get<std::string>())) {
+    choice["finish_reason"] = "tool_calls";
+  }
+}
+
+std::vector<json> ToolReplyStream::text_deltas(const std::string& text, bool final) {
+  const size_t n = final ? text.size() - text_sent_ : utf8_whole(text, text_sent_);
+  if (n == 0) return {};
+  json d = {{"content", text.substr(text_sent_, n)}};
+  text_sent_ += n;
+  return {d};
+}
+
+std::vector<json> ToolReplyStream::call_deltas(const std::string& text, bool final, bool& complete, bool& valid) {
+  const ToolCallScan scan = serving::scan_tool_calls(text);
+  complete = scan.complete;
+  valid = scan.valid;
+  std::vector<json> out;
+  if (!scan.valid) return out;
+  for (size_t i = 0; i < scan.calls.size(); ++i) {
+    const serving::ScannedCall& c = scan.calls[i];
+    if (i == ids_.size()) {
+      if (!c.name_done) break;
+      ids_.push_back(new_tool_call_id());
+      args_sent_.push_back(0);
+      json first = call_json(ids_[i], c);
+      first["function"]["arguments"] = "";
+      first["index"] = i;
+      out.push_back({{"tool_calls", json::array({first})}});
+    }
+    const size_t n = final ? c.arguments.size() - args_sent_[i] : utf8_whole(c.arguments, args_sent_[i]);
+    if (n == 0) continue;
+    json part = {{"index", i}, {"function", {{"arguments", c.arguments.substr(args_sent_[i], n)}}}};
+    args_sent_[i] += n;
+    out.push_back({{"tool_calls", json::array({part})}});
+  }
+  return out;
+}
+
+std::vector<json> ToolReplyStream::update(const std::string& text) {
+  if (mode_ == Mode::Text) return text_deltas(text, false);
+  const ToolCallScan::Kind kind = serving::scan_tool_calls(text).kind;
+  if (kind == ToolCallScan::Kind::Undecided) return {};
+  if (kind == ToolCallScan::Kind::Text) {
+    mode_ = Mode::Text;
+    return text_deltas(text, false);
+  }
+  mode_ = Mode::Calls;
+  bool complete = false, valid = true;
+  return call_deltas(text, false, complete, valid);
+}
+
+std::vector<json> ToolReplyStream::finish(const std::string& text, std::string& finish_reason) {
+  if (mode_ != Mode::Calls) {
+    mode_ = Mode::Text;
+    return text_deltas(text, true);
+  }
+  bool complete = false, valid = true;
+  std::vector<json> out = call_deltas(text, true, complete, valid);
+  if (ids_.empty()) {  // never became a call: the reply was text after all
+    mode_ = Mode::Text;
+    return text_deltas(text, true);
+  }
+  if (valid && ends_in_calls(complete, finish_reason)) finish_reason = "tool_calls";
+  return out;
+}
+
+}  // namespace stride::server
