@@ -181,7 +181,9 @@ def test_grammar_that_admits_everything_changes_nothing(srv, chat_mode):
         constrained = json.loads(srv.post(path, dict(base, grammar="root ::= .*"), timeout=600)[2])
         assert tokens_of(constrained, chat_mode) == tokens_of(free, chat_mode), p
         assert constrained["choices"][0]["finish_reason"] == free["choices"][0]["finish_reason"]
-        assert constrained["usage"] == free["usage"]
+        # The second request may find the prompt in the prefix cache (cached_tokens); the counts are the same.
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            assert constrained["usage"][key] == free["usage"][key], key
 
 
 BAD = [
