@@ -6,23 +6,6 @@
 
 namespace stride {
 
-const char* speculative_mode_name(SpeculativeMode m) {
-  switch (m) {
-    case SpeculativeMode::Off: return "off";
-    case SpeculativeMode::PromptLookup: return "prompt-lookup";
-    case SpeculativeMode::Draft: return "draft";
-  }
-  return "off";
-}
-
-Expected<SpeculativeMode> parse_speculative_mode(std::string_view text) {
-  if (text == "off" || text == "none") return SpeculativeMode::Off;
-  if (text == "prompt-lookup" || text == "lookup" || text == "ngram") return SpeculativeMode::PromptLookup;
-  if (text == "draft") return SpeculativeMode::Draft;
-  return InvalidArgument("speculative decoding: unknown mode '" + std::string(text) +
-                         "' (off, prompt-lookup or draft)");
-}
-
 Status check_speculative_options(const SpeculativeOptions& o) {
   if (o.draft_max < 1 || o.draft_max > 64) return InvalidArgument("draft_max must be 1-64");
   if (o.draft_min < 1 || o.draft_min > o.draft_max) return InvalidArgument("draft_min must be 1-draft_max");
