@@ -37,6 +37,7 @@
 #include "core/status.h"
 #include "kv/store/host_tier.h"
 #include "kv/store/kv_pool.h"
+#include "kv/kv_snapshot.h"
 #include "kv/kv_stats.h"
 #include "kv/store/kv_storage.h"
 #include "kv/page_manager.h"
@@ -118,6 +119,20 @@ class KvManager {
   // the prefix cache, or a top-k layer would keep a page whose summary
   // covers cut keys. A step's own tail is cut by commit() (n_keep).
   Status truncate(SeqId seq, int64_t length);
+
+  // Saved sessions (kv_session.cpp). export_prefix copies the pages of the
+  // whole pages of `tokens` out of the prefix cache (a sequence that just
+  // prefilled them holds them): for each layer the pages its policy keeps
+  // for a query right after them (and one page earlier, when `tokens` ends
+  // on a page boundary, where a hit stops). NotFound when one was evicted.
+  Expected<KvSnapshot> export_prefix(std::span<const int32_t> tokens);
+  // Puts a snapshot's pages back into the prefix cache as unreferenced
+  // cached pages, so the next add_sequence_with_prefix() of a prompt that
+  // starts with its tokens takes them. Pages already cached are kept.
+  // All or nothing; returns the pages loaded (0 with the prefix cache off).
+  Expected<int64_t> import_prefix(const KvSnapshot& snap);
+  // Bytes of one page in a snapshot (pool image + top-k summary).
+  int64_t snapshot_page_bytes() const;
 
   // Pool pages prepare() would reserve now for n_new more tokens of seq.
   int64_t pages_to_reserve(SeqId seq, int n_new) const;

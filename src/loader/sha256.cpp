@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -29,12 +30,26 @@ Expected<std::string> sha256_file(const std::string& path) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1) return Internal("sha256: final failed");
+  std::array<uint8_t, 32> digest{};
+  std::memcpy(digest.data(), md, std::min<size_t>(len, digest.size()));
+  return sha256_hex(digest);
+}
+
+std::array<uint8_t, 32> sha256_bytes(const void* data, size_t n) {
+  std::array<uint8_t, 32> digest{};
+  unsigned int len = 0;
+  // One-shot EVP_Digest cannot fail for SHA-256 short of memory exhaustion.
+  EVP_Digest(data, n, digest.data(), &len, EVP_sha256(), nullptr);
+  return digest;
+}
+
+std::string sha256_hex(const std::array<uint8_t, 32>& digest) {
   static const char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(2 * len);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
+  out.reserve(2 * digest.size());
+  for (const uint8_t b : digest) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
   }
   return out;
 }

@@ -1,5 +1,8 @@
 #pragma once
 // Streaming SHA-256 of a file (model identity in `stride info` and caches).
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/status.h"
@@ -8,5 +11,9 @@ namespace stride {
 
 // Lowercase hex digest; reads the file in chunks, never whole.
 Expected<std::string> sha256_file(const std::string& path);
+
+// The digest of bytes in memory (session files).
+std::array<uint8_t, 32> sha256_bytes(const void* data, size_t n);
+std::string sha256_hex(const std::array<uint8_t, 32>& digest);
 
 }  // namespace stride
