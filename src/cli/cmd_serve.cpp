@@ -44,6 +44,7 @@ struct ServeArgs {
   std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
   std::vector<std::string> served_model_names;  // --served-model-name A B or A,B
   std::string embedding_pooling;
+  std::string session_dir;
   std::string speculative, draft_model, draft_max, draft_min, lookup_ngram_min, lookup_ngram_max;
 };
 
@@ -172,6 +173,19 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
        {"version", m->version},
        {"chat_template", m->chat.ok() ? serving::chat_template_name(*m->chat) : m->chat.status().message()}});
   return m;
+}
+
+Expected<std::unique_ptr<SessionStore>> open_session_store(const serving::ServeConfig& cfg) {
+  SessionLimits limits;
+  limits.dir = cfg.session_dir;
+  auto file = parse_bytes(cfg.session_max_bytes);
+  if (!file || *file <= 0) return InvalidArgument("config: session_max_bytes = '" + cfg.session_max_bytes + "' is not a size");
+  auto total = parse_bytes(cfg.session_max_total_bytes);
+  if (!total || *total <= 0)
+    return InvalidArgument("config: session_max_total_bytes = '" + cfg.session_max_total_bytes + "' is not a size");
+  limits.max_file_bytes = *file;
+  limits.max_total_bytes = *total;
+  return SessionStore::open(limits);
 }
 
 // Config file < environment < flags. Run at start-up and again on SIGHUP.
@@ -339,6 +353,11 @@ int serve(ServeArgs& a) {
   // HTTP comes up first so /health answers and /ready says "loading".
   serving::Metrics metrics;
   server::Api api(cfg, metrics, audit.get(), allowlist);
+  if (!cfg.session_dir.empty()) {
+    auto store = open_session_store(cfg);
+    if (!store) return fail_log(store.status().message());
+    api.set_session_store(std::move(*store));
+  }
   const server::HttpServerOptions ho = http_options(cfg, allowlist);
   server::HttpServer http(ho, [&api](const server::HttpRequest& req, server::Responder& res) { api.handle(req, res); });
   if (Status st = http.start(); !st.ok()) return fail_log(st.message());
@@ -420,6 +439,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   flag("--model-key-file", "model_key_file", a->model_key_file, "AES-256 key for encrypted model files");
   flag("--tls-cert", "tls_cert_file", a->tls_cert, "PEM certificate chain: serve HTTPS only");
   flag("--tls-key", "tls_key_file", a->tls_key, "PEM private key for --tls-cert");
+  flag("--session-dir", "session_dir", a->session_dir,
+       "directory of saved sessions (POST /v1/sessions/NAME, \"session\" in requests); off when unset");
   flag("--embedding-pooling", "embedding_pooling", a->embedding_pooling,
        "/v1/embeddings of a decoder model: last | mean (default last)");
   flag("--speculative", "speculative", a->speculative,

@@ -151,11 +151,13 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
       {"/tokenize", http::verb::post},       {"/detokenize", http::verb::post},
       {"/admin/model", http::verb::post},    {"/v1/embeddings", http::verb::post}};
   auto it = routes.find(path);
+  // /v1/sessions and /v1/sessions/{name}: methods checked by sessions().
+  const bool session_path = path == "/v1/sessions" || path.rfind("/v1/sessions/", 0) == 0;
   if (it == routes.end() && method == http::verb::get && cfg_.web_ui) {
     if (const WebAsset* asset = find_web_asset(path)) return web_asset(res, *asset);
   }
-  if (it == routes.end()) return error(res, call, 404, "no route for " + path, "", "not_found");
-  if (method != it->second) {
+  if (it == routes.end() && !session_path) return error(res, call, 404, "no route for " + path, "", "not_found");
+  if (!session_path && method != it->second) {
     return error(res, call, 405, "method not allowed on " + path, "", "method_not_allowed",
                  {{"Allow", it->second == http::verb::get ? "GET" : "POST"}});
   }
@@ -192,6 +194,7 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
     return error(res, call, 400, "the model '" + call.model->id + "' is an embedding model: it serves /v1/embeddings only",
                  "model", "embedding_model");
   }
+  if (session_path) return sessions(req, res, call);
   if (path == "/tokenize") return tokenize(req, res, call);
   if (path == "/detokenize") return detokenize(req, res, call);
   if (draining_) return error(res, call, 503, "the server is shutting down", "", "draining");

@@ -18,6 +18,7 @@
 #include "serving/metrics.h"
 #include "serving/encoder_service.h"
 #include "serving/scheduler.h"
+#include "session/session_store.h"
 
 namespace stride::server {
 
@@ -81,6 +82,8 @@ class Api {
   Expected<double> switch_model(const ModelRef& ref);
   // The directory POST /admin/model {"version": V} resolves versions in.
   void set_model_dir(const std::string& dir);
+  // Saved sessions (session_dir); without a store the session endpoints answer 404.
+  void set_session_store(std::unique_ptr<SessionStore> store) { sessions_ = std::move(store); }
   void set_draining() { draining_ = true; }
   bool ready() const { return ready_.load(); }
   bool draining() const { return draining_.load(); }
@@ -125,6 +128,13 @@ class Api {
   // and what submitting to the scheduler refused (429 queue full, else 503).
   void refuse_in_flight(Responder& res, Call& call);
   void refuse_submit(Responder& res, Call& call, const Status& st);
+  // /v1/sessions[/{name}] (api_sessions.cpp).
+  void sessions(const HttpRequest& req, Responder& res, Call& call);
+  void save_session(const HttpRequest& req, Responder& res, Call& call, const std::string& name);
+  void show_session(Responder& res, Call& call, const std::string& name);
+  // A generation's "session": loads it and checks it starts the prompt; false
+  // when refused (the error response is sent).
+  bool attach_session(Responder& res, Call& call, GenerationCall& g);
   void tokenize(const HttpRequest& req, Responder& res, Call& call);
   void detokenize(const HttpRequest& req, Responder& res, Call& call);
   void models(Responder& res, Call& call);
@@ -156,6 +166,7 @@ class Api {
   std::map<std::string, int> inflight_;  // running + queued generations per key
   std::mutex rate_mu_;
   std::map<std::string, Bucket> buckets_;
+  std::unique_ptr<SessionStore> sessions_;
 };
 
 // HTTP status and OpenAI error "type" for a Status from the engine.

@@ -77,6 +77,7 @@ void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat
   GenerationCall g;
   ApiError e = parse_generation(body, chat, parse_context(req, call), g);
   if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  if (!g.session.empty() && !attach_session(res, call, g)) return;
   InflightSlot slot(*this, call.key_id != "-" ? call.key_id : call.client_ip);
   auto ch = submit_generation(res, call, slot, g);
   if (!ch) return;

@@ -133,7 +133,10 @@ ApiError read_messages(const json& b, const ParseContext& ctx, GenerationCall& o
     if (!kw->is_object()) return bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     kwargs = jinja::context_from_json(*kw);
   }
-  auto rendered = serving::render_chat_marked(ctx.chat->value(), msgs, kwargs);
+  // vLLM's extension: false ends the prompt with the last message (no assistant opener).
+  bool add_generation_prompt = true;
+  TRY(Fields(b).opt_bool("add_generation_prompt", add_generation_prompt));
+  auto rendered = serving::render_chat_marked(ctx.chat->value(), msgs, kwargs, add_generation_prompt);
   if (!rendered.ok()) return bad_field("messages", rendered.status().message());
   out.prompt_text = rendered->text;
   out.req.prompt = ctx.tok->encode_with_literals(rendered->text, rendered->literal, ctx.tok->add_bos_default());
@@ -389,6 +392,9 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
   TRY(read_attention(b, ctx));
   TRY(read_structured_output(b, ctx, out));
   if (chat) TRY(read_tool_grammar(out));
+  // Extension: a saved session whose tokens start the prompt (server/api_sessions.cpp checks the rest).
+  TRY(f.opt_string("session", 256, out.session));
+  if (f.find("session") && out.session.empty()) return bad_field("session", "'session' must name a saved session");
   return {};
 }
 

@@ -41,6 +41,7 @@ struct GenerationCall {
   bool logprobs = false;
   ToolsRequest tools;       // chat: tool_choice none unless the request offers tools
   std::string prompt_text;  // for the audit log (only when enabled)
+  std::string session;      // "session": continue from this saved session (the API loads it)
 };
 
 // "model" must be empty (the default) or one of the served names; the 404

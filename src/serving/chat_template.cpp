@@ -85,7 +85,7 @@ Expected<ChatTemplate> detect_family(const std::string& t, const std::string& ar
 
 // The context a template sees: the messages (client text) and the server's values.
 jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
-                          const jinja::Value& extra) {
+                          const jinja::Value& extra, bool add_generation_prompt) {
   std::vector<jinja::Value> list;
   for (const auto& m : messages) {
     jinja::DictData d;
@@ -99,13 +99,14 @@ jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>&
   ctx.set("messages", jinja::Value::list(std::move(list)));
   ctx.set("bos_token", jinja::Value(t.bos_token));
   ctx.set("eos_token", jinja::Value(t.eos_token));
-  ctx.set("add_generation_prompt", jinja::Value(true));
+  ctx.set("add_generation_prompt", jinja::Value(add_generation_prompt));
   return jinja::Value::dict(std::move(ctx));
 }
 
 Expected<RenderedChat> render_jinja(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
-                                    const jinja::Value& extra = {}) {
-  STRIDE_ASSIGN_OR_RETURN(jinja::Rendered r, t.jinja->render(chat_context(t, messages, extra)));
+                                    const jinja::Value& extra = {}, bool add_generation_prompt = true) {
+  STRIDE_ASSIGN_OR_RETURN(jinja::Rendered r,
+                          t.jinja->render(chat_context(t, messages, extra, add_generation_prompt)));
   RenderedChat out;
   size_t skip = 0;
   // The tokenizer adds BOS itself: a template's leading bos_token would double it.
@@ -189,7 +190,7 @@ class PromptBuilder {
 }  // namespace
 
 Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& in,
-                                          const jinja::Value& extra) {
+                                          const jinja::Value& extra, bool add_generation_prompt) {
   if (in.empty()) return InvalidArgument("messages must not be empty");
   std::vector<ChatMessage> messages;
   for (const auto& m : in) {
@@ -201,7 +202,7 @@ Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vect
     messages.push_back(std::move(c));
   }
   if (t.jinja) {
-    Expected<RenderedChat> r = render_jinja(t, messages, extra);
+    Expected<RenderedChat> r = render_jinja(t, messages, extra, add_generation_prompt);
     // A template that refuses this conversation (raise_exception) or fails
     // falls back to its family's renderer; limits are never retried.
     if (r.ok() || !t.has_family || r.status().code() == StatusCode::kResourceExhausted) return r;
@@ -213,19 +214,19 @@ Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vect
         out.markup("<|im_start|>system\n" + t.default_system + "<|im_end|>\n");
       }
       for (const auto& m : messages) out.markup("<|im_start|>" + m.role + "\n").client(m.content).markup("<|im_end|>\n");
-      out.markup("<|im_start|>assistant\n");
+      if (add_generation_prompt) out.markup("<|im_start|>assistant\n");
       return out.take();
     }
     case ChatFamily::Llama3: {
       for (const auto& m : messages) {
         out.markup("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n").client(m.content).markup("<|eot_id|>");
       }
-      out.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
+      if (add_generation_prompt) out.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
       return out.take();
     }
     case ChatFamily::Phi3: {
       for (const auto& m : messages) out.markup("<|" + m.role + "|>\n").client(m.content).markup("<|end|>\n");
-      out.markup("<|assistant|>\n");
+      if (add_generation_prompt) out.markup("<|assistant|>\n");
       return out.take();
     }
     case ChatFamily::Gemma:
@@ -264,7 +265,7 @@ Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vect
       out.markup("</s>");
     }
   }
-  if (t.family == ChatFamily::Gemma) out.markup("<start_of_turn>model\n");
+  if (t.family == ChatFamily::Gemma && add_generation_prompt) out.markup("<start_of_turn>model\n");
   return out.take();
 }
 

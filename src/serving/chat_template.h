@@ -76,8 +76,10 @@ struct RenderedChat {
 // `extra`: a dict of further template variables (a request's
 // chat_template_kwargs, client text), seen by the GGUF's template only; the
 // server's messages, bos_token, eos_token and add_generation_prompt win.
+// add_generation_prompt false: the prompt ends with the last message (a saved
+// session that later turns continue); Llama 2 / Mistral have no opener to leave out.
 Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
-                                          const jinja::Value& extra = {});
+                                          const jinja::Value& extra = {}, bool add_generation_prompt = true);
 // The text alone.
 Expected<std::string> render_chat(const ChatTemplate& t, const std::vector<ChatMessage>& messages);
 

@@ -163,6 +163,10 @@ const std::map<std::string, Setter>& setters() {
       {"model_key_file", STR(model_key_file)},
       {"tls_cert_file", STR(tls_cert_file)},
       {"tls_key_file", STR(tls_key_file)},
+      // Saved sessions.
+      {"session_dir", STR(session_dir)},
+      {"session_max_bytes", STR(session_max_bytes)},
+      {"session_max_total_bytes", STR(session_max_total_bytes)},
   };
   return m;
 }
@@ -224,6 +228,9 @@ Expected<ServeConfig> load_config(const std::string& path, char** envp) {
 }
 
 Status finalize_config(ServeConfig& c) {
+  // A restored session is a prefix-cache hit.
+  if (!c.session_dir.empty() && !c.cache_reuse)
+    return InvalidArgument("config: session_dir needs cache_reuse: true (sessions are restored through the prefix cache)");
   if (!c.api_keys_file.empty()) {
     std::ifstream f(c.api_keys_file);
     if (!f) return NotFound("config: cannot read api_keys_file " + c.api_keys_file);

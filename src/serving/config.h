@@ -87,6 +87,11 @@ struct ServeConfig {
   std::string model_key_file;         // file holding the key (64 hex digits or 32 raw bytes)
   std::string tls_cert_file;          // PEM certificate chain; with tls_key_file the server speaks HTTPS only
   std::string tls_key_file;           // PEM private key
+
+  // Saved sessions (POST /v1/sessions/{name}, "session" in a request): off when empty.
+  std::string session_dir;
+  std::string session_max_bytes = "2G";         // one session file (K, M, G suffixes)
+  std::string session_max_total_bytes = "16G";  // every file in session_dir
 };
 
 // Loads `path` (may be empty: defaults only), then applies the environment.

@@ -120,6 +120,8 @@ std::string Metrics::render() const {
          "Steps run without prompt chunks that did not fit in the KV pool (they ran later).", (double)deferred_prefills);
   scalar(out, "stride_split_prefill_steps_total", "counter",
          "Prompt chunks halved because a lone chunk did not fit in the KV pool.", (double)split_prefills);
+  scalar(out, "stride_session_pages_restored_total", "counter",
+         "KV pages loaded from saved sessions into the prefix cache.", (double)session_pages_restored);
   scalar(out, "stride_engine_steps_total", "counter", "Scheduler steps run.", (double)steps);
   scalar(out, "stride_engine_step_seconds_total", "counter", "Seconds spent in forward steps.", step_seconds.load());
   {

@@ -47,6 +47,7 @@ class Metrics {
   std::atomic<int64_t> preemptions{0};
   std::atomic<int64_t> deferred_prefills{0};  // steps run without prompt chunks that did not fit
   std::atomic<int64_t> split_prefills{0};     // lone prompt chunks halved to fit
+  std::atomic<int64_t> session_pages_restored{0};  // KV pages loaded from saved sessions
   std::atomic<int64_t> num_running{0};
   std::atomic<int64_t> num_waiting{0};
   std::atomic<int64_t> spec_draft_tokens{0};     // speculative decoding: tokens proposed

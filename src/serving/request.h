@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "engine/speculative_mode.h"
 #include "grammar/compiled_grammar.h"
+#include "kv/kv_snapshot.h"
 #include "kernels/pooling.h"
 #include "sampler/logprobs.h"
 #include "sampler/sampler.h"
@@ -47,6 +48,12 @@ struct ServeRequest {
   std::optional<SpeculativeMode> speculative;
   Clock::time_point deadline = Clock::time_point::max();
   std::shared_ptr<const EmbedRequest> embed;  // set: an embedding request (prompt unused)
+  // Saved sessions (docs/serving.md, "Sessions"). restore: pages put into the
+  // prefix cache just before admission, so the prompt's start is a cache hit.
+  std::shared_ptr<const KvSnapshot> restore;
+  // save: once the prompt is prefilled its pages are exported and sent with
+  // the Finish event (the request's one generated token is not part of them).
+  bool save_session = false;
 };
 
 // Log-probs cross to the server as the sampler computes them.
@@ -65,6 +72,7 @@ struct Event {
   int prompt_tokens = 0;                // Finish
   int completion_tokens = 0;            // Finish
   int cached_tokens = 0;                // Finish: prompt tokens taken from the prefix cache
+  std::shared_ptr<const KvSnapshot> snapshot;  // Finish of a save_session request: the prompt's pages
   StatusCode code = StatusCode::kOk;    // Error
   std::string message;                  // Error
   int index = 0;                        // Embedding: which input

@@ -165,6 +165,13 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     // chat, or this sequence's own pages before a preemption) is not recomputed.
     // An embedding needs every token's hidden state: no prefix is reused, and
     // a readmitted (preempted) input pools again from its first token.
+    // A saved session's pages go into the prefix cache right before the
+    // lookup (no allocation in between can evict them). When the pool cannot
+    // take them the prompt is simply prefilled: same outputs, fewer cached tokens.
+    if (s.req().restore && !s.pooled) {
+      const Expected<int64_t> loaded = kv.import_prefix(*s.req().restore);
+      if (loaded.ok()) metrics_.session_pages_restored += *loaded;
+    }
     auto hit = s.pooled ? fresh_sequence(kv) : kv.add_sequence_with_prefix(s.tokens);
     if (s.pooled) s.pooled->reset();
     if (!hit) {
@@ -377,6 +384,13 @@ void Scheduler::finish(Sequence& s, const std::string& reason) {
   Event tail;
   tail.text = s.loop.finish();
   if (!tail.text.empty()) s.ch->push(std::move(tail));
+  std::shared_ptr<const KvSnapshot> snapshot;
+  if (s.req().save_session && s.seq >= 0 && s.n_cached >= (int64_t)s.req().prompt.size()) {
+    // The pages are still held by the sequence, so none was evicted.
+    Expected<KvSnapshot> got = engine_.kv().export_prefix(s.req().prompt);
+    if (!got.ok()) return fail(s, got.status());
+    snapshot = std::make_shared<const KvSnapshot>(std::move(*got));
+  }
   // Pages go back before the client hears "finished", so a client that reads
   // /metrics right after sees them free.
   release(s);
@@ -387,6 +401,7 @@ void Scheduler::finish(Sequence& s, const std::string& reason) {
   done.prompt_tokens = (int)s.req().prompt.size();
   done.completion_tokens = s.n_generated;
   done.cached_tokens = s.cached_prompt_tokens;
+  done.snapshot = std::move(snapshot);
   s.ch->push(std::move(done));
   metrics_.e2e.observe(seconds(Clock::now() - s.ch->arrived));
   metrics_.count_finish(reason);

@@ -157,6 +157,15 @@ Expected<std::vector<SessionEntry>> SessionStore::list() const {
   return out;
 }
 
+Expected<SessionEntry> SessionStore::describe(std::string_view name) const {
+  STRIDE_RETURN_IF_ERROR(check_name(name));
+  const std::string path = path_of(name);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return NotFound("no session named '" + std::string(name) + "'");
+  STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_file(path));
+  return SessionEntry{std::string(name), (int64_t)st.st_size, (int64_t)st.st_mtime, digest};
+}
+
 Status SessionStore::remove(std::string_view name) {
   STRIDE_RETURN_IF_ERROR(check_name(name));
   std::lock_guard<std::mutex> lock(write_mu_);

@@ -48,6 +48,8 @@ class SessionStore {
   // its encryption does not match the model's; Corrupt when damaged.
   Expected<SessionFile> load(std::string_view name, const SessionIdentity& expected, const ModelKey* key) const;
   Expected<std::vector<SessionEntry>> list() const;  // by name
+  // One file's entry with its sha256 (the file is read once more).
+  Expected<SessionEntry> describe(std::string_view name) const;
   Status remove(std::string_view name);
 
   const SessionLimits& limits() const { return limits_; }

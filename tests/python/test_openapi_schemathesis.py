@@ -25,7 +25,8 @@ CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemathesis.toml")
 OPERATIONS = {"POST /v1/completions", "POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /tokenize",
               "POST /detokenize", "GET /health", "GET /ready", "GET /metrics", "POST /admin/model",
-              "POST /v1/embeddings"}
+              "POST /v1/embeddings", "GET /v1/sessions", "POST /v1/sessions/{name}", "GET /v1/sessions/{name}",
+              "DELETE /v1/sessions/{name}"}
 
 
 def schemathesis_cmd(url, report_dir, max_examples, seed, extra=()):
@@ -62,7 +63,8 @@ def test_schemathesis_short_run(model_dir, tmp_path):
     with StrideServer(None, extra_args=["--kv-budget", "64M"],
                       env={"STRIDE_MODEL_DIR": model_dir, "STRIDE_MODEL_VERSION": "v1",
                            "STRIDE_ADMIN_KEYS": ADMIN_KEY, "STRIDE_MAX_PROMPT_TOKENS": "2048",
-                           "STRIDE_MAX_CONTEXT_LENGTH": "8192", "STRIDE_MAX_BATCH": "8"}) as srv:
+                           "STRIDE_MAX_CONTEXT_LENGTH": "8192", "STRIDE_MAX_BATCH": "8",
+                           "STRIDE_SESSION_DIR": str(tmp_path / "sessions")}) as srv:
         report_dir = str(tmp_path / "report")
         proc = subprocess.run(schemathesis_cmd(srv.url, report_dir, 25, 20261201), env=schemathesis_env(),
                               capture_output=True, timeout=600, cwd=str(tmp_path))
