@@ -371,4 +371,16 @@ void Api::detokenize(const HttpRequest& req, Responder& res, Call& call) {
   json(res, call, 200, dump(nlohmann::json{{"prompt", tok.decode(ids)}}));
 }
 
+std::optional<serving::Event> Api::wait_event(Responder& res, Call& call, serving::RequestChannel& ch) {
+  for (;;) {
+    auto ev = ch.pop(std::chrono::milliseconds(50));
+    if (res.client_gone()) {
+      ch.cancel();
+      call.finish_reason = "client_disconnected";
+      return std::nullopt;
+    }
+    if (ev) return ev;
+  }
+}
+
 }  // namespace stride::server

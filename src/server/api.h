@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -117,6 +118,9 @@ class Api {
   // error response is sent: 429 over the key's in-flight limit or a full queue, 503).
   std::shared_ptr<serving::RequestChannel> submit_generation(Responder& res, Call& call, const InflightSlot& slot,
                                                              GenerationCall& g);
+  // The next event of a submitted request, waiting as long as the client
+  // stays; nullopt when it hung up (the request is then cancelled).
+  std::optional<serving::Event> wait_event(Responder& res, Call& call, serving::RequestChannel& ch);
   // Relays a submitted request's events as one JSON body or as SSE (api_generate.cpp).
   void relay_events(Responder& res, Call& call, serving::RequestChannel& ch, const GenerationCall& g, bool chat);
   void finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,

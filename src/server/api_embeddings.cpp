@@ -76,13 +76,8 @@ void Api::embeddings(const HttpRequest& req, Responder& res, Call& call) {
   std::vector<std::vector<float>> vectors(n_inputs);
   size_t received = 0;
   while (received < n_inputs) {
-    auto ev = ch->pop(std::chrono::milliseconds(50));
-    if (res.client_gone()) {
-      ch->cancel();
-      call.finish_reason = "client_disconnected";
-      return;
-    }
-    if (!ev) continue;
+    auto ev = wait_event(res, call, *ch);
+    if (!ev) return;
     if (ev->kind == serving::EventKind::Embedding) {
       if (ev->index < 0 || (size_t)ev->index >= n_inputs || !vectors[(size_t)ev->index].empty()) continue;
       vectors[(size_t)ev->index] = std::move(ev->embedding);

@@ -158,19 +158,14 @@ void Api::save_session(const HttpRequest& req, Responder& res, Call& call, const
   auto key = key_of(*call.model);
   if (!key.ok()) return error(res, call, 500, key.status().message(), "", "model_key");
   g.req.save_session = true;
-  const std::vector<int32_t> tokens = g.req.prompt;
+  const size_t n_tokens = g.req.prompt.size();
   InflightSlot slot(*this, call.key_id != "-" ? call.key_id : call.client_ip);
   auto ch = submit_generation(res, call, slot, g);
   if (!ch) return;
   std::shared_ptr<const KvSnapshot> snapshot;
   for (;;) {
-    auto ev = ch->pop(std::chrono::milliseconds(50));
-    if (res.client_gone()) {
-      ch->cancel();
-      call.finish_reason = "client_disconnected";
-      return;
-    }
-    if (!ev) continue;
+    auto ev = wait_event(res, call, *ch);
+    if (!ev) return;
     if (ev->kind == serving::EventKind::Error) {
       const Status st(ev->code, ev->message);
       return error(res, call, http_status_for(st), "the session could not be saved: " + ev->message, "",
@@ -193,7 +188,7 @@ void Api::save_session(const HttpRequest& req, Responder& res, Call& call, const
   auto saved = sessions_->save(file, *key ? &**key : nullptr);
   if (!saved.ok())
     return error(res, call, status_for_session(saved.status()), saved.status().message(), "", code_for_session(saved.status()));
-  log(LogLevel::Info, "session saved", {{"name", name}, {"tokens", std::to_string(tokens.size())}, {"bytes", std::to_string(saved->bytes)}});
+  log(LogLevel::Info, "session saved", {{"name", name}, {"tokens", std::to_string(n_tokens)}, {"bytes", std::to_string(saved->bytes)}});
   json(res, call, 200, dump(session_json(file, *saved)));
 }
 
