@@ -205,3 +205,31 @@ def test_encrypted_model_writes_encrypted_sessions(tmp_path):
     with StrideServer(SMOL) as s:
         plain = client(s.url).completions.create(model=MODEL, prompt=DOC + QUESTION, max_tokens=6, temperature=0)
         assert plain.choices[0].text == sealed_text
+
+
+def oracle_chat_tokens(messages, add_generation_prompt):
+    """Tokens of `messages` rendered by Jinja2 with the GGUF's own template, tokenized by llama.cpp."""
+    import jinja2
+    import llama_cpp
+    llm = llama_cpp.Llama(model_path=SMOL, vocab_only=True, verbose=False)
+    env = jinja2.Environment(loader=jinja2.BaseLoader(), trim_blocks=False, lstrip_blocks=False)
+    env.globals["raise_exception"] = lambda m: (_ for _ in ()).throw(ValueError(m))
+    text = env.from_string(llm.metadata["tokenizer.chat_template"]).render(
+        messages=messages, add_generation_prompt=add_generation_prompt, bos_token="<|im_start|>",
+        eos_token="<|im_end|>")
+    return len(llm.tokenize(text.encode(), add_bos=False, special=True))
+
+
+def test_chat_sessions_leave_out_the_generation_prompt_unless_asked(tmp_path):
+    messages = [{"role": "system", "content": "Answer from the ledgers."},
+                {"role": "user", "content": "What did the clerk count?"}]
+    assert oracle_chat_tokens(messages, False) < oracle_chat_tokens(messages, True)
+    with StrideServer(SMOL, extra_args=session_args(tmp_path / "sessions")) as s:
+        for gen in (False, True):
+            body = {"messages": messages} if not gen else {"messages": messages, "add_generation_prompt": True}
+            status, saved = save(s, f"gen-{gen}", body)
+            assert status == 200, saved
+            assert saved["n_tokens"] == oracle_chat_tokens(messages, gen)
+            r = client(s.url).chat.completions.create(model=MODEL, messages=messages, max_tokens=1,
+                                                      extra_body={"add_generation_prompt": gen})
+            assert r.usage.prompt_tokens == oracle_chat_tokens(messages, gen)
