@@ -19,19 +19,10 @@ import datetime
 import os
 import time
 
-from serving_common import OUT_DIR, SMOL, StrideServer, call, cpu_name, metrics, plt, write_json
+from serving_common import OUT_DIR, SMOL, StrideServer, call, cpu_name, metrics, plt, rng, token_prompt, write_json
 from redis_proc import RedisProc
 
 SECRET = "bench-cluster-secret-0123456789"
-
-
-def ids(n, seed):
-    x = seed * 2654435761 + 12345
-    out = []
-    for _ in range(n):
-        x = (x * 1664525 + 1013904223) % (1 << 32)
-        out.append(300 + (x >> 8) % 19000)
-    return out
 
 
 def ask(port, prompt, max_tokens):
@@ -58,8 +49,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    doc = ids(args.doc_tokens, 1)
-    question_a, question_b = ids(24, 2), ids(24, 3)
+    doc = token_prompt(args.doc_tokens, rng(1))
+    question_a, question_b = token_prompt(24, rng(2)), token_prompt(24, rng(3))
     page = 32
     pages = len(doc) // page
     tier_env = {"STRIDE_KV_SHARED_TIER_SECRET": SECRET}

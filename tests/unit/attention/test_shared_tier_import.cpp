@@ -107,23 +107,44 @@ std::vector<uint8_t> image(const KvManager& kv, int32_t page) {
   return out;
 }
 
+// Replica A with its store, after computing `ids`.
+struct Publisher {
+  std::unique_ptr<KvManager> kv;
+  MapStore* store = nullptr;
+  KvManager::SeqId seq = -1;
+};
+
+Publisher publish(const std::vector<int32_t>& ids, KvStorage storage = KvStorage::F16) {
+  Publisher a;
+  a.kv = replica(storage, 64);
+  auto store = std::make_unique<MapStore>();
+  a.store = store.get();
+  EXPECT_TRUE(a.kv->attach_shared_tier(std::move(store), kSecret, "k:").ok());
+  a.seq = compute(*a.kv, ids);
+  return a;
+}
+
+// Replica B, reading a copy of what A published; *store: its store.
+std::unique_ptr<KvManager> reader(const MapStore& published, MapStore** store, KvStorage storage = KvStorage::F16,
+                                  int32_t n_pages = 64, const std::string& secret = kSecret,
+                                  const std::string& salt = "model-a") {
+  auto b = replica(storage, n_pages, salt);
+  auto s = std::make_unique<MapStore>();
+  s->values = published.values;
+  if (store) *store = s.get();
+  EXPECT_TRUE(b->attach_shared_tier(std::move(s), secret, "k:").ok());
+  return b;
+}
+
 class SharedTierImport : public ::testing::TestWithParam<KvStorage> {};
 
 TEST_P(SharedTierImport, ReplicaBHoldsReplicaAsPagesByteForByte) {
-  auto a = replica(GetParam(), 64), b = replica(GetParam(), 64);
-  auto store_a = std::make_unique<MapStore>();
-  MapStore* store = store_a.get();
-  ASSERT_TRUE(a->attach_shared_tier(std::move(store_a), kSecret, "k:").ok());
   const std::vector<int32_t> ids = prompt_ids(5 * 16 + 3);
-  const KvManager::SeqId sa = compute(*a, ids);
-  EXPECT_EQ(store->values.size(), 5u);
-  EXPECT_EQ(a->stats().shared_tier_published, 5);
-
-  // B reads what A wrote (a second store over the same map).
-  auto store_b = std::make_unique<MapStore>();
-  store_b->values = store->values;
-  MapStore* sb = store_b.get();
-  ASSERT_TRUE(b->attach_shared_tier(std::move(store_b), kSecret, "k:").ok());
+  Publisher a = publish(ids, GetParam());
+  EXPECT_EQ(a.store->values.size(), 5u);
+  EXPECT_EQ(a.kv->stats().shared_tier_published, 5);
+  MapStore* sb = nullptr;
+  auto b = reader(*a.store, &sb, GetParam());
   auto hit = b->add_sequence_with_prefix(ids);
   ASSERT_TRUE(hit.ok());
   EXPECT_EQ(hit->reused_tokens, 5 * 16);
@@ -131,9 +152,9 @@ TEST_P(SharedTierImport, ReplicaBHoldsReplicaAsPagesByteForByte) {
   EXPECT_TRUE(sb->rejected.empty());
   for (int l = 0; l < 2; ++l)
     for (int p = 0; p < 5; ++p) {
-      const int32_t pa = (*a->page_table(sa, l))[(size_t)p], pb = (*b->page_table(hit->seq, l))[(size_t)p];
+      const int32_t pa = (*a.kv->page_table(a.seq, l))[(size_t)p], pb = (*b->page_table(hit->seq, l))[(size_t)p];
       ASSERT_GE(pb, 0);
-      EXPECT_EQ(image(*a, pa), image(*b, pb)) << "layer " << l << " page " << p;
+      EXPECT_EQ(image(*a.kv, pa), image(*b, pb)) << "layer " << l << " page " << p;
     }
   // B took its pages from a cache: it publishes nothing of them.
   EXPECT_EQ(b->stats().shared_tier_published, 0);
@@ -142,45 +163,32 @@ TEST_P(SharedTierImport, ReplicaBHoldsReplicaAsPagesByteForByte) {
 INSTANTIATE_TEST_SUITE_P(Storage, SharedTierImport, ::testing::Values(KvStorage::F16, KvStorage::Int8));
 
 TEST(SharedTierImportFaults, DamagedValueStopsTheImportThere) {
-  auto a = replica(KvStorage::F16, 64), b = replica(KvStorage::F16, 64);
-  auto sa = std::make_unique<MapStore>();
-  MapStore* store = sa.get();
-  ASSERT_TRUE(a->attach_shared_tier(std::move(sa), kSecret, "k:").ok());
   const std::vector<int32_t> ids = prompt_ids(4 * 16 + 1);
-  compute(*a, ids);
-  ASSERT_EQ(store->values.size(), 4u);
-  // Page 2's value (the third in chain order): its token ids sit after the 88-byte header.
+  Publisher a = publish(ids);
+  ASSERT_EQ(a.store->values.size(), 4u);
+  // Page 2's value: its token ids sit after the 88-byte header.
   std::string damaged_key;
-  for (auto& [key, value] : store->values)
+  for (auto& [key, value] : a.store->values)
     if (std::memcmp(value.data() + 88, ids.data() + 32, 16 * 4) == 0) damaged_key = key;
   ASSERT_FALSE(damaged_key.empty());
-  store->values[damaged_key][store->values[damaged_key].size() / 2] ^= 1;
-  auto sb = std::make_unique<MapStore>();
-  sb->values = store->values;
-  MapStore* store_b = sb.get();
-  ASSERT_TRUE(b->attach_shared_tier(std::move(sb), kSecret, "k:").ok());
+  a.store->values[damaged_key][a.store->values[damaged_key].size() / 2] ^= 1;
+  MapStore* sb = nullptr;
+  auto b = reader(*a.store, &sb);
   auto hit = b->add_sequence_with_prefix(ids);
   ASSERT_TRUE(hit.ok());
   EXPECT_EQ(hit->reused_tokens, 2 * 16);
   EXPECT_EQ(b->stats().shared_tier_hits, 2);
   EXPECT_EQ(b->stats().shared_tier_errors, 1);
-  ASSERT_EQ(store_b->rejected.size(), 1u);
-  EXPECT_EQ(store_b->rejected[0], damaged_key);
+  ASSERT_EQ(sb->rejected.size(), 1u);
+  EXPECT_EQ(sb->rejected[0], damaged_key);
 }
 
 TEST(SharedTierImportFaults, AnotherSecretOrModelSharesNothing) {
-  auto a = replica(KvStorage::F16, 64);
-  auto sa = std::make_unique<MapStore>();
-  MapStore* store = sa.get();
-  ASSERT_TRUE(a->attach_shared_tier(std::move(sa), kSecret, "k:").ok());
   const std::vector<int32_t> ids = prompt_ids(3 * 16 + 1);
-  compute(*a, ids);
+  Publisher a = publish(ids);
   for (const auto& [secret, salt] : {std::pair<std::string, std::string>{"another-secret-0123456", "model-a"},
                                      {kSecret, "model-b"}}) {
-    auto b = replica(KvStorage::F16, 64, salt);
-    auto sb = std::make_unique<MapStore>();
-    sb->values = store->values;
-    ASSERT_TRUE(b->attach_shared_tier(std::move(sb), secret, "k:").ok());
+    auto b = reader(*a.store, nullptr, KvStorage::F16, 64, secret, salt);
     auto hit = b->add_sequence_with_prefix(ids);
     ASSERT_TRUE(hit.ok());
     EXPECT_EQ(hit->reused_tokens, 0) << salt;
@@ -190,17 +198,10 @@ TEST(SharedTierImportFaults, AnotherSecretOrModelSharesNothing) {
 }
 
 TEST(SharedTierImportFaults, SmallPoolImportsWhatFits) {
-  auto a = replica(KvStorage::F16, 64);
-  auto sa = std::make_unique<MapStore>();
-  MapStore* store = sa.get();
-  ASSERT_TRUE(a->attach_shared_tier(std::move(sa), kSecret, "k:").ok());
   const std::vector<int32_t> ids = prompt_ids(8 * 16 + 1);
-  compute(*a, ids);
+  Publisher a = publish(ids);
   // 12 pool pages for 2 layers: (12 - 2 * 2) / 2 = 4 whole pages fit beside the rest.
-  auto b = replica(KvStorage::F16, 12);
-  auto sb = std::make_unique<MapStore>();
-  sb->values = store->values;
-  ASSERT_TRUE(b->attach_shared_tier(std::move(sb), kSecret, "k:").ok());
+  auto b = reader(*a.store, nullptr, KvStorage::F16, 12);
   auto hit = b->add_sequence_with_prefix(ids);
   ASSERT_TRUE(hit.ok());
   EXPECT_EQ(hit->reused_tokens, 4 * 16);
