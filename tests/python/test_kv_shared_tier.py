@@ -6,6 +6,7 @@ recomputed, a dead or hanging Redis never fails a request, the gauge follows
 Redis, and a replica with another secret shares nothing."""
 import json
 import struct
+import threading
 import time
 
 from redis_proc import RedisProc, SilentServer
@@ -171,6 +172,28 @@ def test_hanging_redis_costs_bounded_time():
         assert a.metrics()["stride_kv_shared_tier_up"] == 0
         got, _, secs = complete(a, ids(200, 7))
         assert secs < plain_secs + 2.0, (secs, plain_secs)
+
+
+def test_redis_stalled_mid_run_costs_bounded_time():
+    """DEBUG SLEEP stalls Redis while a prompt is admitted: the lookup gives
+    up after its 50 ms timeout, the request is computed, and the tier comes
+    back once Redis answers again."""
+    prompt = ids(200, 9)
+    with StrideServer(SMOL) as plain:
+        _, _, plain_secs = complete(plain, prompt)
+    with RedisProc() as redis, replica(redis.url) as a:
+        wait_metric(a, "stride_kv_shared_tier_up", lambda v: v == 1)
+        sleeper = threading.Thread(target=redis.call, args=("DEBUG", "SLEEP", "4"), kwargs={"timeout": 30})
+        sleeper.start()
+        time.sleep(0.2)
+        got, cached, secs = complete(a, prompt)
+        assert len(got[0]) == MAX_TOKENS and cached == 0
+        assert secs < plain_secs + 2.0, (secs, plain_secs)
+        assert a.metrics()["stride_kv_shared_tier_errors_total"] >= 1
+        sleeper.join()
+        wait_metric(a, "stride_kv_shared_tier_up", lambda v: v == 1, timeout=30)
+        complete(a, ids(200, 10))
+        wait_metric(a, "stride_kv_shared_tier_published_total", lambda v: v >= 6)
 
 
 def test_another_secret_shares_nothing():
