@@ -205,7 +205,9 @@ class KvManager {
   // (unreferenced) pool pages, updating chains; returns the pages imported.
   int64_t import_shared_pages(std::span<const int32_t> prompt, std::vector<uint64_t>& chains,
                               const std::vector<PageDigest>& keys);
-  bool page_local(uint64_t chain) const;  // every layer's page in the pool or the offload tier
+  // Every layer whose policy needs logical page `page` for the query at
+  // next_q has it in the pool or the offload tier.
+  bool page_local(uint64_t chain, int64_t page, int64_t next_q) const;
   // Publishes logical page `index` of s (every layer) under its key.
   void publish_shared_page(const Sequence& s, int64_t index, std::span<const int32_t> tokens);
   // Top-k hot set (kv_topk_hot_set.cpp): with resident=N and a tier, a

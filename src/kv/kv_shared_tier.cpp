@@ -37,10 +37,10 @@ std::vector<PageDigest> KvManager::shared_keys_of(std::span<const int32_t> promp
   return keys;
 }
 
-bool KvManager::page_local(uint64_t chain) const {
+bool KvManager::page_local(uint64_t chain, int64_t page, int64_t next_q) const {
   if (chain == kNoPrefixChain) return false;
   for (int l = 0; l < cfg_.n_layer; ++l)
-    if (pages_.lookup({chain, l}) < 0 && !in_tier({chain, l})) return false;
+    if (page_needed(l, page, next_q) && pages_.lookup({chain, l}) < 0 && !in_tier({chain, l})) return false;
   return true;
 }
 
@@ -48,7 +48,10 @@ int64_t KvManager::import_shared_pages(std::span<const int32_t> prompt, std::vec
                                        const std::vector<PageDigest>& keys) {
   const int64_t max_pages = (int64_t)chains.size();
   int64_t first = 0;
-  while (first < max_pages && page_local(chains[(size_t)first])) ++first;
+  // Local when every layer that needs it at the prompt's end has it (a
+  // windowed layer's old pages are not fetched again).
+  const int64_t next_q = max_pages * cfg_.page_size;
+  while (first < max_pages && page_local(chains[(size_t)first], first, next_q)) ++first;
   if (first == max_pages) return 0;
   // The prompt's resident pages are held while importing, so the pages the
   // import allocates never evict them.
