@@ -8,6 +8,7 @@
 #include "core/cpu_features.h"
 #include "loader/model_info.h"
 #include "loader/model_source.h"
+#include "redis/redis_tier.h"
 
 namespace stride::cli {
 
@@ -37,6 +38,14 @@ std::string cpu_text() {
          " (supported: " + paths + "; STRIDE_CPU=avx2|avx512 forces one)\n";
 }
 
+// What this build can serve beyond the core: the shared KV tier needs hiredis.
+nlohmann::json build_json() { return {{"kv_shared_tier", redis_tier_built() ? "redis" : "not built"}}; }
+
+std::string build_text() {
+  return std::string("kv shared tier: ") +
+         (redis_tier_built() ? "redis (kv_shared_tier: redis://host:port)\n" : "not built (no hiredis)\n");
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app, int& exit_code) {
@@ -50,8 +59,8 @@ void add_info_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "print JSON");
   cmd->callback([args, &exit_code] {
     if (args->model.empty()) {
-      if (args->json) std::printf("%s\n", nlohmann::json{{"cpu", cpu_json()}}.dump(2).c_str());
-      else std::printf("%s", cpu_text().c_str());
+      if (args->json) std::printf("%s\n", nlohmann::json{{"cpu", cpu_json()}, {"build", build_json()}}.dump(2).c_str());
+      else std::printf("%s%s", cpu_text().c_str(), build_text().c_str());
       exit_code = 0;
       return;
     }
@@ -63,9 +72,10 @@ void add_info_command(CLI::App& app, int& exit_code) {
     if (args->json) {
       nlohmann::json j = describe_model_json(**src);
       j["cpu"] = cpu_json();
+      j["build"] = build_json();
       std::printf("%s\n", j.dump(2).c_str());
     } else {
-      std::printf("%s%s", describe_model(**src).c_str(), cpu_text().c_str());
+      std::printf("%s%s%s", describe_model(**src).c_str(), cpu_text().c_str(), build_text().c_str());
     }
     exit_code = 0;
   });

@@ -13,6 +13,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/serve_encoder.h"
+#include "cli/serve_shared_tier.h"
 #include "encoder/encoder_model.h"
 #include "loader/model_versions.h"
 #include "loader/encrypted_file.h"
@@ -40,7 +41,7 @@ struct ServeArgs {
   std::string config;
   std::vector<std::pair<std::string, std::string*>> flags;  // key -> value given on the command line
   std::string model, host, port, max_batch, max_queue, kv_budget, threads, attention, log_level, api_keys_file,
-      max_context_length, request_timeout_s, audit_log, grpc_port;
+      max_context_length, request_timeout_s, audit_log, grpc_port, kv_shared_tier;
   std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
   std::vector<std::string> served_model_names;  // --served-model-name A B or A,B
   std::string embedding_pooling;
@@ -134,6 +135,7 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   STRIDE_ASSIGN_OR_RETURN(m->owned_engine, Engine::create(eo));
   Engine& engine = *m->owned_engine;
   if (!engine.tokenizer()) return Unsupported("serving needs a GGUF model with a tokenizer");
+  STRIDE_RETURN_IF_ERROR(attach_shared_tier(cfg, engine));
   const KvStats ks = engine.kv().stats();
   engine_stage.done({{"kv_pages", std::to_string(ks.pages_total)},
                      {"kv_bytes", std::to_string(ks.pages_total * ks.bytes_per_page)},
@@ -426,6 +428,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   flag("--max-batch", "max_batch", a->max_batch, "sequences decoded together (default 8)");
   flag("--max-queue", "max_queue", a->max_queue, "waiting requests before 429 (default 64)");
   flag("--kv-budget", "kv_budget", a->kv_budget, "KV pool size, e.g. 512M");
+  flag("--kv-shared-tier", "kv_shared_tier", a->kv_shared_tier,
+       "share prefix KV pages with other replicas through Redis: redis://[:password@]host:port[/db] "
+       "(needs kv_shared_tier_secret)");
   flag("--threads", "threads", a->threads, "compute threads (0 = all cores)");
   flag("--attention,-a", "attention", a->attention, "policy for global layers");
   flag("--log-level", "log_level", a->log_level, "DEBUG | INFO | WARNING | ERROR");

@@ -79,6 +79,8 @@ KvManager::KvManager(const KvManagerConfig& cfg, std::unique_ptr<KvPool> pool,
                      "|" + kv_storage_name(cfg_.storage);
   for (const PolicySpec& p : cfg_.layer_policies) salt += "|" + policy_to_string(p);
   salt_ = prefix_salt(salt);
+  kv_identity_ = salt + "|layers=" + std::to_string(cfg_.n_layer) + "|kv_heads=" + std::to_string(cfg_.n_kv_heads) +
+                 "|dk=" + std::to_string(cfg_.head_dim_k) + "|dv=" + std::to_string(cfg_.head_dim_v);
   // Room for a prefix entry per resident or offloaded page, and as many again
   // for the ancestors of windowed layers' pages (their own pages released).
   const size_t tier_slots = tier_ ? (size_t)tier_->stats().slots_total : 0;
@@ -162,6 +164,17 @@ KvStats KvManager::stats() const {
     st.tier_slots_total = ts.slots_total;
     st.tier_hits = ts.hits;
     st.tier_slots_owned = ts.slots_owned;
+  }
+  if (shared_) {
+    SharedTierCounters& c = shared_->counters();
+    st.shared_tier_up = c.up;
+    st.shared_tier_hits = c.hits;
+    st.shared_tier_misses = c.misses;
+    st.shared_tier_errors = c.errors;
+    st.shared_tier_published = c.published;
+    st.shared_tier_dropped = c.dropped;
+    st.shared_tier_bytes_in = c.bytes_in;
+    st.shared_tier_bytes_out = c.bytes_out;
   }
   return st;
 }

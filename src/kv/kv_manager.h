@@ -24,6 +24,8 @@
 // its length() starts at the number of tokens reused. With an offload tier,
 // evicted prefix pages are kept in host memory (or a mapped file) and come
 // back into the pool when a later prompt needs them (kv_offload.cpp).
+// With a shared tier (attach_shared_tier), full pages are also published to a
+// store other replicas read, and a local miss asks it first (kv_shared_tier.cpp).
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -44,6 +46,8 @@
 #include "kv/store/page_summary.h"
 #include "kv/prefix_chains.h"
 #include "kv/prefix_index.h"
+#include "kv/shared/shared_page_codec.h"
+#include "kv/shared/shared_page_store.h"
 #include "kv/step_plan.h"
 
 namespace stride {
@@ -133,6 +137,11 @@ class KvManager {
   Expected<int64_t> import_prefix(const KvSnapshot& snap);
   // Bytes of one page in a snapshot (pool image + top-k summary).
   int64_t snapshot_page_bytes() const;
+  // Shares full prefix pages with other replicas through `store`, under keys
+  // chained with HMAC-SHA256(secret) (kv/shared/shared_page_codec.h).
+  Status attach_shared_tier(std::unique_ptr<SharedPageStore> store, const std::string& secret,
+                            const std::string& key_prefix);
+  const SharedPageStore* shared_tier() const { return shared_.get(); }
 
   // Pool pages prepare() would reserve now for n_new more tokens of seq.
   int64_t pages_to_reserve(SeqId seq, int n_new) const;
@@ -171,6 +180,7 @@ class KvManager {
     uint64_t chain = kPrefixChainRoot;
     int64_t hashed_pages = 0;
     std::vector<int32_t> open_ids;
+    PageDigest shared_chain{};  // shared-tier key of the first hashed_pages pages
   };
 
   bool valid(SeqId seq) const;
@@ -203,6 +213,17 @@ class KvManager {
   // Copies a pinned slot into a freshly allocated page and registers it.
   void restore_page(const PrefixKey& key, const PinnedPage& slot, int32_t page);
   void count_tier_misses(const std::vector<uint64_t>& chains, int64_t n_pages);
+  // Shared tier (kv_shared_tier.cpp). keys: [max_pages] the prompt's shared keys.
+  std::vector<PageDigest> shared_keys_of(std::span<const int32_t> prompt, int64_t max_pages) const;
+  // Imports the pages after the local prefix that the store holds as cached
+  // (unreferenced) pool pages, updating chains; returns the pages imported.
+  int64_t import_shared_pages(std::span<const int32_t> prompt, std::vector<uint64_t>& chains,
+                              const std::vector<PageDigest>& keys);
+  // Every layer whose policy needs logical page `page` for the query at
+  // next_q has it in the pool or the offload tier.
+  bool page_local(uint64_t chain, int64_t page, int64_t next_q) const;
+  // Publishes logical page `index` of s (every layer) under its key.
+  void publish_shared_page(const Sequence& s, int64_t index, std::span<const int32_t> tokens);
   // Top-k hot set (kv_topk_hot_set.cpp): with resident=N and a tier, a
   // top-k layer keeps at most N pages (or the step's picks, sinks and window
   // if more) in the pool; the others live in owned tier slots.
@@ -245,6 +266,10 @@ class KvManager {
   int64_t head_window_pages_read_ = 0;
   uint64_t salt_ = 0;  // cache_salt and every layer's policy
   PrefixChains chains_;  // exact ids of the token prefixes of registered pages
+  std::string kv_identity_;  // the model and KV layout, for the shared tier's keys
+  std::unique_ptr<SharedPageStore> shared_;
+  std::unique_ptr<SharedPageKeys> shared_keys_;
+  SharedPageLayout shared_layout_;
 };
 
 }  // namespace stride

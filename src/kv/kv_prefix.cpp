@@ -21,13 +21,22 @@ void KvManager::register_full_pages(Sequence& s, const int32_t* ids, int n_new) 
   s.open_ids.insert(s.open_ids.end(), ids, ids + n_new);
   size_t done = 0;
   while (s.open_ids.size() - done >= (size_t)ps) {
-    s.chain = chains_.intern(s.chain, std::span<const int32_t>(s.open_ids.data() + done, (size_t)ps));
+    const std::span<const int32_t> page_ids(s.open_ids.data() + done, (size_t)ps);
+    s.chain = chains_.intern(s.chain, page_ids);
+    // Shared only when this sequence computed the page the cache holds (a
+    // page found cached was published by whoever computed it).
+    const bool computed_here = s.hashed_pages < (int64_t)s.layers[0].table.size() &&
+                               pages_.lookup({s.chain, 0}) < 0;
     for (int l = 0; l < cfg_.n_layer; ++l) {
       const std::vector<int32_t>& table = s.layers[l].table;
       // A page shared from the cache is registered already; a duplicate
       // computed beside it keeps the first registration.
       if (s.hashed_pages < (int64_t)table.size() && table[s.hashed_pages] >= 0)
         pages_.register_page({s.chain, l}, table[s.hashed_pages]);
+    }
+    if (shared_) {
+      s.shared_chain = shared_keys_->next(s.shared_chain, page_ids);
+      if (computed_here) publish_shared_page(s, s.hashed_pages, page_ids);
     }
     ++s.hashed_pages;
     done += (size_t)ps;
@@ -141,6 +150,11 @@ Expected<KvManager::PrefixHit> KvManager::add_sequence_with_prefix(std::span<con
     chain = chains_.find(chain, prompt.subspan((size_t)(i * ps), (size_t)ps));
     chains[(size_t)i] = chain;
   }
+  std::vector<PageDigest> shared_keys;
+  if (shared_ && max_pages > 0) {
+    shared_keys = shared_keys_of(prompt, max_pages);
+    import_shared_pages(prompt, chains, shared_keys);
+  }
   count_tier_misses(chains, max_pages);
   for (int64_t n = max_pages; n >= 1; --n) {
     if (!prefix_usable(chains, n)) continue;
@@ -149,6 +163,7 @@ Expected<KvManager::PrefixHit> KvManager::add_sequence_with_prefix(std::span<con
       seqs_[id] = Sequence{};  // the new sequence goes again; nothing else changed
       return taken;
     }
+    if (shared_) seqs_[id].shared_chain = shared_keys[(size_t)n - 1];
     hit.reused_tokens = n * ps;
     ++counters_.prefix_hits;
     counters_.prefix_hit_tokens += hit.reused_tokens;

@@ -53,7 +53,20 @@ namespace stride {
     "Top-k pages kept in the pool because the offload tier had no free slot.")                                     \
   X(topk_restore_failed, counter, "stride_kv_topk_restore_failed_total",                                           \
     "Picked top-k pages that found neither a reserved nor a free pool page (the step failed).")                    \
-  X(tier_slots_owned, gauge, "stride_kv_topk_tier_slots_owned", "Offload tier slots owned by top-k pages.")
+  X(tier_slots_owned, gauge, "stride_kv_topk_tier_slots_owned", "Offload tier slots owned by top-k pages.")      \
+  /* Shared tier (kv_shared_tier: Redis; all 0 without one). */                                                   \
+  X(shared_tier_up, gauge, "stride_kv_shared_tier_up", "1 while the shared KV tier (Redis) answers.")              \
+  X(shared_tier_hits, counter, "stride_kv_shared_tier_hits_total",                                                 \
+    "Prefix pages imported from the shared KV tier (verified).")                                                  \
+  X(shared_tier_misses, counter, "stride_kv_shared_tier_misses_total",                                             \
+    "Prefix pages asked of the shared KV tier and not found.")                                                    \
+  X(shared_tier_errors, counter, "stride_kv_shared_tier_errors_total",                                             \
+    "Shared KV tier errors: connection failures, timeouts, corrupt or foreign values.")                          \
+  X(shared_tier_published, counter, "stride_kv_shared_tier_published_total", "Pages written to the shared KV tier.") \
+  X(shared_tier_dropped, counter, "stride_kv_shared_tier_dropped_total",                                           \
+    "Pages not published: the queue was full or the shared KV tier was down.")                                    \
+  X(shared_tier_bytes_in, counter, "stride_kv_shared_tier_bytes_in_total", "Bytes read from the shared KV tier.")  \
+  X(shared_tier_bytes_out, counter, "stride_kv_shared_tier_bytes_out_total", "Bytes written to the shared KV tier.")
 
 struct KvStats {
 #define STRIDE_KV_FIELD(field, kind, metric, help) int64_t field = 0;

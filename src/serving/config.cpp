@@ -1,5 +1,7 @@
 #include "serving/config.h"
 
+#include "kv/shared/redis_url.h"
+
 #include "loader/model_versions.h"
 
 #include <yaml-cpp/yaml.h>
@@ -94,6 +96,12 @@ const std::map<std::string, Setter>& setters() {
       {"kv_budget", STR(kv_budget)},
       {"kv_offload_bytes", STR(kv_offload_bytes)},
       {"kv_offload_file", STR(kv_offload_file)},
+      {"kv_shared_tier", STR(kv_shared_tier)},
+      {"kv_shared_tier_secret", STR(kv_shared_tier_secret)},
+      {"kv_shared_tier_prefix", STR(kv_shared_tier_prefix)},
+      {"kv_shared_tier_ttl_s", NUM("kv_shared_tier_ttl_s", kv_shared_tier_ttl_s, int64_t, 0, int64_t(1) << 31)},
+      {"kv_shared_tier_timeout_ms", NUM("kv_shared_tier_timeout_ms", kv_shared_tier_timeout_ms, int, 1, 60000)},
+      {"kv_shared_tier_queue", STR(kv_shared_tier_queue)},
       {"kv_type",
        [](ServeConfig& c, const std::string& v) {
          STRIDE_RETURN_IF_ERROR(one_of("kv_type", v, {"f16", "f32", "int8"}));
@@ -261,6 +269,13 @@ Status finalize_config(ServeConfig& c) {
   if (c.draft_min > c.draft_max) return InvalidArgument("config: draft_min exceeds draft_max");
   if (c.lookup_ngram_min > c.lookup_ngram_max)
     return InvalidArgument("config: lookup_ngram_min exceeds lookup_ngram_max");
+  if (!c.kv_shared_tier.empty()) {
+    STRIDE_RETURN_IF_ERROR(parse_redis_url(c.kv_shared_tier).status());
+    if (c.kv_shared_tier_secret.size() < 16)
+      return InvalidArgument("config: kv_shared_tier needs kv_shared_tier_secret (at least 16 characters, the same "
+                             "on every replica; env STRIDE_KV_SHARED_TIER_SECRET)");
+    if (!c.cache_reuse) return InvalidArgument("config: kv_shared_tier needs cache_reuse");
+  }
   if (c.max_batch > c.prefill_chunk) {
     return InvalidArgument("config: max_batch (" + std::to_string(c.max_batch) + ") exceeds prefill_chunk (" +
                            std::to_string(c.prefill_chunk) + "): every running sequence needs a token per step");

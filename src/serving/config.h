@@ -30,6 +30,14 @@ struct ServeConfig {
   std::string kv_budget = "512M";     // KV pool size (the memory budget)
   std::string kv_offload_bytes = "0"; // host tier for evicted prefix pages (K, M, G suffixes); 0: none
   std::string kv_offload_file;        // empty: the tier is RAM; else a memory-mapped scratch file
+  // Shared prefix-KV tier (docs/serving.md, "Shared KV tier"): replicas
+  // publish full prefix pages to Redis and read each other's.
+  std::string kv_shared_tier;         // redis://[:password@]host:port[/db]; empty: off
+  std::string kv_shared_tier_secret;  // HMAC key of the page keys, the same on every replica (env STRIDE_KV_SHARED_TIER_SECRET)
+  std::string kv_shared_tier_prefix = "stride:kv:";  // Redis key prefix
+  int64_t kv_shared_tier_ttl_s = 3600;       // 0: no TTL (Redis's maxmemory policy evicts)
+  int kv_shared_tier_timeout_ms = 50;        // a lookup's socket reads and writes
+  std::string kv_shared_tier_queue = "64M";  // pages waiting to be published; more are dropped
   std::string kv_type = "f16";        // f16 | f32 | int8
   int threads = 0;
   int page_size = 32;

@@ -52,7 +52,9 @@ Status Scheduler::submit(std::shared_ptr<RequestChannel> channel) {
 void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
   std::unique_lock<std::mutex> lock(mu_);
   if (running_.empty() && waiting.empty()) {
-    cv_.wait(lock, [&] { return stopping_ || !incoming_.empty(); });
+    // Idle: back to the loop twice a second anyway, so the published gauges
+    // (the shared KV tier's up/down among them) follow while nothing runs.
+    cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stopping_ || !incoming_.empty(); });
   }
   while (!incoming_.empty()) {
     std::shared_ptr<RequestChannel> ch = std::move(incoming_.front());
