@@ -6,6 +6,8 @@
 #include <algorithm>
 
 #include "kernels/quant_unpack.h"
+#include "kernels/quant_unpack_low_k.h"
+#include "kernels/quant_unpack_lut.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/quant_act.h"
 
@@ -44,6 +46,8 @@ inline void accumulate_chunk(const DecodedChunk* dec, int nsub, const QuantizedA
       const __m256 dx = _mm256_set1_ps(a.d_row(t0 + t)[bi]);
       __m256i ax;
       if constexpr (!Dec::kUnsigned) ax = _mm256_sign_epi8(xv, xv);
+      __m256i xsum16;  // [16] pair sums of x, for the mins per 16 elements
+      if constexpr (quant::kHasMin16<Dec>) xsum16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv);
       for (int r = 0; r < R; ++r) {
         const __m256i wq = _mm256_load_si256((const __m256i*)dec[r].q[s]);
         // maddubs wants an unsigned first operand: use q directly when it is
@@ -61,6 +65,11 @@ inline void accumulate_chunk(const DecodedChunk* dec, int nsub, const QuantizedA
           p32 = _mm256_madd_epi16(p16, ones);
         }
         acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_mul_ps(wd[r], dx), acc[r][t]);
+        if constexpr (quant::kHasMin16<Dec>) {
+          const __m256i m32 = _mm256_madd_epi16(xsum16, _mm256_load_si256((const __m256i*)dec[r].mn[s]));
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m32), _mm256_mul_ps(_mm256_set1_ps(dec[r].dm[s]), dx),
+                                      acc[r][t]);
+        }
       }
     }
   }
@@ -158,6 +167,11 @@ void matmul_quantized(const TensorView& w, const float* x, float* y, int64_t n_t
     case DType::Q4_K: return run<quant::DecQ4_K>(w, x, y, n_tok, pool);
     case DType::Q5_K: return run<quant::DecQ5_K>(w, x, y, n_tok, pool);
     case DType::Q6_K: return run<quant::DecQ6_K>(w, x, y, n_tok, pool);
+    case DType::Q2_K: return run<quant::DecQ2_K>(w, x, y, n_tok, pool);
+    case DType::Q3_K: return run<quant::DecQ3_K>(w, x, y, n_tok, pool);
+    case DType::IQ4_NL: return run<quant::DecIQ4_NL>(w, x, y, n_tok, pool);
+    case DType::IQ4_XS: return run<quant::DecIQ4_XS>(w, x, y, n_tok, pool);
+    case DType::MXFP4: return run<quant::DecMXFP4>(w, x, y, n_tok, pool);
     default: return;
   }
 }

@@ -22,6 +22,7 @@ struct RowBlock {
 };
 
 const Layout* layout_of(DType t) {
+  if (packed_layout_type(t) != t) return layout_of(packed_layout_type(t));
   switch (t) {
     case DType::Q4_0: return &packed::kQ4_0;
     case DType::Q4_1: return &packed::kQ4_1;
@@ -111,6 +112,26 @@ RowBlock extract(DType t, const uint8_t* row, int64_t b) {
       o.d = x.d;
       o.sc6[0] = x.scales[8 * half + 2 * k];
       o.sc6[1] = x.scales[8 * half + 2 * k + 1];
+      break;
+    }
+    case DType::Q3_K: {
+      // Sub-block s: bits 2k..2k+1 of half s / 4 (k = s % 4), high bit s of hmask.
+      const BlockQ3_K& x = ((const BlockQ3_K*)row)[b / 8];
+      const int s = (int)(b % 8);
+      for (int l = 0; l < 32; ++l) {
+        const int lo = (x.qs[32 * (s / 4) + l] >> (2 * (s % 4))) & 3;
+        const int high = (x.hmask[l] >> s) & 1;
+        o.q[l] = (uint8_t)(lo - (high ? 0 : 4) + 32);  // the Q6_K quant of the same value
+      }
+      o.d = x.d;
+      o.sc6[0] = (int8_t)(q3_k_scale(x.scales, 2 * s) - 32);
+      o.sc6[1] = (int8_t)(q3_k_scale(x.scales, 2 * s + 1) - 32);
+      break;
+    }
+    case DType::IQ4_NL: {
+      const BlockIQ4_NL& x = ((const BlockIQ4_NL*)row)[b];
+      for (int k = 0; k < 32; ++k) o.q[k] = (uint8_t)kIq4Values[nibble(x.qs, k)];
+      o.d = x.d;
       break;
     }
     default: break;

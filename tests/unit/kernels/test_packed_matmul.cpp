@@ -25,6 +25,9 @@ std::vector<int> half_fields(DType t) {
     case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {0};
     case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
     case DType::Q6_K: return {208};
+    case DType::Q2_K: return {80, 82};
+    case DType::Q3_K: return {108};
+    case DType::IQ4_NL: case DType::IQ4_XS: return {0};
     default: return {};
   }
 }
@@ -149,7 +152,8 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, PackedTypes,
                          ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                                           DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                                           DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                                           DType::Q3_K, DType::IQ4_NL),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(PackedMatrix, LayoutSizes) {
