@@ -10,7 +10,7 @@ Usage:
 Writes into --out-dir:
   smollm2-<variant>.gguf  llama.cpp's quantizer (llama-cpp-python's
       llama_model_quantize, --allow-requantize from the Q4_1 file) for q2_k,
-      q3_k_s, iq4_nl and iq4_xs; llama.cpp keeps the tensors whose rows (576)
+      q3_k_s, iq4_nl and iq4_xs (q2_k as a pure Q2_K); llama.cpp keeps the tensors whose rows (576)
       are not whole 256-element super-blocks in IQ4_NL. mxfp4: every 2-D
       weight dequantized and requantized by the `gguf` package's MXFP4
       quantizer (llama.cpp's quantizer applies MXFP4 to MoE experts only).
@@ -21,6 +21,7 @@ Writes into --out-dir:
 """
 import argparse
 import json
+import logging
 import os
 import sys
 
@@ -32,11 +33,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llamacpp_goldens as lg  # noqa: E402
 
 SOURCE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-LLAMA_VARIANTS = {  # file suffix -> llama_ftype name
-    "q2_k": "LLAMA_FTYPE_MOSTLY_Q2_K",
-    "q3_k_s": "LLAMA_FTYPE_MOSTLY_Q3_K_S",
-    "iq4_nl": "LLAMA_FTYPE_MOSTLY_IQ4_NL",
-    "iq4_xs": "LLAMA_FTYPE_MOSTLY_IQ4_XS",
+# file suffix -> (llama_ftype name, pure). Pure Q2_K: the Q2_K mixture would
+# move every Q2_K-eligible tensor of this small model to Q3_K.
+LLAMA_VARIANTS = {
+    "q2_k": ("LLAMA_FTYPE_MOSTLY_Q2_K", True),
+    "q3_k_s": ("LLAMA_FTYPE_MOSTLY_Q3_K_S", False),
+    "iq4_nl": ("LLAMA_FTYPE_MOSTLY_IQ4_NL", False),
+    "iq4_xs": ("LLAMA_FTYPE_MOSTLY_IQ4_XS", False),
 }
 TYPES = ["Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS", "MXFP4"]
 ROWS = [0, 1, 7]
@@ -44,11 +47,14 @@ PROMPTS = ["capital", "sky"]
 N_GEN = 32
 
 
-def llama_quantize(src: str, dst: str, ftype_name: str):
+def llama_quantize(src: str, dst: str, ftype_name: str, pure: bool):
     import llama_cpp
+    # llama.cpp's per-tensor progress goes through this logger: warnings only.
+    logging.getLogger("llama-cpp-python").setLevel(logging.WARNING)
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, ftype_name)
     params.allow_requantize = True
+    params.pure = pure
     params.nthread = 2
     rc = llama_cpp.llama_model_quantize(src.encode(), dst.encode(), params)
     if rc != 0:
@@ -134,9 +140,9 @@ def main():
     os.makedirs(args.out_dir, exist_ok=True)
 
     files = {}
-    for variant, ftype in LLAMA_VARIANTS.items():
+    for variant, (ftype, pure) in LLAMA_VARIANTS.items():
         files[variant] = os.path.join(args.out_dir, f"smollm2-{variant}.gguf")
-        llama_quantize(src, files[variant], ftype)
+        llama_quantize(src, files[variant], ftype, pure)
     files["mxfp4"] = os.path.join(args.out_dir, "smollm2-mxfp4.gguf")
     write_mxfp4(src, files["mxfp4"])
 
