@@ -20,10 +20,12 @@ from conftest import GEN
 
 DIR = os.path.join(GEN, "quant_types")
 VARIANTS = ["q2_k", "q3_k_s", "iq4_nl", "iq4_xs", "mxfp4"]
-# Where llama.cpp leads by DECISIVE_GAP nats, stride picks the same token.
+# Where llama.cpp leads by DECISIVE_GAP nats, stride picks the same token;
+# elsewhere (low-bit models have many near ties) a different pick must be one
+# llama.cpp itself rates within MAX_MISMATCH_GAP nats of its own.
 DECISIVE_GAP = 0.5
 MIN_TOP1_DECISIVE = 0.98
-MIN_TOP1_ALL = 0.94
+MAX_MISMATCH_GAP = 1.0
 MAX_MEAN_KL = 0.02     # nats, llama.cpp || stride, truncated to llama.cpp's top-K
 
 
@@ -55,7 +57,7 @@ def test_teacher_forced_matches_llamacpp(stride, quant_goldens, variant):
     spec = quant_goldens["models"][variant]
     path = os.path.join(DIR, spec["file"])
     agree = total = dec_agree = dec_total = 0
-    kls = []
+    kls, mismatch_gaps = [], []
     for case in spec["cases"]:
         p, gen = case["prompt_ids"], case["generated_ids"]
         lp = _log_softmax(stride.score(path, p + gen[:-1])[len(p) - 1:])  # [n_gen, n_vocab]
@@ -71,8 +73,12 @@ def test_teacher_forced_matches_llamacpp(stride, quant_goldens, variant):
             ids = np.array(case["tf_topk_ids"][i])
             lr = np.array(case["tf_topk_logprobs"][i])
             kls.append(float((np.exp(lr) * (lr - lp[i, ids])).sum()))
+            if mine[i] != ref_top1[i]:  # llama.cpp's log-prob of its pick minus of stride's
+                theirs = dict(zip(case["tf_topk_ids"][i], case["tf_topk_logprobs"][i]))
+                mismatch_gaps.append(lr[0] - theirs.get(int(mine[i]), -99.0))
     print(f"\n{variant} ({', '.join(spec['types'])}): top-1 {agree}/{total}, decisive "
-          f"{dec_agree}/{dec_total}, mean KL {np.mean(kls):.4f}, max KL {np.max(kls):.4f}")
+          f"{dec_agree}/{dec_total}, mean KL {np.mean(kls):.4f}, max KL {np.max(kls):.4f}, "
+          f"largest llama.cpp gap at a mismatch {max(mismatch_gaps, default=0):.3f} nats")
     assert dec_agree / max(1, dec_total) >= MIN_TOP1_DECISIVE
-    assert agree / total >= MIN_TOP1_ALL
+    assert max(mismatch_gaps, default=0) < MAX_MISMATCH_GAP
     assert np.mean(kls) <= MAX_MEAN_KL
