@@ -10,13 +10,12 @@ per 32 or 256 elements, stride to 8 bits per 32), so the comparison is the
 same as for the real models (test_real_models.py): top-1 agreement where
 llama.cpp's choice is decisive, and a small KL.
 """
-import json
 import os
 
 import numpy as np
 import pytest
 
-from conftest import GEN
+from conftest import GEN, load_generated
 
 DIR = os.path.join(GEN, "quant_types")
 VARIANTS = ["q2_k", "q3_k_s", "iq4_nl", "iq4_xs", "mxfp4"]
@@ -31,11 +30,7 @@ MAX_MEAN_KL = 0.02     # nats, llama.cpp || stride, truncated to llama.cpp's top
 
 @pytest.fixture(scope="module")
 def quant_goldens():
-    path = os.path.join(DIR, "logits.json")
-    if not os.path.exists(path):
-        pytest.fail(f"{path} missing: run scripts/setup")
-    with open(path) as f:
-        return json.load(f)
+    return load_generated("quant_types", "logits.json")
 
 
 def _log_softmax(x):
