@@ -46,8 +46,6 @@ inline void accumulate_chunk(const DecodedChunk* dec, int nsub, const QuantizedA
       const __m256 dx = _mm256_set1_ps(a.d_row(t0 + t)[bi]);
       __m256i ax;
       if constexpr (!Dec::kUnsigned) ax = _mm256_sign_epi8(xv, xv);
-      __m256i xsum16;  // [16] pair sums of x, for the mins per 16 elements
-      if constexpr (quant::kHasMin16<Dec>) xsum16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv);
       for (int r = 0; r < R; ++r) {
         const __m256i wq = _mm256_load_si256((const __m256i*)dec[r].q[s]);
         // maddubs wants an unsigned first operand: use q directly when it is
@@ -65,11 +63,20 @@ inline void accumulate_chunk(const DecodedChunk* dec, int nsub, const QuantizedA
           p32 = _mm256_madd_epi16(p16, ones);
         }
         acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_mul_ps(wd[r], dx), acc[r][t]);
-        if constexpr (quant::kHasMin16<Dec>) {
-          const __m256i m32 = _mm256_madd_epi16(xsum16, _mm256_load_si256((const __m256i*)dec[r].mn[s]));
-          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m32), _mm256_mul_ps(_mm256_set1_ps(dec[r].dm[s]), dx),
-                                      acc[r][t]);
-        }
+      }
+    }
+  }
+  if constexpr (quant::kHasMin16<Dec>) {
+    // Mins per 16 elements: the activations' half sums (int16 pairs, one per
+    // block) times the (lo, hi) min pairs, all 8 sub-blocks in one madd.
+    for (int r = 0; r < R; ++r) {
+      const __m256i mn = _mm256_loadu_si256((const __m256i*)dec[r].mn);
+      const __m256 dm = _mm256_set1_ps(dec[r].dm);
+      for (int t = 0; t < T; ++t) {
+        const __m256i hs = _mm256_loadu_si256((const __m256i*)(a.hs_row(t0 + t) + blk0));
+        const __m256 dx = _mm256_loadu_ps(a.d_row(t0 + t) + blk0);
+        const __m256 m = _mm256_cvtepi32_ps(_mm256_madd_epi16(hs, mn));
+        acc[r][t] = _mm256_fmadd_ps(m, _mm256_mul_ps(dm, dx), acc[r][t]);
       }
     }
   }

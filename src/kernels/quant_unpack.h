@@ -3,7 +3,7 @@
 // quantized weight row into signed int8 plus per-sub-block float factors.
 // The integer kernel then computes, for sub-block s and activation block xs:
 //   dot = d[s] * dx * Σ_i sc(i) * q[s][i] * xq[i]  +  m[s] * (dx * Σ_i xq[i])
-//         + dm[s] * dx * Σ_i mn(i) * xq[i]
+//         + dm * dx * (mn[s][0] * Σ_{i<16} xq[i] + mn[s][1] * Σ_{i>=16} xq[i])
 // where sc(i) is 1 except for the types with a scale per 16 elements (Q6_K,
 // Q2_K, Q3_K), and the mn term is Q2_K's min per 16 elements (kMin16).
 // kUnsigned decoders keep q in [0, 31] (offsets such as Q4_0's -8 move into
@@ -23,8 +23,8 @@ struct DecodedChunk {
   alignas(32) float d[8];       // scale of each sub-block
   alignas(32) float m[8];       // offset factor (min) of each sub-block; 0 if unused
   alignas(32) int16_t sc[8][16];  // kScale16: [sub-block, 8 x lo scale, 8 x hi scale]
-  alignas(32) int16_t mn[8][16];  // kMin16: [sub-block, 8 x lo min, 8 x hi min]
-  alignas(32) float dm[8];        // kMin16: factor of the mins of each sub-block
+  alignas(32) int16_t mn[8][2];   // kMin16: [sub-block, min of elements 0-15, of 16-31]
+  float dm;                       // kMin16: factor of the mins
 };
 
 // Decoders with a min per 16 elements declare kMin16 = true.

@@ -18,14 +18,15 @@ struct DecQ2_K {  // d*(sc & 15)*q - dmin*(sc >> 4), q in [0, 3]
   static constexpr bool kMin16 = true;
   static void decode(const uint8_t* src, int, DecodedChunk& dc) {
     const BlockQ2_K* b = (const BlockQ2_K*)src;
-    const float d = h2f(b->d), dmin = h2f(b->dmin);
+    const float d = h2f(b->d);
+    dc.dm = -h2f(b->dmin);
     for (int s = 0; s < 8; ++s) {
       store_q(dc, s, low_two_bits(b->qs, s));
       const uint8_t lo = b->scales[2 * s], hi = b->scales[2 * s + 1];
       dc.d[s] = d;
-      dc.dm[s] = -dmin;
       _mm256_store_si256((__m256i*)dc.sc[s], int16_halves(lo & 0xF, hi & 0xF));
-      _mm256_store_si256((__m256i*)dc.mn[s], int16_halves(lo >> 4, hi >> 4));
+      dc.mn[s][0] = (int16_t)(lo >> 4);
+      dc.mn[s][1] = (int16_t)(hi >> 4);
     }
   }
 };
