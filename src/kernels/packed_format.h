@@ -14,6 +14,8 @@
 //   H2 plane (64 B, Q6_K): byte 32(g >> 2) + 4r + i, bits 2(g & 3)..+1 =
 //                    bits 4..5 of q[r][4g + i].
 //   V plane (256 B, Q8_0): vector g stored as is.
+//   IQ4_XS and MXFP4 store their 4-bit grid indices in the P plane; a pshufb
+//   through the type's int8 grid (Lut) turns vector g into signed levels.
 // Headers (fp16 values are the GGUF ones, bit for bit; [8] = one per row):
 //   Q4_0, Q5_0, Q8_0: d[8] fp16                       x = d*q (+ -8d / -16d)
 //   Q4_1, Q5_1:       d[8] fp16, m[8] fp16            x = d*q + m
@@ -22,19 +24,26 @@
 //   Q6_K:             d[8] fp16; each block's sub-record starts with
 //                     scp[8 rows][2] i8 (scale of elements 0-15, 16-31)
 //                                                     x = d*sc*(q - 32)
+//   IQ4_XS:           d[8] fp16, ls[8 blocks][8 rows] i8 (6-bit scale - 32)
+//                                                     x = d*ls*grid[q]
+//   MXFP4:            e[8] u8 (E8M0)                  x = 2^(e-128)*grid[q]
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/quant_blocks.h"
+
 namespace stride::packed {
 
 enum class Offset { kNone, kMin, kMinus8, kMinus16, kKQuant };
+// The int8 grid that 4-bit indices select (quant_blocks.h), if any.
+enum class Lut { kNone, kIq4, kMxfp4 };
 
 // Sizes and the parts present, per type. kGroup: vectors whose maddubs
 // results can be summed in int16 without overflow (|x| <= 127):
 // 2 * 15 * 127 * 8 = 30480, 2 * 31 * 127 * 4 = 31496, 2 * 63 * 127 * 2 = 32004,
-// 2 * 128 * 127 * 1 = 32512.
+// 2 * 128 * 127 * 1 = 32512; MXFP4's levels: 2 * 12 * 127 * 8 = 24384.
 struct Layout {
   int blocks;       // 32-element blocks per record
   int header;       // bytes of the record header
@@ -44,6 +53,7 @@ struct Layout {
   bool is_signed;   // Q8_0: signed quants, maddubs with the sign trick
   bool q6;          // Q6_K: int16 scales per 16 elements and the -32 offset
   Offset offset;
+  Lut lut = Lut::kNone;
   constexpr int record() const { return header + blocks * sub; }
 };
 
@@ -55,17 +65,25 @@ constexpr Layout kQ8_0{1, 16, 256, 0, -1, -1, 1, true, false, Offset::kNone};
 constexpr Layout kQ4_K{8, 160, 128, 0, -1, -1, 8, false, false, Offset::kKQuant};
 constexpr Layout kQ5_K{8, 160, 160, 0, 128, -1, 4, false, false, Offset::kKQuant};
 constexpr Layout kQ6_K{8, 16, 208, 16, -1, 144, 2, false, true, Offset::kNone};
+constexpr Layout kIQ4_XS{8, 80, 128, 0, -1, -1, 1, true, false, Offset::kNone, Lut::kIq4};
+constexpr Layout kMXFP4{1, 8, 128, 0, -1, -1, 8, true, false, Offset::kNone, Lut::kMxfp4};
 
 static_assert(kQ4_0.record() == 8 * 18 && kQ4_1.record() == 8 * 20);
 static_assert(kQ5_0.record() == 8 * 22 && kQ5_1.record() == 8 * 24 && kQ8_0.record() == 8 * 34);
 static_assert(kQ4_K.record() == 8 * 148 && kQ5_K.record() == 8 * 180 && kQ6_K.record() == 8 * 210);
+static_assert(kIQ4_XS.record() == 8 * 138 && kMXFP4.record() == 8 * 17);
 
+inline const int8_t* lut_levels(Lut l) { return l == Lut::kIq4 ? quant::kIq4Values : quant::kMxfp4Doubled; }
 inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
 
 // Vector g of a block (see the header comment), as unsigned (or Q8_0 signed) bytes.
 template <const Layout& L>
 inline __m256i vec(const uint8_t* sub, int g) {
-  if constexpr (L.is_signed) {
+  if constexpr (L.lut != Lut::kNone) {
+    const __m256i p = load(sub + L.p_off + 32 * (g & 3));
+    const __m256i idx = _mm256_and_si256(g < 4 ? p : _mm256_srli_epi16(p, 4), _mm256_set1_epi8(0x0F));
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)lut_levels(L.lut))), idx);
+  } else if constexpr (L.is_signed) {
     return load(sub + 32 * g);
   } else {
     const __m256i nib = _mm256_set1_epi8(0x0F);
@@ -114,9 +132,26 @@ inline __m256 u8x8_to_f32(const uint8_t* p) {
 }
 
 // Per-row float factors of block s of a record: x = D * q + M.
+// 2^(e - 128) per row from 8 E8M0 bytes (subnormal for e < 2), as quant::mxfp4_half_scale.
+inline __m256 e8m0_half8(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(v));
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  const __m256i is_tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, is_tiny));
+}
+
 template <const Layout& L>
 inline void block_scales(const uint8_t* rec, int s, __m256& D, __m256& M) {
-  if constexpr (L.offset == Offset::kKQuant) {
+  if constexpr (L.lut == Lut::kMxfp4) {
+    D = e8m0_half8(rec);
+  } else if constexpr (L.lut == Lut::kIq4) {
+    int64_t v;
+    std::memcpy(&v, rec + 16 + 8 * s, 8);
+    D = _mm256_mul_ps(half8(rec), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(v))));
+  } else if constexpr (L.offset == Offset::kKQuant) {
     D = _mm256_mul_ps(half8(rec), u8x8_to_f32(rec + 32 + 8 * s));
     M = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(half8(rec + 16), u8x8_to_f32(rec + 96 + 8 * s)));
   } else {

@@ -19,6 +19,8 @@ struct RowBlock {
   uint16_t d = 0, m = 0;        // fp16 scale (and min / dmin)
   uint8_t sc = 0, mn = 0;       // K-quant 6-bit scale and min of this block
   int8_t sc6[2] = {0, 0};       // Q6_K scales of elements 0-15 and 16-31
+  int8_t ls = 0;                // IQ4_XS scale of this block, minus 32
+  uint8_t e = 0;                // MXFP4 exponent
 };
 
 const Layout* layout_of(DType t) {
@@ -32,6 +34,8 @@ const Layout* layout_of(DType t) {
     case DType::Q4_K: return &packed::kQ4_K;
     case DType::Q5_K: return &packed::kQ5_K;
     case DType::Q6_K: return &packed::kQ6_K;
+    case DType::IQ4_XS: return &packed::kIQ4_XS;
+    case DType::MXFP4: return &packed::kMXFP4;
     default: return nullptr;
   }
 }
@@ -134,6 +138,20 @@ RowBlock extract(DType t, const uint8_t* row, int64_t b) {
       o.d = x.d;
       break;
     }
+    case DType::IQ4_XS: {  // q: the grid indices
+      const BlockIQ4_XS& x = ((const BlockIQ4_XS*)row)[b / 8];
+      const int s = (int)(b % 8);
+      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs + 16 * s, k);
+      o.d = x.d;
+      o.ls = (int8_t)(iq4_xs_scale(x, s) - 32);
+      break;
+    }
+    case DType::MXFP4: {
+      const BlockMXFP4& x = ((const BlockMXFP4*)row)[b];
+      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);
+      o.e = x.e;
+      break;
+    }
     default: break;
   }
   return o;
@@ -144,7 +162,7 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
   uint8_t* sub = rec + L.header + s * L.sub;
   for (int r = 0; r < kPackRows; ++r) {
     const uint8_t* q = rb[r].q;
-    if (L.is_signed) {
+    if (L.is_signed && L.lut == packed::Lut::kNone) {
       for (int g = 0; g < 8; ++g) std::memcpy(sub + 32 * g + 4 * r, q + 4 * g, 4);
     } else {
       for (int j = 0; j < 4; ++j)
@@ -168,7 +186,12 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
       sub[2 * r + 1] = (uint8_t)rb[r].sc6[1];
     }
     // Header fields; K-quant d/dmin are per super-block (identical for every s).
+    if (L.lut == packed::Lut::kMxfp4) {
+      rec[r] = rb[r].e;
+      continue;
+    }
     std::memcpy(rec + 2 * r, &rb[r].d, 2);
+    if (L.lut == packed::Lut::kIq4) rec[16 + 8 * s + r] = (uint8_t)rb[r].ls;
     if (L.offset == packed::Offset::kMin || L.offset == packed::Offset::kKQuant)
       std::memcpy(rec + 16 + 2 * r, &rb[r].m, 2);
     if (L.offset == packed::Offset::kKQuant) {
