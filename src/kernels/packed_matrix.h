@@ -49,7 +49,7 @@ struct PackedMatrix {
 constexpr int64_t kPackRows = 8;
 
 // Whether pack_matrix supports this weight type (Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS, MXFP4, and Q3_K and IQ4_NL through
+// Q8_0, Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS, MXFP4, and Q3_K and IQ4_NL through
 // packed_layout_type).
 bool packable(DType t);
 

@@ -19,6 +19,7 @@ struct RowBlock {
   uint16_t d = 0, m = 0;        // fp16 scale (and min / dmin)
   uint8_t sc = 0, mn = 0;       // K-quant 6-bit scale and min of this block
   int8_t sc6[2] = {0, 0};       // Q6_K scales of elements 0-15 and 16-31
+  uint8_t mn16[2] = {0, 0};     // Q2_K mins of elements 0-15 and 16-31 (scales in sc6)
   int8_t ls = 0;                // IQ4_XS scale of this block, minus 32
   uint8_t e = 0;                // MXFP4 exponent
 };
@@ -34,6 +35,7 @@ const Layout* layout_of(DType t) {
     case DType::Q4_K: return &packed::kQ4_K;
     case DType::Q5_K: return &packed::kQ5_K;
     case DType::Q6_K: return &packed::kQ6_K;
+    case DType::Q2_K: return &packed::kQ2_K;
     case DType::IQ4_XS: return &packed::kIQ4_XS;
     case DType::MXFP4: return &packed::kMXFP4;
     default: return nullptr;
@@ -138,6 +140,19 @@ RowBlock extract(DType t, const uint8_t* row, int64_t b) {
       o.d = x.d;
       break;
     }
+    case DType::Q2_K: {
+      // Sub-block s: bits 2k..2k+1 of half s / 4 (k = s % 4); scale bytes 2s, 2s + 1.
+      const BlockQ2_K& x = ((const BlockQ2_K*)row)[b / 8];
+      const int s = (int)(b % 8);
+      for (int l = 0; l < 32; ++l) o.q[l] = (uint8_t)((x.qs[32 * (s / 4) + l] >> (2 * (s % 4))) & 3);
+      o.d = x.d;
+      o.m = x.dmin;
+      for (int h = 0; h < 2; ++h) {
+        o.sc6[h] = (int8_t)(x.scales[2 * s + h] & 0xF);
+        o.mn16[h] = (uint8_t)(x.scales[2 * s + h] >> 4);
+      }
+      break;
+    }
     case DType::IQ4_XS: {  // q: the grid indices
       const BlockIQ4_XS& x = ((const BlockIQ4_XS*)row)[b / 8];
       const int s = (int)(b % 8);
@@ -164,11 +179,19 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
     const uint8_t* q = rb[r].q;
     if (L.is_signed && L.lut == packed::Lut::kNone) {
       for (int g = 0; g < 8; ++g) std::memcpy(sub + 32 * g + 4 * r, q + 4 * g, 4);
-    } else {
+    } else if (L.p_off >= 0) {
       for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 4; ++i)
           sub[L.p_off + 32 * j + 4 * r + i] =
               (uint8_t)((q[4 * j + i] & 0xF) | ((q[4 * j + 16 + i] & 0xF) << 4));
+    }
+    if (L.q2_off >= 0)
+      for (int g = 0; g < 8; ++g)
+        for (int i = 0; i < 4; ++i)
+          sub[L.q2_off + 32 * (g & 1) + 4 * r + i] |= (uint8_t)((q[4 * g + i] & 3) << (2 * (g >> 1)));
+    if (L.min16) {
+      sub[16 + 2 * r] = rb[r].mn16[0];
+      sub[16 + 2 * r + 1] = rb[r].mn16[1];
     }
     if (L.h_off >= 0)
       for (int i = 0; i < 4; ++i) {
@@ -192,7 +215,7 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
     }
     std::memcpy(rec + 2 * r, &rb[r].d, 2);
     if (L.lut == packed::Lut::kIq4) rec[16 + 8 * s + r] = (uint8_t)rb[r].ls;
-    if (L.offset == packed::Offset::kMin || L.offset == packed::Offset::kKQuant)
+    if (L.offset == packed::Offset::kMin || L.offset == packed::Offset::kKQuant || L.min16)
       std::memcpy(rec + 16 + 2 * r, &rb[r].m, 2);
     if (L.offset == packed::Offset::kKQuant) {
       rec[32 + 8 * s + r] = rb[r].sc;

@@ -154,7 +154,8 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, PackedTypes,
                          ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                            DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K,
-                                           DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4),
+                                           DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS,
+                                           DType::MXFP4),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(PackedMatrix, LayoutSizes) {
