@@ -32,6 +32,7 @@
 //                                                     x = d*sc*q - dmin*mn
 //   IQ4_XS:           d[8] fp16, ls[8 blocks][8 rows] i8 (6-bit scale - 32)
 //                                                     x = d*ls*grid[q]
+//   IQ4_NL:           d[8] fp16                       x = d*grid[q]
 //   MXFP4:            e[8] u8 (E8M0)                  x = 2^(e-128)*grid[q]
 #include <immintrin.h>
 
@@ -75,13 +76,14 @@ constexpr Layout kQ4_K{8, 160, 128, 0, -1, -1, 8, false, false, Offset::kKQuant}
 constexpr Layout kQ5_K{8, 160, 160, 0, 128, -1, 4, false, false, Offset::kKQuant};
 constexpr Layout kQ6_K{8, 16, 208, 16, -1, 144, 2, false, true, Offset::kNone};
 constexpr Layout kQ2_K{8, 32, 96, -1, -1, -1, 4, false, true, Offset::kNone, Lut::kNone, 32, true};
+constexpr Layout kIQ4_NL{1, 16, 128, 0, -1, -1, 1, true, false, Offset::kNone, Lut::kIq4};
 constexpr Layout kIQ4_XS{8, 80, 128, 0, -1, -1, 1, true, false, Offset::kNone, Lut::kIq4};
 constexpr Layout kMXFP4{1, 8, 128, 0, -1, -1, 8, true, false, Offset::kNone, Lut::kMxfp4};
 
 static_assert(kQ4_0.record() == 8 * 18 && kQ4_1.record() == 8 * 20);
 static_assert(kQ5_0.record() == 8 * 22 && kQ5_1.record() == 8 * 24 && kQ8_0.record() == 8 * 34);
 static_assert(kQ4_K.record() == 8 * 148 && kQ5_K.record() == 8 * 180 && kQ6_K.record() == 8 * 210);
-static_assert(kIQ4_XS.record() == 8 * 138 && kMXFP4.record() == 8 * 17 && kQ2_K.record() == 8 * 100);
+static_assert(kIQ4_NL.record() == 8 * 18 && kIQ4_XS.record() == 8 * 138 && kMXFP4.record() == 8 * 17 && kQ2_K.record() == 8 * 100);
 
 inline const int8_t* lut_levels(Lut l) { return l == Lut::kIq4 ? quant::kIq4Values : quant::kMxfp4Doubled; }
 inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
@@ -168,7 +170,7 @@ inline void block_scales(const uint8_t* rec, int s, __m256& D, __m256& M) {
     M = _mm256_sub_ps(_mm256_setzero_ps(), half8(rec + 16));
   } else if constexpr (L.lut == Lut::kMxfp4) {
     D = e8m0_half8(rec);
-  } else if constexpr (L.lut == Lut::kIq4) {
+  } else if constexpr (L.lut == Lut::kIq4 && L.blocks > 1) {  // IQ4_XS: scale per block
     int64_t v;
     std::memcpy(&v, rec + 16 + 8 * s, 8);
     D = _mm256_mul_ps(half8(rec), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(v))));

@@ -36,6 +36,7 @@ const Layout* layout_of(DType t) {
     case DType::Q5_K: return &packed::kQ5_K;
     case DType::Q6_K: return &packed::kQ6_K;
     case DType::Q2_K: return &packed::kQ2_K;
+    case DType::IQ4_NL: return &packed::kIQ4_NL;
     case DType::IQ4_XS: return &packed::kIQ4_XS;
     case DType::MXFP4: return &packed::kMXFP4;
     default: return nullptr;
@@ -136,7 +137,7 @@ RowBlock extract(DType t, const uint8_t* row, int64_t b) {
     }
     case DType::IQ4_NL: {
       const BlockIQ4_NL& x = ((const BlockIQ4_NL*)row)[b];
-      for (int k = 0; k < 32; ++k) o.q[k] = (uint8_t)kIq4Values[nibble(x.qs, k)];
+      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);  // the grid indices
       o.d = x.d;
       break;
     }
@@ -214,7 +215,7 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
       continue;
     }
     std::memcpy(rec + 2 * r, &rb[r].d, 2);
-    if (L.lut == packed::Lut::kIq4) rec[16 + 8 * s + r] = (uint8_t)rb[r].ls;
+    if (L.lut == packed::Lut::kIq4 && L.blocks > 1) rec[16 + 8 * s + r] = (uint8_t)rb[r].ls;
     if (L.offset == packed::Offset::kMin || L.offset == packed::Offset::kKQuant || L.min16)
       std::memcpy(rec + 16 + 2 * r, &rb[r].m, 2);
     if (L.offset == packed::Offset::kKQuant) {
