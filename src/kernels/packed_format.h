@@ -14,8 +14,9 @@
 //   H2 plane (64 B, Q6_K): byte 32(g >> 2) + 4r + i, bits 2(g & 3)..+1 =
 //                    bits 4..5 of q[r][4g + i].
 //   V plane (256 B, Q8_0): vector g stored as is.
-//   Q2 plane (64 B, Q2_K): byte 32(g & 1) + 4r + i, bits 2(g >> 1)..+1 =
-//                    q[r][4g + i].
+//   Q2 plane (64 B, Q2_K, Q3_K): byte 32(g & 1) + 4r + i, bits 2(g >> 1)..+1 =
+//                    bits 0..1 of q[r][4g + i]; with an H plane (Q3_K), that
+//                    plane's bit g is bit 2 (above a nibble plane it is bit 4).
 //   IQ4_XS and MXFP4 store their 4-bit grid indices in the P plane; a pshufb
 //   through the type's int8 grid (Lut) turns vector g into signed levels.
 // Headers (fp16 values are the GGUF ones, bit for bit; [8] = one per row):
@@ -30,6 +31,8 @@
 //                     scp[8 rows][2] i8 (scales, as Q6_K) and
 //                     mnp[8 rows][2] i8 (mins of elements 0-15, 16-31)
 //                                                     x = d*sc*q - dmin*mn
+//   Q3_K:             d[8] fp16; scp[8 rows][2] i8 (sc - 32) as Q6_K
+//                                                     x = d*sc*(q - 4)
 //   IQ4_XS:           d[8] fp16, ls[8 blocks][8 rows] i8 (6-bit scale - 32)
 //                                                     x = d*ls*grid[q]
 //   IQ4_NL:           d[8] fp16                       x = d*grid[q]
@@ -64,6 +67,7 @@ struct Layout {
   Lut lut = Lut::kNone;
   int q2_off = -1;     // Q2 plane offset in the sub-record; -1: absent
   bool min16 = false;  // Q2_K: a min per 16 elements (scp as Q6_K, mnp after it)
+  int bias_shift = 5;  // q6 without min16: quants carry an offset of 2^bias_shift (32, Q3_K: 4)
   constexpr int record() const { return header + blocks * sub; }
 };
 
@@ -76,6 +80,7 @@ constexpr Layout kQ4_K{8, 160, 128, 0, -1, -1, 8, false, false, Offset::kKQuant}
 constexpr Layout kQ5_K{8, 160, 160, 0, 128, -1, 4, false, false, Offset::kKQuant};
 constexpr Layout kQ6_K{8, 16, 208, 16, -1, 144, 2, false, true, Offset::kNone};
 constexpr Layout kQ2_K{8, 32, 96, -1, -1, -1, 4, false, true, Offset::kNone, Lut::kNone, 32, true};
+constexpr Layout kQ3_K{8, 16, 112, -1, 80, -1, 4, false, true, Offset::kNone, Lut::kNone, 16, false, 2};
 constexpr Layout kIQ4_NL{1, 16, 128, 0, -1, -1, 1, true, false, Offset::kNone, Lut::kIq4};
 constexpr Layout kIQ4_XS{8, 80, 128, 0, -1, -1, 1, true, false, Offset::kNone, Lut::kIq4};
 constexpr Layout kMXFP4{1, 8, 128, 0, -1, -1, 8, true, false, Offset::kNone, Lut::kMxfp4};
@@ -83,7 +88,8 @@ constexpr Layout kMXFP4{1, 8, 128, 0, -1, -1, 8, true, false, Offset::kNone, Lut
 static_assert(kQ4_0.record() == 8 * 18 && kQ4_1.record() == 8 * 20);
 static_assert(kQ5_0.record() == 8 * 22 && kQ5_1.record() == 8 * 24 && kQ8_0.record() == 8 * 34);
 static_assert(kQ4_K.record() == 8 * 148 && kQ5_K.record() == 8 * 180 && kQ6_K.record() == 8 * 210);
-static_assert(kIQ4_NL.record() == 8 * 18 && kIQ4_XS.record() == 8 * 138 && kMXFP4.record() == 8 * 17 && kQ2_K.record() == 8 * 100);
+static_assert(kIQ4_NL.record() == 8 * 18 && kIQ4_XS.record() == 8 * 138 && kMXFP4.record() == 8 * 17 && kQ2_K.record() == 8 * 100 &&
+              kQ3_K.record() == 8 * 114);
 
 inline const int8_t* lut_levels(Lut l) { return l == Lut::kIq4 ? quant::kIq4Values : quant::kMxfp4Doubled; }
 inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
@@ -99,7 +105,12 @@ inline __m256i vec(const uint8_t* sub, int g) {
     return load(sub + 32 * g);
   } else if constexpr (L.q2_off >= 0) {
     const __m256i p = load(sub + L.q2_off + 32 * (g & 1));
-    return _mm256_and_si256(_mm256_srli_epi16(p, 2 * (g >> 1)), _mm256_set1_epi8(3));
+    __m256i v = _mm256_and_si256(_mm256_srli_epi16(p, 2 * (g >> 1)), _mm256_set1_epi8(3));
+    if constexpr (L.h_off >= 0) {  // bit g -> bit 2 (masked first: no bits cross bytes)
+      const __m256i h = _mm256_and_si256(load(sub + L.h_off), _mm256_set1_epi8((char)(1 << g)));
+      v = _mm256_or_si256(v, g <= 2 ? _mm256_slli_epi16(h, 2 - g) : _mm256_srli_epi16(h, g - 2));
+    }
+    return v;
   } else {
     const __m256i nib = _mm256_set1_epi8(0x0F);
     const __m256i p = load(sub + L.p_off + 32 * (g & 3));

@@ -49,14 +49,8 @@ struct PackedMatrix {
 constexpr int64_t kPackRows = 8;
 
 // Whether pack_matrix supports this weight type (Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, and Q3_K through
-// packed_layout_type).
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4).
 bool packable(DType t);
-
-// The type whose packed layout (packed_format.h) holds weights of type t.
-// Q3_K (d*(sc - 32)*q, q in [-4, 3]) is exactly Q6_K with q + 32 and int8
-// scales sc - 32. Every other type is its own layout.
-constexpr DType packed_layout_type(DType t) { return t == DType::Q3_K ? DType::Q6_K : t; }
 
 // Repacks a 2-D quantized weight [n_out, n_in]. InvalidArgument for a tensor
 // without data or a row length that is not a whole number of blocks;

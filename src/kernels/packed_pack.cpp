@@ -25,7 +25,6 @@ struct RowBlock {
 };
 
 const Layout* layout_of(DType t) {
-  if (packed_layout_type(t) != t) return layout_of(packed_layout_type(t));
   switch (t) {
     case DType::Q4_0: return &packed::kQ4_0;
     case DType::Q4_1: return &packed::kQ4_1;
@@ -36,6 +35,7 @@ const Layout* layout_of(DType t) {
     case DType::Q5_K: return &packed::kQ5_K;
     case DType::Q6_K: return &packed::kQ6_K;
     case DType::Q2_K: return &packed::kQ2_K;
+    case DType::Q3_K: return &packed::kQ3_K;
     case DType::IQ4_NL: return &packed::kIQ4_NL;
     case DType::IQ4_XS: return &packed::kIQ4_XS;
     case DType::MXFP4: return &packed::kMXFP4;
@@ -128,7 +128,7 @@ RowBlock extract(DType t, const uint8_t* row, int64_t b) {
       for (int l = 0; l < 32; ++l) {
         const int lo = (x.qs[32 * (s / 4) + l] >> (2 * (s % 4))) & 3;
         const int high = (x.hmask[l] >> s) & 1;
-        o.q[l] = (uint8_t)(lo - (high ? 0 : 4) + 32);  // the Q6_K quant of the same value
+        o.q[l] = (uint8_t)(lo | (high << 2));  // q + 4: the value is d*sc*(o.q - 4)
       }
       o.d = x.d;
       o.sc6[0] = (int8_t)(q3_k_scale(x.scales, 2 * s) - 32);
@@ -194,10 +194,11 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
       sub[16 + 2 * r] = rb[r].mn16[0];
       sub[16 + 2 * r + 1] = rb[r].mn16[1];
     }
+    const int hbit = L.q2_off >= 0 ? 2 : 4;  // the bit above the low plane's bits
     if (L.h_off >= 0)
       for (int i = 0; i < 4; ++i) {
         uint8_t bits = 0;
-        for (int g = 0; g < 8; ++g) bits |= (uint8_t)(((q[4 * g + i] >> 4) & 1) << g);
+        for (int g = 0; g < 8; ++g) bits |= (uint8_t)(((q[4 * g + i] >> hbit) & 1) << g);
         sub[L.h_off + 4 * r + i] = bits;
       }
     if (L.h2_off >= 0)
