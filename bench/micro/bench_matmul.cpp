@@ -111,7 +111,7 @@ void register_all() {
       {DType::Q4_K, {long_q4k}},
       {DType::F32, {smol_up}},             {DType::F16, {smol_up}},
       {DType::BF16, {smol_up}},
-      // The low-bit types: Q3_K and IQ4_NL also run packed (as Q6_K and Q8_0).
+      // The low-bit types (docs/weight-types.md).
       {DType::Q2_K, {gemma_down, l1b_up}}, {DType::Q3_K, {gemma_down, l1b_up}},
       {DType::IQ4_NL, {smol_up, l1b_up}},  {DType::IQ4_XS, {gemma_down, l1b_up}},
       {DType::MXFP4, {smol_up, l1b_up}},

@@ -5,7 +5,9 @@
 // lane). One broadcast activation word then feeds 8 rows, the integer dot
 // products of 8 rows end in one vector, and the block scale is applied to 8
 // rows with one FMA - no horizontal sums and no per-row decode buffer.
-// Bits per weight are unchanged (nibbles stay packed); see packed_format.h.
+// Bits per weight are unchanged (nibbles stay packed) except where a scale or
+// min per 16 elements is widened to a byte (Q2_K +19%, Q3_K +4%, IQ4_XS +1.5%);
+// see packed_format.h.
 #include <cstdint>
 #include <functional>
 #include <memory>
