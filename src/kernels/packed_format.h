@@ -17,7 +17,7 @@
 //   Q2 plane (64 B, Q2_K, Q3_K): byte 32(g & 1) + 4r + i, bits 2(g >> 1)..+1 =
 //                    bits 0..1 of q[r][4g + i]; with an H plane (Q3_K), that
 //                    plane's bit g is bit 2 (above a nibble plane it is bit 4).
-//   IQ4_XS and MXFP4 store their 4-bit grid indices in the P plane; a pshufb
+//   IQ4_NL, IQ4_XS and MXFP4 store their 4-bit grid indices in the P plane; a pshufb
 //   through the type's int8 grid (Lut) turns vector g into signed levels.
 // Headers (fp16 values are the GGUF ones, bit for bit; [8] = one per row):
 //   Q4_0, Q5_0, Q8_0: d[8] fp16                       x = d*q (+ -8d / -16d)
@@ -62,7 +62,7 @@ struct Layout {
   int p_off, h_off, h2_off;  // plane offsets in the sub-record; -1: absent
   int group;        // kGroup above
   bool is_signed;   // Q8_0: signed quants, maddubs with the sign trick
-  bool q6;          // Q6_K: int16 scales per 16 elements and the -32 offset
+  bool q6;          // Q6_K, Q2_K, Q3_K: int16 scales per 16 elements (Q6_K, Q3_K: and an offset)
   Offset offset;
   Lut lut = Lut::kNone;
   int q2_off = -1;     // Q2 plane offset in the sub-record; -1: absent
@@ -88,8 +88,8 @@ constexpr Layout kMXFP4{1, 8, 128, 0, -1, -1, 8, true, false, Offset::kNone, Lut
 static_assert(kQ4_0.record() == 8 * 18 && kQ4_1.record() == 8 * 20);
 static_assert(kQ5_0.record() == 8 * 22 && kQ5_1.record() == 8 * 24 && kQ8_0.record() == 8 * 34);
 static_assert(kQ4_K.record() == 8 * 148 && kQ5_K.record() == 8 * 180 && kQ6_K.record() == 8 * 210);
-static_assert(kIQ4_NL.record() == 8 * 18 && kIQ4_XS.record() == 8 * 138 && kMXFP4.record() == 8 * 17 && kQ2_K.record() == 8 * 100 &&
-              kQ3_K.record() == 8 * 114);
+static_assert(kQ2_K.record() == 8 * 100 && kQ3_K.record() == 8 * 114);
+static_assert(kIQ4_NL.record() == 8 * 18 && kIQ4_XS.record() == 8 * 138 && kMXFP4.record() == 8 * 17);
 
 inline const int8_t* lut_levels(Lut l) { return l == Lut::kIq4 ? quant::kIq4Values : quant::kMxfp4Doubled; }
 inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
@@ -100,7 +100,8 @@ inline __m256i vec(const uint8_t* sub, int g) {
   if constexpr (L.lut != Lut::kNone) {
     const __m256i p = load(sub + L.p_off + 32 * (g & 3));
     const __m256i idx = _mm256_and_si256(g < 4 ? p : _mm256_srli_epi16(p, 4), _mm256_set1_epi8(0x0F));
-    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)lut_levels(L.lut))), idx);
+    const __m128i grid = _mm_loadu_si128((const __m128i*)lut_levels(L.lut));
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(grid), idx);
   } else if constexpr (L.is_signed) {
     return load(sub + 32 * g);
   } else if constexpr (L.q2_off >= 0) {
@@ -162,7 +163,6 @@ inline __m256 u8x8_to_f32(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(v)));
 }
 
-// Per-row float factors of block s of a record: x = D * q + M.
 // 2^(e - 128) per row from 8 E8M0 bytes (subnormal for e < 2), as quant::mxfp4_half_scale.
 inline __m256 e8m0_half8(const uint8_t* p) {
   int64_t v;
@@ -174,6 +174,7 @@ inline __m256 e8m0_half8(const uint8_t* p) {
   return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, is_tiny));
 }
 
+// Per-row float factors of block s of a record: x = D * q + M.
 template <const Layout& L>
 inline void block_scales(const uint8_t* rec, int s, __m256& D, __m256& M) {
   if constexpr (L.min16) {  // M: the factor of the integer min sums
