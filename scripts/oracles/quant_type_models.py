@@ -20,8 +20,8 @@ Writes into --out-dir:
       log-probs for two prompts per file (as llamacpp_goldens.py).
 """
 import argparse
+import ctypes
 import json
-import logging
 import os
 import sys
 
@@ -47,10 +47,20 @@ PROMPTS = ["capital", "sky"]
 N_GEN = 32
 
 
+def _drop_log(level, text, user_data):
+    pass
+
+
+_QUIET_LOG = None
+
+
 def llama_quantize(src: str, dst: str, ftype_name: str, pure: bool):
     import llama_cpp
-    # llama.cpp's per-tensor progress goes through this logger: warnings only.
-    logging.getLogger("llama-cpp-python").setLevel(logging.WARNING)
+    # llama.cpp logs every tensor it converts; a failure shows in the return code.
+    global _QUIET_LOG
+    if _QUIET_LOG is None:  # kept alive: llama.cpp holds the pointer
+        _QUIET_LOG = llama_cpp.llama_log_callback(_drop_log)
+    llama_cpp.llama_log_set(_QUIET_LOG, ctypes.c_void_p(0))
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, ftype_name)
     params.allow_requantize = True
