@@ -43,6 +43,8 @@ std::vector<uint8_t> random_weight(DType t, int64_t n_in, int64_t n_out) {
       for (size_t i = 0; i < bytes.size(); i += 4) { const float v = 0.01f; std::memcpy(&bytes[i], &v, 4); }
       break;
     case DType::Q6_K: set_half(208); break;
+    case DType::Q2_K: set_half(80); set_half(82); break;
+    case DType::Q3_K: set_half(108); break;
     case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: set_half(0); set_half(2); break;
     default: set_half(0); break;
   }
@@ -109,6 +111,10 @@ void register_all() {
       {DType::Q4_K, {long_q4k}},
       {DType::F32, {smol_up}},             {DType::F16, {smol_up}},
       {DType::BF16, {smol_up}},
+      // The low-bit types (docs/weight-types.md).
+      {DType::Q2_K, {gemma_down, l1b_up}}, {DType::Q3_K, {gemma_down, l1b_up}},
+      {DType::IQ4_NL, {smol_up, l1b_up}},  {DType::IQ4_XS, {gemma_down, l1b_up}},
+      {DType::MXFP4, {smol_up, l1b_up}},
   };
   for (const Entry& e : entries)
     for (const Shape& s : e.shapes)

@@ -27,10 +27,12 @@ ROWS = [0, 1, 7]
 
 # Types absent from the two models get random rows (fixed seed) whose fp16
 # scale fields are overwritten with finite values.
-SYNTHETIC = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"]
+SYNTHETIC = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16",
+             "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS", "MXFP4"]
 # Byte offsets of fp16 fields inside each block.
 HALF_FIELDS = {"Q4_0": [0], "Q4_1": [0, 2], "Q5_0": [0], "Q5_1": [0, 2], "Q8_0": [0],
-               "Q4_K": [0, 2], "Q5_K": [0, 2], "Q6_K": [208]}
+               "Q4_K": [0, 2], "Q5_K": [0, 2], "Q6_K": [208], "Q2_K": [80, 82], "Q3_K": [108],
+               "IQ4_NL": [0], "IQ4_XS": [0]}
 
 
 def synthetic_rows():
@@ -46,6 +48,9 @@ def synthetic_rows():
         for off in HALF_FIELDS.get(name, []):
             h = rng.uniform(-0.05, 0.05, size=nb).astype(np.float16)
             blocks[:, off:off + 2] = h.view(np.uint8).reshape(nb, 2)
+        if name == "MXFP4":  # E8M0 exponents: the two subnormal ones, then any finite product
+            blocks[:, 0] = rng.integers(0, 250, size=nb)
+            blocks[:2, 0] = [0, 1]
         if name == "F16":
             raw = rng.normal(size=n_cols).astype(np.float16).view(np.uint8)
         if name == "BF16":

@@ -11,13 +11,16 @@ const DTypeInfo* dtype_info(uint32_t raw) {
   static const DTypeInfo kQ5_1{"Q5_1", 32, 24, true};
   static const DTypeInfo kQ8_0{"Q8_0", 32, 34, true};
   static const DTypeInfo kQ8_1{"Q8_1", 32, 36, false};
-  static const DTypeInfo kQ2_K{"Q2_K", 256, 84, false};
-  static const DTypeInfo kQ3_K{"Q3_K", 256, 110, false};
+  static const DTypeInfo kQ2_K{"Q2_K", 256, 84, true};
+  static const DTypeInfo kQ3_K{"Q3_K", 256, 110, true};
   static const DTypeInfo kQ4_K{"Q4_K", 256, 144, true};
   static const DTypeInfo kQ5_K{"Q5_K", 256, 176, true};
   static const DTypeInfo kQ6_K{"Q6_K", 256, 210, true};
   static const DTypeInfo kQ8_K{"Q8_K", 256, 292, false};
+  static const DTypeInfo kIQ4_NL{"IQ4_NL", 32, 18, true};
+  static const DTypeInfo kIQ4_XS{"IQ4_XS", 256, 136, true};
   static const DTypeInfo kBF16{"BF16", 1, 2, true};
+  static const DTypeInfo kMXFP4{"MXFP4", 32, 17, true};
   switch (static_cast<DType>(raw)) {
     case DType::F32: return &kF32;
     case DType::F16: return &kF16;
@@ -33,7 +36,10 @@ const DTypeInfo* dtype_info(uint32_t raw) {
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;
     case DType::Q8_K: return &kQ8_K;
+    case DType::IQ4_NL: return &kIQ4_NL;
+    case DType::IQ4_XS: return &kIQ4_XS;
     case DType::BF16: return &kBF16;
+    case DType::MXFP4: return &kMXFP4;
   }
   return nullptr;
 }

@@ -143,6 +143,67 @@ void deq_q6_k(const void* src, float* y, int64_t nb) {
   }
 }
 
+// Q2_K: element 128h + 32k + l is bits 2k..2k+1 of qs[32h + l]; its scale
+// byte is the one of its 16-element sub-block.
+void deq_q2_k(const void* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += kQKK) {
+    const BlockQ2_K& b = blocks<BlockQ2_K>(src)[i];
+    const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
+    for (int e = 0; e < kQKK; ++e) {
+      const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+      const uint8_t sc = b.scales[e / 16];
+      const int q = (b.qs[32 * h + l] >> (2 * k)) & 3;
+      y[e] = d * (float)(sc & 0xF) * (float)q - dmin * (float)(sc >> 4);
+    }
+  }
+}
+
+// Q3_K: low 2 bits as Q2_K; a clear hmask bit subtracts 4.
+void deq_q3_k(const void* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += kQKK) {
+    const BlockQ3_K& b = blocks<BlockQ3_K>(src)[i];
+    const float d = fp16_to_fp32(b.d);
+    for (int e = 0; e < kQKK; ++e) {
+      const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+      const int lo = (b.qs[32 * h + l] >> (2 * k)) & 3;
+      const int high = (b.hmask[l] >> (4 * h + k)) & 1;
+      const int sc = q3_k_scale(b.scales, e / 16) - 32;
+      y[e] = d * (float)sc * (float)(lo - (high ? 0 : 4));
+    }
+  }
+}
+
+// A 32-element block of nibbles (element j low, j + 16 high) through a table.
+void deq_table_block(const uint8_t* qs, const int8_t* table, float d, float* y) {
+  for (int j = 0; j < kQK / 2; ++j) {
+    y[j] = d * (float)table[qs[j] & 0xF];
+    y[j + 16] = d * (float)table[qs[j] >> 4];
+  }
+}
+
+void deq_iq4_nl(const void* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK) {
+    const BlockIQ4_NL& b = blocks<BlockIQ4_NL>(src)[i];
+    deq_table_block(b.qs, kIq4Values, fp16_to_fp32(b.d), y);
+  }
+}
+
+void deq_iq4_xs(const void* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const BlockIQ4_XS& b = blocks<BlockIQ4_XS>(src)[i];
+    const float d = fp16_to_fp32(b.d);
+    for (int s = 0; s < 8; ++s, y += kQK)
+      deq_table_block(b.qs + 16 * s, kIq4Values, d * (float)(iq4_xs_scale(b, s) - 32), y);
+  }
+}
+
+void deq_mxfp4(const void* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK) {
+    const BlockMXFP4& b = blocks<BlockMXFP4>(src)[i];
+    deq_table_block(b.qs, kMxfp4Doubled, mxfp4_half_scale(b.e), y);
+  }
+}
+
 }  // namespace
 
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
@@ -171,6 +232,11 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     case DType::Q4_K: deq_q4_k(src, dst, nb); return;
     case DType::Q5_K: deq_q5_k(src, dst, nb); return;
     case DType::Q6_K: deq_q6_k(src, dst, nb); return;
+    case DType::Q2_K: deq_q2_k(src, dst, nb); return;
+    case DType::Q3_K: deq_q3_k(src, dst, nb); return;
+    case DType::IQ4_NL: deq_iq4_nl(src, dst, nb); return;
+    case DType::IQ4_XS: deq_iq4_xs(src, dst, nb); return;
+    case DType::MXFP4: deq_mxfp4(src, dst, nb); return;
     default: return;
   }
 }

@@ -6,6 +6,8 @@
 #include <algorithm>
 
 #include "kernels/quant_unpack.h"
+#include "kernels/quant_unpack_low_k.h"
+#include "kernels/quant_unpack_lut.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/quant_act.h"
 
@@ -61,6 +63,20 @@ inline void accumulate_chunk(const DecodedChunk* dec, int nsub, const QuantizedA
           p32 = _mm256_madd_epi16(p16, ones);
         }
         acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_mul_ps(wd[r], dx), acc[r][t]);
+      }
+    }
+  }
+  if constexpr (quant::kHasMin16<Dec>) {
+    // Mins per 16 elements: the activations' half sums (int16 pairs, one per
+    // block) times the (lo, hi) min pairs, all 8 sub-blocks in one madd.
+    for (int r = 0; r < R; ++r) {
+      const __m256i mn = _mm256_loadu_si256((const __m256i*)dec[r].mn);
+      const __m256 dm = _mm256_set1_ps(dec[r].dm);
+      for (int t = 0; t < T; ++t) {
+        const __m256i hs = _mm256_loadu_si256((const __m256i*)(a.hs_row(t0 + t) + blk0));
+        const __m256 dx = _mm256_loadu_ps(a.d_row(t0 + t) + blk0);
+        const __m256 m = _mm256_cvtepi32_ps(_mm256_madd_epi16(hs, mn));
+        acc[r][t] = _mm256_fmadd_ps(m, _mm256_mul_ps(dm, dx), acc[r][t]);
       }
     }
   }
@@ -158,6 +174,11 @@ void matmul_quantized(const TensorView& w, const float* x, float* y, int64_t n_t
     case DType::Q4_K: return run<quant::DecQ4_K>(w, x, y, n_tok, pool);
     case DType::Q5_K: return run<quant::DecQ5_K>(w, x, y, n_tok, pool);
     case DType::Q6_K: return run<quant::DecQ6_K>(w, x, y, n_tok, pool);
+    case DType::Q2_K: return run<quant::DecQ2_K>(w, x, y, n_tok, pool);
+    case DType::Q3_K: return run<quant::DecQ3_K>(w, x, y, n_tok, pool);
+    case DType::IQ4_NL: return run<quant::DecIQ4_NL>(w, x, y, n_tok, pool);
+    case DType::IQ4_XS: return run<quant::DecIQ4_XS>(w, x, y, n_tok, pool);
+    case DType::MXFP4: return run<quant::DecMXFP4>(w, x, y, n_tok, pool);
     default: return;
   }
 }

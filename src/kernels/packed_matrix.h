@@ -5,7 +5,9 @@
 // lane). One broadcast activation word then feeds 8 rows, the integer dot
 // products of 8 rows end in one vector, and the block scale is applied to 8
 // rows with one FMA - no horizontal sums and no per-row decode buffer.
-// Bits per weight are unchanged (nibbles stay packed); see packed_format.h.
+// Bits per weight are unchanged (nibbles stay packed) except where a scale or
+// min per 16 elements is widened to a byte (Q2_K +19%, Q3_K +4%, IQ4_XS +1.5%);
+// see packed_format.h.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,7 +51,7 @@ struct PackedMatrix {
 constexpr int64_t kPackRows = 8;
 
 // Whether pack_matrix supports this weight type (Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q4_K, Q5_K, Q6_K).
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4).
 bool packable(DType t);
 
 // Repacks a 2-D quantized weight [n_out, n_in]. InvalidArgument for a tensor

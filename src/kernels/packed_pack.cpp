@@ -19,6 +19,9 @@ struct RowBlock {
   uint16_t d = 0, m = 0;        // fp16 scale (and min / dmin)
   uint8_t sc = 0, mn = 0;       // K-quant 6-bit scale and min of this block
   int8_t sc6[2] = {0, 0};       // Q6_K scales of elements 0-15 and 16-31
+  uint8_t mn16[2] = {0, 0};     // Q2_K mins of elements 0-15 and 16-31 (scales in sc6)
+  int8_t ls = 0;                // IQ4_XS scale of this block, minus 32
+  uint8_t e = 0;                // MXFP4 exponent
 };
 
 const Layout* layout_of(DType t) {
@@ -31,6 +34,11 @@ const Layout* layout_of(DType t) {
     case DType::Q4_K: return &packed::kQ4_K;
     case DType::Q5_K: return &packed::kQ5_K;
     case DType::Q6_K: return &packed::kQ6_K;
+    case DType::Q2_K: return &packed::kQ2_K;
+    case DType::Q3_K: return &packed::kQ3_K;
+    case DType::IQ4_NL: return &packed::kIQ4_NL;
+    case DType::IQ4_XS: return &packed::kIQ4_XS;
+    case DType::MXFP4: return &packed::kMXFP4;
     default: return nullptr;
   }
 }
@@ -113,6 +121,53 @@ RowBlock extract(DType t, const uint8_t* row, int64_t b) {
       o.sc6[1] = x.scales[8 * half + 2 * k + 1];
       break;
     }
+    case DType::Q3_K: {
+      // Sub-block s: bits 2k..2k+1 of half s / 4 (k = s % 4), high bit s of hmask.
+      const BlockQ3_K& x = ((const BlockQ3_K*)row)[b / 8];
+      const int s = (int)(b % 8);
+      for (int l = 0; l < 32; ++l) {
+        const int lo = (x.qs[32 * (s / 4) + l] >> (2 * (s % 4))) & 3;
+        const int high = (x.hmask[l] >> s) & 1;
+        o.q[l] = (uint8_t)(lo | (high << 2));  // q + 4: the value is d*sc*(o.q - 4)
+      }
+      o.d = x.d;
+      o.sc6[0] = (int8_t)(q3_k_scale(x.scales, 2 * s) - 32);
+      o.sc6[1] = (int8_t)(q3_k_scale(x.scales, 2 * s + 1) - 32);
+      break;
+    }
+    case DType::IQ4_NL: {
+      const BlockIQ4_NL& x = ((const BlockIQ4_NL*)row)[b];
+      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);  // the grid indices
+      o.d = x.d;
+      break;
+    }
+    case DType::Q2_K: {
+      // Sub-block s: bits 2k..2k+1 of half s / 4 (k = s % 4); scale bytes 2s, 2s + 1.
+      const BlockQ2_K& x = ((const BlockQ2_K*)row)[b / 8];
+      const int s = (int)(b % 8);
+      for (int l = 0; l < 32; ++l) o.q[l] = (uint8_t)((x.qs[32 * (s / 4) + l] >> (2 * (s % 4))) & 3);
+      o.d = x.d;
+      o.m = x.dmin;
+      for (int h = 0; h < 2; ++h) {
+        o.sc6[h] = (int8_t)(x.scales[2 * s + h] & 0xF);
+        o.mn16[h] = (uint8_t)(x.scales[2 * s + h] >> 4);
+      }
+      break;
+    }
+    case DType::IQ4_XS: {  // q: the grid indices
+      const BlockIQ4_XS& x = ((const BlockIQ4_XS*)row)[b / 8];
+      const int s = (int)(b % 8);
+      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs + 16 * s, k);
+      o.d = x.d;
+      o.ls = (int8_t)(iq4_xs_scale(x, s) - 32);
+      break;
+    }
+    case DType::MXFP4: {
+      const BlockMXFP4& x = ((const BlockMXFP4*)row)[b];
+      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);
+      o.e = x.e;
+      break;
+    }
     default: break;
   }
   return o;
@@ -123,18 +178,27 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
   uint8_t* sub = rec + L.header + s * L.sub;
   for (int r = 0; r < kPackRows; ++r) {
     const uint8_t* q = rb[r].q;
-    if (L.is_signed) {
+    if (L.is_signed && L.lut == packed::Lut::kNone) {
       for (int g = 0; g < 8; ++g) std::memcpy(sub + 32 * g + 4 * r, q + 4 * g, 4);
-    } else {
+    } else if (L.p_off >= 0) {
       for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 4; ++i)
           sub[L.p_off + 32 * j + 4 * r + i] =
               (uint8_t)((q[4 * j + i] & 0xF) | ((q[4 * j + 16 + i] & 0xF) << 4));
     }
+    if (L.q2_off >= 0)
+      for (int g = 0; g < 8; ++g)
+        for (int i = 0; i < 4; ++i)
+          sub[L.q2_off + 32 * (g & 1) + 4 * r + i] |= (uint8_t)((q[4 * g + i] & 3) << (2 * (g >> 1)));
+    if (L.min16) {
+      sub[16 + 2 * r] = rb[r].mn16[0];
+      sub[16 + 2 * r + 1] = rb[r].mn16[1];
+    }
+    const int hbit = L.q2_off >= 0 ? 2 : 4;  // the bit above the low plane's bits
     if (L.h_off >= 0)
       for (int i = 0; i < 4; ++i) {
         uint8_t bits = 0;
-        for (int g = 0; g < 8; ++g) bits |= (uint8_t)(((q[4 * g + i] >> 4) & 1) << g);
+        for (int g = 0; g < 8; ++g) bits |= (uint8_t)(((q[4 * g + i] >> hbit) & 1) << g);
         sub[L.h_off + 4 * r + i] = bits;
       }
     if (L.h2_off >= 0)
@@ -147,8 +211,13 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
       sub[2 * r + 1] = (uint8_t)rb[r].sc6[1];
     }
     // Header fields; K-quant d/dmin are per super-block (identical for every s).
+    if (L.lut == packed::Lut::kMxfp4) {
+      rec[r] = rb[r].e;
+      continue;
+    }
     std::memcpy(rec + 2 * r, &rb[r].d, 2);
-    if (L.offset == packed::Offset::kMin || L.offset == packed::Offset::kKQuant)
+    if (L.lut == packed::Lut::kIq4 && L.blocks > 1) rec[16 + 8 * s + r] = (uint8_t)rb[r].ls;
+    if (L.offset == packed::Offset::kMin || L.offset == packed::Offset::kKQuant || L.min16)
       std::memcpy(rec + 16 + 2 * r, &rb[r].m, 2);
     if (L.offset == packed::Offset::kKQuant) {
       rec[32 + 8 * s + r] = rb[r].sc;

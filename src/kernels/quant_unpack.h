@@ -3,7 +3,9 @@
 // quantized weight row into signed int8 plus per-sub-block float factors.
 // The integer kernel then computes, for sub-block s and activation block xs:
 //   dot = d[s] * dx * Σ_i sc(i) * q[s][i] * xq[i]  +  m[s] * (dx * Σ_i xq[i])
-// where sc(i) is 1 except for Q6_K (its int8 scale per 16 elements).
+//         + dm * dx * (mn[s][0] * Σ_{i<16} xq[i] + mn[s][1] * Σ_{i>=16} xq[i])
+// where sc(i) is 1 except for the types with a scale per 16 elements (Q6_K,
+// Q2_K, Q3_K), and the mn term is Q2_K's min per 16 elements (kMin16).
 // kUnsigned decoders keep q in [0, 31] (offsets such as Q4_0's -8 move into
 // m[s]), so the kernel can feed q straight to maddubs as its unsigned operand;
 // the others produce signed q and need the sign trick.
@@ -20,8 +22,19 @@ struct DecodedChunk {
   alignas(32) int8_t q[8][32];  // [sub-block, element] signed weights
   alignas(32) float d[8];       // scale of each sub-block
   alignas(32) float m[8];       // offset factor (min) of each sub-block; 0 if unused
-  alignas(32) int16_t sc[8][16];  // Q6_K only: [sub-block, 8 x lo scale, 8 x hi scale]
+  alignas(32) int16_t sc[8][16];  // kScale16: [sub-block, 8 x lo scale, 8 x hi scale]
+  alignas(32) int16_t mn[8][2];   // kMin16: [sub-block, min of elements 0-15, of 16-31]
+  float dm;                       // kMin16: factor of the mins
 };
+
+// Decoders with a min per 16 elements declare kMin16 = true.
+template <typename Dec>
+constexpr bool kHasMin16 = requires { requires Dec::kMin16; };
+
+// Both 16-element halves of a sub-block: lo in the first 8 int16 lanes, hi in the last 8.
+inline __m256i int16_halves(int lo, int hi) {
+  return _mm256_set_m128i(_mm_set1_epi16((int16_t)hi), _mm_set1_epi16((int16_t)lo));
+}
 
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 

@@ -18,6 +18,15 @@ ROOT = stride_cli.ROOT
 GEN = os.path.join(ROOT, "tests", "data", "generated")
 
 
+def load_generated(*parts):
+    """A JSON file under tests/data/generated; its absence fails the test."""
+    path = os.path.join(GEN, *parts)
+    if not os.path.exists(path):
+        pytest.fail(f"{path} missing: run scripts/setup")
+    with open(path) as f:
+        return json.load(f)
+
+
 @pytest.fixture(scope="session")
 def stride():
     """A StrideCli bound to the built binary; fails the test when it is absent."""
@@ -26,17 +35,9 @@ def stride():
 
 @pytest.fixture(scope="session")
 def tiny_manifest():
-    path = os.path.join(GEN, "tiny", "manifest.json")
-    if not os.path.exists(path):
-        pytest.fail(f"{path} missing: run scripts/setup")
-    with open(path) as f:
-        return json.load(f)
+    return load_generated("tiny", "manifest.json")
 
 
 @pytest.fixture(scope="session")
 def goldens():
-    path = os.path.join(GEN, "llamacpp_goldens.json")
-    if not os.path.exists(path):
-        pytest.fail(f"{path} missing: run scripts/setup")
-    with open(path) as f:
-        return json.load(f)
+    return load_generated("llamacpp_goldens.json")

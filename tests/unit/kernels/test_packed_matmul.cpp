@@ -25,6 +25,9 @@ std::vector<int> half_fields(DType t) {
     case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {0};
     case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
     case DType::Q6_K: return {208};
+    case DType::Q2_K: return {80, 82};
+    case DType::Q3_K: return {108};
+    case DType::IQ4_NL: case DType::IQ4_XS: return {0};
     default: return {};
   }
 }
@@ -59,6 +62,7 @@ struct RandomWeight {
         const uint16_t h = fp32_to_fp16(ud(rng) * 0.05f);
         std::memcpy(blk + off, &h, 2);
       }
+      if (t == DType::MXFP4) blk[0] = (uint8_t)(b % 3 == 0 ? b % 2 : 118 + rng() % 8);  // subnormal and normal scales
     }
     view = matrix_view(t, n_in, n_out, bytes);
   }
@@ -149,7 +153,9 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, PackedTypes,
                          ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                                           DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                                           DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                                           DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS,
+                                           DType::MXFP4),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(PackedMatrix, LayoutSizes) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,82 @@ TEST(Dequantize, Q6_KHandBuilt) {
   }
 }
 
+TEST(Dequantize, Q2_KHandBuilt) {
+  BlockQ2_K b;
+  std::memset(&b, 0, sizeof(b));
+  b.d = fp32_to_fp16(0.5f);
+  b.dmin = fp32_to_fp16(0.25f);
+  for (int i = 0; i < 16; ++i) b.scales[i] = (uint8_t)((i % 16) | (((15 - i) % 16) << 4));
+  int q[256];
+  for (int e = 0; e < 256; ++e) {
+    q[e] = (e * 7 + e / 64) % 4;
+    b.qs[32 * (e / 128) + e % 32] |= (uint8_t)(q[e] << (2 * ((e % 128) / 32)));
+  }
+  const auto y = deq(DType::Q2_K, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int s = e / 16;  // scale (low nibble) and min (high nibble) per 16 elements
+    EXPECT_EQ(y[(size_t)e], 0.5f * (float)s * (float)q[e] - 0.25f * (float)(15 - s)) << e;
+  }
+}
+
+TEST(Dequantize, Q3_KHandBuilt) {
+  BlockQ3_K b;
+  std::memset(&b, 0, sizeof(b));
+  b.d = fp32_to_fp16(0.125f);
+  int sc[16];
+  for (int i = 0; i < 16; ++i) {
+    sc[i] = (i * 23 + 5) % 64;  // stored with +32; the value is sc - 32
+    if (i < 8) b.scales[i] |= (uint8_t)(sc[i] & 15);
+    else b.scales[i - 8] |= (uint8_t)((sc[i] & 15) << 4);
+    b.scales[8 + i % 4] |= (uint8_t)((sc[i] >> 4) << (2 * (i / 4)));
+  }
+  int q[256];
+  for (int e = 0; e < 256; ++e) {
+    q[e] = (e * 5 + 3) % 8 - 4;  // [-4, 3]: low 2 bits, high bit set when q >= 0
+    const int u = q[e] + 4, h = e / 128, k = (e % 128) / 32, l = e % 32;
+    b.qs[32 * h + l] |= (uint8_t)((u & 3) << (2 * k));
+    b.hmask[l] |= (uint8_t)((u >> 2) << (4 * h + k));
+  }
+  const auto y = deq(DType::Q3_K, &b, 256);
+  for (int e = 0; e < 256; ++e)
+    EXPECT_EQ(y[(size_t)e], 0.125f * (float)(sc[e / 16] - 32) * (float)q[e]) << e;
+}
+
+TEST(Dequantize, Iq4AndMxfp4HandBuilt) {
+  // The IQ4_NL grid and the E2M1 values (OCP MX spec) written out here.
+  const int iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  int q[32];
+  for (int j = 0; j < 32; ++j) q[j] = (j * 9 + 2) % 16;
+  BlockIQ4_NL nl;
+  nl.d = fp32_to_fp16(0.25f);
+  pack_nibbles(q, nl.qs);
+  const auto y_nl = deq(DType::IQ4_NL, &nl, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y_nl[(size_t)j], 0.25f * (float)iq4[q[j]]) << j;
+
+  BlockIQ4_XS xs;
+  std::memset(&xs, 0, sizeof(xs));
+  xs.d = fp32_to_fp16(0.5f);
+  const int ls[8] = {0, 63, 32, 31, 17, 48, 1, 40};
+  for (int s = 0; s < 8; ++s) {
+    xs.scales_l[s / 2] |= (uint8_t)((ls[s] & 15) << (4 * (s % 2)));
+    xs.scales_h |= (uint16_t)((ls[s] >> 4) << (2 * s));
+    pack_nibbles(q, xs.qs + 16 * s);
+  }
+  const auto y_xs = deq(DType::IQ4_XS, &xs, 256);
+  for (int e = 0; e < 256; ++e)
+    EXPECT_EQ(y_xs[(size_t)e], 0.5f * (float)(ls[e / 32] - 32) * (float)iq4[q[e % 32]]) << e;
+
+  for (int e8 : {0, 1, 2, 119, 127, 130, 254}) {
+    BlockMXFP4 mx;
+    mx.e = (uint8_t)e8;
+    pack_nibbles(q, mx.qs);
+    const auto y = deq(DType::MXFP4, &mx, 32);
+    const float scale = std::ldexp(1.0f, e8 - 127);  // E8M0: 2^(e - 127)
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(y[(size_t)j], scale * e2m1[q[j]]) << e8 << " " << j;
+  }
+}
+
 TEST(Dequantize, FloatTypes) {
   const float vals[8] = {0.0f, -1.5f, 3.140625f, 65504.0f, -0.00006103515625f, 1e-7f, 2.5f, -7.0f};
   std::vector<uint16_t> h(8), bf(8);
@@ -298,6 +375,38 @@ TEST(Dequantize, MatchesGgufPythonGoldens) {
     EXPECT_NEAR(abs_sum, row.at("abs_sum").get<double>(), 1e-9 * abs_sum) << type;
   }
   EXPECT_GE(n_real, 18);
+}
+
+// Real rows of SmolLM2 quantized to Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 by
+// llama.cpp / the gguf package, with gguf.quants.dequantize of every value
+// (tests/data/generated/quant_types/rows.json, from scripts/oracles/quant_type_models.py).
+TEST(Dequantize, LowBitTypesMatchGgufOnRealRows) {
+  const std::string dir = std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/quant_types/";
+  std::ifstream f(dir + "rows.json");
+  ASSERT_TRUE(f.good()) << dir << "rows.json missing: run scripts/setup";
+  const auto j = nlohmann::json::parse(f);
+  std::set<std::string> types;
+  for (const auto& row : j.at("rows")) {
+    const std::string type = row.at("type");
+    const int64_t n = row.at("n_cols");
+    const auto bytes = from_hex(row.at("bytes_hex"));
+    const DType t = static_cast<DType>(row.at("type_id").get<uint32_t>());
+    ASSERT_EQ((int64_t)bytes.size(), dtype_row_bytes(t, n)) << type;
+    std::ifstream m(dir + row.at("model").get<std::string>(), std::ios::binary);
+    ASSERT_TRUE(m.good()) << row.at("model");
+    std::vector<uint8_t> file_bytes(bytes.size());
+    m.seekg(row.at("file_offset").get<int64_t>());
+    m.read(reinterpret_cast<char*>(file_bytes.data()), (std::streamsize)file_bytes.size());
+    ASSERT_EQ(file_bytes, bytes) << row.at("tensor");
+    const auto y = deq(t, bytes.data(), n);
+    const auto& want = row.at("values");
+    ASSERT_EQ((int64_t)want.size(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(y[(size_t)i], want[(size_t)i].get<float>())
+          << type << " " << row.at("model") << " " << row.at("tensor") << " row " << row.at("row") << " [" << i << "]";
+    types.insert(type);
+  }
+  EXPECT_EQ(types, (std::set<std::string>{"IQ4_NL", "IQ4_XS", "MXFP4", "Q2_K", "Q3_K"}));
 }
 
 }  // namespace

@@ -24,6 +24,9 @@ std::vector<int> half_fields(DType t) {
     case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {0};
     case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
     case DType::Q6_K: return {208};
+    case DType::Q2_K: return {80, 82};
+    case DType::Q3_K: return {108};
+    case DType::IQ4_NL: case DType::IQ4_XS: return {0};
     default: return {};
   }
 }
@@ -63,6 +66,7 @@ struct RandomWeight {
           const uint16_t h = fp32_to_fp16(ud(rng) * 0.05f);
           std::memcpy(blk + off, &h, 2);
         }
+        if (t == DType::MXFP4) blk[0] = (uint8_t)(118 + rng() % 8);  // E8M0 scales 2^-10..2^-3
       }
     }
     view.name = std::string("w");
@@ -184,7 +188,8 @@ TEST_P(MatmulTypes, FastMatchesReferences) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0,
                                            DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                                           DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                                           DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q2_K,
+                                           DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(QuantizeActs, FastIsBitExactWithReference) {
