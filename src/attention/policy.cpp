@@ -1,5 +1,6 @@
 // Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
-// | "topk:sparsity=R|mass=P[,min=T,max=T],block=B[,sinks=S,window=W,resident=N]"
+// | "topk:sparsity=R|mass=P[,min=T,max=T],block=B[,sinks=S,window=W,resident=N,decode=dense,estimate=pooled]"
+// | "sparse_prefill[:...]" (topk's keys; decode=dense, select=block, estimate=pooled, mass=0.95 by default)
 // | "strided:window=W,stride=S[,globals=G,block=B,ranges=A-B+C-D]".
 // Arguments are comma-separated key=value; a list inside one value uses '+'.
 #include "attention/policy.h"
@@ -73,11 +74,20 @@ Expected<double> parse_fraction(std::string_view kind, const KeyValue& kv) {
   return v;
 }
 
-Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs) {
+// sparse_prefill: block-sparse prompt chunks (pooled estimate, adaptive
+// budget) and dense decoding; the keys topk takes may override it.
+Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_prefill) {
   PolicySpec spec;
   spec.kind = PolicyKind::TopK;
   spec.sparsity = 0.9;  // the seed configuration's default
   bool fixed_budget = false;
+  if (sparse_prefill) {
+    spec.decode_dense = spec.select_per_block = spec.pooled_estimate = true;
+    const bool budget_given = std::any_of(kvs.begin(), kvs.end(), [](const KeyValue& kv) {
+      return kv.key == "sparsity" || kv.key == "mass";
+    });
+    if (!budget_given) spec.mass = 0.95;
+  }
   for (const auto& kv : kvs) {
     if (kv.key == "sparsity") {
       STRIDE_ASSIGN_OR_RETURN(spec.sparsity, parse_fraction("topk", kv));
@@ -104,10 +114,25 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs) {
       else
         return InvalidArgument("policy 'topk': select must be 'query' or 'block', got '" +
                                std::string(kv.value) + "'");
+    } else if (kv.key == "decode") {
+      if (kv.value == "dense") spec.decode_dense = true;
+      else if (kv.value == "topk") spec.decode_dense = false;
+      else
+        return InvalidArgument("policy 'topk': decode must be 'dense' or 'topk', got '" +
+                               std::string(kv.value) + "'");
+    } else if (kv.key == "estimate") {
+      if (kv.value == "bound") spec.pooled_estimate = false;
+      else if (kv.value == "pooled") spec.pooled_estimate = true;
+      else
+        return InvalidArgument("policy 'topk': estimate must be 'bound' or 'pooled', got '" +
+                               std::string(kv.value) + "'");
     } else {
-      return unknown_key("topk", kv, "sparsity, mass, min, max, block, sinks, window, resident, select");
+      return unknown_key("topk", kv,
+                         "sparsity, mass, min, max, block, sinks, window, resident, select, decode, estimate");
     }
   }
+  if (spec.decode_dense && spec.resident > 0)
+    return InvalidArgument("policy 'topk': decode=dense reads every page, so it cannot keep only resident=N in the pool");
   if (fixed_budget && spec.mass > 0.0)
     return InvalidArgument("policy 'topk': give sparsity=R (a fixed budget) or mass=P (adaptive), not both");
   const bool bounds = spec.min_tokens > 0 || spec.max_tokens > 0;
@@ -231,11 +256,13 @@ Expected<PolicySpec> parse_policy(std::string_view text) {
     if (spec.window == 0) return InvalidArgument("policy 'rswa': missing window=W");
     return spec;
   }
-  if (kind == "topk") return parse_topk(kvs);
+  if (kind == "topk") return parse_topk(kvs, /*sparse_prefill=*/false);
+  if (kind == "sparse_prefill") return parse_topk(kvs, /*sparse_prefill=*/true);
   if (kind == "strided") return parse_strided(kvs);
   return InvalidArgument("unknown policy '" + std::string(kind) +
                          "' (expected dense, window:size=W, rswa:sinks=S,window=W[,pos=rel|abs], "
-                         "topk:sparsity=R,block=B or strided:window=W,stride=S,globals=G[,ranges=A-B+C-D])");
+                         "topk:sparsity=R,block=B, sparse_prefill[:mass=P] or "
+                         "strided:window=W,stride=S,globals=G[,ranges=A-B+C-D])");
 }
 
 const char* policy_kind_name(PolicyKind k) {
@@ -267,6 +294,8 @@ std::string policy_to_string(const PolicySpec& p) {
       if (p.window > 0) s += ",window=" + std::to_string(p.window);
       if (p.resident > 0) s += ",resident=" + std::to_string(p.resident);
       if (p.select_per_block) s += ",select=block";
+      if (p.decode_dense) s += ",decode=dense";
+      if (p.pooled_estimate) s += ",estimate=pooled";
       return s;
     }
     case PolicyKind::Strided: {

@@ -47,6 +47,14 @@ struct PolicySpec {
   // query reads depend on how its prompt was cut into chunks (batching, prefix
   // hits), so logits are no longer the same whatever the schedule.
   bool select_per_block = false;
+  // TopK: selection runs only on prompt chunks (sparse prefill); decode steps
+  // and speculative verification read every page, so the KV the prompt left
+  // is what dense decoding would read.
+  bool decode_dense = false;
+  // TopK: score pages with each query head's mean query over the block
+  // instead of every query's bound (cheaper by the block size; an estimate,
+  // not a bound, as block-sparse prefill methods use).
+  bool pooled_estimate = false;
   // TopK: selection granularity in tokens (0: the page size; else a multiple of it).
   // Strided: the size of the blocks the stride counts.
   int64_t block = 0;
@@ -70,10 +78,20 @@ struct PolicySpec {
 };
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
-// | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]"
+// | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
+//        [,decode=dense][,estimate=bound|pooled]"
+// | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,
+//        estimate=pooled and mass=0.95 unless given
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);
+
+// Does a top-k layer select pages for a step of n_new tokens? Under
+// decode=dense only prompt chunks do: one token, or a step whose tail may be
+// dropped (speculative verification), reads every page.
+inline bool topk_selects(const PolicySpec& p, int n_new, bool may_truncate) {
+  return p.kind == PolicyKind::TopK && !(p.decode_dense && (n_new <= 1 || may_truncate));
+}
 
 // Does k_pos fall in one of the strided policy's global ranges?
 inline bool in_global_range(const PolicySpec& p, int64_t k_pos) {

@@ -47,17 +47,32 @@ TopkBlockBudget topk_block_budget(const PolicySpec& p, int page_size, int64_t n_
 namespace {
 
 struct BlockQueries {
-  // Rows of one (query block, kv head): queries x the group's heads.
+  // Rows of one (query block, kv head): queries x the group's heads, or
+  // under a pooled estimate one mean query per head of the group.
   std::vector<const float*> rows;
+  std::vector<float> pooled;  // [group, dim]
   std::vector<float> lo, hi;  // [dim] per-channel box over the rows (prefill)
 };
 
 void gather_rows(BlockQueries& bq, const float* q, int q_first, int nq, int n_head, int group,
-                 int h, int dim) {
+                 int h, int dim, bool pooled) {
   bq.rows.clear();
-  for (int i = 0; i < nq; ++i)
-    for (int j = 0; j < group; ++j)
-      bq.rows.push_back(q + ((int64_t)(q_first + i) * n_head + (int64_t)h * group + j) * dim);
+  if (pooled) {
+    bq.pooled.assign((size_t)group * dim, 0.f);
+    for (int j = 0; j < group; ++j) {
+      float* mean = bq.pooled.data() + (size_t)j * dim;
+      for (int i = 0; i < nq; ++i) {
+        const float* r = q + ((int64_t)(q_first + i) * n_head + (int64_t)h * group + j) * dim;
+        for (int t = 0; t < dim; ++t) mean[t] += r[t];
+      }
+      for (int t = 0; t < dim; ++t) mean[t] /= (float)nq;
+      bq.rows.push_back(mean);
+    }
+  } else {
+    for (int i = 0; i < nq; ++i)
+      for (int j = 0; j < group; ++j)
+        bq.rows.push_back(q + ((int64_t)(q_first + i) * n_head + (int64_t)h * group + j) * dim);
+  }
   bq.lo.assign(dim, INFINITY);
   bq.hi.assign(dim, -INFINITY);
   for (const float* r : bq.rows)
@@ -152,7 +167,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     for (int h = 0; h < n_kv_heads; ++h) {
       chosen.assign(geo.n_groups, 1);
       if (keep < geo.n_groups || p.mass > 0.0) {
-        gather_rows(bq, q, q_first, nq, n_head, group, h, dim);
+        gather_rows(bq, q, q_first, nq, n_head, group, h, dim, p.pooled_estimate && nq > 1);
         scored.clear();
         for (int64_t G = geo.n_sink; G < geo.local_from; ++G) {
           float best = -INFINITY;

@@ -104,7 +104,7 @@ void KvManager::plan_static_layer(const Sequence& s, int layer, SeqStepPlan& sp)
   const LayerState& ls = s.layers[layer];
   const PolicySpec& policy = cfg_.layer_policies[layer];
   LayerStepPlan& lp = sp.layers[layer];
-  if (policy.kind == PolicyKind::TopK) {
+  if (topk_selects(policy, sp.n_new, sp.may_truncate)) {
     lp.needs_selection = true;  // the lists come from this layer's queries
     return;
   }

@@ -68,7 +68,9 @@ KvStats check_topk_inputs(const std::string& policy, const std::vector<float>& q
     for (int b0 = 0; b0 < c; b0 += qblk) {
       const int nq = std::min(qblk, c - b0);
       std::vector<std::vector<bool>> heads;
-      for (int h = 0; h < s.n_kv; ++h) heads.push_back(brute_selection(*pol, s, q, k, pos + b0, nq, h, pos + c));
+      for (int h = 0; h < s.n_kv; ++h)
+        heads.push_back(topk_selects(*pol, c, false) ? brute_selection(*pol, s, q, k, pos + b0, nq, h, pos + c)
+                                                     : std::vector<bool>((size_t)n_tok, true));  // every page
       for (int i = 0; i < nq; ++i) sel[pos + b0 + i] = heads;
     }
     pos += c;
@@ -303,6 +305,51 @@ TEST(TopkPolicy, PerHeadPlansPassTheChecker) {
       EXPECT_LT(n, 40) << "block " << b << " head " << h << " read every page";
       EXPECT_GE(n, 2);
     }
+}
+
+}  // namespace stride
+
+namespace stride {
+
+// sparse_prefill: top-k over pooled queries on prompt chunks, every page on decode.
+TEST(SparsePrefill, ParsesWithItsDefaultsAndPrints) {
+  auto p = parse_policy("sparse_prefill");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->kind, PolicyKind::TopK);
+  EXPECT_TRUE(p->decode_dense && p->select_per_block && p->pooled_estimate);
+  EXPECT_DOUBLE_EQ(p->mass, 0.95);
+  auto fixed = parse_policy("sparse_prefill:sparsity=0.8,estimate=bound");
+  ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
+  EXPECT_DOUBLE_EQ(fixed->mass, 0.0);
+  EXPECT_DOUBLE_EQ(fixed->sparsity, 0.8);
+  EXPECT_FALSE(fixed->pooled_estimate);
+  for (const PolicySpec& spec : {*p, *fixed}) {
+    auto rt = parse_policy(policy_to_string(spec));
+    ASSERT_TRUE(rt.ok()) << policy_to_string(spec);
+    EXPECT_EQ(*rt, spec) << policy_to_string(spec);
+  }
+  EXPECT_FALSE(parse_policy("sparse_prefill:resident=64").ok());  // decode reads every page
+  EXPECT_FALSE(parse_policy("topk:decode=sometimes").ok());
+  EXPECT_FALSE(parse_policy("topk:estimate=guess").ok());
+  // Decode steps and speculative verification read every page; prompt chunks select.
+  EXPECT_TRUE(topk_selects(*p, 64, false));
+  EXPECT_FALSE(topk_selects(*p, 1, false));
+  EXPECT_FALSE(topk_selects(*p, 8, true));
+  EXPECT_TRUE(topk_selects(*parse_policy("topk"), 1, false));
+}
+
+TEST(SparsePrefill, PromptChunksMatchTheSelectionAndDecodeReadsEveryPage) {
+  check_topk("sparse_prefill:sparsity=0.75", 260, {260}, 2);
+  check_topk("sparse_prefill:sparsity=0.6,block=32,sinks=20,window=40", 300, {130, 170}, 2);
+  check_topk("sparse_prefill:mass=0.8", 260, {100, 160}, 2);
+  check_topk("sparse_prefill", 300, {130, 170}, 2);
+  // 960-token prompt then 64 decode steps: the decode steps read every page.
+  std::vector<int> chunks = {960};
+  chunks.resize(65, 1);
+  const KvStats st = check_topk("sparse_prefill:sparsity=0.9", 1024, chunks, 2);
+  const KvStats pre = check_topk("sparse_prefill:sparsity=0.9", 960, {960}, 2);
+  EXPECT_LT(pre.pages_read, pre.pages_present) << "the prompt read a share of its pages";
+  EXPECT_EQ(st.pages_read - pre.pages_read, st.pages_present - pre.pages_present) << "decode read them all";
 }
 
 }  // namespace stride

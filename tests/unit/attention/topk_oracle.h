@@ -33,6 +33,23 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
   int64_t budget =
       std::min(n_groups, std::max(fixed, (int64_t)std::ceil((1 - pol.sparsity) * n_groups - 1e-9)));
   if (kv_end <= 0) kv_end = qb + 1;
+  // The rows scored: every query of the block x the group's heads, or under
+  // a pooled estimate each head's mean query over the block.
+  std::vector<std::vector<float>> rows;
+  for (int j = 0; j < group; ++j) {
+    if (pol.pooled_estimate && nq > 1) {
+      std::vector<float> mean(s.hd, 0.f);
+      for (int i = 0; i < nq; ++i)
+        for (int c = 0; c < s.hd; ++c) mean[c] += q[((size_t)(qa + i) * s.n_head + h * group + j) * s.hd + c];
+      for (float& x : mean) x /= (float)nq;
+      rows.push_back(mean);
+    } else {
+      for (int i = 0; i < nq; ++i) {
+        const float* r = q.data() + ((size_t)(qa + i) * s.n_head + h * group + j) * s.hd;
+        rows.emplace_back(r, r + s.hd);
+      }
+    }
+  }
   // The group's bound: the best row's over the summaries of its pages.
   auto group_bound = [&](int64_t g) {
     float best = -INFINITY;
@@ -45,13 +62,11 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
           mn[c] = std::min(mn[c], x);
           mx[c] = std::max(mx[c], x);
         }
-      for (int i = 0; i < nq; ++i)
-        for (int j = 0; j < group; ++j) {
-          const float* r = q.data() + ((size_t)(qa + i) * s.n_head + h * group + j) * s.hd;
-          float bound = 0;
-          for (int c = 0; c < s.hd; ++c) bound += std::max(r[c] * mn[c], r[c] * mx[c]);
-          best = std::max(best, bound);
-        }
+      for (const std::vector<float>& r : rows) {
+        float bound = 0;
+        for (int c = 0; c < s.hd; ++c) bound += std::max(r[c] * mn[c], r[c] * mx[c]);
+        best = std::max(best, bound);
+      }
     }
     return best;
   };
