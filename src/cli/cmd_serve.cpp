@@ -108,8 +108,9 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   ModelRunOptions mo;
   mo.model = path;
   mo.attention = cfg.attention;
-  // `sparsity` is the default of top-k policies that do not name their own.
-  if (mo.attention.rfind("topk", 0) == 0 && mo.attention.find("sparsity=") == std::string::npos) {
+  // `sparsity` is the default of top-k policies that name no budget of their own.
+  if (mo.attention.rfind("topk", 0) == 0 && mo.attention.find("sparsity=") == std::string::npos &&
+      mo.attention.find("mass=") == std::string::npos) {
     char buf[48];
     std::snprintf(buf, sizeof buf, "sparsity=%g", cfg.sparsity);
     mo.attention += (mo.attention == "topk" ? ":" : ",") + std::string(buf);
