@@ -42,10 +42,10 @@ struct ServeConfig {
   int threads = 0;
   int page_size = 32;
   int prefill_chunk = 256;            // tokens per engine step (decode + prefill)
+  std::string chat_template_file;     // Jinja chat template replacing the GGUF's (empty: the GGUF's)
   // Speculative decoding (docs/serving.md): the default for requests that do not choose.
   std::string speculative = "off";    // off | prompt-lookup | draft
   std::string draft_model;            // GGUF of the same vocabulary; needed by "draft"
-  std::string chat_template_file;     // Jinja chat template replacing the GGUF's (empty: the GGUF's)
   int draft_max = 8;                  // tokens drafted per step at most
   int draft_min = 1;                  // fewer found: a plain decode step
   int lookup_ngram_min = 1;           // prompt lookup: suffix lengths matched, longest first
