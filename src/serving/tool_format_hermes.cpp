@@ -41,6 +41,10 @@ Step scan_blocks(std::string_view text, size_t pos, ToolCallScan& out) {
     if (Step st = c.expect('{'); st != Step::Done) return st;
     out.calls.emplace_back();
     if (Step st = tool_scan::scan_call(c, out.calls.back()); st != Step::Done) return st;
+    // The cursor only finds where the arguments end; under tool_choice auto
+    // no grammar wrote them, so a complete call's arguments must be checked.
+    const auto args = nlohmann::json::parse(out.calls.back().arguments, nullptr, /*allow_exceptions=*/false);
+    if (args.is_discarded() || !args.is_object()) return Step::Bad;
     pos += c.pos();
     if (Step st = expect_tag(text, pos, kHermesCallClose); st != Step::Done) return st;
     while (pos < text.size() && tool_scan::is_blank(text[pos])) ++pos;

@@ -2,9 +2,11 @@
 // templates speak it, the reader of <tool_call> replies (whole and while
 // being written), and the grammar of a reply that must call.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "grammar/compiled_grammar.h"
@@ -59,7 +61,9 @@ TEST(HermesScan, MalformedBlocksAreInvalid) {
        {std::string("<tool_call>\nget_weather(city='Paris')\n</tool_call>"),
         std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n<tool_call>"),
         kCall1 + "\nAnd that is all.", std::string("<tool_call>\n{\"name\": \"get_weather\"}\n</tool_call>"),
-        std::string("<tool_call>\n{\"name\": get_weather, \"arguments\": {}}\n</tool_call>")}) {
+        std::string("<tool_call>\n{\"name\": get_weather, \"arguments\": {}}\n</tool_call>"),
+        std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": Paris}}\n</tool_call>"),
+        std::string("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": \"Paris\"}\n</tool_call>")}) {
     const ToolCallScan s = scan_hermes_calls(text);
     EXPECT_EQ(s.kind, ToolCallScan::Kind::Calls) << text;
     EXPECT_FALSE(s.valid) << text;
@@ -95,6 +99,35 @@ TEST(HermesScan, HoldsBackAPartialOpeningTag) {
   EXPECT_EQ(s.kind, ToolCallScan::Kind::Text);
   EXPECT_EQ(s.content_safe, 9u);
   EXPECT_EQ(s.content_end, 16u);
+}
+
+TEST(HermesScan, MangledRepliesNeverBreakTheInvariants) {
+  // Random edits and cuts of a valid reply: the reader never fails, its
+  // content bounds stay inside the text, and calls it calls valid are JSON.
+  const std::string base = "Ok. " + kCall1 + "\n" + kCall2;
+  std::mt19937 rng(1234);
+  for (int round = 0; round < 3000; ++round) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = static_cast<char>(rng() % 256); break;
+        case 1: text.erase(at, 1 + rng() % 8); break;
+        default: text.insert(at, 1, "{}[]\"<>/\\ \n"[rng() % 11]); break;
+      }
+    }
+    text.resize(rng() % (text.size() + 1));
+    const ToolCallScan s = scan_hermes_calls(text);
+    ASSERT_LE(s.content_safe, s.content_end) << text;
+    ASSERT_LE(s.content_end, text.size()) << text;
+    if (s.kind == ToolCallScan::Kind::Calls && s.valid && s.complete) {
+      for (const ScannedCall& c : s.calls) {
+        ASSERT_TRUE(c.done && c.name_done) << text;
+        ASSERT_TRUE(nlohmann::json::accept(c.arguments)) << text;
+      }
+    }
+  }
 }
 
 // Whether the grammar accepts all of `s` (complete) or at least a prefix.
