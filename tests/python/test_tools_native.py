@@ -23,22 +23,13 @@ import pytest
 from transformers.utils.chat_template_utils import render_jinja_template
 
 from stride_server import SMOL, StrideServer
+from test_tools import TIME, WEATHER
 
 TEMPLATES = os.path.join(os.path.expanduser("~"), ".cache", "stride", "chat-templates")
 HERMES_TEMPLATES = ["Qwen-Qwen2.5-7B-Instruct.jinja", "Qwen-Qwen3-0.6B.jinja",
                     "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja"]
 MAX_TOKENS = 200
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather in a city.",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string", "description": "The city, e.g. Paris", "maxLength": 40},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-        "required": ["city"], "additionalProperties": False}}}
-TIME = {"type": "function", "function": {
-    "name": "get_time", "description": "The current time in a timezone.",
-    "parameters": {"type": "object", "properties": {"tz": {"type": "string", "maxLength": 40}},
-                   "required": ["tz"], "additionalProperties": False}}}
 TOOLS = [WEATHER, TIME]
 
 CONVERSATIONS = {

@@ -9,8 +9,7 @@
 #include <random>
 #include <sstream>
 
-#include "grammar/compiled_grammar.h"
-#include "grammar/grammar_states.h"
+#include "grammar_verdict.h"
 #include "serving/tool_format.h"
 #include "serving/tool_format_hermes.h"
 
@@ -128,23 +127,6 @@ TEST(HermesScan, MangledRepliesNeverBreakTheInvariants) {
       }
     }
   }
-}
-
-// Whether the grammar accepts all of `s` (complete) or at least a prefix.
-struct Verdict {
-  bool prefix = false, complete = false;
-};
-Verdict run(const std::string& gbnf, const std::string& s) {
-  auto g = grammar::compile_gbnf(gbnf, {8u << 20});
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  if (!g.ok()) return {};
-  grammar::GrammarStates states(*g);
-  uint32_t st = states.initial();
-  for (unsigned char b : s) {
-    st = states.advance(st, b);
-    if (st == grammar::GrammarStates::kDead) return {};
-  }
-  return {true, states.accepting(st)};
 }
 
 TEST(HermesGrammar, RequiredAllowsBlocksOnly) {
