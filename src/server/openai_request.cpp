@@ -10,6 +10,7 @@
 #include "grammar/json_schema.h"
 #include "jinja/template.h"
 #include "serving/tool_format_hermes.h"
+#include "serving/tool_format_llama3.h"
 #include "serving/tool_template_values.h"
 
 namespace stride::server {
@@ -301,7 +302,9 @@ ApiError read_tool_grammar(GenerationCall& out) {
   // (as vLLM and llama-server read them): only a choice that must call is constrained.
   if (hermes && out.tools.choice.mode == serving::ToolChoiceMode::Auto) return {};
   auto gbnf = hermes ? serving::hermes_call_gbnf(out.tools.tools, out.tools.choice)
-                     : serving::tool_call_gbnf(out.tools.tools, out.tools.choice);
+               : out.tools.format == serving::ToolFormat::Llama3
+                   ? serving::llama3_call_gbnf(out.tools.tools, out.tools.choice)
+                   : serving::tool_call_gbnf(out.tools.tools, out.tools.choice);
   if (!gbnf.ok()) return bad_field("tools", gbnf.status().message(), "invalid_schema");
   grammar::GrammarLimits limits;
   limits.max_text_bytes = 8u << 20;  // generated from a body the server already size-checked

@@ -4,6 +4,7 @@
 
 #include "serving/tool_call_scan.h"
 #include "serving/tool_format_hermes.h"
+#include "serving/tool_format_llama3.h"
 
 namespace stride::server {
 
@@ -54,7 +55,12 @@ std::string new_tool_call_id() {
 }
 
 ToolCallScan scan_reply(serving::ToolFormat format, const std::string& text) {
-  return format == serving::ToolFormat::Hermes ? serving::scan_hermes_calls(text) : serving::scan_tool_calls(text);
+  switch (format) {
+    case serving::ToolFormat::Hermes: return serving::scan_hermes_calls(text);
+    case serving::ToolFormat::Llama3: return serving::scan_llama3_calls(text);
+    case serving::ToolFormat::Generic: break;
+  }
+  return serving::scan_tool_calls(text);
 }
 
 void apply_tool_calls(json& completion, const std::string& text, serving::ToolFormat format) {

@@ -69,7 +69,8 @@ std::string tool_result_text(const std::string& id, const std::string& name, con
   return dumps(ojson{{"tool_result", r}});
 }
 
-Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, const ToolChoice& choice) {
+Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                        const std::string& arguments_key) {
   if (choice.mode == ToolChoiceMode::None) return InvalidArgument("tool_choice 'none' has no call grammar");
   if (tools.empty()) return InvalidArgument("there are no tools to call");
   ToolCallRules out;
@@ -94,7 +95,7 @@ Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, cons
     if (!embedded.ok()) return fail(embedded.status().message());
     out.rules += *embedded;
     out.rules += prefix + "call ::= " +
-                 grammar::gbnf_literal("{\"name\": " + quoted(t.name) + ", \"arguments\": ") + " " + prefix +
+                 grammar::gbnf_literal("{\"name\": " + quoted(t.name) + ", " + quoted(arguments_key) + ": ") + " " + prefix +
                  "root \"}\"\n";
     out.call += (out.call.empty() ? "" : " | ") + prefix + "call";
   }

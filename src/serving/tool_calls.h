@@ -63,7 +63,9 @@ struct ToolCallRules {
   std::string rules;
   std::string call;
 };
-Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, const ToolChoice& choice);
+// `arguments_key`: the key the format writes the arguments under.
+Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                        const std::string& arguments_key = "arguments");
 
 // The grammar of a reply (mode Auto, Required or Named). Fails, naming the
 // tool, when a parameter schema cannot be converted.

@@ -6,6 +6,7 @@ const char* tool_format_name(ToolFormat f) {
   switch (f) {
     case ToolFormat::Generic: return "generic";
     case ToolFormat::Hermes: return "hermes";
+    case ToolFormat::Llama3: return "llama3";
   }
   return "generic";
 }
@@ -22,6 +23,7 @@ ToolFormat detect_tool_format(const std::string& source) {
   const bool json_calls = has(source, "{\"name\"") || has(source, "{\\\"name\\\"");
   const bool xml_calls = has(source, "<function=") || has(source, "<arg_key>");
   if (has(source, "tools") && has(source, "<tool_call>") && json_calls && !xml_calls) return ToolFormat::Hermes;
+  if (has(source, "tools") && has(source, "ipython") && has(source, "\"parameters\": ")) return ToolFormat::Llama3;
   return ToolFormat::Generic;
 }
 

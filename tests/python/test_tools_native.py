@@ -46,7 +46,16 @@ CONVERSATIONS = {
         {"role": "tool", "tool_call_id": "call_2", "content": "14:05"},
         {"role": "assistant", "content": "It is 21 C in Paris and 14:05 CET."},
         {"role": "user", "content": "And in Rome?"}],
+    "one_call": [
+        {"role": "system", "content": "Use tools when useful."},
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_7", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_7", "content": "18 C, sunny"},
+        {"role": "user", "content": "Thanks. And Rome?"}],
 }
+LLAMA_TEMPLATE = "meta-llama-Llama-3.1-8B-Instruct.jinja"
+LLAMA_CONVERSATIONS = ["one_call", "tools_only", "with_system"]  # Llama 3.1 takes one call per message
 
 
 def read_template(name):
@@ -85,6 +94,13 @@ def any_srv(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    s = start(LLAMA_TEMPLATE, tmp_path_factory)
+    yield s
+    s.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
 def qwen(tmp_path_factory):
     s = start("Qwen-Qwen2.5-7B-Instruct.jinja", tmp_path_factory)
     yield s
@@ -113,6 +129,41 @@ def prompt_of(srv, **kw):
 def test_prompt_matches_transformers(any_srv, conv):
     messages = CONVERSATIONS[conv]
     assert prompt_of(any_srv, messages=messages, tools=TOOLS) == oracle_prompt(any_srv.template, messages, TOOLS)
+
+
+@pytest.mark.parametrize("conv", LLAMA_CONVERSATIONS)
+def test_llama3_prompt_matches_transformers(llama, conv):
+    messages = CONVERSATIONS[conv]
+    assert prompt_of(llama, messages=messages, tools=TOOLS) == oracle_prompt(llama.template, messages, TOOLS)
+
+
+def test_llama3_refuses_what_its_template_refuses(llama):
+    """Two calls in one message: the template raises under transformers, and stride answers 400."""
+    messages = CONVERSATIONS["calls_and_results"]
+    with pytest.raises(Exception, match="single tool-calls"):
+        oracle_prompt(llama.template, messages, TOOLS)
+    with pytest.raises(openai.BadRequestError, match="single tool-calls"):
+        llama.client.chat.completions.create(model=llama.model, messages=messages, tools=TOOLS, max_tokens=1)
+
+
+@pytest.mark.parametrize("choice", ["required", "named", "auto"])
+def test_llama3_calls_validate(llama, choice):
+    tool_choice = {"type": "function", "function": {"name": "get_time"}} if choice == "named" else choice
+    for p in PROMPTS:
+        messages = [{"role": "user", "content": p}]
+        r = llama.client.chat.completions.create(model=llama.model, messages=messages, tools=TOOLS,
+                                                 tool_choice=tool_choice, max_tokens=MAX_TOKENS, temperature=0)
+        c = r.choices[0]
+        if choice == "auto" and not c.message.tool_calls:
+            assert c.message.content and not c.message.content.lstrip().startswith("{")
+            continue
+        assert len(check_calls(c, only="get_time" if choice == "named" else None)) == 1
+        if choice == "required":  # streamed deltas add up to the same call
+            with llama.client.chat.completions.stream(model=llama.model, messages=messages, tools=TOOLS,
+                                                      tool_choice=tool_choice, max_tokens=MAX_TOKENS,
+                                                      temperature=0) as stream:
+                got = stream.get_final_completion().choices[0]
+            assert check_calls(got, streamed=True) == check_calls(c)
 
 
 def test_tool_choice_none_offers_no_tools(qwen):
