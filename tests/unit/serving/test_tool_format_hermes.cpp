@@ -168,8 +168,14 @@ TEST(ToolFormatDetection, FromTheTemplateSource) {
     ASSERT_FALSE(t.empty()) << hermes << " is missing from the chat template cache";
     EXPECT_EQ(detect_tool_format(t), ToolFormat::Hermes) << hermes;
   }
-  // Llama 3.1's own syntax, and <tool_call> with XML arguments (GLM, Qwen3-Coder), are not Hermes.
-  for (const char* other : {"meta-llama-Llama-3.1-8B-Instruct.jinja", "GLM-4.6.jinja", "Qwen3-Coder.jinja"}) {
+  for (const char* llama : {"meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja",
+                            "meta-llama-Llama-3.3-70B-Instruct.jinja"}) {
+    const std::string t = template_text(llama);
+    ASSERT_FALSE(t.empty()) << llama << " is missing from the chat template cache";
+    EXPECT_EQ(detect_tool_format(t), ToolFormat::Llama3) << llama;
+  }
+  // <tool_call> with XML arguments (GLM, Qwen3-Coder) is neither.
+  for (const char* other : {"GLM-4.6.jinja", "Qwen3-Coder.jinja", "HuggingFaceTB-SmolLM3-3B.jinja"}) {
     const std::string t = template_text(other);
     ASSERT_FALSE(t.empty()) << other << " is missing from the chat template cache";
     EXPECT_EQ(detect_tool_format(t), ToolFormat::Generic) << other;
