@@ -103,6 +103,11 @@ Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, cons
   return out;
 }
 
+std::string text_or_calls_root(const std::string& calls) {
+  return "root ::= [ \\t\\r\\n]{0,8} " + calls + " | text\n" +
+         "text ::= [ \\t\\r\\n]* ( [^{ \\t\\r\\n] .* )?\n";
+}
+
 Expected<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const ToolChoice& choice) {
   STRIDE_ASSIGN_OR_RETURN(ToolCallRules calls, tool_call_rules(tools, choice));
   const std::string open = grammar::gbnf_literal(kToolCallsOpen);
@@ -110,13 +115,7 @@ Expected<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const T
   std::string frame = "call ::= " + calls.call + "\n";
   const std::string more = "( \", \" call ){0," + std::to_string(kMaxCallsPerReply - 1) + "} ";
   frame += "calls ::= " + open + " call " + (many ? more : "") + "\"]}\"\n";
-  if (choice.mode == ToolChoiceMode::Auto) {
-    // Text that does not open with "{" (after any blank space), or calls.
-    frame += "root ::= [ \\t\\r\\n]{0,8} calls | text\n";
-    frame += "text ::= [ \\t\\r\\n]* ( [^{ \\t\\r\\n] .* )?\n";
-  } else {
-    frame += "root ::= calls\n";
-  }
+  frame += choice.mode == ToolChoiceMode::Auto ? text_or_calls_root("calls") : "root ::= calls\n";
   return frame + calls.rules;
 }
 

@@ -67,6 +67,10 @@ struct ToolCallRules {
 Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, const ToolChoice& choice,
                                         const std::string& arguments_key = "arguments");
 
+// The root of an `auto` reply in the formats whose calls open with "{":
+// blank space then `calls` (a rule name), or text that does not open with "{".
+std::string text_or_calls_root(const std::string& calls);
+
 // The grammar of a reply (mode Auto, Required or Named). Fails, naming the
 // tool, when a parameter schema cannot be converted.
 Expected<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const ToolChoice& choice);

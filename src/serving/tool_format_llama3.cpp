@@ -45,13 +45,7 @@ ToolCallScan scan_llama3_calls(std::string_view text) {
 Expected<std::string> llama3_call_gbnf(const std::vector<ToolSpec>& tools, const ToolChoice& choice) {
   STRIDE_ASSIGN_OR_RETURN(ToolCallRules calls, tool_call_rules(tools, choice, "parameters"));
   std::string frame = "call ::= " + calls.call + "\n";
-  if (choice.mode == ToolChoiceMode::Auto) {
-    // Text that does not open with "{" (after any blank space), or one call.
-    frame += "root ::= [ \\t\\r\\n]{0,8} call | text\n";
-    frame += "text ::= [ \\t\\r\\n]* ( [^{ \\t\\r\\n] .* )?\n";
-  } else {
-    frame += "root ::= call\n";
-  }
+  frame += choice.mode == ToolChoiceMode::Auto ? text_or_calls_root("call") : "root ::= call\n";
   return frame + calls.rules;
 }
 
