@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "engine/step_runner.h"
 #include "cli/cli_common.h"
@@ -46,6 +48,7 @@ struct ServeArgs {
   std::vector<std::string> served_model_names;  // --served-model-name A B or A,B
   std::string embedding_pooling;
   std::string session_dir;
+  std::string chat_template_file;
   std::string speculative, draft_model, draft_max, draft_min, lookup_ngram_min, lookup_ngram_max;
 };
 
@@ -167,14 +170,22 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   m->version = ref.version.empty() ? digest.substr(0, 16) : ref.version;
   m->sha256 = digest;
   const GGUFFile* gguf = engine.model().source().gguf();
-  const std::string tmpl = gguf ? gguf->get_string_or("tokenizer.chat_template", "") : "";
+  std::string tmpl = gguf ? gguf->get_string_or("tokenizer.chat_template", "") : "";
+  if (!cfg.chat_template_file.empty()) {  // replaces the GGUF's template, as llama-server's option does
+    std::ifstream f(cfg.chat_template_file, std::ios::binary);
+    if (!f) return NotFound("cannot read chat_template_file " + cfg.chat_template_file);
+    std::stringstream text;
+    text << f.rdbuf();
+    tmpl = text.str();
+  }
   const std::string arch = gguf ? gguf->get_string_or("general.architecture", "") : "";
   m->chat = serving::detect_chat_template(tmpl, arch, serving::chat_tokens_of(*engine.tokenizer()));
   m->attention = eo.attention;
   log(LogLevel::Info, "model version ready",
       {{"model", m->id},
        {"version", m->version},
-       {"chat_template", m->chat.ok() ? serving::chat_template_name(*m->chat) : m->chat.status().message()}});
+       {"chat_template", m->chat.ok() ? serving::chat_template_name(*m->chat) : m->chat.status().message()},
+       {"tool_format", m->chat.ok() ? serving::tool_format_name(m->chat->tool_format) : "generic"}});
   return m;
 }
 
@@ -449,6 +460,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
        "directory of saved sessions (POST /v1/sessions/NAME, \"session\" in requests); off when unset");
   flag("--embedding-pooling", "embedding_pooling", a->embedding_pooling,
        "/v1/embeddings of a decoder model: last | mean (default last)");
+  flag("--chat-template-file", "chat_template_file", a->chat_template_file,
+       "Jinja chat template used instead of the GGUF's (its tool-call syntax too)");
   flag("--speculative", "speculative", a->speculative,
        "speculative decoding for requests that do not choose: off | prompt-lookup | draft (default off)");
   flag("--draft-model", "draft_model", a->draft_model, "draft model (GGUF, same vocabulary) for --speculative draft");

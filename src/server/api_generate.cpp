@@ -96,7 +96,7 @@ void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan
   std::vector<serving::TokenLogprob> lps;
   bool streaming = g.stream;
   std::optional<ToolReplyStream> tool_stream;  // tools offered: the reply may be calls
-  if (chat && g.tools.active()) tool_stream.emplace();
+  if (chat && g.tools.active()) tool_stream.emplace(g.tools.format);
   int delivered_tokens = 0;  // written to the client (the audit log's count when it hangs up)
   int pending_tokens = 0;    // generated, text held back
   if (streaming) {
@@ -172,7 +172,7 @@ void Api::finish_events(Responder& res, Call& call, const serving::Event& ev, co
     const nlohmann::json lp = g.logprobs ? logprobs_json(lps, tok, chat, 0) : nlohmann::json();
     nlohmann::json body = completion_json(ids, text, ev.finish_reason, lp,
                                           usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
-    if (chat && g.tools.active()) apply_tool_calls(body, text);
+    if (chat && g.tools.active()) apply_tool_calls(body, text, g.tools.format);
     return json(res, call, 200, dump(body));
   }
   std::string finish = ev.finish_reason;

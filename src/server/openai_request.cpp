@@ -9,6 +9,9 @@
 #include "grammar/grammar_states.h"
 #include "grammar/json_schema.h"
 #include "jinja/template.h"
+#include "serving/tool_format_hermes.h"
+#include "serving/tool_format_llama3.h"
+#include "serving/tool_template_values.h"
 
 namespace stride::server {
 
@@ -121,17 +124,26 @@ ApiError read_messages(const json& b, const ParseContext& ctx, GenerationCall& o
   }
   std::vector<serving::ChatMessage> msgs(ms->size());
   ToolCallNames call_names;
+  // A template with a tool syntax of its own renders tools, calls and results itself.
+  if (ctx.chat->ok() && ctx.chat->value().jinja) out.tools.format = ctx.chat->value().tool_format;
+  const bool native = out.tools.format != serving::ToolFormat::Generic;
   for (size_t i = 0; i < ms->size(); ++i) {
     TRY(read_message((*ms)[i], msgs[i]));
-    TRY(read_tool_message((*ms)[i], i, msgs[i], call_names));
+    TRY(read_tool_message((*ms)[i], i, msgs[i], call_names, out.tools.format));
   }
-  add_tools_system_text(msgs, out.tools);
+  if (!native) add_tools_system_text(msgs, out.tools);
   if (!ctx.chat->ok()) return bad_field("messages", ctx.chat->status().message(), "chat_template_unavailable");
   // Extra variables for the model's own template (enable_thinking, ...): client text.
   jinja::Value kwargs;
   if (const json* kw = Fields(b).find("chat_template_kwargs"); kw && !kw->is_null()) {
     if (!kw->is_object()) return bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     kwargs = jinja::context_from_json(*kw);
+  }
+  // tool_choice 'none' offers no tools: the template does not see them.
+  if (native && out.tools.active()) {
+    jinja::DictData vars = kwargs.is_dict() ? kwargs.as_dict() : jinja::DictData{};
+    vars.set("tools", serving::tools_template_value(out.tools.raw_tools));
+    kwargs = jinja::Value::dict(std::move(vars));
   }
   // vLLM's extension: false ends the prompt with the last message (no assistant opener).
   bool add_generation_prompt = true;
@@ -285,7 +297,14 @@ ApiError read_tool_grammar(GenerationCall& out) {
     return bad_field("tools",
                      "'response_format' and 'grammar' cannot be combined with tools unless tool_choice is 'none'");
   }
-  auto gbnf = serving::tool_call_gbnf(out.tools.tools, out.tools.choice);
+  const bool hermes = out.tools.format == serving::ToolFormat::Hermes;
+  // Hermes replies under `auto` are free text that may hold call blocks
+  // (as vLLM and llama-server read them): only a choice that must call is constrained.
+  if (hermes && out.tools.choice.mode == serving::ToolChoiceMode::Auto) return {};
+  auto gbnf = hermes ? serving::hermes_call_gbnf(out.tools.tools, out.tools.choice)
+               : out.tools.format == serving::ToolFormat::Llama3
+                   ? serving::llama3_call_gbnf(out.tools.tools, out.tools.choice)
+                   : serving::tool_call_gbnf(out.tools.tools, out.tools.choice);
   if (!gbnf.ok()) return bad_field("tools", gbnf.status().message(), "invalid_schema");
   grammar::GrammarLimits limits;
   limits.max_text_bytes = 8u << 20;  // generated from a body the server already size-checked

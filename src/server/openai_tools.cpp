@@ -1,5 +1,7 @@
 #include "server/openai_tools.h"
 
+#include "serving/tool_template_values.h"
+
 namespace stride::server {
 
 namespace {
@@ -126,6 +128,7 @@ ApiError read_tools(const json& b, std::string_view body_text, ToolsRequest& out
     // The parsed body keeps keys sorted; a schema's property order is the client's.
     const ojson doc = ojson::parse(body_text, nullptr, false);
     const ojson* ordered_tools = ordered_member(&doc, "tools");
+    if (ordered_tools && ordered_tools->is_array()) out.raw_tools = *ordered_tools;
     size_t total = 0;
     out.tools.resize(ts->size());
     for (size_t i = 0; i < ts->size(); ++i) {
@@ -144,7 +147,9 @@ ApiError read_tools(const json& b, std::string_view body_text, ToolsRequest& out
   return read_tool_choice(b, out);
 }
 
-ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& msg, ToolCallNames& names) {
+ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& msg, ToolCallNames& names,
+                           serving::ToolFormat format) {
+  const bool native = format != serving::ToolFormat::Generic;
   const std::string path = "messages[" + std::to_string(index) + "]";
   Fields f(m);
   if (msg.role == "tool") {
@@ -153,6 +158,11 @@ ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& ms
     STRIDE_API_TRY(string_at(m, path, "name", 256, false, name));
     if (name.empty()) {
       if (auto it = names.find(id); it != names.end()) name = it->second;
+    }
+    if (native) {
+      msg.tool_call_id = id;
+      msg.name = name;
+      return {};
     }
     msg.role = "user";
     msg.content = serving::tool_result_text(id, name, msg.content);
@@ -194,6 +204,10 @@ ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& ms
       return bad_field(apath, "'" + apath + "' nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     }
     if (!calls[i].id.empty()) names[calls[i].id] = calls[i].name;
+  }
+  if (native) {
+    msg.tool_calls = serving::tool_calls_template_value(calls);
+    return {};
   }
   const std::string calls_text = serving::tool_calls_text(calls);
   msg.content = msg.content.empty() ? calls_text : msg.content + "\n\n" + calls_text;

@@ -24,7 +24,10 @@ constexpr size_t kMaxToolCallsPerMessage = 128;
 
 struct ToolsRequest {
   std::vector<serving::ToolSpec> tools;
+  nlohmann::ordered_json raw_tools;  // `tools` as sent: what a native-format template renders
   serving::ToolChoice choice;  // mode None: no calls are made or parsed
+  // The chat template's own syntax (Hermes, ...) or the generic format.
+  serving::ToolFormat format = serving::ToolFormat::Generic;
   bool active() const { return choice.mode != serving::ToolChoiceMode::None; }
 };
 
@@ -37,9 +40,11 @@ ApiError read_tools(const nlohmann::json& body, std::string_view body_text, Tool
 using ToolCallNames = std::map<std::string, std::string>;
 
 // The tool parts of message `index` (its role and text content already read
-// into `msg`): an assistant's tool_calls become the calls' text, a tool
-// result becomes a user turn.
-ApiError read_tool_message(const nlohmann::json& m, size_t index, serving::ChatMessage& msg, ToolCallNames& names);
+// into `msg`). Generic format: an assistant's tool_calls become the calls'
+// text, a tool result becomes a user turn. A native format keeps them as
+// they are for the template (msg.tool_calls, role "tool" with tool_call_id).
+ApiError read_tool_message(const nlohmann::json& m, size_t index, serving::ChatMessage& msg, ToolCallNames& names,
+                           serving::ToolFormat format = serving::ToolFormat::Generic);
 
 // Describes the tools in the system message (adding one when there is none).
 void add_tools_system_text(std::vector<serving::ChatMessage>& messages, const ToolsRequest& tools);

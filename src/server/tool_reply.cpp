@@ -3,6 +3,8 @@
 #include <random>
 
 #include "serving/tool_call_scan.h"
+#include "serving/tool_format_hermes.h"
+#include "serving/tool_format_llama3.h"
 
 namespace stride::server {
 
@@ -52,35 +54,47 @@ std::string new_tool_call_id() {
   return id;
 }
 
-void apply_tool_calls(json& completion, const std::string& text) {
-  const ToolCallScan scan = serving::scan_tool_calls(text);
+ToolCallScan scan_reply(serving::ToolFormat format, const std::string& text) {
+  switch (format) {
+    case serving::ToolFormat::Hermes: return serving::scan_hermes_calls(text);
+    case serving::ToolFormat::Llama3: return serving::scan_llama3_calls(text);
+    case serving::ToolFormat::Generic: break;
+  }
+  return serving::scan_tool_calls(text);
+}
+
+void apply_tool_calls(json& completion, const std::string& text, serving::ToolFormat format) {
+  const ToolCallScan scan = scan_reply(format, text);
   if (!holds_calls(scan)) return;
   json calls = json::array();
   for (const auto& c : scan.calls) {
     if (c.name_done) calls.push_back(call_json(new_tool_call_id(), c));
   }
   json& choice = completion["choices"][0];
-  choice["message"]["content"] = nullptr;
+  const std::string content = text.substr(0, scan.content_end);
+  const bool blank = content.find_first_not_of(" \t\r\n") == std::string::npos;
+  choice["message"]["content"] = blank ? json(nullptr) : json(content);
   choice["message"]["tool_calls"] = std::move(calls);
   if (ends_in_calls(scan.complete, choice["finish_reason"].get<std::string>())) {
     choice["finish_reason"] = "tool_calls";
   }
 }
 
-std::vector<json> ToolReplyStream::text_deltas(const std::string& text, bool final) {
-  const size_t n = final ? text.size() - text_sent_ : utf8_whole(text, text_sent_);
+// Content up to `end` (bytes of the reply), never splitting a character
+// unless `final`.
+std::vector<json> ToolReplyStream::text_deltas(const std::string& text, size_t end, bool final) {
+  if (end <= text_sent_) return {};
+  const std::string part = text.substr(0, end);
+  const size_t n = final ? part.size() - text_sent_ : utf8_whole(part, text_sent_);
   if (n == 0) return {};
-  json d = {{"content", text.substr(text_sent_, n)}};
+  json d = {{"content", part.substr(text_sent_, n)}};
   text_sent_ += n;
   return {d};
 }
 
-std::vector<json> ToolReplyStream::call_deltas(const std::string& text, bool final, bool& complete, bool& valid) {
-  const ToolCallScan scan = serving::scan_tool_calls(text);
-  complete = scan.complete;
-  valid = scan.valid;
+std::vector<json> ToolReplyStream::call_deltas(const ToolCallScan& scan, bool final) {
   std::vector<json> out;
-  if (!scan.valid) return out;
+  if (scan.kind != ToolCallScan::Kind::Calls || !scan.valid) return out;
   for (size_t i = 0; i < scan.calls.size(); ++i) {
     const serving::ScannedCall& c = scan.calls[i];
     if (i == ids_.size()) {
@@ -102,30 +116,22 @@ std::vector<json> ToolReplyStream::call_deltas(const std::string& text, bool fin
 }
 
 std::vector<json> ToolReplyStream::update(const std::string& text) {
-  if (mode_ == Mode::Text) return text_deltas(text, false);
-  const ToolCallScan::Kind kind = serving::scan_tool_calls(text).kind;
-  if (kind == ToolCallScan::Kind::Undecided) return {};
-  if (kind == ToolCallScan::Kind::Text) {
-    mode_ = Mode::Text;
-    return text_deltas(text, false);
-  }
-  mode_ = Mode::Calls;
-  bool complete = false, valid = true;
-  return call_deltas(text, false, complete, valid);
+  const ToolCallScan scan = scan_reply(format_, text);
+  // Content that stays content whatever follows; calls once they are sure.
+  std::vector<json> out = ids_.empty() ? text_deltas(text, scan.content_safe, false) : std::vector<json>{};
+  for (json& d : call_deltas(scan, false)) out.push_back(std::move(d));
+  return out;
 }
 
 std::vector<json> ToolReplyStream::finish(const std::string& text, std::string& finish_reason) {
-  if (mode_ != Mode::Calls) {
-    mode_ = Mode::Text;
-    return text_deltas(text, true);
+  const ToolCallScan scan = scan_reply(format_, text);
+  const bool calls = scan.kind == ToolCallScan::Kind::Calls && scan.valid;
+  if (ids_.empty() && !(calls && holds_calls(scan))) {
+    return text_deltas(text, text.size(), true);  // no call ever opened: the reply is text
   }
-  bool complete = false, valid = true;
-  std::vector<json> out = call_deltas(text, true, complete, valid);
-  if (ids_.empty()) {  // never became a call: the reply was text after all
-    mode_ = Mode::Text;
-    return text_deltas(text, true);
-  }
-  if (valid && ends_in_calls(complete, finish_reason)) finish_reason = "tool_calls";
+  std::vector<json> out = ids_.empty() ? text_deltas(text, scan.content_end, true) : std::vector<json>{};
+  for (json& d : call_deltas(scan, true)) out.push_back(std::move(d));
+  if (calls && ends_in_calls(scan.complete, finish_reason)) finish_reason = "tool_calls";
   return out;
 }
 

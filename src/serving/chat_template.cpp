@@ -92,6 +92,9 @@ jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>&
     // Roles are checked against a fixed list before this: template text, not client text.
     d.set("role", jinja::Value(m.role));
     d.set("content", jinja::Value(jinja::Str(m.content, /*all_literal=*/true)));
+    if (!m.tool_calls.is_undefined()) d.set("tool_calls", m.tool_calls);
+    if (!m.tool_call_id.empty()) d.set("tool_call_id", jinja::Value(jinja::Str(m.tool_call_id, true)));
+    if (!m.name.empty()) d.set("name", jinja::Value(jinja::Str(m.name, true)));
     list.push_back(jinja::Value::dict(std::move(d)));
   }
   jinja::DictData ctx;
@@ -151,6 +154,7 @@ Expected<ChatTemplate> detect_chat_template(const std::string& t, const std::str
   out.drop_leading_bos = tokens.tokenizer_adds_bos;
   if (!t.empty()) out.jinja = usable_template(t, out);
   if (!out.jinja && !family.ok()) return family.status();
+  if (out.jinja) out.tool_format = detect_tool_format(t);
   return out;
 }
 
@@ -193,19 +197,22 @@ Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vect
                                           const jinja::Value& extra, bool add_generation_prompt) {
   if (in.empty()) return InvalidArgument("messages must not be empty");
   std::vector<ChatMessage> messages;
+  bool native_tools = false;  // tool turns only the template itself can render
   for (const auto& m : in) {
     ChatMessage c = m;
     if (c.role == "developer") c.role = "system";
-    if (c.role != "system" && c.role != "user" && c.role != "assistant") {
+    const bool tool_role = c.role == "tool" && t.jinja && t.tool_format != ToolFormat::Generic;
+    if (c.role != "system" && c.role != "user" && c.role != "assistant" && !tool_role) {
       return InvalidArgument("unsupported message role '" + m.role + "'");
     }
+    native_tools = native_tools || tool_role || !c.tool_calls.is_undefined();
     messages.push_back(std::move(c));
   }
   if (t.jinja) {
     Expected<RenderedChat> r = render_jinja(t, messages, extra, add_generation_prompt);
     // A template that refuses this conversation (raise_exception) or fails
     // falls back to its family's renderer; limits are never retried.
-    if (r.ok() || !t.has_family || r.status().code() == StatusCode::kResourceExhausted) return r;
+    if (r.ok() || !t.has_family || native_tools || r.status().code() == StatusCode::kResourceExhausted) return r;
   }
   PromptBuilder out;
   switch (t.family) {

@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "jinja/value.h"
+#include "serving/tool_format.h"
 #include "tokenizer/special_split.h"
 
 namespace stride::jinja {
@@ -26,8 +27,17 @@ enum class ChatFamily { ChatML, Llama3, Llama2, Mistral, Gemma, Phi3 };
 const char* chat_family_name(ChatFamily f);
 
 struct ChatMessage {
-  std::string role;     // system | user | assistant (developer is treated as system)
+  ChatMessage() = default;
+  ChatMessage(std::string r, std::string c) : role(std::move(r)), content(std::move(c)) {}
+
+  std::string role;     // system | user | assistant (developer is treated as system); tool with a native tool format
   std::string content;
+  // Native tool formats only (the template renders them): an assistant's
+  // calls as OpenAI's list with arguments as objects, a tool result's
+  // tool_call_id and name. Unset, the template does not see them.
+  jinja::Value tool_calls;
+  std::string tool_call_id;
+  std::string name;
 };
 
 struct ChatTemplate {
@@ -43,6 +53,7 @@ struct ChatTemplate {
   std::string bos_token;   // the texts the template sees as bos_token / eos_token
   std::string eos_token;
   bool drop_leading_bos = false;  // the tokenizer adds BOS: a rendered leading bos_token goes
+  ToolFormat tool_format = ToolFormat::Generic;  // Hermes etc. only when `jinja` renders
 };
 
 // The special token texts a template may print.

@@ -119,6 +119,7 @@ const std::map<std::string, Setter>& setters() {
          return Status::Ok();
        }},
       {"draft_model", STR(draft_model)},
+      {"chat_template_file", STR(chat_template_file)},
       {"draft_max", NUM("draft_max", draft_max, int, 1, 64)},
       {"draft_min", NUM("draft_min", draft_min, int, 1, 64)},
       {"lookup_ngram_min", NUM("lookup_ngram_min", lookup_ngram_min, int, 1, 16)},

@@ -42,6 +42,7 @@ struct ServeConfig {
   int threads = 0;
   int page_size = 32;
   int prefill_chunk = 256;            // tokens per engine step (decode + prefill)
+  std::string chat_template_file;     // Jinja chat template replacing the GGUF's (empty: the GGUF's)
   // Speculative decoding (docs/serving.md): the default for requests that do not choose.
   std::string speculative = "off";    // off | prompt-lookup | draft
   std::string draft_model;            // GGUF of the same vocabulary; needed by "draft"

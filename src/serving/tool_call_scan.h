@@ -29,6 +29,11 @@ struct ToolCallScan {
   bool valid = true;      // Calls: everything so far is in the format
   bool complete = false;  // Calls: the whole object is closed
   std::vector<ScannedCall> calls;
+  // The reply's text part: text[0, content_end) is content (formats that
+  // allow text before calls), of which text[0, content_safe) is sure to stay
+  // content however the reply goes on (streaming sends no more).
+  size_t content_end = 0;
+  size_t content_safe = 0;
 };
 
 ToolCallScan scan_tool_calls(std::string_view text);

@@ -69,11 +69,11 @@ std::string tool_result_text(const std::string& id, const std::string& name, con
   return dumps(ojson{{"tool_result", r}});
 }
 
-Expected<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const ToolChoice& choice) {
+Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                        const std::string& arguments_key) {
   if (choice.mode == ToolChoiceMode::None) return InvalidArgument("tool_choice 'none' has no call grammar");
   if (tools.empty()) return InvalidArgument("there are no tools to call");
-  std::string rules;
-  std::string call_choice;
+  ToolCallRules out;
   for (size_t i = 0; i < tools.size(); ++i) {
     const ToolSpec& t = tools[i];
     if (choice.mode == ToolChoiceMode::Named && t.name != choice.name) continue;
@@ -93,25 +93,30 @@ Expected<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const T
     limits.max_text_bytes = 8u << 20;
     auto embedded = grammar::gbnf_prefixed(*schema_gbnf, prefix, limits);
     if (!embedded.ok()) return fail(embedded.status().message());
-    rules += *embedded;
-    rules += prefix + "call ::= " + grammar::gbnf_literal("{\"name\": " + quoted(t.name) + ", \"arguments\": ") +
-             " " + prefix + "root \"}\"\n";
-    call_choice += (call_choice.empty() ? "" : " | ") + prefix + "call";
+    out.rules += *embedded;
+    out.rules += prefix + "call ::= " +
+                 grammar::gbnf_literal("{\"name\": " + quoted(t.name) + ", " + quoted(arguments_key) + ": ") + " " + prefix +
+                 "root \"}\"\n";
+    out.call += (out.call.empty() ? "" : " | ") + prefix + "call";
   }
-  if (call_choice.empty()) return InvalidArgument("tool_choice names '" + choice.name + "', which is not a tool");
+  if (out.call.empty()) return InvalidArgument("tool_choice names '" + choice.name + "', which is not a tool");
+  return out;
+}
+
+std::string text_or_calls_root(const std::string& calls) {
+  return "root ::= [ \\t\\r\\n]{0,8} " + calls + " | text\n" +
+         "text ::= [ \\t\\r\\n]* ( [^{ \\t\\r\\n] .* )?\n";
+}
+
+Expected<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const ToolChoice& choice) {
+  STRIDE_ASSIGN_OR_RETURN(ToolCallRules calls, tool_call_rules(tools, choice));
   const std::string open = grammar::gbnf_literal(kToolCallsOpen);
   const bool many = choice.parallel && choice.mode != ToolChoiceMode::Named;
-  std::string frame = "call ::= " + call_choice + "\n";
+  std::string frame = "call ::= " + calls.call + "\n";
   const std::string more = "( \", \" call ){0," + std::to_string(kMaxCallsPerReply - 1) + "} ";
   frame += "calls ::= " + open + " call " + (many ? more : "") + "\"]}\"\n";
-  if (choice.mode == ToolChoiceMode::Auto) {
-    // Text that does not open with "{" (after any blank space), or calls.
-    frame += "root ::= [ \\t\\r\\n]{0,8} calls | text\n";
-    frame += "text ::= [ \\t\\r\\n]* ( [^{ \\t\\r\\n] .* )?\n";
-  } else {
-    frame += "root ::= calls\n";
-  }
-  return frame + rules;
+  frame += choice.mode == ToolChoiceMode::Auto ? text_or_calls_root("calls") : "root ::= calls\n";
+  return frame + calls.rules;
 }
 
 }  // namespace stride::serving

@@ -55,6 +55,22 @@ std::string tool_calls_text(const std::vector<ToolCall>& calls);
 // A tool's result, as the user turn that carries it.
 std::string tool_result_text(const std::string& id, const std::string& name, const std::string& content);
 
+// The rules of one call {"name": "NAME", "arguments": ARGS} for each tool
+// the choice allows (rules named "t<i>-..."), and `call`, the choice of them
+// (the right side of a "call ::=" rule). Shared by the formats whose calls
+// are such objects.
+struct ToolCallRules {
+  std::string rules;
+  std::string call;
+};
+// `arguments_key`: the key the format writes the arguments under.
+Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                        const std::string& arguments_key = "arguments");
+
+// The root of an `auto` reply in the formats whose calls open with "{":
+// blank space then `calls` (a rule name), or text that does not open with "{".
+std::string text_or_calls_root(const std::string& calls);
+
 // The grammar of a reply (mode Auto, Required or Named). Fails, naming the
 // tool, when a parameter schema cannot be converted.
 Expected<std::string> tool_call_gbnf(const std::vector<ToolSpec>& tools, const ToolChoice& choice);

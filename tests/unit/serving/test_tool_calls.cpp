@@ -2,8 +2,7 @@
 // scanner that reads calls back (whole, and while a reply is being written).
 #include <gtest/gtest.h>
 
-#include "grammar/compiled_grammar.h"
-#include "grammar/grammar_states.h"
+#include "grammar_verdict.h"
 #include "serving/tool_call_scan.h"
 #include "serving/tool_calls.h"
 
@@ -15,23 +14,6 @@ const ToolSpec kWeather{"get_weather", "Weather in a city.",
                            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
                            "required": ["city"], "additionalProperties": false})"};
 const ToolSpec kTime{"get_time", "", R"({"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]})"};
-
-// Whether the grammar accepts all of `s` (complete) or at least a prefix.
-struct Verdict {
-  bool prefix = false, complete = false;
-};
-Verdict run(const std::string& gbnf, const std::string& s) {
-  auto g = grammar::compile_gbnf(gbnf, {8u << 20});
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  if (!g.ok()) return {};
-  grammar::GrammarStates states(*g);
-  uint32_t st = states.initial();
-  for (unsigned char b : s) {
-    st = states.advance(st, b);
-    if (st == grammar::GrammarStates::kDead) return {};
-  }
-  return {true, states.accepting(st)};
-}
 
 std::string gbnf_for(ToolChoiceMode mode, bool parallel = true, const std::string& name = "") {
   auto g = tool_call_gbnf({kWeather, kTime}, ToolChoice{mode, name, parallel});

@@ -1,0 +1,37 @@
+#include "serving/tool_call_cursor.h"
+
+namespace stride::serving::tool_scan {
+
+Step scan_call(Cursor& c, ScannedCall& call) {
+  for (bool first = true;; first = false) {
+    c.skip_blank();
+    if (c.at_end()) return Step::More;
+    if (c.peek() == '}') {
+      c.expect('}');
+      call.done = call.name_done && call.arguments_done;
+      return call.done ? Step::Done : Step::Bad;
+    }
+    if (!first) {
+      if (Step st = c.expect(','); st != Step::Done) return st;
+    }
+    std::string key;
+    if (Step st = c.string(key); st != Step::Done) return st;
+    if (Step st = c.expect(':'); st != Step::Done) return st;
+    if (key == "name") {
+      std::string name;
+      c.skip_blank();
+      if (Step st = c.string(name); st != Step::Done) return st;
+      call.name = std::move(name);
+      call.name_done = true;
+    } else if (key == "arguments" || (key == "parameters" && !call.arguments_done)) {
+      Step st = c.value(call.arguments);
+      if (st != Step::Done) return st;
+      call.arguments_done = true;
+    } else {
+      std::string skipped;
+      if (Step st = c.value(skipped); st != Step::Done) return st;
+    }
+  }
+}
+
+}  // namespace stride::serving::tool_scan
