@@ -11,6 +11,8 @@ DIR/<name>/ (default tests/data/generated/tiny):
   config.json + model.safetensors   the HF folder (f32)
   model-f32.gguf                    llama.cpp-convention GGUF (f32)
   model-f16.gguf                    (llama only) 2-D weights in f16
+  model-conv-f32.gguf               the folder converted by llama.cpp's own
+                                    convert_hf_to_gguf.py (hf_to_gguf.py)
   ids.json                          the fixed token sequence (longer than windows)
   logits.npy                        HF eager f32 logits [n_tokens, n_vocab]
   logits_kvf16.npy                  the same with K (after RoPE) and V rounded to f16
@@ -30,6 +32,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_to_gguf  # noqa: E402
 from tiny_gguf import write_gguf  # noqa: E402
 
 SEQ_LEN = 40
@@ -240,6 +243,9 @@ def main():
         if name == "llama":
             ggufs["f16"] = "model-f16.gguf"
             write_gguf(os.path.join(d, ggufs["f16"]), name, cfg, state, f16=True)
+        # The same folder through llama.cpp's own converter (the GGUF users have).
+        ggufs["conv"] = "model-conv-f32.gguf"
+        hf_to_gguf.convert(d, os.path.join(d, ggufs["conv"]), "f32")
 
         policies = {}
         for j, (spec, pred) in enumerate(POLICIES[name].items()):
