@@ -251,17 +251,21 @@ HF_ARCH = {"mistral_nemo": "mistral", "gemma2": "gemma2", "phi3": "phi3", "phi3_
 
 @pytest.mark.parametrize("form", ["hf", "gguf-conv"])
 @pytest.mark.parametrize("name", NEW_ARCHS)
-def test_info_and_run_on_new_architectures(stride, tiny_manifest, hf_oracle, name, form):
-    """`stride info` reports the architecture, head size and window layout HF's
-    config states; `stride run` on the file users have (HF folder, converted
-    GGUF) generates HF's greedy tokens."""
-    path = _model_path(tiny_manifest, name, form)
-    info = stride.info(path)
+def test_info_on_new_architectures(stride, tiny_manifest, name, form):
+    """`stride info` reports the architecture, head size and window layout
+    HF's config states, on the HF folder and on llama.cpp's converted file."""
+    info = stride.info(_model_path(tiny_manifest, name, form))
     head_dim, windowed = _hf_layout(name)
     assert info["architecture"] == (HF_ARCH if form == "hf" else CONV_ARCH)[name]
     assert info["head_dim"] == head_dim
-    attention = _conv_attention(tiny_manifest, name, form)
-    if attention is None:
+    if _conv_attention(tiny_manifest, name, form) is None:
         assert info["windowed_layers"] == windowed
+
+
+@pytest.mark.parametrize("name", NEW_ARCHS)
+def test_run_on_converted_gguf(stride, tiny_manifest, hf_oracle, name):
+    """`stride run` on the file users have (llama.cpp's converter; generation
+    needs the GGUF tokenizer) generates HF's greedy tokens."""
     ids, _ = _ref(name)
-    _check_greedy(stride, hf_oracle, path, name, None, ids[:12], 12, attention=attention)
+    _check_greedy(stride, hf_oracle, _model_path(tiny_manifest, name, "gguf-conv"), name, None, ids[:12], 12,
+                  attention=_conv_attention(tiny_manifest, name, "gguf-conv"))
