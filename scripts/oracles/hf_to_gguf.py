@@ -12,7 +12,8 @@ folder: 255 byte tokens plus one merge "Ġ Ġ" -> token 255 (byte 0xFF never
 occurs in UTF-8), the same vocabulary as tiny_gguf.py writes. Its
 pre-tokenizer hash is unknown to the converter, which then refuses; it is
 reported as "gpt-2" (what a byte-level BPE without a pre-tokenizer regex of its
-own is). Everything else (tensor names, Q/K permutations, norms, fused
+own is). Gemma-2 and Phi-3, whose converters read a SentencePiece model, read
+this tokenizer.json the way byte-level BPE families do. Everything else (tensor names, Q/K permutations, norms, fused
 tensors, RoPE metadata) is the converter's.
 """
 import argparse
@@ -124,7 +125,14 @@ def _convert_here(hf_dir, out_path, outtype: str) -> None:
         if p not in sys.path:
             sys.path.insert(0, p)
     import conversion.base as base  # noqa: E402  (the vendored converter)
+    import conversion.gemma as gemma  # noqa: E402
+    import conversion.phi as phi  # noqa: E402
     import convert_hf_to_gguf  # noqa: E402
+
+    # Gemma-2's and Phi-3's vocab readers want a SentencePiece tokenizer.model;
+    # the tiny folders carry the byte-level tokenizer.json instead.
+    for cls in (gemma.Gemma2Model, phi.Phi3MiniModel):
+        cls.set_vocab = base.TextModel._set_vocab_gpt2
 
     original = base.TextModel.get_vocab_base_pre
     if not getattr(original, "_stride_tiny", False):

@@ -4,9 +4,10 @@
 Usage:
   ~/.cache/stride/venv/bin/python scripts/oracles/make_tiny_models.py [--out DIR]
 
-For each architecture (llama, mistral, qwen2, qwen3, gemma3), and for llama with
-each RoPE scaling (llama_linear, llama_yarn, llama_llama3, llama_longrope:
-original context 64, ids of 96 tokens) this writes, under
+For each architecture (llama, mistral, mistral_nemo, qwen2, qwen3, gemma2, gemma3,
+phi3, phi3_window), and for llama with each RoPE scaling (llama_linear, llama_yarn,
+llama_llama3, llama_longrope; phi3 is LongRoPE too: original context 64, ids of
+96 tokens) this writes, under
 DIR/<name>/ (default tests/data/generated/tiny):
   config.json + model.safetensors   the HF folder (f32)
   model-f32.gguf                    llama.cpp-convention GGUF (f32)
@@ -76,8 +77,17 @@ def rope_scaled_configs(LlamaConfig):
             for name, rp in scalings.items()}
 
 
+def phi3_rope(rope_type="default", **kw):
+    """Phi-3 rope_parameters; llama.cpp's converter requires
+    original_max_position_embeddings in them even without scaling (Phi3Config
+    also needs it at the top level, where its default 4096 would win)."""
+    return {"rope_type": rope_type, "rope_theta": 10000.0,
+            "original_max_position_embeddings": ROPE_ORIGINAL_CONTEXT, **kw}
+
+
 def build_configs():
-    from transformers import Gemma3TextConfig, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+    from transformers import (Gemma2Config, Gemma3TextConfig, LlamaConfig, MistralConfig, Phi3Config,
+                              Qwen2Config, Qwen3Config)
     return {
         "llama": LlamaConfig(**_common(num_hidden_layers=3, rope_theta=10000.0,
                                        rms_norm_eps=1e-5)),
@@ -101,7 +111,38 @@ def build_configs():
         "qwen3": Qwen3Config(**_common(num_hidden_layers=2, head_dim=32, rope_theta=1000000.0,
                                        rms_norm_eps=1e-6, use_sliding_window=False)),
         **rope_scaled_configs(LlamaConfig),
+        # Later additions come last, so the seeds of the models above stay put.
+        # Mistral Nemo / Ministral shape: head_dim 32 != hidden/heads (16), no window.
+        "mistral_nemo": MistralConfig(**_common(num_hidden_layers=2, rope_theta=1000000.0,
+                                                rms_norm_eps=1e-5, sliding_window=None,
+                                                head_dim=32)),
+        # Even layers windowed (0, 2), odd global; both soft-caps bite at these
+        # magnitudes; query_pre_attn_scalar = head_dim as in Gemma-2 2B/9B (the
+        # converted GGUF does not carry it: llama.cpp derives it from head_dim).
+        "gemma2": Gemma2Config(**_common(num_hidden_layers=4, head_dim=32, sliding_window=8,
+                                         query_pre_attn_scalar=32, rope_theta=10000.0,
+                                         rms_norm_eps=1e-6, attn_logit_softcapping=4.0,
+                                         final_logit_softcapping=8.0, tie_word_embeddings=True,
+                                         bos_token_id=2, eos_token_id=1)),
+        # Fused qkv_proj / gate_up_proj, LongRoPE, partial rotary (8 of 16 dims).
+        "phi3": Phi3Config(**_common(num_hidden_layers=2, max_position_embeddings=4 * ROPE_ORIGINAL_CONTEXT,
+                                     original_max_position_embeddings=ROPE_ORIGINAL_CONTEXT,
+                                     rms_norm_eps=1e-5, sliding_window=None,
+                                     rope_parameters=phi3_rope(
+                                         "longrope", partial_rotary_factor=0.5,
+                                         short_factor=_rope_factors(7, 1.0, 1.5, n=4),
+                                         long_factor=_rope_factors(8, 1.0, 12.0, n=4)))),
+        # Phi-3 mini's sliding window (every layer), unscaled RoPE.
+        "phi3_window": Phi3Config(**_common(num_hidden_layers=2, rms_norm_eps=1e-5, sliding_window=8,
+                                            original_max_position_embeddings=ROPE_ORIGINAL_CONTEXT,
+                                            rope_parameters=phi3_rope())),
     }
+
+
+# Scored on ROPE_SEQ_LEN ids (past the original context), plus a prefix within it.
+LONG_CONTEXT = {"llama_linear", "llama_yarn", "llama_llama3", "llama_longrope", "phi3"}
+# Models whose every window is native (sliding_window recorded in the manifest).
+NATIVE_WINDOW = {"mistral", "gemma2", "gemma3", "phi3_window"}
 
 
 def randomize(model, gemma: bool, gen: torch.Generator):
@@ -130,6 +171,13 @@ POLICIES = {
     "qwen3": {"window:size=8": lambda q, k: k > q - 8,
               "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
     "mistral": {"dense": None, "window:size=4": None, "rswa:sinks=2,window=4,pos=abs": None},
+    "mistral_nemo": {"window:size=8": lambda q, k: k > q - 8,
+                     "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
+    "gemma2": {"window:size=16": lambda q, k: k > q - 16,
+               "rswa:sinks=4,window=12,pos=abs": lambda q, k: (k < 4) | (k > q - 12)},
+    "phi3": {"window:size=8": lambda q, k: k > q - 8,
+             "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
+    "phi3_window": {"window:size=4": None},
     "gemma3": {"window:size=16": lambda q, k: k > q - 16,
                "rswa:sinks=4,window=12,pos=abs": lambda q, k: (k < 4) | (k > q - 12)},
     "llama_linear": {},
@@ -145,7 +193,7 @@ def kv_f16(enabled: bool = True):
     engine whose KV cache holds f16, as llama.cpp's default cache does."""
     import importlib
     mods = [importlib.import_module(f"transformers.models.{m}.modeling_{m}")
-            for m in ("llama", "mistral", "qwen2", "qwen3", "gemma3")]
+            for m in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3")]
     saved = [(m, m.eager_attention_forward) for m in mods]
     if enabled:
         for m, orig in saved:
@@ -200,7 +248,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ap.add_argument("--out", default=os.path.join(root, "tests/data/generated/tiny"))
+    ap.add_argument("--only", default="", help="comma-separated names to regenerate (the manifest keeps the others)")
     args = ap.parse_args()
+    only = set(filter(None, args.only.split(",")))
 
     from transformers import AutoModelForCausalLM
     torch.manual_seed(SEED)
@@ -210,15 +260,21 @@ def main():
     ids_long = [int(x) for x in rng.integers(3, VOCAB, size=ROPE_SEQ_LEN)]
 
     manifest = {"seq_len": SEQ_LEN, "models": {}}
+    manifest_path = os.path.join(args.out, "manifest.json")
+    if only and os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            manifest = json.load(f)
     for i, (name, cfg) in enumerate(build_configs().items()):
+        if only and name not in only:
+            continue
         cfg._attn_implementation = "eager"
         cfg.torch_dtype = torch.float32
         gen = torch.Generator().manual_seed(SEED + i)
         model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager",
                                                  dtype=torch.float32)
-        randomize(model, name == "gemma3", gen)
+        randomize(model, name.startswith("gemma"), gen)
         model.eval()
-        scaled = name.startswith("llama_")
+        scaled = name in LONG_CONTEXT
         ids = ids_long if scaled else ids_short
 
         d = os.path.join(args.out, name)
@@ -259,7 +315,7 @@ def main():
                     np.save(os.path.join(d, fname), policy_logits(model, cfg, ids, pred))
                 policies[spec][kind] = f"{name}/{fname}"
 
-        window = getattr(cfg, "sliding_window", None) if name in ("mistral", "gemma3") else None
+        window = getattr(cfg, "sliding_window", None) if name in NATIVE_WINDOW else None
         manifest["models"][name] = {"hf": name, "gguf": {k: f"{name}/{v}" for k, v in ggufs.items()},
                                     "logits": {"f32": f"{name}/logits.npy",
                                                "kvf16": f"{name}/logits_kvf16.npy"},
@@ -272,7 +328,7 @@ def main():
         print(f"tiny {name}: layers={cfg.num_hidden_layers} window={window} "
               f"|logits|max={np.abs(logits).max():.3f} -> {d}")
 
-    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+    with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=2)
 
 

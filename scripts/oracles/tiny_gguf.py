@@ -7,7 +7,11 @@ Conventions reproduced:
   * llama & mistral: Q/K rows permuted so that llama.cpp's adjacent-pair RoPE
     equals HF's rotate_half RoPE; mistral keeps arch "llama" (as llama.cpp's
     converter) and records llama.attention.sliding_window;
-  * gemma3: +1 folded into every RMSNorm weight (HF multiplies by 1 + w);
+  * gemma2, gemma3: +1 folded into every RMSNorm weight (HF multiplies by 1 + w);
+    gemma2 records its soft-caps and sliding window;
+  * phi3: fused attn_qkv and ffn_up (gate rows, then up rows) tensors as
+    HF's qkv_proj / gate_up_proj, rope.dimension_count for partial rotary,
+    and its sliding window (0 when none);
   * 1-D tensors stay f32 in the f16 file;
   * RoPE scaling as llama.cpp's converters write it: linear and yarn as
     rope.scaling.* metadata; llama3 as the rope_freqs tensor (per-pair
@@ -23,7 +27,8 @@ import gguf
 
 ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3",
         "llama_linear": "llama", "llama_yarn": "llama", "llama_llama3": "llama",
-        "llama_longrope": "llama"}
+        "llama_longrope": "llama", "mistral_nemo": "llama", "gemma2": "gemma2", "phi3": "phi3",
+        "phi3_window": "phi3"}
 
 
 def permute_qk(w: np.ndarray, n_head: int) -> np.ndarray:
@@ -57,7 +62,7 @@ def _map_name(name: str, arch_name: str) -> str | None:
     if parts[:2] != ["model", "layers"]:
         raise ValueError(f"unexpected tensor {name}")
     bid, rest = parts[2], ".".join(parts[3:])
-    gemma = arch_name == "gemma3"
+    gemma = arch_name in ("gemma2", "gemma3")
     table = {
         "input_layernorm.weight": "attn_norm.weight",
         "self_attn.q_proj.weight": "attn_q.weight",
@@ -73,6 +78,8 @@ def _map_name(name: str, arch_name: str) -> str | None:
             "post_attention_norm.weight" if gemma else "ffn_norm.weight",
         "pre_feedforward_layernorm.weight": "ffn_norm.weight",
         "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+        "self_attn.qkv_proj.weight": "attn_qkv.weight",
+        "mlp.gate_up_proj.weight": "ffn_up.weight",
         "mlp.gate_proj.weight": "ffn_gate.weight",
         "mlp.up_proj.weight": "ffn_up.weight",
         "mlp.down_proj.weight": "ffn_down.weight",
@@ -160,9 +167,16 @@ def write_gguf(path: str, name: str, cfg, state: dict, f16: bool = False) -> Non
     if arch == "llama":
         w.add_rope_dimension_count(head_dim)
         w.add_vocab_size(cfg.vocab_size)
-    if name in ("mistral", "gemma3"):
-        w.add_sliding_window(cfg.sliding_window)
-    _write_rope_scaling(w, cfg, head_dim)
+    if arch == "phi3":
+        rp = _rope_params(cfg)
+        w.add_rope_dimension_count(int(head_dim * rp.get("partial_rotary_factor", 1.0)))
+    if name in ("mistral", "gemma2", "gemma3") or arch == "phi3":
+        w.add_sliding_window(cfg.sliding_window or 0)
+    if arch == "gemma2":
+        w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        w.add_final_logit_softcapping(cfg.final_logit_softcapping)
+    rp = _rope_params(cfg)
+    _write_rope_scaling(w, cfg, int(head_dim * rp.get("partial_rotary_factor", 1.0)))
 
     b2u = _bytes_to_unicode()
     w.add_tokenizer_model("gpt2")
@@ -186,7 +200,7 @@ def write_gguf(path: str, name: str, cfg, state: dict, f16: bool = False) -> Non
             t = permute_qk(t, n_head)
         elif arch == "llama" and hf_name.endswith("self_attn.k_proj.weight"):
             t = permute_qk(t, n_head_kv)
-        if name == "gemma3" and hf_name.endswith("norm.weight"):
+        if arch in ("gemma2", "gemma3") and hf_name.endswith("norm.weight"):
             t = t + 1.0
         if f16 and t.ndim == 2:
             t = t.astype(np.float16)

@@ -1,5 +1,8 @@
 #pragma once
 // Shared by the GGUF and HF config readers: validation of a filled ModelConfig.
+#include <string>
+#include <vector>
+
 #include "core/status.h"
 #include "loader/model_config.h"
 
@@ -15,7 +18,12 @@ Status read_gguf_number(const GGUFFile& f, const std::string& key, double fallba
 // `origin` prefixes messages, e.g. "GGUF" or "config.json".
 Status finalize_config(ModelConfig& c, const std::string& origin);
 
-// Gemma-3's default layout: every 6th layer (il+1) % 6 == 0 is global.
+// Layer il is global when (il + 1) % period == 0 (Gemma-3: 6, Gemma-2: 2).
 std::vector<uint8_t> periodic_window_pattern(int n_layer, int period);
+
+// c.layer_windowed from GGUF "<arch>.attention.sliding_window_pattern" (a
+// bool per layer, or a period; 0: every layer windowed), else
+// periodic_window_pattern(default_period), as llama.cpp reads it.
+Status gguf_window_pattern(const GGUFFile& f, const std::string& arch, int default_period, ModelConfig& c);
 
 }  // namespace stride

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "loader/arch_gemma2.h"
 #include "loader/config_check.h"
 #include "loader/model_source.h"
 #include "loader/rope_scaling_read.h"
@@ -40,17 +41,19 @@ Expected<Arch> parse_arch(const std::string& name) {
   if (name == "qwen2") return Arch::Qwen2;
   if (name == "qwen3") return Arch::Qwen3;
   if (name == "gemma3") return Arch::Gemma3;
+  if (name == "gemma2") return Arch::Gemma2;
+  if (name == "phi3") return Arch::Phi3;
   return Unsupported("GGUF: architecture '" + name + "' is not supported "
-                     "(supported: llama, mistral, qwen2, qwen3, gemma3)");
+                     "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3)");
 }
 
-// Gemma-3 window layout: metadata pattern (bool per layer, or int period),
-// else llama.cpp's default of every 6th layer global.
-Status gemma3_pattern(const GGUFFile& f, ModelConfig& c) {
-  const std::string key = "gemma3.attention.sliding_window_pattern";
+}  // namespace
+
+Status gguf_window_pattern(const GGUFFile& f, const std::string& arch, int default_period, ModelConfig& c) {
+  const std::string key = arch + ".attention.sliding_window_pattern";
   const GGUFValue* v = f.find(key);
   if (!v) {
-    c.layer_windowed = periodic_window_pattern(c.n_layer, 6);
+    c.layer_windowed = periodic_window_pattern(c.n_layer, default_period);
     return Status::Ok();
   }
   if (v->type == GGUFType::ARRAY) {
@@ -72,8 +75,6 @@ Status gemma3_pattern(const GGUFFile& f, ModelConfig& c) {
                                  : periodic_window_pattern(c.n_layer, period);
   return Status::Ok();
 }
-
-}  // namespace
 
 Status read_gguf_number(const GGUFFile& f, const std::string& key, double fallback, double& out) {
   if (!f.has(key)) {
@@ -160,11 +161,18 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
       STRIDE_RETURN_IF_ERROR(read_float(f, a + ".attention.query_pre_attn_scalar", 0.f, qpas));
       if (qpas < 0.f) return Corrupt("GGUF: " + a + ".attention.query_pre_attn_scalar must be > 0");
       if (c.head_dim > 0) c.attn_scale = 1.f / std::sqrt(qpas > 0.f ? qpas : (float)c.head_dim);
-      if (c.n_layer > 0 && c.n_layer < (1 << 20)) STRIDE_RETURN_IF_ERROR(gemma3_pattern(f, c));
+      // llama.cpp's default: every 6th layer global.
+      if (c.n_layer > 0 && c.n_layer < (1 << 20)) STRIDE_RETURN_IF_ERROR(gguf_window_pattern(f, a, 6, c));
       break;
     }
+    case Arch::Gemma2:
+      STRIDE_RETURN_IF_ERROR(gemma2_from_gguf(f, c));
+      break;
+    case Arch::Phi3:  // fused tensors: fused_tensors.h; a sliding window covers every layer
+      c.rope_neox = true;
+      break;
   }
-  if (arch != Arch::Gemma3 && c.sliding_window > 0 && c.n_layer > 0 && c.n_layer < (1 << 20)) {
+  if (c.layer_windowed.empty() && c.sliding_window > 0 && c.n_layer > 0 && c.n_layer < (1 << 20)) {
     c.layer_windowed.assign(c.n_layer, 1);
   }
   STRIDE_RETURN_IF_ERROR(finalize_config(c, "GGUF"));

@@ -69,12 +69,15 @@ Expected<Arch> detect_arch(const json& j) {
   if (name == "Qwen2ForCausalLM" || type == "qwen2") return Arch::Qwen2;
   if (name == "Qwen3ForCausalLM" || type == "qwen3") return Arch::Qwen3;
   if (name == "Gemma3ForCausalLM" || type == "gemma3_text") return Arch::Gemma3;
+  if (name == "Gemma2ForCausalLM" || type == "gemma2") return Arch::Gemma2;
+  if (name == "Phi3ForCausalLM" || type == "phi3") return Arch::Phi3;
   if (name.empty() && type.empty()) {
     return Corrupt("config.json: neither 'architectures' nor 'model_type' is set");
   }
   return Unsupported("config.json: architecture '" + (name.empty() ? type : name) +
                      "' is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM)");
+                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                     "Phi3ForCausalLM)");
 }
 
 // rope_theta (classic) or rope_parameters {rope_theta, ...}; newer Gemma-3
@@ -125,8 +128,23 @@ Status read_layer_types(const json& j, ModelConfig& c, bool& found) {
   return Status::Ok();
 }
 
-Status read_gemma3(const json& j, ModelConfig& c) {
-  c.qk_norm = true;
+// partial_rotary_factor (top level or in rope_parameters): RoPE turns the
+// first head_dim * factor dims of each head (Phi-3.5 / Phi-4 mini).
+Status read_partial_rotary(const json& j, ModelConfig& c) {
+  float factor = 1.f;
+  STRIDE_RETURN_IF_ERROR(read_float(j, "partial_rotary_factor", 1.f, factor));
+  if (const json* rp = field(j, "rope_parameters"); rp && rp->is_object()) {
+    STRIDE_RETURN_IF_ERROR(read_float(*rp, "partial_rotary_factor", factor, factor));
+  }
+  if (!(factor > 0.f) || factor > 1.f) return Corrupt("config.json: 'partial_rotary_factor' must be in (0, 1]");
+  c.rope_dim = (int)((float)c.head_dim * factor);
+  return Status::Ok();
+}
+
+// Gemma-2 and Gemma-3: Gemma-2 has no QK-norm and windows every other layer.
+Status read_gemma(const json& j, ModelConfig& c) {
+  const bool gemma2 = c.arch == Arch::Gemma2;
+  c.qk_norm = !gemma2;
   c.sandwich_norms = true;
   c.embed_scale = std::sqrt((float)c.n_embd);
   std::string act = "gelu_pytorch_tanh";
@@ -146,8 +164,8 @@ Status read_gemma3(const json& j, ModelConfig& c) {
   bool found = false;
   STRIDE_RETURN_IF_ERROR(read_layer_types(j, c, found));
   if (!found) {
-    int period = 6;
-    STRIDE_RETURN_IF_ERROR(read_int(j, "sliding_window_pattern", false, 6, period));
+    int period = gemma2 ? 2 : 6;
+    STRIDE_RETURN_IF_ERROR(read_int(j, "sliding_window_pattern", false, period, period));
     if (period < 0) return Corrupt("config.json: 'sliding_window_pattern' must be >= 0");
     c.layer_windowed = period == 0 ? std::vector<uint8_t>(c.n_layer, 1)
                                    : periodic_window_pattern(c.n_layer, period);
@@ -199,18 +217,20 @@ Expected<ModelConfig> config_from_hf_json(const json& root, bool has_lm_head) {
   STRIDE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", 1e-6f, c.norm_eps));
   STRIDE_RETURN_IF_ERROR(read_int(j, "sliding_window", false, 0, c.sliding_window));
   STRIDE_RETURN_IF_ERROR(read_rope(j, c));
+  STRIDE_RETURN_IF_ERROR(read_partial_rotary(j, c));
   if (c.arch != Arch::Gemma3) {  // one RoPE for every layer
     c.rope_base_local = c.rope_base;
     c.rope_scaling_local = c.rope_scaling;
   }
   c.rope_neox = true;
-  bool tie = c.arch == Arch::Gemma3;  // Gemma ties by default, the others do not
+  const bool gemma = c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
+  bool tie = gemma;  // Gemma ties by default, the others do not
   STRIDE_RETURN_IF_ERROR(read_bool(root, "tie_word_embeddings", tie, tie));
   if (tc) STRIDE_RETURN_IF_ERROR(read_bool(j, "tie_word_embeddings", tie, tie));
   c.tied_embeddings = tie || !has_lm_head;
 
-  if (c.arch == Arch::Gemma3) {
-    STRIDE_RETURN_IF_ERROR(read_gemma3(j, c));
+  if (gemma) {
+    STRIDE_RETURN_IF_ERROR(read_gemma(j, c));
   } else {
     const json* a = field(j, "hidden_act");
     if (a && (!a->is_string() || a->get<std::string>() != "silu")) {

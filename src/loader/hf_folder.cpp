@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/fp16.h"
+#include "loader/fused_tensors.h"
 #include "loader/hf_config.h"
 #include "loader/hf_names.h"
 #include "loader/json_file.h"
@@ -98,9 +99,10 @@ Status load_folder(const std::string& dir, ModelSource& src) {
     if (src.tensor(g)) return Corrupt("safetensors: two tensors map to '" + g + "'");
     view.name = g;
     const bool is_norm = g.size() > 11 && g.compare(g.size() - 11, 11, "norm.weight") == 0;
-    if (arch == Arch::Gemma3 && is_norm) add_one_to_norm(src, view);
+    if ((arch == Arch::Gemma2 || arch == Arch::Gemma3) && is_norm) add_one_to_norm(src, view);
     src.add_tensor(std::move(view));
   }
+  STRIDE_RETURN_IF_ERROR(split_fused_tensors(src));
   return check_model_tensors(src);
 }
 

@@ -21,12 +21,14 @@ std::string layer_suffix(std::string_view rest, Arch arch) {
       {"self_attn.v_proj.", "attn_v."},   {"self_attn.o_proj.", "attn_output."},
       {"mlp.gate_proj.", "ffn_gate."},    {"mlp.up_proj.", "ffn_up."},
       {"mlp.down_proj.", "ffn_down."},
+      // Phi-3's fused projections (split by fused_tensors.h).
+      {"self_attn.qkv_proj.", "attn_qkv."}, {"mlp.gate_up_proj.", "ffn_up."},
   };
   for (const auto& [hf, gg] : kProj) {
     std::string_view r = rest;
     if (consume(r, hf) && (r == "weight" || r == "bias")) return std::string(gg) + std::string(r);
   }
-  const bool gemma = arch == Arch::Gemma3;
+  const bool gemma = arch == Arch::Gemma2 || arch == Arch::Gemma3;
   if (rest == "input_layernorm.weight") return "attn_norm.weight";
   if (rest == "post_attention_layernorm.weight") {
     return gemma ? "post_attention_norm.weight" : "ffn_norm.weight";

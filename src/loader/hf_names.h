@@ -1,6 +1,6 @@
 #pragma once
 // HF parameter names -> GGUF tensor names ("model.layers.3.mlp.up_proj.weight"
-// -> "blk.3.ffn_up.weight"). Gemma-3's sandwich norms map differently.
+// -> "blk.3.ffn_up.weight"). Gemma's sandwich norms map differently.
 #include <string>
 
 #include "loader/model_config.h"

@@ -8,7 +8,7 @@
 
 namespace stride {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma3, Gemma2, Phi3 };
 enum class Activation { SiLU, GeluTanh };
 
 const char* arch_name(Arch a);
@@ -40,7 +40,7 @@ struct ModelConfig {
 
   bool attn_qkv_bias = false;  // Qwen2
   bool qk_norm = false;        // Gemma-3, Qwen3: RMSNorm on q and k per head, before RoPE
-  bool sandwich_norms = false; // Gemma-3: post-attention and post-FFN norms
+  bool sandwich_norms = false; // Gemma-2/3: post-attention and post-FFN norms
   Activation act = Activation::SiLU;
   float embed_scale = 1.f;     // Gemma: sqrt(n_embd)
   float attn_scale = 0.f;      // softmax scale; 0 means 1/sqrt(head_dim)

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "loader/encrypted_file.h"
+#include "loader/fused_tensors.h"
 #include "loader/model_tensors.h"
 
 namespace stride {
@@ -62,7 +63,8 @@ Expected<std::unique_ptr<ModelSource>> open_gguf_model(const std::string& path) 
   src->format = "gguf";
   for (const TensorView& t : file->tensors()) src->add_tensor(t);
   src->own_gguf(std::move(file));  // views point into its map
-  Status st = check_model_tensors(*src);
+  Status st = split_fused_tensors(*src);
+  if (st.ok()) st = check_model_tensors(*src);
   if (!st.ok()) return Status(st.code(), st.message() + " [" + path + "]");
   return src;
 }

@@ -35,6 +35,7 @@ class ModelSource {
 
   // Loader-facing construction.
   void add_tensor(TensorView view) { tensors_[view.name] = std::move(view); }
+  void remove_tensor(const std::string& name) { tensors_.erase(name); }
   void own_gguf(std::unique_ptr<GGUFFile> f) { gguf_ = std::move(f); }
   void own_file(MappedFile f) { files_.push_back(std::move(f)); }
   // A buffer the source keeps alive (converted tensors); returns its data.

@@ -1,7 +1,10 @@
 #pragma once
-// The decoder-only transformer shared by llama, mistral, qwen2, qwen3 and gemma3.
-// Architectures differ only in flags of ModelConfig (biases, QK-norm,
-// sandwich norms, activation, embedding scale, per-layer RoPE base). The
+// The decoder-only transformer shared by llama, mistral (Nemo, Ministral),
+// qwen2, qwen3, gemma2, gemma3 and phi3. Architectures differ only in flags of
+// ModelConfig (biases, QK-norm, sandwich norms, activation, embedding scale,
+// attention and final logit soft-caps, per-layer RoPE base, partial rotary,
+// head_dim apart from n_embd / n_head); Phi-3's fused projections arrive as
+// separate row-range views (loader/fused_tensors.h). The
 // model runs a step the KV manager planned (kv/step_plan.h): it writes K/V,
 // asks top-k layers to select, and runs the stateless attention kernel on each
 // layer's page lists. It never reserves, commits or reads a page table.

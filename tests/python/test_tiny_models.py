@@ -14,8 +14,13 @@ from conftest import GEN, ROOT
 
 TINY = os.path.join(GEN, "tiny")
 ROPE_NAMES = ["llama_linear", "llama_yarn", "llama_llama3", "llama_longrope"]
-# The RoPE-scaled llamas score 96 ids, past their original context of 64.
-NAMES = ["llama", "mistral", "qwen2", "qwen3", "gemma3"] + ROPE_NAMES
+# Phi-3 is LongRoPE-scaled as well; these score 96 ids, past their original context of 64.
+LONG_NAMES = ROPE_NAMES + ["phi3"]
+# mistral_nemo: head_dim != hidden / heads; gemma2: soft-caps, every other
+# layer windowed; phi3: fused qkv / gate_up, LongRoPE, partial rotary;
+# phi3_window: Phi-3 mini's sliding window on every layer.
+NEW_ARCHS = ["mistral_nemo", "gemma2", "phi3", "phi3_window"]
+NAMES = ["llama", "mistral", "qwen2", "qwen3", "gemma3"] + ROPE_NAMES + NEW_ARCHS
 TOL = 1e-4  # with --kv-type f32: stride must equal HF f32 to this
 # The default KV cache holds f16 (as llama.cpp's), which alone moves these
 # logits by up to ~1e-2. That mode is held to the oracle that rounds K (after
@@ -51,7 +56,7 @@ def _kv_types(name):
     """The RoPE-scaled llamas are held to the f32 oracle only: over their 96
     tokens one f16 rounding of K that lands the other way than in HF moves a
     logit by up to 3e-3, past TOL_KVF16, and their f16 cache path is llama's."""
-    return ["f32"] if name in ROPE_NAMES else KV_TYPES
+    return ["f32"] if name in LONG_NAMES else KV_TYPES
 
 
 def _forms():
@@ -145,11 +150,14 @@ NEAR_TIE = 2e-2  # logit gap below which f16-KV rounding may flip the argmax
 GREEDY_CASES = [("llama", None), ("mistral", None), ("qwen2", None), ("gemma3", None),
                 ("qwen3", None), ("llama_yarn", None), ("llama_llama3", None), ("llama_longrope", None),
                 ("llama", "window:size=8"), ("llama", "rswa:sinks=4,window=8,pos=abs"),
-                ("gemma3", "rswa:sinks=4,window=12,pos=abs")]
+                ("gemma3", "rswa:sinks=4,window=12,pos=abs"),
+                ("mistral_nemo", None), ("gemma2", None), ("phi3", None), ("phi3_window", None),
+                ("mistral_nemo", "window:size=8"), ("gemma2", "rswa:sinks=4,window=12,pos=abs"),
+                ("phi3", "rswa:sinks=4,window=8,pos=abs")]
 
 
 @pytest.mark.parametrize("form", ["hf", "gguf-f32"])
-@pytest.mark.parametrize("name", ROPE_NAMES)
+@pytest.mark.parametrize("name", LONG_NAMES)
 def test_rope_scaling_within_original_context(stride, tiny_manifest, name, form):
     """A sequence within the original context (40 of 64 tokens): LongRoPE must
     use its short factors here, as transformers does for such a sequence."""
@@ -162,11 +170,11 @@ def test_rope_scaling_within_original_context(stride, tiny_manifest, name, form)
     assert _report(f"{name} [{form}] prefix", got, ref).max() <= TOL
 
 
-@pytest.mark.parametrize("name", ROPE_NAMES)
+@pytest.mark.parametrize("name", LONG_NAMES)
 def test_info_shows_rope_scaling(stride, tiny_manifest, name):
     """`stride info` names the scaling and the usable context of both forms."""
-    kind = name.split("_", 1)[1]
-    for form in ("hf", "gguf-f32"):
+    kind = name.split("_", 1)[1] if name.startswith("llama_") else "longrope"
+    for form in ("hf", "gguf-f32") + (() if name in NO_CONV else ("gguf-conv",)):
         out = stride.info(_model_path(tiny_manifest, name, form))
         assert out["rope"]["scaling"]["type"] == kind
         usable = {"linear": 4 * 256, "yarn": 4 * 64, "llama3": 256, "longrope": 256}[kind]
@@ -196,13 +204,10 @@ def hf_oracle():
     return logits
 
 
-@pytest.mark.parametrize("name,policy", GREEDY_CASES)
-def test_greedy_decode_matches_hf(stride, tiny_manifest, hf_oracle, name, policy):
-    """Token-by-token decoding (KV cache, window eviction) vs HF teacher forcing:
-    every generated token must be HF's argmax given the same prefix."""
-    ids, _ = _ref(name)
-    prompt, n_new = ids[:12], 24  # 36 tokens: well past every window
-    res = stride.run(_model_path(tiny_manifest, name, "gguf-f32"), prompt, n_new, attention=policy)
+def _check_greedy(stride, hf_oracle, path, name, policy, prompt, n_new, attention=None):
+    """`stride run` from `prompt`: every generated token must be HF's argmax
+    given the same prefix (teacher forcing)."""
+    res = stride.run(path, prompt, n_new, attention=attention or policy)
     gen = [int(t) for t in res["generated_ids"]]
     assert res["prompt_tokens"] == len(prompt) and len(gen) == n_new
     ref = hf_oracle(name, prompt + gen, policy)  # [n_tokens, n_vocab]
@@ -218,3 +223,49 @@ def test_greedy_decode_matches_hf(stride, tiny_manifest, hf_oracle, name, policy
     print(f"\n{name} {policy or 'native'}: {n_new - len(mismatches)}/{n_new} match "
           f"({near_ties} near ties)")
     assert not mismatches, f"(step, stride, hf): {mismatches[:5]}"
+
+
+@pytest.mark.parametrize("name,policy", GREEDY_CASES)
+def test_greedy_decode_matches_hf(stride, tiny_manifest, hf_oracle, name, policy):
+    """Token-by-token decoding (KV cache, window eviction) vs HF teacher forcing."""
+    ids, _ = _ref(name)
+    # 36 tokens: well past every window
+    _check_greedy(stride, hf_oracle, _model_path(tiny_manifest, name, "gguf-f32"), name, policy, ids[:12], 24)
+
+
+def _hf_layout(name):
+    """head_dim and natively windowed layers as HF's config.json states them."""
+    cfg = json.load(open(os.path.join(TINY, name, "config.json")))
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    n = cfg["num_hidden_layers"]
+    if not cfg.get("sliding_window"):
+        return head_dim, []
+    types = cfg.get("layer_types") or ["sliding_attention"] * n
+    return head_dim, [i for i, t in enumerate(types) if t == "sliding_attention"]
+
+
+# general.architecture of llama.cpp's converted file (Mistral converts as llama).
+CONV_ARCH = {"mistral_nemo": "llama", "gemma2": "gemma2", "phi3": "phi3", "phi3_window": "phi3"}
+HF_ARCH = {"mistral_nemo": "mistral", "gemma2": "gemma2", "phi3": "phi3", "phi3_window": "phi3"}
+
+
+@pytest.mark.parametrize("form", ["hf", "gguf-conv"])
+@pytest.mark.parametrize("name", NEW_ARCHS)
+def test_info_on_new_architectures(stride, tiny_manifest, name, form):
+    """`stride info` reports the architecture, head size and window layout
+    HF's config states, on the HF folder and on llama.cpp's converted file."""
+    info = stride.info(_model_path(tiny_manifest, name, form))
+    head_dim, windowed = _hf_layout(name)
+    assert info["architecture"] == (HF_ARCH if form == "hf" else CONV_ARCH)[name]
+    assert info["head_dim"] == head_dim
+    if _conv_attention(tiny_manifest, name, form) is None:
+        assert info["windowed_layers"] == windowed
+
+
+@pytest.mark.parametrize("name", NEW_ARCHS)
+def test_run_on_converted_gguf(stride, tiny_manifest, hf_oracle, name):
+    """`stride run` on the file users have (llama.cpp's converter; generation
+    needs the GGUF tokenizer) generates HF's greedy tokens."""
+    ids, _ = _ref(name)
+    _check_greedy(stride, hf_oracle, _model_path(tiny_manifest, name, "gguf-conv"), name, None, ids[:12], 12,
+                  attention=_conv_attention(tiny_manifest, name, "gguf-conv"))

@@ -76,7 +76,13 @@ INSTANTIATE_TEST_SUITE_P(
                       // sinks re-rotated with the scaled frequencies.
                       Case{"llama_yarn", "dense"}, Case{"llama_yarn", "rswa:sinks=2,window=6"},
                       Case{"llama_llama3", "rswa:sinks=2,window=6"}, Case{"llama_linear", "dense"},
-                      Case{"llama_longrope", "dense"}, Case{"llama_longrope", "rswa:sinks=2,window=6"}));
+                      Case{"llama_longrope", "dense"}, Case{"llama_longrope", "rswa:sinks=2,window=6"},
+                      // Soft-caps with every other layer windowed; fused qkv / gate_up
+                      // views with LongRoPE on 8 of 16 dims; head_dim apart from
+                      // n_embd / n_head.
+                      Case{"gemma2", "dense"}, Case{"gemma2", "rswa:sinks=2,window=4"},
+                      Case{"phi3", "dense"}, Case{"phi3", "rswa:sinks=2,window=6"},
+                      Case{"phi3_window", "dense"}, Case{"mistral_nemo", "window:size=5"}));
 
 // The real SmolLM2 file, with sinks and a window shorter than the sequence.
 // The reference quantizes activations to int8 as the fast path does, but a
