@@ -11,6 +11,15 @@ size_t partial_tag_tail(std::string_view text, std::string_view tag) {
   return 0;
 }
 
+bool text_without_tag(std::string_view text, std::string_view tag, ToolCallScan& out) {
+  if (text.find(tag) != std::string_view::npos) return false;
+  out.kind = text.find_first_not_of(" \t\r\n") == std::string_view::npos ? ToolCallScan::Kind::Undecided
+                                                                         : ToolCallScan::Kind::Text;
+  out.content_end = text.size();
+  out.content_safe = text.size() - partial_tag_tail(text, tag);
+  return true;
+}
+
 Step expect_tag(std::string_view text, size_t& pos, std::string_view tag) {
   while (pos < text.size() && is_blank(text[pos])) ++pos;
   const std::string_view rest = text.substr(pos);

@@ -38,14 +38,8 @@ Step scan_blocks(std::string_view text, size_t pos, ToolCallScan& out) {
 
 ToolCallScan scan_hermes_calls(std::string_view text) {
   ToolCallScan out;
+  if (tool_scan::text_without_tag(text, kHermesCallOpen, out)) return out;
   const size_t open = text.find(kHermesCallOpen);
-  if (open == std::string_view::npos) {
-    out.kind = text.find_first_not_of(" \t\r\n") == std::string_view::npos ? ToolCallScan::Kind::Undecided
-                                                                           : ToolCallScan::Kind::Text;
-    out.content_end = text.size();
-    out.content_safe = text.size() - partial_tag_tail(text, kHermesCallOpen);
-    return out;
-  }
   out.kind = ToolCallScan::Kind::Calls;
   out.content_end = out.content_safe = open;
   const Step st = scan_blocks(text, open, out);

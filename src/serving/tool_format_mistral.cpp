@@ -105,14 +105,8 @@ Step scan_args_calls(std::string_view text, size_t pos, ToolCallScan& out) {
 
 ToolCallScan scan_mistral_calls(std::string_view text, bool args_form) {
   ToolCallScan out;
+  if (tool_scan::text_without_tag(text, kMistralCallsTag, out)) return out;
   const size_t open = text.find(kMistralCallsTag);
-  if (open == std::string_view::npos) {
-    out.kind = text.find_first_not_of(" \t\r\n") == std::string_view::npos ? ToolCallScan::Kind::Undecided
-                                                                           : ToolCallScan::Kind::Text;
-    out.content_end = text.size();
-    out.content_safe = text.size() - tool_scan::partial_tag_tail(text, kMistralCallsTag);
-    return out;
-  }
   out.kind = ToolCallScan::Kind::Calls;
   out.content_end = out.content_safe = open;
   const Step st = args_form ? scan_args_calls(text, open, out)

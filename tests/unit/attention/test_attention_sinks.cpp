@@ -18,6 +18,7 @@
 #include "attention/attention_reference.h"
 #include "attention/plan.h"
 #include "attention/policy.h"
+#include "cache_test_util.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
@@ -26,17 +27,11 @@
 namespace stride {
 namespace {
 
+using testing_util::random_vec;
+
 constexpr int kNkv = 2, kNhead = 6, kPage = 32;
 // One per query head: small, large (the sink takes most of the mass) and negative.
 const float kSinks[kNhead] = {0.5f, -2.f, 3.f, 8.f, -0.3f, 1.2f};
-
-std::vector<float> random_vec(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> x(n);
-  for (float& v : x) v = nd(rng);
-  return x;
-}
 
 // May query i (at q_pos0 + i) through kv head h see the key at position j?
 using Visible = std::function<bool(int i, int h, int64_t j)>;

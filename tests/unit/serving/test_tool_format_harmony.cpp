@@ -5,12 +5,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "grammar_verdict.h"
+#include "tool_format_test_util.h"
 #include "serving/chat_template.h"
 #include "serving/tool_format.h"
 #include "serving/tool_format_harmony.h"
@@ -19,23 +17,15 @@
 namespace stride::serving {
 namespace {
 
-const ToolSpec kWeather{"get_weather", "Weather in a city.",
-                       R"({"type": "object", "properties": {"city": {"type": "string"}},
-                           "required": ["city"], "additionalProperties": false})"};
-const ToolSpec kTime{"get_time", "", R"({"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]})"};
+using testing::kTime;
+using testing::kWeather;
+using testing::mangle;
+using testing::template_text;
 
 const std::string kReasoning = "<|channel|>analysis<|message|>The user wants the weather. Call get_weather.<|end|>";
 const std::string kCall =
     "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
     "{\"city\": \"Paris\"}<|call|>";
-
-std::string template_text(const std::string& name) {
-  const char* home = std::getenv("HOME");
-  std::ifstream f(std::filesystem::path(home ? home : "/root") / ".cache/stride/chat-templates" / name);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 TEST(HarmonyScan, ReasoningThenCall) {
   const ToolCallScan s = scan_harmony_reply(kReasoning + kCall);
@@ -137,16 +127,7 @@ TEST(HarmonyScan, MangledRepliesNeverBreakTheInvariants) {
   const std::string base = kReasoning + kCall;
   std::mt19937 rng(99);
   for (int round = 0; round < 3000; ++round) {
-    std::string text = base;
-    for (int e = 0, edits = 1 + (int)(rng() % 4); e < edits && !text.empty(); ++e) {
-      const size_t at = rng() % text.size();
-      switch (rng() % 3) {
-        case 0: text[at] = static_cast<char>(rng() % 256); break;
-        case 1: text.erase(at, 1 + rng() % 8); break;
-        default: text.insert(at, 1, "{}[]\"<>|/ \n"[rng() % 11]); break;
-      }
-    }
-    text.resize(rng() % (text.size() + 1));
+    const std::string text = mangle(base, rng, "{}[]\"<>|/ \n");
     const ToolCallScan s = scan_harmony_reply(text);
     ASSERT_LE(s.content_safe, s.content.size()) << text;
     ASSERT_LE(s.content.size() + s.reasoning.size(), text.size()) << text;

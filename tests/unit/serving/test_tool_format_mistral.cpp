@@ -5,12 +5,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "grammar_verdict.h"
+#include "tool_format_test_util.h"
 #include "serving/chat_template.h"
 #include "serving/tool_format.h"
 #include "serving/tool_format_mistral.h"
@@ -19,24 +17,16 @@
 namespace stride::serving {
 namespace {
 
-const ToolSpec kWeather{"get_weather", "Weather in a city.",
-                       R"({"type": "object", "properties": {"city": {"type": "string"}},
-                           "required": ["city"], "additionalProperties": false})"};
-const ToolSpec kTime{"get_time", "", R"({"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]})"};
+using testing::kTime;
+using testing::kWeather;
+using testing::mangle;
+using testing::template_text;
 
 const std::string kJsonCalls =
     "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, "
     "{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}]";
 const std::string kArgsCalls =
     "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{\"tz\": \"CET\"}";
-
-std::string template_text(const std::string& name) {
-  const char* home = std::getenv("HOME");
-  std::ifstream f(std::filesystem::path(home ? home : "/root") / ".cache/stride/chat-templates" / name);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 void expect_two_calls(const ToolCallScan& s) {
   ASSERT_EQ(s.kind, ToolCallScan::Kind::Calls);
@@ -126,16 +116,7 @@ TEST(MistralScan, MangledRepliesNeverBreakTheInvariants) {
   std::mt19937 rng(4321);
   for (bool args_form : {false, true})
     for (int round = 0; round < 3000; ++round) {
-      std::string text = "Ok. " + (args_form ? kArgsCalls : kJsonCalls);
-      for (int e = 0, edits = 1 + (int)(rng() % 4); e < edits && !text.empty(); ++e) {
-        const size_t at = rng() % text.size();
-        switch (rng() % 3) {
-          case 0: text[at] = static_cast<char>(rng() % 256); break;
-          case 1: text.erase(at, 1 + rng() % 8); break;
-          default: text.insert(at, 1, "{}[]\"<>/\\ \n"[rng() % 11]); break;
-        }
-      }
-      text.resize(rng() % (text.size() + 1));
+      const std::string text = mangle("Ok. " + (args_form ? kArgsCalls : kJsonCalls), rng);
       const ToolCallScan s = scan_mistral_calls(text, args_form);
       ASSERT_LE(s.content_safe, s.content_end) << text;
       ASSERT_LE(s.content_end, text.size()) << text;
