@@ -124,6 +124,9 @@ std::vector<json> ToolReplyStream::call_deltas(const ToolCallScan& scan, bool fi
       first["index"] = i;
       out.push_back({{"tool_calls", json::array({first})}});
     }
+    // A reply the grammar did not write may take back what it seemed to say
+    // (a "parameters" key, then "arguments"): what went out stays out.
+    if (args_sent_[i] > c.arguments.size()) continue;
     const size_t n = final ? c.arguments.size() - args_sent_[i] : utf8_whole(c.arguments, args_sent_[i]);
     if (n == 0) continue;
     json part = {{"index", i}, {"function", {{"arguments", c.arguments.substr(args_sent_[i], n)}}}};

@@ -159,7 +159,10 @@ ToolCallScan scan_harmony_reply(std::string_view text) {
       call.name_done = true;
       const Step st = read_call_body(body, ended, call);
       out.calls.push_back(std::move(call));
-      bad = bad || st == Step::Bad;
+      if (st == Step::Bad) {  // not a call after all: its text is content
+        bad = true;
+        out.content += body;
+      }
     } else if (channel_of(channel) == "analysis") {
       out.reasoning += body;
     } else {

@@ -35,7 +35,9 @@ inline constexpr std::string_view kHarmonyReturn = "<|return|>";
 // written). A reply that does not open with a harmony header is plain
 // content; a header that breaks the grammar ends the parse, and the text
 // from there on is content. A complete call whose body is not a JSON object
-// makes the calls invalid.
+// makes the calls invalid, and its body is content. A recipient other than
+// functions.NAME (gpt-oss's built-in browser.* / python tools) is a call
+// named by the whole recipient.
 ToolCallScan scan_harmony_reply(std::string_view text);
 
 // The grammar of a reply that must call (mode Required or Named): one

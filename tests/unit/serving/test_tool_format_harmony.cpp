@@ -87,6 +87,7 @@ TEST(HarmonyScan, HostileReplies) {
                                               body + "<|call|>");
     ASSERT_EQ(s.kind, ToolCallScan::Kind::Calls) << body;
     EXPECT_FALSE(s.valid) << body;
+    EXPECT_EQ(s.content, body);  // returned as text
   }
   // A header that never closes and grows without bound.
   const ToolCallScan endless = scan_harmony_reply("<|channel|>" + std::string(1 << 20, 'a'));
