@@ -157,7 +157,7 @@ ApiError read_messages(const json& b, const ParseContext& ctx, GenerationCall& o
     if (!kw->is_object()) return bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     kwargs = jinja::context_from_json(*kw);
   }
-  // OpenAI's reasoning_effort (low | medium | high): the template variable
+  // OpenAI's reasoning_effort (minimal | low | medium | high): the template variable
   // of the same name (gpt-oss), unless chat_template_kwargs set it.
   if (const json* effort = Fields(b).find("reasoning_effort"); effort && !effort->is_null()) {
     if (!effort->is_string() || (*effort != "low" && *effort != "medium" && *effort != "high" && *effort != "minimal")) {
