@@ -4,7 +4,7 @@
 #   STRIDE_FUZZ_BUILD_DIR (default build-fuzz), STRIDE_JOBS (default 2),
 #   STRIDE_FUZZ_VOCAB_DIR (default ../shared/fixtures/vocab beside the repo).
 
-FUZZ_TARGETS=(gguf safetensors hf_config tokenizer_spm tokenizer_bpe openai_request chat_template jinja http grammar embeddings)
+FUZZ_TARGETS=(gguf safetensors hf_config tokenizer_spm tokenizer_bpe openai_request chat_template jinja http grammar embeddings tool_reply)
 
 fuzz_setup_env() {
   ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

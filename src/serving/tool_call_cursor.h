@@ -96,6 +96,19 @@ class Cursor {
   size_t i_ = 0;
 };
 
+// Length of the longest tail of `text` that is a proper prefix of `tag`: it
+// may still become the tag.
+size_t partial_tag_tail(std::string_view text, std::string_view tag);
+
+// `tag` at `pos` (after blank space): Done (pos moves past it), More when
+// the text ends inside it, Bad otherwise.
+Step expect_tag(std::string_view text, size_t& pos, std::string_view tag);
+
+// The reply before a format's opening tag: when `text` holds no `tag`, sets
+// `out` to Text (Undecided while blank; content_safe holds back a tail that
+// may become the tag) and returns true.
+bool text_without_tag(std::string_view text, std::string_view tag, ToolCallScan& out);
+
 // One call object after its "{": its keys in any order, "name" and
 // "arguments" ("parameters" too: Llama-style models write it) read, others skipped.
 Step scan_call(Cursor& c, ScannedCall& call);

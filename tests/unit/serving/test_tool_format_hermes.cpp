@@ -4,22 +4,20 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "grammar_verdict.h"
+#include "tool_format_test_util.h"
 #include "serving/tool_format.h"
 #include "serving/tool_format_hermes.h"
 
 namespace stride::serving {
 namespace {
 
-const ToolSpec kWeather{"get_weather", "Weather in a city.",
-                       R"({"type": "object", "properties": {"city": {"type": "string"}},
-                           "required": ["city"], "additionalProperties": false})"};
-const ToolSpec kTime{"get_time", "", R"({"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]})"};
+using testing::kTime;
+using testing::kWeather;
+using testing::mangle;
+using testing::template_text;
 
 const std::string kCall1 = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
 const std::string kCall2 = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>";
@@ -106,17 +104,7 @@ TEST(HermesScan, MangledRepliesNeverBreakTheInvariants) {
   const std::string base = "Ok. " + kCall1 + "\n" + kCall2;
   std::mt19937 rng(1234);
   for (int round = 0; round < 3000; ++round) {
-    std::string text = base;
-    const int edits = 1 + static_cast<int>(rng() % 4);
-    for (int e = 0; e < edits && !text.empty(); ++e) {
-      const size_t at = rng() % text.size();
-      switch (rng() % 3) {
-        case 0: text[at] = static_cast<char>(rng() % 256); break;
-        case 1: text.erase(at, 1 + rng() % 8); break;
-        default: text.insert(at, 1, "{}[]\"<>/\\ \n"[rng() % 11]); break;
-      }
-    }
-    text.resize(rng() % (text.size() + 1));
+    const std::string text = mangle(base, rng);
     const ToolCallScan s = scan_hermes_calls(text);
     ASSERT_LE(s.content_safe, s.content_end) << text;
     ASSERT_LE(s.content_end, text.size()) << text;
@@ -151,14 +139,6 @@ TEST(HermesGrammar, NamedAndSingleCall) {
   ASSERT_TRUE(single.ok());
   EXPECT_FALSE(run(*single, kCall1 + "\n" + kCall2).prefix);
   EXPECT_FALSE(hermes_call_gbnf({kWeather}, ToolChoice{ToolChoiceMode::Auto, "", true}).ok());
-}
-
-std::string template_text(const std::string& name) {
-  const char* home = std::getenv("HOME");
-  std::ifstream f(std::filesystem::path(home ? home : "/root") / ".cache/stride/chat-templates" / name);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 TEST(ToolFormatDetection, FromTheTemplateSource) {
