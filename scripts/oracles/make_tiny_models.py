@@ -4,12 +4,14 @@
 Usage:
   ~/.cache/stride/venv/bin/python scripts/oracles/make_tiny_models.py [--out DIR]
 
-For each architecture (llama, mistral, qwen2, qwen3, gemma3), and for llama with
+For each architecture (llama, mistral, qwen2, qwen3, gemma3, and the
+mixture-of-experts mixtral, qwen2moe, qwen3moe), and for llama with
 each RoPE scaling (llama_linear, llama_yarn, llama_llama3, llama_longrope:
 original context 64, ids of 96 tokens) this writes, under
 DIR/<name>/ (default tests/data/generated/tiny):
   config.json + model.safetensors   the HF folder (f32)
-  model-f32.gguf                    llama.cpp-convention GGUF (f32)
+  model-f32.gguf                    llama.cpp-convention GGUF (f32; not for
+                                    the MoE models, which only the converter writes)
   model-f16.gguf                    (llama only) 2-D weights in f16
   model-conv-f32.gguf               the folder converted by llama.cpp's own
                                     convert_hf_to_gguf.py (hf_to_gguf.py)
@@ -19,7 +21,8 @@ DIR/<name>/ (default tests/data/generated/tiny):
   logits_policy<j>[_kvf16].npy      with an --attention policy mask on global layers
   logits_prefix.npy                 (RoPE-scaled models) HF logits of the first
                                     SEQ_LEN ids: within the original context
-and DIR/manifest.json describing them. All weights are rounded to values that
+and DIR/manifest.json describing them (--only NAME,... regenerates those
+models and keeps the manifest's other entries). All weights are rounded to values that
 f16 represents exactly, so the f16 GGUF and the f32 HF folder are the same model.
 """
 import argparse
@@ -76,6 +79,35 @@ def rope_scaled_configs(LlamaConfig):
             for name, rp in scalings.items()}
 
 
+# Mixture-of-experts models: their GGUF comes from llama.cpp's converter only.
+MOE_NAMES = ("mixtral", "qwen2moe", "qwen3moe")
+
+
+def moe_configs():
+    """Small experts (hidden 32-64), top-2 of 6-8, so that every expert is used
+    by some of the 40 tokens and most by only a few."""
+    from transformers import MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig
+    return {
+        # GGUF arch "llama" with expert_count; renormalises the top-2 weights.
+        "mixtral": MixtralConfig(**_common(num_hidden_layers=2, intermediate_size=64,
+                                           num_local_experts=6, num_experts_per_tok=2,
+                                           rope_theta=1000000.0, rms_norm_eps=1e-5,
+                                           sliding_window=None)),
+        # Shared expert behind a sigmoid gate; weights not renormalised; q/k/v biases.
+        "qwen2moe": Qwen2MoeConfig(**_common(num_hidden_layers=2, moe_intermediate_size=32,
+                                             shared_expert_intermediate_size=96,
+                                             num_experts=8, num_experts_per_tok=2,
+                                             norm_topk_prob=False, rope_theta=1000000.0,
+                                             rms_norm_eps=1e-6, use_sliding_window=False)),
+        # QK-norm as qwen3; renormalised (llama.cpp assumes so for qwen3moe files).
+        "qwen3moe": Qwen3MoeConfig(**_common(num_hidden_layers=2, head_dim=32,
+                                             moe_intermediate_size=32, num_experts=8,
+                                             num_experts_per_tok=2, norm_topk_prob=True,
+                                             rope_theta=1000000.0, rms_norm_eps=1e-6,
+                                             use_sliding_window=False)),
+    }
+
+
 def build_configs():
     from transformers import Gemma3TextConfig, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
     return {
@@ -101,6 +133,7 @@ def build_configs():
         "qwen3": Qwen3Config(**_common(num_hidden_layers=2, head_dim=32, rope_theta=1000000.0,
                                        rms_norm_eps=1e-6, use_sliding_window=False)),
         **rope_scaled_configs(LlamaConfig),
+        **moe_configs(),
     }
 
 
@@ -136,6 +169,10 @@ POLICIES = {
     "llama_yarn": {"rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
     "llama_llama3": {},
     "llama_longrope": {"rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
+    "mixtral": {"window:size=8": lambda q, k: k > q - 8,
+                "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
+    "qwen2moe": {"window:size=8": lambda q, k: k > q - 8},
+    "qwen3moe": {"rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
 }
 
 
@@ -145,7 +182,8 @@ def kv_f16(enabled: bool = True):
     engine whose KV cache holds f16, as llama.cpp's default cache does."""
     import importlib
     mods = [importlib.import_module(f"transformers.models.{m}.modeling_{m}")
-            for m in ("llama", "mistral", "qwen2", "qwen3", "gemma3")]
+            for m in ("llama", "mistral", "qwen2", "qwen3", "gemma3",
+                      "mixtral", "qwen2_moe", "qwen3_moe")]
     saved = [(m, m.eager_attention_forward) for m in mods]
     if enabled:
         for m, orig in saved:
@@ -200,7 +238,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ap.add_argument("--out", default=os.path.join(root, "tests/data/generated/tiny"))
+    ap.add_argument("--only", default="", help="comma-separated model names to (re)generate; "
+                    "the manifest keeps the other entries")
     args = ap.parse_args()
+    only = set(filter(None, args.only.split(",")))
 
     from transformers import AutoModelForCausalLM
     torch.manual_seed(SEED)
@@ -210,7 +251,13 @@ def main():
     ids_long = [int(x) for x in rng.integers(3, VOCAB, size=ROPE_SEQ_LEN)]
 
     manifest = {"seq_len": SEQ_LEN, "models": {}}
+    manifest_path = os.path.join(args.out, "manifest.json")
+    if only and os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            manifest = json.load(f)
     for i, (name, cfg) in enumerate(build_configs().items()):
+        if only and name not in only:
+            continue
         cfg._attn_implementation = "eager"
         cfg.torch_dtype = torch.float32
         gen = torch.Generator().manual_seed(SEED + i)
@@ -238,8 +285,10 @@ def main():
             np.save(os.path.join(d, "logits_prefix.npy"), plain_logits(model, ids[:SEQ_LEN]))
 
         state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
-        ggufs = {"f32": "model-f32.gguf"}
-        write_gguf(os.path.join(d, ggufs["f32"]), name, cfg, state, f16=False)
+        ggufs = {}
+        if name not in MOE_NAMES:
+            ggufs["f32"] = "model-f32.gguf"
+            write_gguf(os.path.join(d, ggufs["f32"]), name, cfg, state, f16=False)
         if name == "llama":
             ggufs["f16"] = "model-f16.gguf"
             write_gguf(os.path.join(d, ggufs["f16"]), name, cfg, state, f16=True)
@@ -260,7 +309,9 @@ def main():
                 policies[spec][kind] = f"{name}/{fname}"
 
         window = getattr(cfg, "sliding_window", None) if name in ("mistral", "gemma3") else None
-        manifest["models"][name] = {"hf": name, "gguf": {k: f"{name}/{v}" for k, v in ggufs.items()},
+        moe = {"n_expert": getattr(cfg, "num_local_experts", None) or cfg.num_experts,
+               "n_expert_used": cfg.num_experts_per_tok} if name in MOE_NAMES else None
+        manifest["models"][name] = {"hf": name, "moe": moe, "gguf": {k: f"{name}/{v}" for k, v in ggufs.items()},
                                     "logits": {"f32": f"{name}/logits.npy",
                                                "kvf16": f"{name}/logits_kvf16.npy"},
                                     "sliding_window": window, "policies": policies,
@@ -272,7 +323,7 @@ def main():
         print(f"tiny {name}: layers={cfg.num_hidden_layers} window={window} "
               f"|logits|max={np.abs(logits).max():.3f} -> {d}")
 
-    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+    with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=2)
 
 

@@ -5,6 +5,7 @@
 
 #include "loader/config_check.h"
 #include "loader/model_source.h"
+#include "loader/moe_config_read.h"
 #include "loader/rope_scaling_read.h"
 
 namespace stride {
@@ -40,8 +41,10 @@ Expected<Arch> parse_arch(const std::string& name) {
   if (name == "qwen2") return Arch::Qwen2;
   if (name == "qwen3") return Arch::Qwen3;
   if (name == "gemma3") return Arch::Gemma3;
+  if (name == "qwen2moe") return Arch::Qwen2Moe;
+  if (name == "qwen3moe") return Arch::Qwen3Moe;
   return Unsupported("GGUF: architecture '" + name + "' is not supported "
-                     "(supported: llama, mistral, qwen2, qwen3, gemma3)");
+                     "(supported: llama, mistral, qwen2, qwen3, gemma3, qwen2moe, qwen3moe)");
 }
 
 // Gemma-3 window layout: metadata pattern (bool per layer, or int period),
@@ -141,10 +144,12 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
       c.rope_neox = false;  // converter permuted Q/K rows for adjacent-pair RoPE
       break;
     case Arch::Qwen2:
+    case Arch::Qwen2Moe:
       c.rope_neox = true;
       c.attn_qkv_bias = true;
       break;
     case Arch::Qwen3:
+    case Arch::Qwen3Moe:
       c.rope_neox = true;
       c.qk_norm = true;  // RMSNorm on q and k per head, no q/k/v bias
       break;
@@ -164,6 +169,8 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
       break;
     }
   }
+  // llama.cpp renormalises the chosen experts' weights except for Qwen2-MoE.
+  STRIDE_RETURN_IF_ERROR(read_moe_gguf(f, a, c.n_ff, arch != Arch::Qwen2Moe, c.moe));
   if (arch != Arch::Gemma3 && c.sliding_window > 0 && c.n_layer > 0 && c.n_layer < (1 << 20)) {
     c.layer_windowed.assign(c.n_layer, 1);
   }

@@ -13,6 +13,8 @@ const char* arch_name(Arch a) {
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
     case Arch::Gemma3: return "gemma3";
+    case Arch::Qwen2Moe: return "qwen2moe";
+    case Arch::Qwen3Moe: return "qwen3moe";
   }
   return "unknown";
 }

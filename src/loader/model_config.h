@@ -4,11 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "loader/moe_config.h"
 #include "loader/rope_scaling.h"
 
 namespace stride {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma3, Qwen2Moe, Qwen3Moe };
 enum class Activation { SiLU, GeluTanh };
 
 const char* arch_name(Arch a);
@@ -47,6 +48,7 @@ struct ModelConfig {
   float attn_logit_softcap = 0.f;
   float final_logit_softcap = 0.f;
   bool tied_embeddings = false;  // output.weight absent: use token_embd
+  MoeConfig moe;                 // experts instead of the dense FFN (Mixtral: arch llama)
 
   bool is_windowed(int layer) const {
     return layer >= 0 && layer < (int)layer_windowed.size() && layer_windowed[layer];

@@ -5,6 +5,7 @@
 #include "kernels/matmul.h"
 #include "kernels/matmul_reference.h"
 #include "kernels/ops.h"
+#include "model/moe_reference.h"
 
 namespace stride {
 
@@ -103,14 +104,18 @@ Expected<std::vector<float>> reference_forward(const Transformer& model,
     for (int64_t i = 0; i < n * E; ++i) x[i] += o[i];
 
     rmsnorm_ref(x.data(), f32(L.ffn_norm), h.data(), n, E, c.norm_eps);
-    matmul_ref(L.w_gate, h.data(), gate.data(), n);
-    matmul_ref(L.w_up, h.data(), up.data(), n);
-    if (c.act == Activation::GeluTanh) {
-      gelu_tanh_mul_ref(gate.data(), up.data(), gate.data(), (int64_t)n * c.n_ff);
+    if (L.moe.active()) {
+      moe_ffn_reference(c, L.moe, h.data(), o.data(), n, matmul_ref);
     } else {
-      silu_mul_ref(gate.data(), up.data(), gate.data(), (int64_t)n * c.n_ff);
+      matmul_ref(L.w_gate, h.data(), gate.data(), n);
+      matmul_ref(L.w_up, h.data(), up.data(), n);
+      if (c.act == Activation::GeluTanh) {
+        gelu_tanh_mul_ref(gate.data(), up.data(), gate.data(), (int64_t)n * c.n_ff);
+      } else {
+        silu_mul_ref(gate.data(), up.data(), gate.data(), (int64_t)n * c.n_ff);
+      }
+      matmul_ref(L.w_down, gate.data(), o.data(), n);
     }
-    matmul_ref(L.w_down, gate.data(), o.data(), n);
     if (L.post_ffn_norm.valid()) rmsnorm_ref(o.data(), f32(L.post_ffn_norm), o.data(), n, E, c.norm_eps);
     for (int64_t i = 0; i < n * E; ++i) x[i] += o[i];
   }

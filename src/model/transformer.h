@@ -1,7 +1,8 @@
 #pragma once
-// The decoder-only transformer shared by llama, mistral, qwen2, qwen3 and gemma3.
+// The decoder-only transformer shared by llama, mistral, qwen2, qwen3, gemma3
+// and their mixture-of-experts forms (mixtral, qwen2moe, qwen3moe).
 // Architectures differ only in flags of ModelConfig (biases, QK-norm,
-// sandwich norms, activation, embedding scale, per-layer RoPE base). The
+// sandwich norms, activation, embedding scale, per-layer RoPE base, experts). The
 // model runs a step the KV manager planned (kv/step_plan.h): it writes K/V,
 // asks top-k layers to select, and runs the stateless attention kernel on each
 // layer's page lists. It never reserves, commits or reads a page table.
@@ -16,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "loader/model_source.h"
 #include "model/model_weights.h"
+#include "model/moe_ffn.h"
 
 namespace stride {
 
@@ -68,6 +70,8 @@ class Transformer {
  private:
   Transformer() = default;
   void ensure_scratch(int n);
+  // o_ = FFN(h_) for n tokens [n, n_embd]: the dense SwiGLU/GeGLU or the experts.
+  void feed_forward(const LayerWeights& L, const PackedLayer& P, int n, ThreadPool& pool);
   // x[i] = the embedding of ids[i]: [n, n_embd].
   Status embed(const int32_t* ids, int n, float* x);
   // y = x · Wᵀ on the packed copy of W when there is one.
@@ -99,6 +103,7 @@ class Transformer {
   std::vector<float> gate_;    // [n, n_ff]
   std::vector<float> up_;      // [n, n_ff]
   std::vector<int32_t> ids_;   // [n] tokens of all steps, concatenated
+  MoeScratch moe_;             // expert routing and grouped rows (MoE models)
 };
 
 }  // namespace stride

@@ -15,7 +15,9 @@ from conftest import GEN, ROOT
 TINY = os.path.join(GEN, "tiny")
 ROPE_NAMES = ["llama_linear", "llama_yarn", "llama_llama3", "llama_longrope"]
 # The RoPE-scaled llamas score 96 ids, past their original context of 64.
-NAMES = ["llama", "mistral", "qwen2", "qwen3", "gemma3"] + ROPE_NAMES
+# Mixture-of-experts models: only llama.cpp's converter writes their GGUF.
+MOE_NAMES = ["mixtral", "qwen2moe", "qwen3moe"]
+NAMES = ["llama", "mistral", "qwen2", "qwen3", "gemma3"] + ROPE_NAMES + MOE_NAMES
 TOL = 1e-4  # with --kv-type f32: stride must equal HF f32 to this
 # The default KV cache holds f16 (as llama.cpp's), which alone moves these
 # logits by up to ~1e-2. That mode is held to the oracle that rounds K (after
@@ -33,6 +35,11 @@ TOL_F16 = TOL
 # llama.cpp's converter writes LongRoPE's factor tensors for phi3 only, so its
 # llama+longrope file cannot be run (stride says so; llama.cpp would too).
 NO_CONV = {"llama_longrope"}
+
+
+def _gguf(name):
+    """The GGUF form of a model: the test writer's f32 file, else the converter's."""
+    return "gguf-conv" if name in MOE_NAMES else "gguf-f32"
 
 
 def _conv_attention(manifest, name, form):
@@ -59,7 +66,8 @@ def _forms():
     for name in NAMES:
         for kv in _kv_types(name):
             out.append((name, "hf", kv))
-            out.append((name, "gguf-f32", kv))
+            if name not in MOE_NAMES:
+                out.append((name, "gguf-f32", kv))
             if name not in NO_CONV:
                 out.append((name, "gguf-conv", kv))  # llama.cpp's convert_hf_to_gguf.py
     out += [("llama", "gguf-f16", kv) for kv in KV_TYPES]
@@ -124,7 +132,8 @@ def test_attention_policy_matches_masked_hf(stride, tiny_manifest, name, policy,
     """--attention applies to global layers; mistral's layers are all natively
     windowed, so any policy must leave its logits unchanged."""
     ids, _ = _ref(name)
-    for form in ("hf", "gguf-f32") + (() if name in NO_CONV or name == "mistral" else ("gguf-conv",)):
+    forms = ("hf",) + (() if name in MOE_NAMES else ("gguf-f32",))
+    for form in forms + (() if name in NO_CONV or name == "mistral" else ("gguf-conv",)):
         got = stride.score(_model_path(tiny_manifest, name, form), ids, attention=policy,
                            extra=["--kv-type", kv])
         _check(f"{name} [{form}] kv {kv} --attention {policy}", got,
@@ -136,16 +145,30 @@ def test_attention_policy_matches_masked_hf(stride, tiny_manifest, name, policy,
 def test_chunked_prefill_matches_hf(stride, tiny_manifest, name, chunk):
     """Prefill in chunks that straddle the window edges must not change logits."""
     ids, _ = _ref(name)
-    got = stride.score(_model_path(tiny_manifest, name, "gguf-f32"), ids, chunk=chunk,
+    got = stride.score(_model_path(tiny_manifest, name, _gguf(name)), ids, chunk=chunk,
                        extra=["--kv-type", "f32"])
     _check(f"{name} --chunk {chunk}", got, tiny_manifest["models"][name]["logits"])
+
+
+@pytest.mark.parametrize("name", MOE_NAMES)
+def test_moe_logits_do_not_depend_on_chunking(stride, tiny_manifest, name):
+    """Experts run grouped over the rows of a chunk; a token's logits must be
+    the same bits whatever else shares its chunk (1, 7 or all 40 tokens)."""
+    ids, _ = _ref(name)
+    path = _model_path(tiny_manifest, name, "gguf-conv")
+    whole = stride.score(path, ids, extra=["--kv-type", "f32"])
+    for chunk in (1, 7):
+        got = stride.score(path, ids, chunk=chunk, extra=["--kv-type", "f32"])
+        assert np.array_equal(got, whole), f"--chunk {chunk}: max diff {np.abs(got - whole).max():.3e}"
 
 
 NEAR_TIE = 2e-2  # logit gap below which f16-KV rounding may flip the argmax
 GREEDY_CASES = [("llama", None), ("mistral", None), ("qwen2", None), ("gemma3", None),
                 ("qwen3", None), ("llama_yarn", None), ("llama_llama3", None), ("llama_longrope", None),
                 ("llama", "window:size=8"), ("llama", "rswa:sinks=4,window=8,pos=abs"),
-                ("gemma3", "rswa:sinks=4,window=12,pos=abs")]
+                ("gemma3", "rswa:sinks=4,window=12,pos=abs"),
+                ("mixtral", None), ("qwen2moe", None), ("qwen3moe", None),
+                ("mixtral", "rswa:sinks=4,window=8,pos=abs")]
 
 
 @pytest.mark.parametrize("form", ["hf", "gguf-f32"])
@@ -171,6 +194,15 @@ def test_info_shows_rope_scaling(stride, tiny_manifest, name):
         assert out["rope"]["scaling"]["type"] == kind
         usable = {"linear": 4 * 256, "yarn": 4 * 64, "llama3": 256, "longrope": 256}[kind]
         assert out["usable_context"] == usable, (form, out["usable_context"])
+
+
+@pytest.mark.parametrize("name", MOE_NAMES)
+def test_info_shows_experts(stride, tiny_manifest, name):
+    """`stride info` reports the experts of both forms as the HF config has them."""
+    want = tiny_manifest["models"][name]["moe"]
+    for form in ("hf", "gguf-conv"):
+        moe = stride.info(_model_path(tiny_manifest, name, form))["experts"]
+        assert (moe["count"], moe["used"]) == (want["n_expert"], want["n_expert_used"]), form
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +234,7 @@ def test_greedy_decode_matches_hf(stride, tiny_manifest, hf_oracle, name, policy
     every generated token must be HF's argmax given the same prefix."""
     ids, _ = _ref(name)
     prompt, n_new = ids[:12], 24  # 36 tokens: well past every window
-    res = stride.run(_model_path(tiny_manifest, name, "gguf-f32"), prompt, n_new, attention=policy)
+    res = stride.run(_model_path(tiny_manifest, name, _gguf(name)), prompt, n_new, attention=policy)
     gen = [int(t) for t in res["generated_ids"]]
     assert res["prompt_tokens"] == len(prompt) and len(gen) == n_new
     ref = hf_oracle(name, prompt + gen, policy)  # [n_tokens, n_vocab]
