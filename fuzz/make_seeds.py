@@ -296,6 +296,22 @@ def http_seeds():
         put("http", "r%02d" % i, r)
 
 
+def tool_reply_seeds():
+    """Byte 0 picks the format (0 generic, 1 hermes, 2 llama3, 3 mistral, 4 mistral-args, 5 harmony)."""
+    replies = [
+        (0, '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'),
+        (1, 'Sure.\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'),
+        (2, '<|python_tag|>{"name": "f", "parameters": {"a": [1, 2]}}'),
+        (3, 'Ok [TOOL_CALLS][{"name": "f", "arguments": {"a": "b"}}, {"name": "g", "arguments": {}}]'),
+        (4, '[TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{"a": 1}[TOOL_CALLS]g[ARGS]{}'),
+        (5, '<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>answer'),
+        (5, '<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a": "\u00e9"}<|call|>'),
+        (5, '<|start|>assistant to=functions.g<|channel|>commentary json<|message|>{}'),
+    ]
+    for i, (fmt, r) in enumerate(replies):
+        put("tool_reply", "r%02d" % i, bytes([fmt]) + r.encode())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vocab-dir", default=os.path.join(ROOT, "..", "shared", "fixtures", "vocab"))
@@ -307,6 +323,7 @@ def main():
     openai_seeds()
     chat_template_seeds()
     http_seeds()
+    tool_reply_seeds()
 
 
 if __name__ == "__main__":

@@ -41,7 +41,9 @@ void attention_reference(const PolicySpec& policy, const AttentionParams& p, int
       float* o = out + ((int64_t)i * p.n_head + hq) * head_dim_v;
       for (int t = 0; t < head_dim_v; ++t) o[t] = 0.f;
       if (mx == -INFINITY) continue;
-      double denom = 0;
+      const double sink = attention_sink_logit(p, hq);
+      mx = std::max(mx, sink);
+      double denom = std::exp(sink - mx);  // the sink's share: no value
       std::vector<double> acc(head_dim_v, 0.0);
       for (int64_t j = 0; j < n_kv; ++j) {
         if (scores[j] == -INFINITY) continue;
@@ -79,7 +81,12 @@ void attention_reference_masked(const AttentionParams& p, int n_kv_heads, int he
       }
       float* o = out + ((int64_t)i * p.n_head + hq) * head_dim_v;
       std::fill(acc.begin(), acc.end(), 0.0);
+      const double sink = attention_sink_logit(p, hq);
       double denom = 0;
+      if (mx != -INFINITY) {
+        mx = std::max(mx, sink);
+        denom = std::exp(sink - mx);  // the sink's share: no value
+      }
       for (int64_t j = 0; j < n_kv && mx != -INFINITY; ++j) {
         if (scores[j] == -INFINITY) continue;
         const double w = std::exp(scores[j] - mx);

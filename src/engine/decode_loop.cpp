@@ -13,7 +13,7 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 DecodeLoop::DecodeLoop(const Tokenizer& tok, DecodeLimits limits, int64_t prompt_tokens)
-    : tok_(tok), limits_(std::move(limits)), prompt_tokens_(prompt_tokens), decoder_(tok), stop_(limits_.stop) {}
+    : tok_(tok), limits_(std::move(limits)), prompt_tokens_(prompt_tokens), decoder_(tok, limits_.render_special), stop_(limits_.stop) {}
 
 DecodeLoop::Step DecodeLoop::push(int32_t id) {
   Step s;

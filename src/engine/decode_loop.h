@@ -21,6 +21,7 @@ struct DecodeLimits {
   int64_t max_context = 0;        // prompt + generated tokens; 0: no limit
   bool ignore_eos = false;
   std::vector<std::string> stop;  // stop strings (excluded from the text)
+  bool render_special = false;    // control tokens are part of the text
 };
 
 class DecodeLoop {

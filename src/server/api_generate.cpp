@@ -95,8 +95,10 @@ void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan
   std::string text;
   std::vector<serving::TokenLogprob> lps;
   bool streaming = g.stream;
-  std::optional<ToolReplyStream> tool_stream;  // tools offered: the reply may be calls
-  if (chat && g.tools.active()) tool_stream.emplace(g.tools.format);
+  // Tools offered (the reply may be calls) or a format with channels (reasoning apart).
+  std::optional<ToolReplyStream> tool_stream;
+  const bool channels = g.tools.format == serving::ToolFormat::Harmony;
+  if (chat && (g.tools.active() || channels)) tool_stream.emplace(g.tools.format, g.tools.active());
   int delivered_tokens = 0;  // written to the client (the audit log's count when it hangs up)
   int pending_tokens = 0;    // generated, text held back
   if (streaming) {
@@ -172,7 +174,9 @@ void Api::finish_events(Responder& res, Call& call, const serving::Event& ev, co
     const nlohmann::json lp = g.logprobs ? logprobs_json(lps, tok, chat, 0) : nlohmann::json();
     nlohmann::json body = completion_json(ids, text, ev.finish_reason, lp,
                                           usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
-    if (chat && g.tools.active()) apply_tool_calls(body, text, g.tools.format);
+    if (chat && (g.tools.active() || g.tools.format == serving::ToolFormat::Harmony)) {
+      apply_tool_calls(body, text, g.tools.format, g.tools.active());
+    }
     return json(res, call, 200, dump(body));
   }
   std::string finish = ev.finish_reason;

@@ -9,8 +9,10 @@
 #include "grammar/grammar_states.h"
 #include "grammar/json_schema.h"
 #include "jinja/template.h"
+#include "serving/tool_format_harmony.h"
 #include "serving/tool_format_hermes.h"
 #include "serving/tool_format_llama3.h"
+#include "serving/tool_format_mistral.h"
 #include "serving/tool_template_values.h"
 
 namespace stride::server {
@@ -91,6 +93,19 @@ ApiError read_prompt(const json& b, const ParseContext& ctx, GenerationCall& out
   return {};
 }
 
+// An assistant turn's earlier reasoning (`reasoning_content`, or `thinking`
+// as gpt-oss's template names it): templates that render it get it.
+ApiError read_reasoning(const json& m, serving::ChatMessage& cm) {
+  for (const char* key : {"reasoning_content", "thinking"}) {
+    const json* r = Fields(m).find(key);
+    if (!r || r->is_null()) continue;
+    if (!r->is_string()) return bad_field("messages", std::string("message '") + key + "' must be a string");
+    if (cm.role != "assistant") return bad_field("messages", std::string("only assistant messages carry '") + key + "'");
+    cm.thinking = r->get<std::string>();
+  }
+  return {};
+}
+
 ApiError read_message(const json& m, serving::ChatMessage& cm) {
   if (!m.is_object()) return bad_field("messages", "each message must be an object");
   Fields f(m);
@@ -98,7 +113,7 @@ ApiError read_message(const json& m, serving::ChatMessage& cm) {
   if (!role || !role->is_string()) return bad_field("messages", "each message needs a string 'role'");
   cm.role = role->get<std::string>();
   const json* c = f.find("content");
-  if (!c) return {};
+  if (!c) return read_reasoning(m, cm);
   if (c->is_string()) {
     cm.content = c->get<std::string>();
   } else if (c->is_array()) {  // [{"type":"text","text":...}]
@@ -110,10 +125,10 @@ ApiError read_message(const json& m, serving::ChatMessage& cm) {
       }
       cm.content += text->get_ref<const std::string&>();
     }
-  } else {
+  } else if (!c->is_null()) {
     return bad_field("messages", "message 'content' must be a string or a list of text parts");
   }
-  return {};
+  return read_reasoning(m, cm);
 }
 
 ApiError read_messages(const json& b, const ParseContext& ctx, GenerationCall& out) {
@@ -127,6 +142,9 @@ ApiError read_messages(const json& b, const ParseContext& ctx, GenerationCall& o
   // A template with a tool syntax of its own renders tools, calls and results itself.
   if (ctx.chat->ok() && ctx.chat->value().jinja) out.tools.format = ctx.chat->value().tool_format;
   const bool native = out.tools.format != serving::ToolFormat::Generic;
+  // Formats written with control tokens: the reply keeps them as text for its reader.
+  out.req.render_special = out.tools.format == serving::ToolFormat::Harmony ||
+                           (out.tools.active() && !serving::tool_format_control_texts(out.tools.format).empty());
   for (size_t i = 0; i < ms->size(); ++i) {
     TRY(read_message((*ms)[i], msgs[i]));
     TRY(read_tool_message((*ms)[i], i, msgs[i], call_names, out.tools.format));
@@ -138,6 +156,18 @@ ApiError read_messages(const json& b, const ParseContext& ctx, GenerationCall& o
   if (const json* kw = Fields(b).find("chat_template_kwargs"); kw && !kw->is_null()) {
     if (!kw->is_object()) return bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     kwargs = jinja::context_from_json(*kw);
+  }
+  // OpenAI's reasoning_effort (low | medium | high): the template variable
+  // of the same name (gpt-oss), unless chat_template_kwargs set it.
+  if (const json* effort = Fields(b).find("reasoning_effort"); effort && !effort->is_null()) {
+    if (!effort->is_string() || (*effort != "low" && *effort != "medium" && *effort != "high" && *effort != "minimal")) {
+      return bad_field("reasoning_effort", "'reasoning_effort' must be \"minimal\", \"low\", \"medium\" or \"high\"");
+    }
+    jinja::DictData vars = kwargs.is_dict() ? kwargs.as_dict() : jinja::DictData{};
+    if (!vars.find("reasoning_effort")) {
+      vars.set("reasoning_effort", jinja::Value(jinja::Str(effort->get<std::string>(), true)));
+    }
+    kwargs = jinja::Value::dict(std::move(vars));
   }
   // tool_choice 'none' offers no tools: the template does not see them.
   if (native && out.tools.active()) {
@@ -297,14 +327,26 @@ ApiError read_tool_grammar(GenerationCall& out) {
     return bad_field("tools",
                      "'response_format' and 'grammar' cannot be combined with tools unless tool_choice is 'none'");
   }
-  const bool hermes = out.tools.format == serving::ToolFormat::Hermes;
-  // Hermes replies under `auto` are free text that may hold call blocks
-  // (as vLLM and llama-server read them): only a choice that must call is constrained.
-  if (hermes && out.tools.choice.mode == serving::ToolChoiceMode::Auto) return {};
-  auto gbnf = hermes ? serving::hermes_call_gbnf(out.tools.tools, out.tools.choice)
-               : out.tools.format == serving::ToolFormat::Llama3
-                   ? serving::llama3_call_gbnf(out.tools.tools, out.tools.choice)
-                   : serving::tool_call_gbnf(out.tools.tools, out.tools.choice);
+  const serving::ToolFormat format = out.tools.format;
+  // Replies in the formats whose calls follow a marker are, under `auto`,
+  // free text that may hold calls (as vLLM and llama-server read them):
+  // only a choice that must call is constrained.
+  const bool marked = format == serving::ToolFormat::Hermes || format == serving::ToolFormat::MistralJson ||
+                      format == serving::ToolFormat::MistralArgs || format == serving::ToolFormat::Harmony;
+  if (marked && out.tools.choice.mode == serving::ToolChoiceMode::Auto) return {};
+  auto gbnf = [&]() -> Expected<std::string> {
+    switch (format) {
+      case serving::ToolFormat::Hermes: return serving::hermes_call_gbnf(out.tools.tools, out.tools.choice);
+      case serving::ToolFormat::Llama3: return serving::llama3_call_gbnf(out.tools.tools, out.tools.choice);
+      case serving::ToolFormat::MistralJson:
+      case serving::ToolFormat::MistralArgs:
+        return serving::mistral_call_gbnf(out.tools.tools, out.tools.choice,
+                                          format == serving::ToolFormat::MistralArgs);
+      case serving::ToolFormat::Harmony: return serving::harmony_call_gbnf(out.tools.tools, out.tools.choice);
+      case serving::ToolFormat::Generic: break;
+    }
+    return serving::tool_call_gbnf(out.tools.tools, out.tools.choice);
+  }();
   if (!gbnf.ok()) return bad_field("tools", gbnf.status().message(), "invalid_schema");
   grammar::GrammarLimits limits;
   limits.max_text_bytes = 8u << 20;  // generated from a body the server already size-checked

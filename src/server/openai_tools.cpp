@@ -1,5 +1,6 @@
 #include "server/openai_tools.h"
 
+#include "serving/tool_format_mistral.h"
 #include "serving/tool_template_values.h"
 
 namespace stride::server {
@@ -150,6 +151,8 @@ ApiError read_tools(const json& b, std::string_view body_text, ToolsRequest& out
 ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& msg, ToolCallNames& names,
                            serving::ToolFormat format) {
   const bool native = format != serving::ToolFormat::Generic;
+  // Mistral templates accept only 9-character call ids.
+  const bool mistral = format == serving::ToolFormat::MistralJson || format == serving::ToolFormat::MistralArgs;
   const std::string path = "messages[" + std::to_string(index) + "]";
   Fields f(m);
   if (msg.role == "tool") {
@@ -160,7 +163,7 @@ ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& ms
       if (auto it = names.find(id); it != names.end()) name = it->second;
     }
     if (native) {
-      msg.tool_call_id = id;
+      msg.tool_call_id = mistral ? serving::mistral_call_id(id) : id;
       msg.name = name;
       return {};
     }
@@ -204,6 +207,7 @@ ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& ms
       return bad_field(apath, "'" + apath + "' nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     }
     if (!calls[i].id.empty()) names[calls[i].id] = calls[i].name;
+    if (mistral) calls[i].id = serving::mistral_call_id(calls[i].id);
   }
   if (native) {
     msg.tool_calls = serving::tool_calls_template_value(calls);

@@ -3,8 +3,10 @@
 #include <random>
 
 #include "serving/tool_call_scan.h"
+#include "serving/tool_format_harmony.h"
 #include "serving/tool_format_hermes.h"
 #include "serving/tool_format_llama3.h"
+#include "serving/tool_format_mistral.h"
 
 namespace stride::server {
 
@@ -58,20 +60,36 @@ ToolCallScan scan_reply(serving::ToolFormat format, const std::string& text) {
   switch (format) {
     case serving::ToolFormat::Hermes: return serving::scan_hermes_calls(text);
     case serving::ToolFormat::Llama3: return serving::scan_llama3_calls(text);
+    case serving::ToolFormat::MistralJson: return serving::scan_mistral_calls(text, false);
+    case serving::ToolFormat::MistralArgs: return serving::scan_mistral_calls(text, true);
+    case serving::ToolFormat::Harmony: return serving::scan_harmony_reply(text);
     case serving::ToolFormat::Generic: break;
   }
   return serving::scan_tool_calls(text);
 }
 
-void apply_tool_calls(json& completion, const std::string& text, serving::ToolFormat format) {
+namespace {
+
+// The content part of a reply: its text before the calls, or (channels) its decoded content.
+const std::string& content_source(const ToolCallScan& scan, const std::string& text) {
+  return scan.channels ? scan.content : text;
+}
+
+}  // namespace
+
+void apply_tool_calls(json& completion, const std::string& text, serving::ToolFormat format, bool tools) {
   const ToolCallScan scan = scan_reply(format, text);
-  if (!holds_calls(scan)) return;
+  json& choice = completion["choices"][0];
+  if (scan.channels) {
+    choice["message"]["content"] = scan.content;
+    if (!scan.reasoning.empty()) choice["message"]["reasoning_content"] = scan.reasoning;
+  }
+  if (!tools || !holds_calls(scan)) return;
   json calls = json::array();
   for (const auto& c : scan.calls) {
     if (c.name_done) calls.push_back(call_json(new_tool_call_id(), c));
   }
-  json& choice = completion["choices"][0];
-  const std::string content = text.substr(0, scan.content_end);
+  const std::string content = content_source(scan, text).substr(0, scan.content_end);
   const bool blank = content.find_first_not_of(" \t\r\n") == std::string::npos;
   choice["message"]["content"] = blank ? json(nullptr) : json(content);
   choice["message"]["tool_calls"] = std::move(calls);
@@ -115,21 +133,41 @@ std::vector<json> ToolReplyStream::call_deltas(const ToolCallScan& scan, bool fi
   return out;
 }
 
+std::vector<json> ToolReplyStream::reasoning_deltas(const ToolCallScan& scan, bool final) {
+  if (!scan.channels || scan.reasoning_safe <= reasoning_sent_) return {};
+  const std::string part = scan.reasoning.substr(0, scan.reasoning_safe);
+  const size_t n = final ? part.size() - reasoning_sent_ : utf8_whole(part, reasoning_sent_);
+  if (n == 0) return {};
+  json d = {{"reasoning_content", part.substr(reasoning_sent_, n)}};
+  reasoning_sent_ += n;
+  return {d};
+}
+
 std::vector<json> ToolReplyStream::update(const std::string& text) {
   const ToolCallScan scan = scan_reply(format_, text);
   // Content that stays content whatever follows; calls once they are sure.
-  std::vector<json> out = ids_.empty() ? text_deltas(text, scan.content_safe, false) : std::vector<json>{};
-  for (json& d : call_deltas(scan, false)) out.push_back(std::move(d));
+  std::vector<json> out = reasoning_deltas(scan, false);
+  if (ids_.empty() || scan.channels) {
+    for (json& d : text_deltas(content_source(scan, text), scan.content_safe, false)) out.push_back(std::move(d));
+  }
+  if (tools_)
+    for (json& d : call_deltas(scan, false)) out.push_back(std::move(d));
   return out;
 }
 
 std::vector<json> ToolReplyStream::finish(const std::string& text, std::string& finish_reason) {
   const ToolCallScan scan = scan_reply(format_, text);
-  const bool calls = scan.kind == ToolCallScan::Kind::Calls && scan.valid;
+  std::vector<json> out = reasoning_deltas(scan, true);
+  const std::string& content = content_source(scan, text);
+  const bool calls = tools_ && scan.kind == ToolCallScan::Kind::Calls && scan.valid;
   if (ids_.empty() && !(calls && holds_calls(scan))) {
-    return text_deltas(text, text.size(), true);  // no call ever opened: the reply is text
+    // No call ever opened: the reply is text.
+    for (json& d : text_deltas(content, scan.channels ? content.size() : text.size(), true)) out.push_back(std::move(d));
+    return out;
   }
-  std::vector<json> out = ids_.empty() ? text_deltas(text, scan.content_end, true) : std::vector<json>{};
+  if (ids_.empty() || scan.channels) {
+    for (json& d : text_deltas(content, scan.content_end, true)) out.push_back(std::move(d));
+  }
   for (json& d : call_deltas(scan, true)) out.push_back(std::move(d));
   if (calls && ends_in_calls(scan.complete, finish_reason)) finish_reason = "tool_calls";
   return out;

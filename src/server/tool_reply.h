@@ -5,6 +5,8 @@
 // `message.tool_calls` ([{id, type: "function", function: {name, arguments}}],
 // finish_reason "tool_calls"); text before them (formats that allow it) is
 // `content`, else null; any other reply is content.
+// Formats with channels (harmony) put the model's reasoning in
+// `reasoning_content` (deltas too) and never in `content`.
 // Streamed, text is held back while the reply could still open a call; a
 // call's first delta carries its index, id, type and name, later ones
 // fragments of its arguments, as OpenAI sends them.
@@ -25,12 +27,16 @@ std::string new_tool_call_id();
 
 // Rewrites choices[0] of a full chat completion whose message content is
 // `text` when the text holds calls.
+// Formats with channels (harmony) also split the reasoning out
+// (`message.reasoning_content`), with or without tools; `tools` false:
+// calls are not looked for.
 void apply_tool_calls(nlohmann::json& completion, const std::string& text,
-                      serving::ToolFormat format = serving::ToolFormat::Generic);
+                      serving::ToolFormat format = serving::ToolFormat::Generic, bool tools = true);
 
 class ToolReplyStream {
  public:
-  explicit ToolReplyStream(serving::ToolFormat format = serving::ToolFormat::Generic) : format_(format) {}
+  explicit ToolReplyStream(serving::ToolFormat format = serving::ToolFormat::Generic, bool tools = true)
+      : format_(format), tools_(tools) {}
   // The `delta` objects to send now that the reply so far is `text`.
   std::vector<nlohmann::json> update(const std::string& text);
   // What is left to send at the end; `finish_reason` becomes "tool_calls"
@@ -40,8 +46,12 @@ class ToolReplyStream {
  private:
   std::vector<nlohmann::json> text_deltas(const std::string& text, size_t end, bool final);
   std::vector<nlohmann::json> call_deltas(const serving::ToolCallScan& scan, bool final);
+  // {"reasoning_content": ...} deltas (formats with channels).
+  std::vector<nlohmann::json> reasoning_deltas(const serving::ToolCallScan& scan, bool final);
 
   serving::ToolFormat format_;
+  bool tools_ = true;                  // false: the reply is read for its channels only
+  size_t reasoning_sent_ = 0;          // bytes of the reasoning sent
   size_t text_sent_ = 0;               // bytes of the reply sent as content
   std::vector<std::string> ids_;       // the calls whose first delta went out
   std::vector<size_t> args_sent_;      // [ids_.size()] bytes of each call's arguments sent

@@ -95,6 +95,10 @@ jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>&
     if (!m.tool_calls.is_undefined()) d.set("tool_calls", m.tool_calls);
     if (!m.tool_call_id.empty()) d.set("tool_call_id", jinja::Value(jinja::Str(m.tool_call_id, true)));
     if (!m.name.empty()) d.set("name", jinja::Value(jinja::Str(m.name, true)));
+    if (m.thinking) {  // gpt-oss reads `thinking`, Qwen3-style templates `reasoning_content`
+      d.set("thinking", jinja::Value(jinja::Str(*m.thinking, true)));
+      d.set("reasoning_content", jinja::Value(jinja::Str(*m.thinking, true)));
+    }
     list.push_back(jinja::Value::dict(std::move(d)));
   }
   jinja::DictData ctx;

@@ -6,6 +6,7 @@
 // the fallback when there is no template, when it does not parse or render,
 // or when a request's render fails.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct ChatMessage {
   jinja::Value tool_calls;
   std::string tool_call_id;
   std::string name;
+  // An assistant turn's reasoning, when the client sent it back; unset, the
+  // template does not see it (templates test `"thinking" in message`).
+  std::optional<std::string> thinking;
 };
 
 struct ChatTemplate {

@@ -39,6 +39,9 @@ struct ServeRequest {
   SamplingParams sampling;
   std::vector<std::string> stop;    // stop strings, excluded from the text
   bool ignore_eos = false;
+  // The text renders control tokens (a tool format that writes its calls
+  // or channels with them: tool_format_control_texts).
+  bool render_special = false;
   int top_logprobs = -1;            // -1: no log-probs; else alternatives per token
   // Constrained decoding (response_format / grammar): every sampled token
   // keeps the output a prefix of a sentence of this grammar; null: none.

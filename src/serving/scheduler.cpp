@@ -1,12 +1,14 @@
 #include "serving/scheduler.h"
 
 #include <algorithm>
+#include <set>
 
 #include "engine/decode_loop.h"
 #include "engine/step_runner.h"
 #include "grammar/grammar_matcher.h"
 #include "kv/kv_pages_needed.h"
 #include "serving/scheduler_sequence.h"
+#include "serving/tool_format.h"
 
 namespace stride::serving {
 
@@ -88,11 +90,20 @@ const std::shared_ptr<const grammar::TokenTrie>& Scheduler::token_trie() {
     const Tokenizer& tok = *engine_.tokenizer();
     std::vector<std::string> pieces((size_t)tok.n_vocab());
     std::vector<int32_t> ends;
+    // Control tokens are never allowed but those a tool format writes its
+    // calls with ([TOOL_CALLS], <|channel|>, ...): its grammar spells them.
+    std::set<std::string> markers;
+    for (ToolFormat f : {ToolFormat::MistralJson, ToolFormat::MistralArgs, ToolFormat::Harmony})
+      for (std::string& t : tool_format_control_texts(f)) markers.insert(std::move(t));
     for (int32_t id = 0; id < tok.n_vocab(); ++id) {
       if (tok.is_eog(id)) {
         ends.push_back(id);
       } else {
-        pieces[(size_t)id] = tok.token_to_piece(id);  // "" for control tokens: never allowed
+        pieces[(size_t)id] = tok.token_to_piece(id);  // "" for control tokens
+        if (pieces[(size_t)id].empty() && tok.is_special(id)) {
+          std::string special = tok.token_to_piece_special(id);
+          if (markers.count(special)) pieces[(size_t)id] = std::move(special);
+        }
       }
     }
     trie_ = std::make_shared<const grammar::TokenTrie>(std::move(pieces), std::move(ends));

@@ -46,7 +46,8 @@ struct Scheduler::Sequence {
         tokens(ch->request.prompt),
         sampler(ch->request.sampling),
         loop(tok,
-             DecodeLimits{ch->request.max_tokens, max_context, ch->request.ignore_eos, ch->request.stop},
+             DecodeLimits{ch->request.max_tokens, max_context, ch->request.ignore_eos, ch->request.stop,
+                          ch->request.render_special},
              (int64_t)ch->request.prompt.size()),
         logits(n_vocab) {}
   const ServeRequest& req() const { return ch->request; }

@@ -1,6 +1,24 @@
 #include "serving/tool_call_cursor.h"
 
+#include <algorithm>
+
 namespace stride::serving::tool_scan {
+
+size_t partial_tag_tail(std::string_view text, std::string_view tag) {
+  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
+    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
+  }
+  return 0;
+}
+
+Step expect_tag(std::string_view text, size_t& pos, std::string_view tag) {
+  while (pos < text.size() && is_blank(text[pos])) ++pos;
+  const std::string_view rest = text.substr(pos);
+  if (rest.size() < tag.size()) return tag.substr(0, rest.size()) == rest ? Step::More : Step::Bad;
+  if (rest.substr(0, tag.size()) != tag) return Step::Bad;
+  pos += tag.size();
+  return Step::Done;
+}
 
 Step scan_call(Cursor& c, ScannedCall& call) {
   for (bool first = true;; first = false) {

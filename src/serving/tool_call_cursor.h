@@ -96,6 +96,14 @@ class Cursor {
   size_t i_ = 0;
 };
 
+// Length of the longest tail of `text` that is a proper prefix of `tag`: it
+// may still become the tag.
+size_t partial_tag_tail(std::string_view text, std::string_view tag);
+
+// `tag` at `pos` (after blank space): Done (pos moves past it), More when
+// the text ends inside it, Bad otherwise.
+Step expect_tag(std::string_view text, size_t& pos, std::string_view tag);
+
 // One call object after its "{": its keys in any order, "name" and
 // "arguments" ("parameters" too: Llama-style models write it) read, others skipped.
 Step scan_call(Cursor& c, ScannedCall& call);

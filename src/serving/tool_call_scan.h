@@ -34,6 +34,13 @@ struct ToolCallScan {
   // content however the reply goes on (streaming sends no more).
   size_t content_end = 0;
   size_t content_safe = 0;
+  // Formats that write the reply in channels (harmony): the content and the
+  // model's reasoning as decoded text. content_end / content_safe then index
+  // `content`, not the reply; reasoning[0, reasoning_safe) stays reasoning.
+  bool channels = false;
+  std::string content;
+  std::string reasoning;
+  size_t reasoning_safe = 0;
 };
 
 ToolCallScan scan_tool_calls(std::string_view text);

@@ -98,6 +98,7 @@ Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, cons
                  grammar::gbnf_literal("{\"name\": " + quoted(t.name) + ", " + quoted(arguments_key) + ": ") + " " + prefix +
                  "root \"}\"\n";
     out.call += (out.call.empty() ? "" : " | ") + prefix + "call";
+    out.allowed.emplace_back(t.name, prefix);
   }
   if (out.call.empty()) return InvalidArgument("tool_choice names '" + choice.name + "', which is not a tool");
   return out;

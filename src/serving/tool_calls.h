@@ -14,6 +14,7 @@
 //     starts with "{" must be a valid call), each call's name one of the
 //     tools and its arguments valid under that tool's parameter schema.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -62,6 +63,10 @@ std::string tool_result_text(const std::string& id, const std::string& name, con
 struct ToolCallRules {
   std::string rules;
   std::string call;
+  // The tools the choice allows: name and rule prefix ("t<i>-"); the rule
+  // <prefix>root is the tool's arguments, for formats that write the name
+  // and the arguments apart.
+  std::vector<std::pair<std::string, std::string>> allowed;
 };
 // `arguments_key`: the key the format writes the arguments under.
 Expected<ToolCallRules> tool_call_rules(const std::vector<ToolSpec>& tools, const ToolChoice& choice,

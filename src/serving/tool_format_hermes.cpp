@@ -11,26 +11,8 @@ namespace {
 
 using tool_scan::Cursor;
 using tool_scan::Step;
-
-// Length of the longest tail of `text` that is a proper prefix of `tag`: it
-// may still become the tag.
-size_t partial_tag_tail(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
-    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
-  }
-  return 0;
-}
-
-// `tag` at the cursor (after blank space): Done, More when the text ends
-// inside it, Bad otherwise.
-Step expect_tag(std::string_view text, size_t& pos, std::string_view tag) {
-  while (pos < text.size() && tool_scan::is_blank(text[pos])) ++pos;
-  const std::string_view rest = text.substr(pos);
-  if (rest.size() < tag.size()) return tag.substr(0, rest.size()) == rest ? Step::More : Step::Bad;
-  if (rest.substr(0, tag.size()) != tag) return Step::Bad;
-  pos += tag.size();
-  return Step::Done;
-}
+using tool_scan::expect_tag;
+using tool_scan::partial_tag_tail;
 
 Step scan_blocks(std::string_view text, size_t pos, ToolCallScan& out) {
   for (;;) {
