@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "loader/arch_gpt_oss.h"
 #include "loader/config_check.h"
 #include "loader/model_source.h"
 #include "loader/moe_config_read.h"
@@ -43,8 +44,9 @@ Expected<Arch> parse_arch(const std::string& name) {
   if (name == "gemma3") return Arch::Gemma3;
   if (name == "qwen2moe") return Arch::Qwen2Moe;
   if (name == "qwen3moe") return Arch::Qwen3Moe;
+  if (name == "gpt-oss") return Arch::GptOss;
   return Unsupported("GGUF: architecture '" + name + "' is not supported "
-                     "(supported: llama, mistral, qwen2, qwen3, gemma3, qwen2moe, qwen3moe)");
+                     "(supported: llama, mistral, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss)");
 }
 
 // Gemma-3 window layout: metadata pattern (bool per layer, or int period),
@@ -168,10 +170,14 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
       if (c.n_layer > 0 && c.n_layer < (1 << 20)) STRIDE_RETURN_IF_ERROR(gemma3_pattern(f, c));
       break;
     }
+    case Arch::GptOss:
+      break;  // configure_gpt_oss below, once the experts are read
   }
   // llama.cpp renormalises the chosen experts' weights except for Qwen2-MoE.
   STRIDE_RETURN_IF_ERROR(read_moe_gguf(f, a, c.n_ff, arch != Arch::Qwen2Moe, c.moe));
-  if (arch != Arch::Gemma3 && c.sliding_window > 0 && c.n_layer > 0 && c.n_layer < (1 << 20)) {
+  if (arch == Arch::GptOss) STRIDE_RETURN_IF_ERROR(configure_gpt_oss(c, /*from_gguf=*/true));
+  const bool own_pattern = arch == Arch::Gemma3 || arch == Arch::GptOss;
+  if (!own_pattern && c.sliding_window > 0 && c.n_layer > 0 && c.n_layer < (1 << 20)) {
     c.layer_windowed.assign(c.n_layer, 1);
   }
   STRIDE_RETURN_IF_ERROR(finalize_config(c, "GGUF"));

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "loader/arch_gpt_oss.h"
 #include "loader/config_check.h"
 #include "loader/moe_config_read.h"
 #include "loader/rope_scaling_read.h"
@@ -73,13 +74,14 @@ Expected<Arch> detect_arch(const json& j) {
   if (name == "MixtralForCausalLM" || type == "mixtral") return Arch::Llama;  // llama with experts, as in GGUF
   if (name == "Qwen2MoeForCausalLM" || type == "qwen2_moe") return Arch::Qwen2Moe;
   if (name == "Qwen3MoeForCausalLM" || type == "qwen3_moe") return Arch::Qwen3Moe;
+  if (name == "GptOssForCausalLM" || type == "gpt_oss") return Arch::GptOss;
   if (name.empty() && type.empty()) {
     return Corrupt("config.json: neither 'architectures' nor 'model_type' is set");
   }
   return Unsupported("config.json: architecture '" + (name.empty() ? type : name) +
                      "' is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
                      "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, "
-                     "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM)");
+                     "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM)");
 }
 
 // rope_theta (classic) or rope_parameters {rope_theta, ...}; newer Gemma-3
@@ -224,7 +226,7 @@ Expected<ModelConfig> config_from_hf_json(const json& root, bool has_lm_head) {
     bool bias = false;
     STRIDE_RETURN_IF_ERROR(read_bool(j, "attention_bias", false, bias));
     const bool qwen2 = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen2Moe;
-    if (bias && !qwen2) {
+    if (bias && !qwen2 && c.arch != Arch::GptOss) {
       return Unsupported("config.json: attention_bias = true is not supported for " +
                          std::string(arch_name(c.arch)));
     }
@@ -234,6 +236,7 @@ Expected<ModelConfig> config_from_hf_json(const json& root, bool has_lm_head) {
     const bool mixtral = c.arch == Arch::Llama;
     STRIDE_RETURN_IF_ERROR(read_moe_json(j, c.n_ff, mixtral, c.moe));
     STRIDE_RETURN_IF_ERROR(read_windows(j, c));
+    if (c.arch == Arch::GptOss) STRIDE_RETURN_IF_ERROR(configure_gpt_oss(c, /*from_gguf=*/false));
   }
   STRIDE_RETURN_IF_ERROR(finalize_config(c, "config.json"));
   return c;

@@ -34,7 +34,8 @@ std::string expert_suffix(std::string_view rest) {
 // Router, experts and Qwen2-MoE's shared expert with its sigmoid gate.
 std::string moe_suffix(std::string_view rest) {
   if (!consume(rest, "block_sparse_moe.") && !consume(rest, "mlp.")) return "";
-  if (rest == "gate.weight") return "ffn_gate_inp.weight";
+  if (rest == "gate.weight" || rest == "router.weight") return "ffn_gate_inp.weight";
+  if (rest == "router.bias") return "ffn_gate_inp.bias";  // gpt-oss
   if (rest == "shared_expert_gate.weight") return "ffn_gate_inp_shexp.weight";
   if (rest == "shared_expert.gate_proj.weight") return "ffn_gate_shexp.weight";
   if (rest == "shared_expert.up_proj.weight") return "ffn_up_shexp.weight";
@@ -58,6 +59,7 @@ std::string layer_suffix(std::string_view rest, Arch arch) {
   const bool gemma = arch == Arch::Gemma3;
   if (std::string moe = moe_suffix(rest); !moe.empty()) return moe;
   if (rest == "input_layernorm.weight") return "attn_norm.weight";
+  if (rest == "self_attn.sinks") return "attn_sinks.weight";  // gpt-oss
   if (rest == "post_attention_layernorm.weight") {
     return gemma ? "post_attention_norm.weight" : "ffn_norm.weight";
   }

@@ -15,6 +15,7 @@ const char* arch_name(Arch a) {
     case Arch::Gemma3: return "gemma3";
     case Arch::Qwen2Moe: return "qwen2moe";
     case Arch::Qwen3Moe: return "qwen3moe";
+    case Arch::GptOss: return "gpt-oss";
   }
   return "unknown";
 }

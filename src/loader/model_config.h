@@ -9,7 +9,7 @@
 
 namespace stride {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma3, Qwen2Moe, Qwen3Moe };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma3, Qwen2Moe, Qwen3Moe, GptOss };
 enum class Activation { SiLU, GeluTanh };
 
 const char* arch_name(Arch a);
@@ -40,6 +40,8 @@ struct ModelConfig {
   std::vector<uint8_t> layer_windowed;   // [n_layer] 1 = natively windowed layer
 
   bool attn_qkv_bias = false;  // Qwen2
+  bool attn_out_bias = false;  // gpt-oss: the output projection has a bias too
+  bool attn_sinks = false;     // gpt-oss: a learned per-head logit joins each softmax
   bool qk_norm = false;        // Gemma-3, Qwen3: RMSNorm on q and k per head, before RoPE
   bool sandwich_norms = false; // Gemma-3: post-attention and post-FFN norms
   Activation act = Activation::SiLU;

@@ -160,7 +160,8 @@ std::string describe_model(const ModelSource& src) {
   os << "sliding window:  " << window_summary(c) << "\n";
   os << "norm eps:        " << c.norm_eps << "\n";
   os << "features:        act " << (c.act == Activation::SiLU ? "silu" : "gelu_tanh")
-     << (c.attn_qkv_bias ? ", qkv bias" : "") << (c.qk_norm ? ", qk norm" : "")
+     << (c.attn_qkv_bias ? ", qkv bias" : "") << (c.attn_out_bias ? ", output bias" : "")
+     << (c.attn_sinks ? ", attention sinks" : "") << (c.qk_norm ? ", qk norm" : "")
      << (c.sandwich_norms ? ", sandwich norms" : "")
      << (c.tied_embeddings ? ", tied embeddings" : "") << "\n";
   os << "tensors:         " << src.tensors().size() << " (";
@@ -206,6 +207,8 @@ nlohmann::json describe_model_json(const ModelSource& src) {
   j["global_layers"] = layers_where(c, false);
   j["activation"] = c.act == Activation::SiLU ? "silu" : "gelu_tanh";
   j["attn_qkv_bias"] = c.attn_qkv_bias;
+  j["attn_out_bias"] = c.attn_out_bias;
+  j["attn_sinks"] = c.attn_sinks;
   j["qk_norm"] = c.qk_norm;
   j["sandwich_norms"] = c.sandwich_norms;
   j["tied_embeddings"] = c.tied_embeddings;

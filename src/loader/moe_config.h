@@ -17,6 +17,12 @@ struct MoeConfig {
   // Rescale the k chosen weights to sum to 1 (Mixtral, Qwen3-MoE; not Qwen2-MoE).
   bool norm_topk_prob = true;
   MoeGating gating = MoeGating::SoftmaxThenTopK;
+  bool router_bias = false;  // gpt-oss: the router has a bias
+  bool expert_bias = false;  // gpt-oss: every expert projection has a bias
+  // gpt-oss's clamped SwiGLU when > 0: g = min(gate, limit), u = clamp(up, ±limit),
+  // out = (u + 1) * g * sigmoid(alpha * g). 0: the model's plain activation.
+  float swiglu_limit = 0.f;
+  float swiglu_alpha = 0.f;
 
   bool active() const { return n_expert > 0; }
 };

@@ -98,6 +98,8 @@ Expected<ModelWeights> bind_weights(const ModelSource& src) {
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_q.bias", q_dim, L.bq, bias));
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_k.bias", k_dim, L.bk, bias));
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_v.bias", v_dim, L.bv, bias));
+    STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_output.bias", c.n_embd, L.bo, c.attn_out_bias));
+    STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_sinks.weight", c.n_head, L.sinks, c.attn_sinks));
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_q_norm.weight", c.head_dim, L.q_norm, c.qk_norm));
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_k_norm.weight", c.head_dim, L.k_norm, c.qk_norm));
     STRIDE_RETURN_IF_ERROR(

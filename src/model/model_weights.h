@@ -15,7 +15,9 @@ namespace stride {
 struct LayerWeights {
   TensorView attn_norm;                  // [n_embd]
   TensorView wq, wk, wv, wo;             // [n_head*hd, n_embd] ... [n_embd, n_head*hd_v]
-  TensorView bq, bk, bv;                 // optional biases (Qwen2)
+  TensorView bq, bk, bv;                 // optional biases (Qwen2, gpt-oss)
+  TensorView bo;                         // optional output-projection bias [n_embd] (gpt-oss)
+  TensorView sinks;                      // optional attention sink logits [n_head] (gpt-oss)
   TensorView q_norm, k_norm;             // optional per-head norms [hd] (Gemma-3)
   TensorView post_attn_norm;             // optional (Gemma-3)
   TensorView ffn_norm;                   // [n_embd]

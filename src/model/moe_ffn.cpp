@@ -6,6 +6,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops_parallel.h"
+#include "model/moe_activation.h"
 
 namespace stride {
 
@@ -22,7 +23,7 @@ void project(const TensorView& w, const PackedMatrix* packed, const float* x, fl
 }
 
 // out[m, n_embd] = down(act(gate(x)) * up(x)) for x [m, n_embd]; gate/up: [m, ff] scratch.
-void swiglu_block(const ExpertWeights& w, const PackedExpert* p, Activation act, const float* x, int64_t m,
+void swiglu_block(const ExpertWeights& w, const PackedExpert* p, const ModelConfig& c, const float* x, int64_t m,
                   float* gate, float* up, float* out, ThreadPool& pool) {
   const PackedMatrix* pg = p ? packed_of(p->gate) : nullptr;
   const PackedMatrix* pu = p ? packed_of(p->up) : nullptr;
@@ -34,13 +35,20 @@ void swiglu_block(const ExpertWeights& w, const PackedExpert* p, Activation act,
     project(w.gate, pg, x, gate, m, pool);
     project(w.up, pu, x, up, m, pool);
   }
-  const int64_t count = m * w.gate.rows();
-  if (act == Activation::GeluTanh) {
+  const int64_t ff = w.gate.rows(), count = m * ff;
+  add_bias_rows(gate, w.gate_bias, m, ff);
+  add_bias_rows(up, w.up_bias, m, ff);
+  if (c.moe.swiglu_limit > 0) {
+    pool.parallel_for(m, 8, [&](int64_t r0, int64_t r1) {
+      clamped_swiglu(c.moe, gate + r0 * ff, up + r0 * ff, (r1 - r0) * ff);
+    });
+  } else if (c.act == Activation::GeluTanh) {
     gelu_tanh_mul(gate, up, gate, count, pool);
   } else {
     silu_mul(gate, up, gate, count, pool);
   }
   project(w.down, p ? packed_of(p->down) : nullptr, gate, out, m, pool);
+  add_bias_rows(out, w.down_bias, m, c.n_embd);
 }
 
 // Groups the (token, slot) pairs by expert: offset, row_token and slot_row.
@@ -72,6 +80,7 @@ void moe_ffn(const ModelConfig& c, const MoeWeights& w, const PackedMoe* packed,
 
   s.logits.resize((size_t)n * m.n_expert);
   matmul(w.router, h, s.logits.data(), n, pool);  // [n, n_expert]
+  add_bias_rows(s.logits.data(), w.router_bias, n, m.n_expert);
   route_tokens(m, s.logits.data(), n, s.routing);
   group_rows(m, n, s);
 
@@ -90,13 +99,13 @@ void moe_ffn(const ModelConfig& c, const MoeWeights& w, const PackedMoe* packed,
     const int64_t r0 = s.offset[(size_t)e], count = s.offset[(size_t)e + 1] - r0;
     if (count == 0) continue;
     const PackedExpert* pe = packed && !packed->experts.empty() ? &packed->experts[(size_t)e] : nullptr;
-    swiglu_block(w.experts[(size_t)e], pe, c.act, &s.xs[(size_t)(r0 * E)], count, s.gate.data(), s.up.data(),
+    swiglu_block(w.experts[(size_t)e], pe, c, &s.xs[(size_t)(r0 * E)], count, s.gate.data(), s.up.data(),
                  &s.ys[(size_t)(r0 * E)], pool);
   }
 
   if (w.has_shared()) {
     s.shared.resize((size_t)n * E);
-    swiglu_block(w.shared, packed ? &packed->shared : nullptr, c.act, h, n, s.gate.data(), s.up.data(),
+    swiglu_block(w.shared, packed ? &packed->shared : nullptr, c, h, n, s.gate.data(), s.up.data(),
                  s.shared.data(), pool);
   }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/ops.h"
+#include "model/moe_activation.h"
 
 namespace stride {
 
@@ -18,12 +19,17 @@ std::vector<float> expert_ref(const ModelConfig& c, const ExpertWeights& w, cons
   std::vector<float> gate((size_t)ff), up((size_t)ff), out((size_t)c.n_embd);
   matmul(w.gate, x, gate.data(), 1);
   matmul(w.up, x, up.data(), 1);
-  if (c.act == Activation::GeluTanh) {
+  add_bias_rows(gate.data(), w.gate_bias, 1, ff);
+  add_bias_rows(up.data(), w.up_bias, 1, ff);
+  if (c.moe.swiglu_limit > 0) {
+    clamped_swiglu(c.moe, gate.data(), up.data(), ff);
+  } else if (c.act == Activation::GeluTanh) {
     gelu_tanh_mul_ref(gate.data(), up.data(), gate.data(), ff);
   } else {
     silu_mul_ref(gate.data(), up.data(), gate.data(), ff);
   }
   matmul(w.down, gate.data(), out.data(), 1);
+  add_bias_rows(out.data(), w.down_bias, 1, c.n_embd);
   return out;
 }
 
@@ -37,6 +43,7 @@ void moe_ffn_reference(const ModelConfig& c, const MoeWeights& w, const float* h
   for (int t = 0; t < n; ++t) {
     const float* x = h + (int64_t)t * E;
     matmul(w.router, x, logits.data(), 1);
+    add_bias_rows(logits.data(), w.router_bias, 1, m.n_expert);
     std::vector<int> order((size_t)m.n_expert);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });

@@ -42,6 +42,23 @@ Status f32_vector(const ModelSource& src, const std::string& name, int64_t n, Te
   return Status::Ok();
 }
 
+// Expert e's bias: row e of "<p><proj>_exps.bias" [n_expert, n] (F32).
+Status expert_bias(const ModelSource& src, const std::string& p, const std::string& proj, int n_expert, int e,
+                   int64_t n, TensorView& out) {
+  TensorView stacked;
+  STRIDE_RETURN_IF_ERROR(matrix(src, p + proj + "_exps.bias", n, n_expert, stacked));
+  if (stacked.type != DType::F32) {
+    return Unsupported("tensor '" + stacked.name + "' must be F32, found " + dtype_name(stacked.type));
+  }
+  out = stacked;
+  out.name = stacked.name + "[" + std::to_string(e) + "]";
+  out.n_dims = 1;
+  out.ne = {n, 1, 1, 1};
+  out.nbytes = n * (int64_t)sizeof(float);
+  out.data = stacked.data + e * out.nbytes;
+  return Status::Ok();
+}
+
 }  // namespace
 
 TensorView expert_slice(const TensorView& stacked, int64_t e) {
@@ -61,12 +78,18 @@ Expected<MoeWeights> bind_moe_weights(const ModelSource& src, int layer) {
   const std::string p = "blk." + std::to_string(layer) + ".";
   MoeWeights w;
   STRIDE_RETURN_IF_ERROR(matrix(src, p + "ffn_gate_inp.weight", E, m.n_expert, w.router));
+  if (m.router_bias) STRIDE_RETURN_IF_ERROR(f32_vector(src, p + "ffn_gate_inp.bias", m.n_expert, w.router_bias));
   w.experts.resize((size_t)m.n_expert);
   for (int e = 0; e < m.n_expert; ++e) {
     ExpertWeights& x = w.experts[(size_t)e];
     STRIDE_RETURN_IF_ERROR(expert_matrix(src, p, "ffn_gate", m.n_expert, e, E, F, x.gate));
     STRIDE_RETURN_IF_ERROR(expert_matrix(src, p, "ffn_up", m.n_expert, e, E, F, x.up));
     STRIDE_RETURN_IF_ERROR(expert_matrix(src, p, "ffn_down", m.n_expert, e, F, E, x.down));
+    if (m.expert_bias) {
+      STRIDE_RETURN_IF_ERROR(expert_bias(src, p, "ffn_gate", m.n_expert, e, F, x.gate_bias));
+      STRIDE_RETURN_IF_ERROR(expert_bias(src, p, "ffn_up", m.n_expert, e, F, x.up_bias));
+      STRIDE_RETURN_IF_ERROR(expert_bias(src, p, "ffn_down", m.n_expert, e, E, x.down_bias));
+    }
   }
   if (m.n_ff_shared > 0) {
     const int64_t S = m.n_ff_shared;

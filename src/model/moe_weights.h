@@ -16,10 +16,12 @@ namespace stride {
 struct ExpertWeights {
   TensorView gate, up;  // [n_ff_expert, n_embd]
   TensorView down;      // [n_embd, n_ff_expert]
+  TensorView gate_bias, up_bias, down_bias;  // optional (gpt-oss): [n_ff_expert], [n_ff_expert], [n_embd]
 };
 
 struct MoeWeights {
   TensorView router;                   // [n_expert, n_embd]
+  TensorView router_bias;              // optional [n_expert] (gpt-oss)
   std::vector<ExpertWeights> experts;  // [n_expert]
   ExpertWeights shared;                // optional, hidden size n_ff_shared
   TensorView shared_gate;              // optional [n_embd]: sigmoid(x · g) scales the shared expert

@@ -116,6 +116,8 @@ AttentionParams Transformer::attention_params(int layer) const {
   p.scale = c.attn_scale > 0 ? c.attn_scale : 1.0f / std::sqrt((float)c.head_dim);
   p.softcap = c.attn_logit_softcap;
   p.rope = &rope_table(layer);
+  const TensorView& sinks = w_.layers[(size_t)layer].sinks;
+  if (sinks.valid()) p.sink_logits = reinterpret_cast<const float*>(sinks.data);
   return p;
 }
 
@@ -206,6 +208,7 @@ Status Transformer::forward_batch(KvManager& kv, StepPlan& plan, const SequenceS
                                         BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od},
                                         pool));
     linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
+    add_bias(o_.data(), L.bo, n, E, pool);
     if (L.post_attn_norm.valid()) {
       rmsnorm_add(o_.data(), f32(L.post_attn_norm), x, n, E, c.norm_eps, pool);
     } else {
