@@ -5,12 +5,14 @@ Usage:
   ~/.cache/stride/venv/bin/python scripts/oracles/make_tiny_models.py [--out DIR]
 
 For each architecture (llama, mistral, mistral_nemo, qwen2, qwen3, gemma2, gemma3,
-phi3, phi3_window), and for llama with each RoPE scaling (llama_linear, llama_yarn,
-llama_llama3, llama_longrope; phi3 is LongRoPE too: original context 64, ids of
-96 tokens) this writes, under
+phi3, phi3_window, and the mixture-of-experts mixtral, qwen2moe, qwen3moe), and
+for llama with each RoPE scaling (llama_linear, llama_yarn, llama_llama3,
+llama_longrope; phi3 is LongRoPE too: original context 64, ids of 96 tokens)
+this writes, under
 DIR/<name>/ (default tests/data/generated/tiny):
   config.json + model.safetensors   the HF folder (f32)
-  model-f32.gguf                    llama.cpp-convention GGUF (f32)
+  model-f32.gguf                    llama.cpp-convention GGUF (f32; not for
+                                    the MoE models, which only the converter writes)
   model-f16.gguf                    (llama only) 2-D weights in f16
   model-conv-f32.gguf               the folder converted by llama.cpp's own
                                     convert_hf_to_gguf.py (hf_to_gguf.py)
@@ -20,7 +22,8 @@ DIR/<name>/ (default tests/data/generated/tiny):
   logits_policy<j>[_kvf16].npy      with an --attention policy mask on global layers
   logits_prefix.npy                 (RoPE-scaled models) HF logits of the first
                                     SEQ_LEN ids: within the original context
-and DIR/manifest.json describing them. All weights are rounded to values that
+and DIR/manifest.json describing them (--only NAME,... regenerates those
+models and keeps the manifest's other entries). All weights are rounded to values that
 f16 represents exactly, so the f16 GGUF and the f32 HF folder are the same model.
 """
 import argparse
@@ -85,6 +88,35 @@ def phi3_rope(rope_type="default", **kw):
             "original_max_position_embeddings": ROPE_ORIGINAL_CONTEXT, **kw}
 
 
+# Mixture-of-experts models: their GGUF comes from llama.cpp's converter only.
+MOE_NAMES = ("mixtral", "qwen2moe", "qwen3moe")
+
+
+def moe_configs():
+    """Small experts (hidden 32-64), top-2 of 6-8, so that every expert is used
+    by some of the 40 tokens and most by only a few."""
+    from transformers import MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig
+    return {
+        # GGUF arch "llama" with expert_count; renormalises the top-2 weights.
+        "mixtral": MixtralConfig(**_common(num_hidden_layers=2, intermediate_size=64,
+                                           num_local_experts=6, num_experts_per_tok=2,
+                                           rope_theta=1000000.0, rms_norm_eps=1e-5,
+                                           sliding_window=None)),
+        # Shared expert behind a sigmoid gate; weights not renormalised; q/k/v biases.
+        "qwen2moe": Qwen2MoeConfig(**_common(num_hidden_layers=2, moe_intermediate_size=32,
+                                             shared_expert_intermediate_size=96,
+                                             num_experts=8, num_experts_per_tok=2,
+                                             norm_topk_prob=False, rope_theta=1000000.0,
+                                             rms_norm_eps=1e-6, use_sliding_window=False)),
+        # QK-norm as qwen3; renormalised (llama.cpp assumes so for qwen3moe files).
+        "qwen3moe": Qwen3MoeConfig(**_common(num_hidden_layers=2, head_dim=32,
+                                             moe_intermediate_size=32, num_experts=8,
+                                             num_experts_per_tok=2, norm_topk_prob=True,
+                                             rope_theta=1000000.0, rms_norm_eps=1e-6,
+                                             use_sliding_window=False)),
+    }
+
+
 def build_configs():
     from transformers import (Gemma2Config, Gemma3TextConfig, LlamaConfig, MistralConfig, Phi3Config,
                               Qwen2Config, Qwen3Config)
@@ -136,6 +168,7 @@ def build_configs():
         "phi3_window": Phi3Config(**_common(num_hidden_layers=2, rms_norm_eps=1e-5, sliding_window=8,
                                             original_max_position_embeddings=ROPE_ORIGINAL_CONTEXT,
                                             rope_parameters=phi3_rope())),
+        **moe_configs(),
     }
 
 
@@ -184,6 +217,10 @@ POLICIES = {
     "llama_yarn": {"rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
     "llama_llama3": {},
     "llama_longrope": {"rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
+    "mixtral": {"window:size=8": lambda q, k: k > q - 8,
+                "rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
+    "qwen2moe": {"window:size=8": lambda q, k: k > q - 8},
+    "qwen3moe": {"rswa:sinks=4,window=8,pos=abs": lambda q, k: (k < 4) | (k > q - 8)},
 }
 
 
@@ -193,7 +230,8 @@ def kv_f16(enabled: bool = True):
     engine whose KV cache holds f16, as llama.cpp's default cache does."""
     import importlib
     mods = [importlib.import_module(f"transformers.models.{m}.modeling_{m}")
-            for m in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3")]
+            for m in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3",
+                      "mixtral", "qwen2_moe", "qwen3_moe")]
     saved = [(m, m.eager_attention_forward) for m in mods]
     if enabled:
         for m, orig in saved:
@@ -294,8 +332,10 @@ def main():
             np.save(os.path.join(d, "logits_prefix.npy"), plain_logits(model, ids[:SEQ_LEN]))
 
         state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
-        ggufs = {"f32": "model-f32.gguf"}
-        write_gguf(os.path.join(d, ggufs["f32"]), name, cfg, state, f16=False)
+        ggufs = {}
+        if name not in MOE_NAMES:
+            ggufs["f32"] = "model-f32.gguf"
+            write_gguf(os.path.join(d, ggufs["f32"]), name, cfg, state, f16=False)
         if name == "llama":
             ggufs["f16"] = "model-f16.gguf"
             write_gguf(os.path.join(d, ggufs["f16"]), name, cfg, state, f16=True)
@@ -316,7 +356,9 @@ def main():
                 policies[spec][kind] = f"{name}/{fname}"
 
         window = getattr(cfg, "sliding_window", None) if name in NATIVE_WINDOW else None
-        manifest["models"][name] = {"hf": name, "gguf": {k: f"{name}/{v}" for k, v in ggufs.items()},
+        moe = {"n_expert": getattr(cfg, "num_local_experts", None) or cfg.num_experts,
+               "n_expert_used": cfg.num_experts_per_tok} if name in MOE_NAMES else None
+        manifest["models"][name] = {"hf": name, "moe": moe, "gguf": {k: f"{name}/{v}" for k, v in ggufs.items()},
                                     "logits": {"f32": f"{name}/logits.npy",
                                                "kvf16": f"{name}/logits_kvf16.npy"},
                                     "sliding_window": window, "policies": policies,

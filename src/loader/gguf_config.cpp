@@ -4,8 +4,10 @@
 #include <limits>
 
 #include "loader/arch_gemma2.h"
+#include "loader/arch_gpt_oss.h"
 #include "loader/config_check.h"
 #include "loader/model_source.h"
+#include "loader/moe_config_read.h"
 #include "loader/rope_scaling_read.h"
 
 namespace stride {
@@ -43,8 +45,11 @@ Expected<Arch> parse_arch(const std::string& name) {
   if (name == "gemma3") return Arch::Gemma3;
   if (name == "gemma2") return Arch::Gemma2;
   if (name == "phi3") return Arch::Phi3;
+  if (name == "qwen2moe") return Arch::Qwen2Moe;
+  if (name == "qwen3moe") return Arch::Qwen3Moe;
+  if (name == "gpt-oss") return Arch::GptOss;
   return Unsupported("GGUF: architecture '" + name + "' is not supported "
-                     "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3)");
+                     "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3, qwen2moe, qwen3moe, gpt-oss)");
 }
 
 }  // namespace
@@ -142,10 +147,12 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
       c.rope_neox = false;  // converter permuted Q/K rows for adjacent-pair RoPE
       break;
     case Arch::Qwen2:
+    case Arch::Qwen2Moe:
       c.rope_neox = true;
       c.attn_qkv_bias = true;
       break;
     case Arch::Qwen3:
+    case Arch::Qwen3Moe:
       c.rope_neox = true;
       c.qk_norm = true;  // RMSNorm on q and k per head, no q/k/v bias
       break;
@@ -171,7 +178,12 @@ Expected<ModelConfig> config_from_gguf(const GGUFFile& f) {
     case Arch::Phi3:  // fused tensors: fused_tensors.h; a sliding window covers every layer
       c.rope_neox = true;
       break;
+    case Arch::GptOss:
+      break;  // configure_gpt_oss below, once the experts are read
   }
+  // llama.cpp renormalises the chosen experts' weights except for Qwen2-MoE.
+  STRIDE_RETURN_IF_ERROR(read_moe_gguf(f, a, c.n_ff, arch != Arch::Qwen2Moe, c.moe));
+  if (arch == Arch::GptOss) STRIDE_RETURN_IF_ERROR(configure_gpt_oss(c, /*from_gguf=*/true));
   if (c.layer_windowed.empty() && c.sliding_window > 0 && c.n_layer > 0 && c.n_layer < (1 << 20)) {
     c.layer_windowed.assign(c.n_layer, 1);
   }

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "loader/arch_gpt_oss.h"
 #include "loader/config_check.h"
+#include "loader/moe_config_read.h"
 #include "loader/rope_scaling_read.h"
 
 namespace stride {
@@ -71,13 +73,18 @@ Expected<Arch> detect_arch(const json& j) {
   if (name == "Gemma3ForCausalLM" || type == "gemma3_text") return Arch::Gemma3;
   if (name == "Gemma2ForCausalLM" || type == "gemma2") return Arch::Gemma2;
   if (name == "Phi3ForCausalLM" || type == "phi3") return Arch::Phi3;
+  if (name == "MixtralForCausalLM" || type == "mixtral") return Arch::Llama;  // llama with experts, as in GGUF
+  if (name == "Qwen2MoeForCausalLM" || type == "qwen2_moe") return Arch::Qwen2Moe;
+  if (name == "Qwen3MoeForCausalLM" || type == "qwen3_moe") return Arch::Qwen3Moe;
+  if (name == "GptOssForCausalLM" || type == "gpt_oss") return Arch::GptOss;
   if (name.empty() && type.empty()) {
     return Corrupt("config.json: neither 'architectures' nor 'model_type' is set");
   }
   return Unsupported("config.json: architecture '" + (name.empty() ? type : name) +
                      "' is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
                      "Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-                     "Phi3ForCausalLM)");
+                     "Phi3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+                     "GptOssForCausalLM)");
 }
 
 // rope_theta (classic) or rope_parameters {rope_theta, ...}; newer Gemma-3
@@ -177,7 +184,7 @@ Status read_windows(const json& j, ModelConfig& c) {
   bool found = false;
   STRIDE_RETURN_IF_ERROR(read_layer_types(j, c, found));
   if (found || c.sliding_window == 0) return Status::Ok();
-  if (c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) {
+  if (c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Qwen2Moe || c.arch == Arch::Qwen3Moe) {
     bool use = false;
     STRIDE_RETURN_IF_ERROR(read_bool(j, "use_sliding_window", false, use));
     int max_window_layers = 0;
@@ -238,13 +245,18 @@ Expected<ModelConfig> config_from_hf_json(const json& root, bool has_lm_head) {
     }
     bool bias = false;
     STRIDE_RETURN_IF_ERROR(read_bool(j, "attention_bias", false, bias));
-    if (bias && c.arch != Arch::Qwen2) {
+    const bool qwen2 = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen2Moe;
+    if (bias && !qwen2 && c.arch != Arch::GptOss) {
       return Unsupported("config.json: attention_bias = true is not supported for " +
                          std::string(arch_name(c.arch)));
     }
-    c.attn_qkv_bias = c.arch == Arch::Qwen2;
-    c.qk_norm = c.arch == Arch::Qwen3;
+    c.attn_qkv_bias = qwen2;
+    c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
+    // Mixtral renormalises the chosen experts' weights; Qwen-MoE configs say.
+    const bool mixtral = c.arch == Arch::Llama;
+    STRIDE_RETURN_IF_ERROR(read_moe_json(j, c.n_ff, mixtral, c.moe));
     STRIDE_RETURN_IF_ERROR(read_windows(j, c));
+    if (c.arch == Arch::GptOss) STRIDE_RETURN_IF_ERROR(configure_gpt_oss(c, /*from_gguf=*/false));
   }
   STRIDE_RETURN_IF_ERROR(finalize_config(c, "config.json"));
   return c;

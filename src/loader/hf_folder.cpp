@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/fp16.h"
+#include "loader/arch_gpt_oss.h"
 #include "loader/fused_tensors.h"
 #include "loader/hf_config.h"
 #include "loader/hf_names.h"
@@ -92,6 +93,7 @@ Status load_folder(const std::string& dir, ModelSource& src) {
   const bool has_lm_head = hf.count("lm_head.weight") || hf.count("language_model.lm_head.weight");
   STRIDE_ASSIGN_OR_RETURN(src.config, config_from_hf_json(cfg_json, has_lm_head));
   const Arch arch = src.config.arch;
+  if (arch == Arch::GptOss) STRIDE_RETURN_IF_ERROR(take_gpt_oss_hf_experts(src, hf));
   for (auto& [name, view] : hf) {
     std::string g = hf_to_gguf_name(name, arch);
     if (g.empty()) g = name;  // unknown extras keep their HF name

@@ -14,6 +14,36 @@ bool consume(std::string_view& s, std::string_view prefix) {
   return true;
 }
 
+// Expert suffix: "experts.E.w1.weight" (Mixtral) or "experts.E.gate_proj.weight"
+// (Qwen-MoE) -> "ffn_gate.E.weight", the per-expert names of early Mixtral GGUFs.
+std::string expert_suffix(std::string_view rest) {
+  size_t digits = 0;
+  while (digits < rest.size() && digits < 5 && std::isdigit((unsigned char)rest[digits])) ++digits;
+  if (digits == 0 || digits >= rest.size() || rest[digits] != '.') return "";
+  const std::string expert(rest.substr(0, digits));
+  std::string_view proj = rest.substr(digits + 1);
+  static const std::pair<std::string_view, std::string_view> kExpert[] = {
+      {"w1.weight", "ffn_gate."}, {"w3.weight", "ffn_up."}, {"w2.weight", "ffn_down."},
+      {"gate_proj.weight", "ffn_gate."}, {"up_proj.weight", "ffn_up."}, {"down_proj.weight", "ffn_down."},
+  };
+  for (const auto& [hf, gg] : kExpert)
+    if (proj == hf) return std::string(gg) + std::to_string(std::stoi(expert)) + ".weight";
+  return "";
+}
+
+// Router, experts and Qwen2-MoE's shared expert with its sigmoid gate.
+std::string moe_suffix(std::string_view rest) {
+  if (!consume(rest, "block_sparse_moe.") && !consume(rest, "mlp.")) return "";
+  if (rest == "gate.weight" || rest == "router.weight") return "ffn_gate_inp.weight";
+  if (rest == "router.bias") return "ffn_gate_inp.bias";  // gpt-oss
+  if (rest == "shared_expert_gate.weight") return "ffn_gate_inp_shexp.weight";
+  if (rest == "shared_expert.gate_proj.weight") return "ffn_gate_shexp.weight";
+  if (rest == "shared_expert.up_proj.weight") return "ffn_up_shexp.weight";
+  if (rest == "shared_expert.down_proj.weight") return "ffn_down_shexp.weight";
+  if (consume(rest, "experts.")) return expert_suffix(rest);
+  return "";
+}
+
 // Per-layer suffix (after "model.layers.N.") -> GGUF suffix (after "blk.N.").
 std::string layer_suffix(std::string_view rest, Arch arch) {
   static const std::pair<std::string_view, std::string_view> kProj[] = {
@@ -29,11 +59,13 @@ std::string layer_suffix(std::string_view rest, Arch arch) {
     if (consume(r, hf) && (r == "weight" || r == "bias")) return std::string(gg) + std::string(r);
   }
   const bool gemma = arch == Arch::Gemma2 || arch == Arch::Gemma3;
+  if (std::string moe = moe_suffix(rest); !moe.empty()) return moe;
   if (rest == "input_layernorm.weight") return "attn_norm.weight";
+  if (rest == "self_attn.sinks") return "attn_sinks.weight";  // gpt-oss
   if (rest == "post_attention_layernorm.weight") {
     return gemma ? "post_attention_norm.weight" : "ffn_norm.weight";
   }
-  if (gemma || arch == Arch::Qwen3) {
+  if (gemma || arch == Arch::Qwen3 || arch == Arch::Qwen3Moe) {
     if (rest == "self_attn.q_norm.weight") return "attn_q_norm.weight";
     if (rest == "self_attn.k_norm.weight") return "attn_k_norm.weight";
   }

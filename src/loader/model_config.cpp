@@ -15,6 +15,9 @@ const char* arch_name(Arch a) {
     case Arch::Gemma3: return "gemma3";
     case Arch::Gemma2: return "gemma2";
     case Arch::Phi3: return "phi3";
+    case Arch::Qwen2Moe: return "qwen2moe";
+    case Arch::Qwen3Moe: return "qwen3moe";
+    case Arch::GptOss: return "gpt-oss";
   }
   return "unknown";
 }

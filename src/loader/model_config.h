@@ -4,11 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "loader/moe_config.h"
 #include "loader/rope_scaling.h"
 
 namespace stride {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma3, Gemma2, Phi3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma3, Gemma2, Phi3, Qwen2Moe, Qwen3Moe, GptOss };
 enum class Activation { SiLU, GeluTanh };
 
 const char* arch_name(Arch a);
@@ -39,6 +40,8 @@ struct ModelConfig {
   std::vector<uint8_t> layer_windowed;   // [n_layer] 1 = natively windowed layer
 
   bool attn_qkv_bias = false;  // Qwen2
+  bool attn_out_bias = false;  // gpt-oss: the output projection has a bias too
+  bool attn_sinks = false;     // gpt-oss: a learned per-head logit joins each softmax
   bool qk_norm = false;        // Gemma-3, Qwen3: RMSNorm on q and k per head, before RoPE
   bool sandwich_norms = false; // Gemma-2/3: post-attention and post-FFN norms
   Activation act = Activation::SiLU;
@@ -47,6 +50,7 @@ struct ModelConfig {
   float attn_logit_softcap = 0.f;
   float final_logit_softcap = 0.f;
   bool tied_embeddings = false;  // output.weight absent: use token_embd
+  MoeConfig moe;                 // experts instead of the dense FFN (Mixtral: arch llama)
 
   bool is_windowed(int layer) const {
     return layer >= 0 && layer < (int)layer_windowed.size() && layer_windowed[layer];

@@ -101,6 +101,31 @@ std::string format_layer_ranges(const std::vector<int>& layers) {
   return os.str();
 }
 
+namespace {
+
+// Bytes of the routed experts' weights (3-D "_exps" tensors or per-expert
+// "ffn_gate.E.weight" ones): of these a token reads only used / count.
+int64_t routed_expert_bytes(const ModelSource& src) {
+  int64_t bytes = 0;
+  for (const auto& [name, t] : src.tensors()) {
+    const bool stacked = name.find("_exps.") != std::string::npos;
+    const bool per_expert = name.rfind("blk.", 0) == 0 && name.find(".ffn_") != std::string::npos &&
+                            std::count(name.begin(), name.end(), '.') == 4;  // blk.N.ffn_up.E.weight
+    if (stacked || per_expert) bytes += t.nbytes;
+  }
+  return bytes;
+}
+
+// Weights one token reads: all but the experts it is not routed to.
+int64_t active_weight_bytes(const ModelSource& src) {
+  const MoeConfig& m = src.config.moe;
+  if (!m.active()) return src.weight_bytes();
+  const int64_t routed = routed_expert_bytes(src);
+  return src.weight_bytes() - routed + routed * m.n_expert_used / m.n_expert;
+}
+
+}  // namespace
+
 std::string describe_model(const ModelSource& src) {
   const ModelConfig& c = src.config;
   std::ostringstream os;
@@ -113,6 +138,12 @@ std::string describe_model(const ModelSource& src) {
   os << "\n";
   os << "n_embd:          " << c.n_embd << "\n";
   os << "n_ff:            " << c.n_ff << "\n";
+  if (c.moe.active()) {
+    os << "experts:         " << c.moe.n_expert << ", " << c.moe.n_expert_used << " used per token ("
+       << (c.moe.norm_topk_prob ? "weights renormalised" : "softmax weights") << "), ff " << c.moe.n_ff_expert;
+    if (c.moe.n_ff_shared > 0) os << ", shared expert ff " << c.moe.n_ff_shared;
+    os << "\n";
+  }
   os << "vocab:           " << c.n_vocab << "\n";
   os << "context length:  " << c.n_ctx_train;
   if (rope_usable_context(c.rope_scaling, c.n_ctx_train) != c.n_ctx_train)
@@ -129,7 +160,8 @@ std::string describe_model(const ModelSource& src) {
   os << "sliding window:  " << window_summary(c) << "\n";
   os << "norm eps:        " << c.norm_eps << "\n";
   os << "features:        act " << (c.act == Activation::SiLU ? "silu" : "gelu_tanh")
-     << (c.attn_qkv_bias ? ", qkv bias" : "") << (c.qk_norm ? ", qk norm" : "")
+     << (c.attn_qkv_bias ? ", qkv bias" : "") << (c.attn_out_bias ? ", output bias" : "")
+     << (c.attn_sinks ? ", attention sinks" : "") << (c.qk_norm ? ", qk norm" : "")
      << (c.sandwich_norms ? ", sandwich norms" : "")
      << (c.tied_embeddings ? ", tied embeddings" : "") << "\n";
   os << "tensors:         " << src.tensors().size() << " (";
@@ -141,6 +173,10 @@ std::string describe_model(const ModelSource& src) {
   os << ")\n";
   os << "weight bytes:    " << src.weight_bytes() << " (" << human_bytes(src.weight_bytes())
      << ")\n";
+  if (c.moe.active()) {
+    const int64_t active = active_weight_bytes(src);
+    os << "active weights:  " << active << " (" << human_bytes(active) << ") per token\n";
+  }
   const uint64_t fb = file_bytes(src);
   os << "file size:       " << fb << " (" << human_bytes(fb) << ")\n";
   return os.str();
@@ -171,9 +207,17 @@ nlohmann::json describe_model_json(const ModelSource& src) {
   j["global_layers"] = layers_where(c, false);
   j["activation"] = c.act == Activation::SiLU ? "silu" : "gelu_tanh";
   j["attn_qkv_bias"] = c.attn_qkv_bias;
+  j["attn_out_bias"] = c.attn_out_bias;
+  j["attn_sinks"] = c.attn_sinks;
   j["qk_norm"] = c.qk_norm;
   j["sandwich_norms"] = c.sandwich_norms;
   j["tied_embeddings"] = c.tied_embeddings;
+  j["experts"] = nullptr;
+  if (c.moe.active()) {
+    j["experts"] = {{"count", c.moe.n_expert},           {"used", c.moe.n_expert_used},
+                    {"n_ff_expert", c.moe.n_ff_expert},  {"n_ff_shared", c.moe.n_ff_shared},
+                    {"norm_topk_prob", c.moe.norm_topk_prob}, {"active_weight_bytes", active_weight_bytes(src)}};
+  }
   j["embed_scale"] = c.embed_scale;
   j["attn_scale"] = c.attn_scale;
   j["attn_logit_softcap"] = c.attn_logit_softcap;

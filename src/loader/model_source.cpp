@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "loader/arch_gpt_oss.h"
 #include "loader/encrypted_file.h"
 #include "loader/fused_tensors.h"
 #include "loader/model_tensors.h"
@@ -38,6 +39,16 @@ int64_t ModelSource::weight_bytes() const {
   return total;
 }
 
+bool ModelSource::rename_tensor(const std::string& from, const std::string& to) {
+  auto it = tensors_.find(from);
+  if (it == tensors_.end() || tensors_.count(to)) return false;
+  TensorView t = std::move(it->second);
+  tensors_.erase(it);
+  t.name = to;
+  tensors_[to] = std::move(t);
+  return true;
+}
+
 uint8_t* ModelSource::own_buffer(size_t bytes) {
   buffers_.push_back(std::make_unique<uint8_t[]>(bytes));
   return buffers_.back().get();
@@ -62,6 +73,7 @@ Expected<std::unique_ptr<ModelSource>> open_gguf_model(const std::string& path) 
   src->path = path;
   src->format = "gguf";
   for (const TensorView& t : file->tensors()) src->add_tensor(t);
+  if (src->config.arch == Arch::GptOss) STRIDE_RETURN_IF_ERROR(adapt_gpt_oss_gguf_tensors(*src));
   src->own_gguf(std::move(file));  // views point into its map
   Status st = split_fused_tensors(*src);
   if (st.ok()) st = check_model_tensors(*src);

@@ -36,6 +36,9 @@ class ModelSource {
   // Loader-facing construction.
   void add_tensor(TensorView view) { tensors_[view.name] = std::move(view); }
   void remove_tensor(const std::string& name) { tensors_.erase(name); }
+  // Moves a tensor to another name (architectures whose files name a shared
+  // role differently); false when `from` is absent or `to` is taken.
+  bool rename_tensor(const std::string& from, const std::string& to);
   void own_gguf(std::unique_ptr<GGUFFile> f) { gguf_ = std::move(f); }
   void own_file(MappedFile f) { files_.push_back(std::move(f)); }
   // A buffer the source keeps alive (converted tensors); returns its data.

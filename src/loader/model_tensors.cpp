@@ -39,6 +39,34 @@ Status expect(const ModelSource& src, const std::string& name, std::vector<int64
   return Status::Ok();
 }
 
+// Router, experts (one 3-D tensor per projection, or one 2-D tensor per expert
+// as in early Mixtral files) and the optional shared expert.
+Status check_moe_layer(const ModelSource& src, const ModelConfig& c, const std::string& p) {
+  const MoeConfig& m = c.moe;
+  const int64_t E = c.n_embd, F = m.n_ff_expert, N = m.n_expert;
+  STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_gate_inp.weight", {E, N}));
+  if (src.tensor(p + "ffn_gate_exps.weight")) {
+    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_gate_exps.weight", {E, F, N}));
+    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_up_exps.weight", {E, F, N}));
+    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_down_exps.weight", {F, E, N}));
+  } else {
+    for (int e = 0; e < N; ++e) {
+      const std::string x = "." + std::to_string(e) + ".weight";
+      STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_gate" + x, {E, F}));
+      STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_up" + x, {E, F}));
+      STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_down" + x, {F, E}));
+    }
+  }
+  if (m.n_ff_shared > 0) {
+    const int64_t S = m.n_ff_shared;
+    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_gate_shexp.weight", {E, S}));
+    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_up_shexp.weight", {E, S}));
+    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_down_shexp.weight", {S, E}));
+    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_gate_inp_shexp.weight", {E}));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status check_model_tensors(const ModelSource& src) {
@@ -66,9 +94,13 @@ Status check_model_tensors(const ModelSource& src) {
     STRIDE_RETURN_IF_ERROR(expect(src, p + "attn_v.weight", {E, v_dim}));
     STRIDE_RETURN_IF_ERROR(expect(src, p + "attn_output.weight", {o_dim, E}));
     STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_norm.weight", {E}));
-    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_gate.weight", {E, F}));
-    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_up.weight", {E, F}));
-    STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_down.weight", {F, E}));
+    if (c.moe.active()) {
+      STRIDE_RETURN_IF_ERROR(check_moe_layer(src, c, p));
+    } else {
+      STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_gate.weight", {E, F}));
+      STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_up.weight", {E, F}));
+      STRIDE_RETURN_IF_ERROR(expect(src, p + "ffn_down.weight", {F, E}));
+    }
     if (c.attn_qkv_bias) {
       STRIDE_RETURN_IF_ERROR(expect(src, p + "attn_q.bias", {q_dim}));
       STRIDE_RETURN_IF_ERROR(expect(src, p + "attn_k.bias", {k_dim}));

@@ -41,10 +41,12 @@ class Binder {
   const ModelSource& src_;
 };
 
-// Null for a weight without a packed layout (float types). Once packed, the
-// original's mapped pages are dropped, so the weights are not resident twice
-// (the reference path and the embedding lookup read them back on demand).
-Status pack_one(const TensorView& t, std::unique_ptr<PackedMatrix>& out, const ModelSource* src) {
+}  // namespace
+
+// Once packed, the original's mapped pages are dropped, so the weights are not
+// resident twice (the reference path and the embedding lookup read them back
+// on demand).
+Status pack_projection(const TensorView& t, const ModelSource* src, std::unique_ptr<PackedMatrix>& out) {
   if (!t.valid() || !packable(t.type)) return Status::Ok();
   RowsRead dropped;
   if (src) dropped = [src](const uint8_t* p, int64_t n) { src->drop_resident(p, (uint64_t)n); };
@@ -54,8 +56,6 @@ Status pack_one(const TensorView& t, std::unique_ptr<PackedMatrix>& out, const M
   return Status::Ok();
 }
 
-}  // namespace
-
 Expected<PackedWeights> pack_weights(const ModelWeights& w, const ModelSource* src) {
   PackedWeights p;
   p.layers.resize(w.layers.size());
@@ -64,9 +64,10 @@ Expected<PackedWeights> pack_weights(const ModelWeights& w, const ModelSource* s
     PackedLayer& P = p.layers[il];
     for (auto [view, packed] : {std::pair{&L.wq, &P.wq}, {&L.wk, &P.wk}, {&L.wv, &P.wv}, {&L.wo, &P.wo},
                                 {&L.w_gate, &P.w_gate}, {&L.w_up, &P.w_up}, {&L.w_down, &P.w_down}})
-      STRIDE_RETURN_IF_ERROR(pack_one(*view, *packed, src));
+      STRIDE_RETURN_IF_ERROR(pack_projection(*view, src, *packed));
+    STRIDE_RETURN_IF_ERROR(pack_moe_weights(L.moe, src, P.moe));
   }
-  STRIDE_RETURN_IF_ERROR(pack_one(w.output, p.output, src));
+  STRIDE_RETURN_IF_ERROR(pack_projection(w.output, src, p.output));
   return p;
 }
 
@@ -97,14 +98,20 @@ Expected<ModelWeights> bind_weights(const ModelSource& src) {
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_q.bias", q_dim, L.bq, bias));
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_k.bias", k_dim, L.bk, bias));
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_v.bias", v_dim, L.bv, bias));
+    STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_output.bias", c.n_embd, L.bo, c.attn_out_bias));
+    STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_sinks.weight", c.n_head, L.sinks, c.attn_sinks));
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_q_norm.weight", c.head_dim, L.q_norm, c.qk_norm));
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "attn_k_norm.weight", c.head_dim, L.k_norm, c.qk_norm));
     STRIDE_RETURN_IF_ERROR(
         b.get_vector(p + "post_attention_norm.weight", c.n_embd, L.post_attn_norm, c.sandwich_norms));
     STRIDE_RETURN_IF_ERROR(b.get_vector(p + "ffn_norm.weight", c.n_embd, L.ffn_norm));
-    STRIDE_RETURN_IF_ERROR(b.get(p + "ffn_gate.weight", c.n_embd, c.n_ff, L.w_gate));
-    STRIDE_RETURN_IF_ERROR(b.get(p + "ffn_up.weight", c.n_embd, c.n_ff, L.w_up));
-    STRIDE_RETURN_IF_ERROR(b.get(p + "ffn_down.weight", c.n_ff, c.n_embd, L.w_down));
+    if (c.moe.active()) {
+      STRIDE_ASSIGN_OR_RETURN(L.moe, bind_moe_weights(src, il));
+    } else {
+      STRIDE_RETURN_IF_ERROR(b.get(p + "ffn_gate.weight", c.n_embd, c.n_ff, L.w_gate));
+      STRIDE_RETURN_IF_ERROR(b.get(p + "ffn_up.weight", c.n_embd, c.n_ff, L.w_up));
+      STRIDE_RETURN_IF_ERROR(b.get(p + "ffn_down.weight", c.n_ff, c.n_embd, L.w_down));
+    }
     STRIDE_RETURN_IF_ERROR(
         b.get_vector(p + "post_ffw_norm.weight", c.n_embd, L.post_ffn_norm, c.sandwich_norms));
   }

@@ -8,17 +8,21 @@
 #include "core/tensor.h"
 #include "kernels/packed_matrix.h"
 #include "loader/model_source.h"
+#include "model/moe_weights.h"
 
 namespace stride {
 
 struct LayerWeights {
   TensorView attn_norm;                  // [n_embd]
   TensorView wq, wk, wv, wo;             // [n_head*hd, n_embd] ... [n_embd, n_head*hd_v]
-  TensorView bq, bk, bv;                 // optional biases (Qwen2)
+  TensorView bq, bk, bv;                 // optional biases (Qwen2, gpt-oss)
+  TensorView bo;                         // optional output-projection bias [n_embd] (gpt-oss)
+  TensorView sinks;                      // optional attention sink logits [n_head] (gpt-oss)
   TensorView q_norm, k_norm;             // optional per-head norms [hd] (Gemma-3)
   TensorView post_attn_norm;             // optional (Gemma-3)
   TensorView ffn_norm;                   // [n_embd]
   TensorView w_gate, w_up, w_down;       // [n_ff, n_embd], [n_ff, n_embd], [n_embd, n_ff]
+  MoeWeights moe;                        // experts instead of w_gate/w_up/w_down (config.moe)
   TensorView post_ffn_norm;              // optional (Gemma-3)
 };
 
@@ -37,6 +41,7 @@ Expected<ModelWeights> bind_weights(const ModelSource& src);
 // (embedding lookups, the scalar reference).
 struct PackedLayer {
   std::unique_ptr<PackedMatrix> wq, wk, wv, wo, w_gate, w_up, w_down;
+  PackedMoe moe;
 };
 
 struct PackedWeights {
@@ -46,6 +51,10 @@ struct PackedWeights {
 
 // Repacks every packable projection of `w` (including the output head).
 // src: where the weights are mapped from; their pages are dropped once packed.
+// One projection repacked into `out`; out stays null for a weight without a
+// packed layout (float types). src: its mapped pages are dropped once packed.
+Status pack_projection(const TensorView& t, const ModelSource* src, std::unique_ptr<PackedMatrix>& out);
+
 Expected<PackedWeights> pack_weights(const ModelWeights& w, const ModelSource* src = nullptr);
 
 }  // namespace stride

@@ -5,6 +5,7 @@
 #include "kernels/matmul.h"
 #include "kernels/matmul_reference.h"
 #include "kernels/ops.h"
+#include "model/moe_reference.h"
 
 namespace stride {
 
@@ -88,7 +89,10 @@ Expected<std::vector<float>> reference_forward(const Transformer& model,
           scores[j] = sc;
           mx = std::max(mx, sc);
         }
-        double denom = 0;
+        // An attention sink (gpt-oss) joins the denominator with no value.
+        const double sink = attention_sink_logit(ap, hh);
+        mx = std::max(mx, sink);
+        double denom = std::isinf(sink) ? 0.0 : std::exp(sink - mx);
         for (double& sc : scores) denom += (sc = std::exp(sc - mx));
         float* out = &att[(t * H + hh) * hdv];
         for (int64_t i = 0; i < hdv; ++i) {
@@ -99,18 +103,24 @@ Expected<std::vector<float>> reference_forward(const Transformer& model,
       }
     }
     matmul_ref(L.wo, att.data(), o.data(), n);
+    for (int t = 0; L.bo.valid() && t < n; ++t)
+      for (int64_t i = 0; i < E; ++i) o[t * E + i] += f32(L.bo)[i];
     if (L.post_attn_norm.valid()) rmsnorm_ref(o.data(), f32(L.post_attn_norm), o.data(), n, E, c.norm_eps);
     for (int64_t i = 0; i < n * E; ++i) x[i] += o[i];
 
     rmsnorm_ref(x.data(), f32(L.ffn_norm), h.data(), n, E, c.norm_eps);
-    matmul_ref(L.w_gate, h.data(), gate.data(), n);
-    matmul_ref(L.w_up, h.data(), up.data(), n);
-    if (c.act == Activation::GeluTanh) {
-      gelu_tanh_mul_ref(gate.data(), up.data(), gate.data(), (int64_t)n * c.n_ff);
+    if (L.moe.active()) {
+      moe_ffn_reference(c, L.moe, h.data(), o.data(), n, matmul_ref);
     } else {
-      silu_mul_ref(gate.data(), up.data(), gate.data(), (int64_t)n * c.n_ff);
+      matmul_ref(L.w_gate, h.data(), gate.data(), n);
+      matmul_ref(L.w_up, h.data(), up.data(), n);
+      if (c.act == Activation::GeluTanh) {
+        gelu_tanh_mul_ref(gate.data(), up.data(), gate.data(), (int64_t)n * c.n_ff);
+      } else {
+        silu_mul_ref(gate.data(), up.data(), gate.data(), (int64_t)n * c.n_ff);
+      }
+      matmul_ref(L.w_down, gate.data(), o.data(), n);
     }
-    matmul_ref(L.w_down, gate.data(), o.data(), n);
     if (L.post_ffn_norm.valid()) rmsnorm_ref(o.data(), f32(L.post_ffn_norm), o.data(), n, E, c.norm_eps);
     for (int64_t i = 0; i < n * E; ++i) x[i] += o[i];
   }

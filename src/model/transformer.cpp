@@ -86,6 +86,29 @@ void Transformer::linear(const TensorView& w, const PackedMatrix* packed, const 
   }
 }
 
+void Transformer::feed_forward(const LayerWeights& L, const PackedLayer& P, int n, ThreadPool& pool) {
+  const ModelConfig& c = config();
+  if (L.moe.active()) {
+    moe_ffn(c, L.moe, &P.moe, h_.data(), o_.data(), n, moe_, pool);
+    return;
+  }
+  if (P.w_gate && P.w_up) {
+    const PackedMatrix* ws[2] = {P.w_gate.get(), P.w_up.get()};
+    float* ys[2] = {gate_.data(), up_.data()};
+    matmul_packed_multi(ws, ys, 2, h_.data(), n, pool);
+  } else {
+    linear(L.w_gate, P.w_gate.get(), h_.data(), gate_.data(), n, pool);  // [n, F]
+    linear(L.w_up, P.w_up.get(), h_.data(), up_.data(), n, pool);        // [n, F]
+  }
+  const int64_t count = (int64_t)n * c.n_ff;
+  if (c.act == Activation::GeluTanh) {
+    gelu_tanh_mul(gate_.data(), up_.data(), gate_.data(), count, pool);
+  } else {
+    silu_mul(gate_.data(), up_.data(), gate_.data(), count, pool);
+  }
+  linear(L.w_down, P.w_down.get(), gate_.data(), o_.data(), n, pool);  // [n, E]
+}
+
 AttentionParams Transformer::attention_params(int layer) const {
   const ModelConfig& c = config();
   AttentionParams p;
@@ -93,6 +116,8 @@ AttentionParams Transformer::attention_params(int layer) const {
   p.scale = c.attn_scale > 0 ? c.attn_scale : 1.0f / std::sqrt((float)c.head_dim);
   p.softcap = c.attn_logit_softcap;
   p.rope = &rope_table(layer);
+  const TensorView& sinks = w_.layers[(size_t)layer].sinks;
+  if (sinks.valid()) p.sink_logits = reinterpret_cast<const float*>(sinks.data);
   return p;
 }
 
@@ -141,7 +166,6 @@ Status Transformer::forward_batch(KvManager& kv, StepPlan& plan, const SequenceS
   const int64_t kd = (int64_t)c.n_head_kv * c.head_dim;
   const int64_t vd = (int64_t)c.n_head_kv * c.head_dim_v;
   const int64_t od = (int64_t)c.n_head * c.head_dim_v;
-  const int64_t F = c.n_ff;
   ids_.resize(n);
   for (int i = 0, row = 0; i < n_steps; ++i) {
     const int64_t pos0 = plan.seqs[(size_t)i].pos0;
@@ -184,6 +208,7 @@ Status Transformer::forward_batch(KvManager& kv, StepPlan& plan, const SequenceS
                                         BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od},
                                         pool));
     linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
+    add_bias(o_.data(), L.bo, n, E, pool);
     if (L.post_attn_norm.valid()) {
       rmsnorm_add(o_.data(), f32(L.post_attn_norm), x, n, E, c.norm_eps, pool);
     } else {
@@ -192,20 +217,7 @@ Status Transformer::forward_batch(KvManager& kv, StepPlan& plan, const SequenceS
 
     // Feed-forward block.
     rmsnorm(x, f32(L.ffn_norm), h_.data(), n, E, c.norm_eps, pool);
-    if (P.w_gate && P.w_up) {
-      const PackedMatrix* ws[2] = {P.w_gate.get(), P.w_up.get()};
-      float* ys[2] = {gate_.data(), up_.data()};
-      matmul_packed_multi(ws, ys, 2, h_.data(), n, pool);
-    } else {
-      linear(L.w_gate, P.w_gate.get(), h_.data(), gate_.data(), n, pool);  // [n, F]
-      linear(L.w_up, P.w_up.get(), h_.data(), up_.data(), n, pool);        // [n, F]
-    }
-    if (c.act == Activation::GeluTanh) {
-      gelu_tanh_mul(gate_.data(), up_.data(), gate_.data(), (int64_t)n * F, pool);
-    } else {
-      silu_mul(gate_.data(), up_.data(), gate_.data(), (int64_t)n * F, pool);
-    }
-    linear(L.w_down, P.w_down.get(), gate_.data(), o_.data(), n, pool);  // [n, E]
+    feed_forward(L, P, n, pool);  // h_ -> o_ [n, E]
     if (L.post_ffn_norm.valid()) {
       rmsnorm_add(o_.data(), f32(L.post_ffn_norm), x, n, E, c.norm_eps, pool);
     } else {

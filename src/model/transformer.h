@@ -1,10 +1,11 @@
 #pragma once
 // The decoder-only transformer shared by llama, mistral (Nemo, Ministral),
-// qwen2, qwen3, gemma2, gemma3 and phi3. Architectures differ only in flags of
+// qwen2, qwen3, gemma2, gemma3, phi3, their mixture-of-experts forms (mixtral,
+// qwen2moe, qwen3moe) and gpt-oss. Architectures differ only in flags of
 // ModelConfig (biases, QK-norm, sandwich norms, activation, embedding scale,
-// attention and final logit soft-caps, per-layer RoPE base, partial rotary,
-// head_dim apart from n_embd / n_head); Phi-3's fused projections arrive as
-// separate row-range views (loader/fused_tensors.h). The
+// attention and final logit soft-caps, attention sinks, per-layer RoPE base,
+// partial rotary, head_dim apart from n_embd / n_head, experts); Phi-3's fused
+// projections arrive as separate row-range views (loader/fused_tensors.h). The
 // model runs a step the KV manager planned (kv/step_plan.h): it writes K/V,
 // asks top-k layers to select, and runs the stateless attention kernel on each
 // layer's page lists. It never reserves, commits or reads a page table.
@@ -19,6 +20,7 @@
 #include "core/thread_pool.h"
 #include "loader/model_source.h"
 #include "model/model_weights.h"
+#include "model/moe_ffn.h"
 
 namespace stride {
 
@@ -71,6 +73,8 @@ class Transformer {
  private:
   Transformer() = default;
   void ensure_scratch(int n);
+  // o_ = FFN(h_) for n tokens [n, n_embd]: the dense SwiGLU/GeGLU or the experts.
+  void feed_forward(const LayerWeights& L, const PackedLayer& P, int n, ThreadPool& pool);
   // x[i] = the embedding of ids[i]: [n, n_embd].
   Status embed(const int32_t* ids, int n, float* x);
   // y = x · Wᵀ on the packed copy of W when there is one.
@@ -102,6 +106,7 @@ class Transformer {
   std::vector<float> gate_;    // [n, n_ff]
   std::vector<float> up_;      // [n, n_ff]
   std::vector<int32_t> ids_;   // [n] tokens of all steps, concatenated
+  MoeScratch moe_;             // expert routing and grouped rows (MoE models)
 };
 
 }  // namespace stride

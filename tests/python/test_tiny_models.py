@@ -20,7 +20,9 @@ LONG_NAMES = ROPE_NAMES + ["phi3"]
 # layer windowed; phi3: fused qkv / gate_up, LongRoPE, partial rotary;
 # phi3_window: Phi-3 mini's sliding window on every layer.
 NEW_ARCHS = ["mistral_nemo", "gemma2", "phi3", "phi3_window"]
-NAMES = ["llama", "mistral", "qwen2", "qwen3", "gemma3"] + ROPE_NAMES + NEW_ARCHS
+# Mixture-of-experts models: only llama.cpp's converter writes their GGUF.
+MOE_NAMES = ["mixtral", "qwen2moe", "qwen3moe"]
+NAMES = ["llama", "mistral", "qwen2", "qwen3", "gemma3"] + ROPE_NAMES + NEW_ARCHS + MOE_NAMES
 TOL = 1e-4  # with --kv-type f32: stride must equal HF f32 to this
 # The default KV cache holds f16 (as llama.cpp's), which alone moves these
 # logits by up to ~1e-2. That mode is held to the oracle that rounds K (after
@@ -38,6 +40,11 @@ TOL_F16 = TOL
 # llama.cpp's converter writes LongRoPE's factor tensors for phi3 only, so its
 # llama+longrope file cannot be run (stride says so; llama.cpp would too).
 NO_CONV = {"llama_longrope"}
+
+
+def _gguf(name):
+    """The GGUF form of a model: the test writer's f32 file, else the converter's."""
+    return "gguf-conv" if name in MOE_NAMES else "gguf-f32"
 
 
 def _conv_attention(manifest, name, form):
@@ -64,7 +71,8 @@ def _forms():
     for name in NAMES:
         for kv in _kv_types(name):
             out.append((name, "hf", kv))
-            out.append((name, "gguf-f32", kv))
+            if name not in MOE_NAMES:
+                out.append((name, "gguf-f32", kv))
             if name not in NO_CONV:
                 out.append((name, "gguf-conv", kv))  # llama.cpp's convert_hf_to_gguf.py
     out += [("llama", "gguf-f16", kv) for kv in KV_TYPES]
@@ -129,7 +137,8 @@ def test_attention_policy_matches_masked_hf(stride, tiny_manifest, name, policy,
     """--attention applies to global layers; mistral's layers are all natively
     windowed, so any policy must leave its logits unchanged."""
     ids, _ = _ref(name)
-    for form in ("hf", "gguf-f32") + (() if name in NO_CONV or name == "mistral" else ("gguf-conv",)):
+    forms = ("hf",) + (() if name in MOE_NAMES else ("gguf-f32",))
+    for form in forms + (() if name in NO_CONV or name == "mistral" else ("gguf-conv",)):
         got = stride.score(_model_path(tiny_manifest, name, form), ids, attention=policy,
                            extra=["--kv-type", kv])
         _check(f"{name} [{form}] kv {kv} --attention {policy}", got,
@@ -141,9 +150,21 @@ def test_attention_policy_matches_masked_hf(stride, tiny_manifest, name, policy,
 def test_chunked_prefill_matches_hf(stride, tiny_manifest, name, chunk):
     """Prefill in chunks that straddle the window edges must not change logits."""
     ids, _ = _ref(name)
-    got = stride.score(_model_path(tiny_manifest, name, "gguf-f32"), ids, chunk=chunk,
+    got = stride.score(_model_path(tiny_manifest, name, _gguf(name)), ids, chunk=chunk,
                        extra=["--kv-type", "f32"])
     _check(f"{name} --chunk {chunk}", got, tiny_manifest["models"][name]["logits"])
+
+
+@pytest.mark.parametrize("name", MOE_NAMES)
+def test_moe_logits_do_not_depend_on_chunking(stride, tiny_manifest, name):
+    """Experts run grouped over the rows of a chunk; a token's logits must be
+    the same bits whatever else shares its chunk (1, 7 or all 40 tokens)."""
+    ids, _ = _ref(name)
+    path = _model_path(tiny_manifest, name, "gguf-conv")
+    whole = stride.score(path, ids, extra=["--kv-type", "f32"])
+    for chunk in (1, 7):
+        got = stride.score(path, ids, chunk=chunk, extra=["--kv-type", "f32"])
+        assert np.array_equal(got, whole), f"--chunk {chunk}: max diff {np.abs(got - whole).max():.3e}"
 
 
 NEAR_TIE = 2e-2  # logit gap below which f16-KV rounding may flip the argmax
@@ -153,7 +174,9 @@ GREEDY_CASES = [("llama", None), ("mistral", None), ("qwen2", None), ("gemma3", 
                 ("gemma3", "rswa:sinks=4,window=12,pos=abs"),
                 ("mistral_nemo", None), ("gemma2", None), ("phi3", None), ("phi3_window", None),
                 ("mistral_nemo", "window:size=8"), ("gemma2", "rswa:sinks=4,window=12,pos=abs"),
-                ("phi3", "rswa:sinks=4,window=8,pos=abs")]
+                ("phi3", "rswa:sinks=4,window=8,pos=abs"),
+                ("mixtral", None), ("qwen2moe", None), ("qwen3moe", None),
+                ("mixtral", "rswa:sinks=4,window=8,pos=abs")]
 
 
 @pytest.mark.parametrize("form", ["hf", "gguf-f32"])
@@ -179,6 +202,15 @@ def test_info_shows_rope_scaling(stride, tiny_manifest, name):
         assert out["rope"]["scaling"]["type"] == kind
         usable = {"linear": 4 * 256, "yarn": 4 * 64, "llama3": 256, "longrope": 256}[kind]
         assert out["usable_context"] == usable, (form, out["usable_context"])
+
+
+@pytest.mark.parametrize("name", MOE_NAMES)
+def test_info_shows_experts(stride, tiny_manifest, name):
+    """`stride info` reports the experts of both forms as the HF config has them."""
+    want = tiny_manifest["models"][name]["moe"]
+    for form in ("hf", "gguf-conv"):
+        moe = stride.info(_model_path(tiny_manifest, name, form))["experts"]
+        assert (moe["count"], moe["used"]) == (want["n_expert"], want["n_expert_used"]), form
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +262,7 @@ def test_greedy_decode_matches_hf(stride, tiny_manifest, hf_oracle, name, policy
     """Token-by-token decoding (KV cache, window eviction) vs HF teacher forcing."""
     ids, _ = _ref(name)
     # 36 tokens: well past every window
-    _check_greedy(stride, hf_oracle, _model_path(tiny_manifest, name, "gguf-f32"), name, policy, ids[:12], 24)
+    _check_greedy(stride, hf_oracle, _model_path(tiny_manifest, name, _gguf(name)), name, policy, ids[:12], 24)
 
 
 def _hf_layout(name):
