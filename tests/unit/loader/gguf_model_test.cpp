@@ -141,6 +141,51 @@ TEST(GGUFModel, Gemma3Patterns) {
                "'blk.0.post_ffw_norm.weight'");
 }
 
+// qwen3moe with 4 experts of ff 16, top-2, stacked expert tensors in place of the dense FFN.
+GGUFSpec tiny_moe() {
+  GGUFSpec s = tiny_model("qwen3moe");
+  s.kvs.push_back(kv_u32("qwen3moe.expert_count", 4));
+  s.kvs.push_back(kv_u32("qwen3moe.expert_used_count", 2));
+  s.kvs.push_back(kv_u32("qwen3moe.expert_feed_forward_length", 16));
+  std::vector<TensorSpec> t;
+  for (const TensorSpec& e : s.tensors)
+    if (e.name.find("ffn_gate") == std::string::npos && e.name.find("ffn_up") == std::string::npos &&
+        e.name.find("ffn_down") == std::string::npos)
+      t.push_back(e);
+  t.push_back(tensor("blk.0.attn_q_norm.weight", {8}));
+  t.push_back(tensor("blk.0.attn_k_norm.weight", {8}));
+  t.push_back(tensor("blk.0.ffn_gate_inp.weight", {32, 4}));
+  t.push_back(tensor("blk.0.ffn_gate_exps.weight", {32, 16, 4}));
+  t.push_back(tensor("blk.0.ffn_up_exps.weight", {32, 16, 4}));
+  t.push_back(tensor("blk.0.ffn_down_exps.weight", {16, 32, 4}));
+  s.tensors = t;
+  return s;
+}
+
+TEST(GGUFModel, ExpertsReplaceTheDenseFfn) {
+  auto m = open_spec(tiny_moe());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const ModelConfig& c = (*m)->config;
+  EXPECT_EQ(c.arch, Arch::Qwen3Moe);
+  EXPECT_EQ(c.moe.n_expert, 4);
+  EXPECT_EQ(c.moe.n_expert_used, 2);
+  EXPECT_EQ(c.moe.n_ff_expert, 16);
+  EXPECT_TRUE(c.moe.norm_topk_prob);  // llama.cpp renormalises qwen3moe's weights
+  GGUFSpec s = tiny_moe();
+  s.kvs.push_back(kv_bool("qwen3moe.expert_weights_norm", false));
+  m = open_spec(s);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_FALSE((*m)->config.moe.norm_topk_prob);
+
+  s = tiny_moe();
+  s.tensors.back() = tensor("blk.0.ffn_down_exps.weight", {16, 32, 3});
+  expect_error(s, StatusCode::kCorrupt, "'blk.0.ffn_down_exps.weight' has shape [16, 32, 3], expected [16, 32, 4]");
+  s = tiny_moe();
+  s.kvs.erase(s.kvs.end() - 2);  // expert_used_count 2 -> 5
+  s.kvs.push_back(kv_u32("qwen3moe.expert_used_count", 5));
+  expect_error(s, StatusCode::kCorrupt, "experts used per token (5)");
+}
+
 TEST(GGUFModel, ConfigErrors) {
   expect_error(tiny_model("gpt2"), StatusCode::kUnsupported, "architecture 'gpt2'");
   GGUFSpec s = tiny_model();

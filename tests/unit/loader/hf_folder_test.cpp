@@ -6,6 +6,7 @@
 
 #include "core/fp16.h"
 #include "gguf_test_util.h"
+#include "loader/hf_config.h"
 #include "loader/hf_names.h"
 #include "loader/model_source.h"
 #include "loader/safetensors.h"
@@ -135,6 +136,68 @@ TEST(HFNames, Mapping) {
   EXPECT_EQ(hf_to_gguf_name("lm_head.weight", Arch::Llama), "output.weight");
   EXPECT_EQ(hf_to_gguf_name("model.layers.x.mlp.up_proj.weight", Arch::Llama), "");
   EXPECT_EQ(hf_to_gguf_name("model.rotary_emb.inv_freq", Arch::Llama), "");
+}
+
+TEST(HFNames, MoeMapping) {
+  EXPECT_EQ(hf_to_gguf_name("model.layers.1.block_sparse_moe.gate.weight", Arch::Llama),
+            "blk.1.ffn_gate_inp.weight");
+  EXPECT_EQ(hf_to_gguf_name("model.layers.1.block_sparse_moe.experts.7.w1.weight", Arch::Llama),
+            "blk.1.ffn_gate.7.weight");
+  EXPECT_EQ(hf_to_gguf_name("model.layers.1.block_sparse_moe.experts.7.w2.weight", Arch::Llama),
+            "blk.1.ffn_down.7.weight");
+  EXPECT_EQ(hf_to_gguf_name("model.layers.1.block_sparse_moe.experts.7.w3.weight", Arch::Llama),
+            "blk.1.ffn_up.7.weight");
+  EXPECT_EQ(hf_to_gguf_name("model.layers.0.mlp.experts.12.up_proj.weight", Arch::Qwen3Moe),
+            "blk.0.ffn_up.12.weight");
+  EXPECT_EQ(hf_to_gguf_name("model.layers.0.mlp.gate.weight", Arch::Qwen2Moe), "blk.0.ffn_gate_inp.weight");
+  EXPECT_EQ(hf_to_gguf_name("model.layers.0.mlp.shared_expert.down_proj.weight", Arch::Qwen2Moe),
+            "blk.0.ffn_down_shexp.weight");
+  EXPECT_EQ(hf_to_gguf_name("model.layers.0.mlp.shared_expert_gate.weight", Arch::Qwen2Moe),
+            "blk.0.ffn_gate_inp_shexp.weight");
+  EXPECT_EQ(hf_to_gguf_name("model.layers.0.mlp.experts.x.up_proj.weight", Arch::Qwen3Moe), "");
+  EXPECT_EQ(hf_to_gguf_name("model.layers.0.mlp.experts.3.w4.weight", Arch::Qwen3Moe), "");
+}
+
+nlohmann::json moe_config(const std::string& type) {
+  return {{"model_type", type}, {"num_hidden_layers", 2}, {"hidden_size", 64}, {"intermediate_size", 128},
+          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"vocab_size", 256}, {"hidden_act", "silu"},
+          {"num_experts", 8}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32}};
+}
+
+TEST(HFConfig, MoeFields) {
+  auto c = config_from_hf_json(moe_config("qwen3_moe"), true);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, Arch::Qwen3Moe);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_EQ(c->moe.n_expert, 8);
+  EXPECT_EQ(c->moe.n_expert_used, 2);
+  EXPECT_EQ(c->moe.n_ff_expert, 32);
+  EXPECT_FALSE(c->moe.norm_topk_prob);  // transformers' default for Qwen-MoE
+
+  nlohmann::json mixtral = moe_config("mixtral");
+  mixtral.erase("num_experts");
+  mixtral.erase("moe_intermediate_size");
+  mixtral["num_local_experts"] = 4;
+  c = config_from_hf_json(mixtral, true);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, Arch::Llama);
+  EXPECT_EQ(c->moe.n_expert, 4);
+  EXPECT_EQ(c->moe.n_ff_expert, 128);  // Mixtral's experts use intermediate_size
+  EXPECT_TRUE(c->moe.norm_topk_prob);
+
+  nlohmann::json bad = moe_config("qwen2_moe");
+  bad["num_experts_per_tok"] = 9;
+  c = config_from_hf_json(bad, true);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("experts used per token"), std::string::npos) << c.status().message();
+  bad = moe_config("qwen2_moe");
+  bad["mlp_only_layers"] = {1};
+  c = config_from_hf_json(bad, true);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kUnsupported);
+  bad = moe_config("qwen2_moe");
+  bad["num_experts"] = "8";
+  EXPECT_FALSE(config_from_hf_json(bad, true).ok());
 }
 
 TEST(HFFolder, LlamaHappyPath) {
