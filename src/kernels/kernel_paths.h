@@ -10,8 +10,9 @@
 //
 // Every AVX-512 entry gives the AVX2 entry's result bit for bit (same
 // per-lane operations and the same summation order per output), except the
-// bf16 matmul where the CPU has AVX512-BF16: it rounds activations to a
-// pair of bf16 terms for vdpbf16ps (see FloatMatmul::x_bf16).
+// bf16 matmul where the CPU has AVX512-BF16: it splits activations into
+// bf16 terms for vdpbf16ps (see FloatMatmul::x_bf16), which sums in another
+// order (f32 rounding).
 #include <cstdint>
 
 #include "core/cpu_features.h"
@@ -25,17 +26,19 @@ namespace stride::kernels {
 struct FloatMatmul {
   const TensorView* w;  // [n_out, n_in] F32, F16 or BF16
   const float* x;       // [n_tok, n_in]
-  // [n_tok, 2, n_in] x as hi + lo bf16 terms (hi = bf16(x), lo = bf16(x - hi):
-  // 16 significant bits); set only for a table whose bf16_pairs is true.
+  // [n_tok, kBf16Terms, n_in] x as a sum of bf16 terms, largest first (each the
+  // bf16 nearest to what the ones before leave: x - hi - mid - lo is below
+  // 2^-26 |x|, finer than f32 rounding); set only when the table's bf16_terms.
   const uint16_t* x_bf16;
   float* y;  // [n_tok, n_out]
   int64_t n_in, n_out;
 };
+inline constexpr int kBf16Terms = 3;
 using FloatRangeFn = void (*)(const FloatMatmul& p, const detail::WorkRange& wr);
 
 struct KernelTable {
   FloatRangeFn matmul_f32, matmul_f16, matmul_bf16;
-  bool bf16_pairs;  // matmul_bf16 reads FloatMatmul::x_bf16
+  bool bf16_terms;  // matmul_bf16 reads FloatMatmul::x_bf16
   // quantize_acts_rows (quant_act.h) of rows [t_begin, t_end); out already sized.
   void (*quantize_act_rows)(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);
   // The ops of ops.h, same contracts.

@@ -93,16 +93,19 @@ float bf16_value(uint16_t h) {
   return f;
 }
 
-// out: [n_tok, 2, n_in] hi = bf16(x), lo = bf16(x - hi) per element.
-void split_bf16_pairs(const float* x, int64_t n_tok, int64_t n_in, std::vector<uint16_t>& out) {
-  out.resize((size_t)(n_tok * 2 * n_in));
+// out: [n_tok, kBf16Terms, n_in]: x split into bf16 terms, largest first.
+void split_bf16_terms(const float* x, int64_t n_tok, int64_t n_in, std::vector<uint16_t>& out) {
+  constexpr int K = kernels::kBf16Terms;
+  out.resize((size_t)(n_tok * K * n_in));
   for (int64_t t = 0; t < n_tok; ++t) {
     const float* xt = x + t * n_in;
-    uint16_t* hi = out.data() + t * 2 * n_in;
-    uint16_t* lo = hi + n_in;
+    uint16_t* terms = out.data() + t * K * n_in;
     for (int64_t i = 0; i < n_in; ++i) {
-      hi[i] = bf16_round(xt[i]);
-      lo[i] = bf16_round(xt[i] - bf16_value(hi[i]));
+      float rest = xt[i];
+      for (int k = 0; k < K; ++k) {
+        terms[k * n_in + i] = bf16_round(rest);
+        rest -= bf16_value(terms[k * n_in + i]);  // exact in f32
+      }
     }
   }
 }
@@ -118,10 +121,10 @@ void matmul_float_on(const kernels::KernelTable& k, const TensorView& w, const f
     case DType::BF16: range = k.matmul_bf16; break;
     default: return;
   }
-  thread_local std::vector<uint16_t> pairs;  // [n_tok, 2, n_in]
-  const bool split = w.type == DType::BF16 && k.bf16_pairs;
-  if (split) split_bf16_pairs(x, n_tok, w.ne[0], pairs);
-  const kernels::FloatMatmul p{&w, x, split ? pairs.data() : nullptr, y, w.ne[0], w.rows()};
+  thread_local std::vector<uint16_t> terms;  // [n_tok, kBf16Terms, n_in]
+  const bool split = w.type == DType::BF16 && k.bf16_terms;
+  if (split) split_bf16_terms(x, n_tok, w.ne[0], terms);
+  const kernels::FloatMatmul p{&w, x, split ? terms.data() : nullptr, y, w.ne[0], w.rows()};
   pool.run_chunks(work_chunks(p.n_out, n_tok, 4, pool.size()), [&](int ci, int nc) {
     const WorkRange wr = split_work(p.n_out, n_tok, 4, ci, nc);
     if (wr.r0 < wr.r1 && wr.t0 < wr.t1) range(p, wr);

@@ -3,8 +3,8 @@
 // (broadcast to both halves), so each 256-bit half accumulates exactly what
 // an AVX2 register does and every output equals the AVX2 path's bit for bit,
 // while the 32 registers hold tiles of 8 rows x 6 tokens. With AVX512-BF16,
-// bf16 weights go through vdpbf16ps against the activations' hi + lo bf16
-// terms instead (matmul_bf16_dot; not bit-equal: 16-bit activations).
+// bf16 weights go through vdpbf16ps against the activations' bf16
+// terms instead (matmul_bf16_dot; f32-accurate, summed in another order).
 // Only the code after the pragma is compiled for AVX-512 (see
 // packed_tiles_avx512.cpp for why the headers come first).
 #include <immintrin.h>
@@ -102,25 +102,27 @@ void run_range(const FloatMatmul& p, const WorkRange& wr) {
 }
 
 // vdpbf16ps: lane j of a register adds w[2j] * x[2j] + w[2j+1] * x[2j+1]
-// (products of bf16 are exact in f32); x = hi + lo, so two per 32 elements.
+// (a product of two bf16 is exact in f32); x is kBf16Terms terms, added
+// smallest first.
 template <int R, int T>
 void dot_tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
+  constexpr int K = kernels::kBf16Terms;
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   const uint16_t* rw[R];
   for (int r = 0; r < R; ++r) rw[r] = (const uint16_t*)p.w->row(r0 + r);
-  const uint16_t* xh[T];  // [2, n_in] hi then lo
-  for (int t = 0; t < T; ++t) xh[t] = p.x_bf16 + (t0 + t) * 2 * p.n_in;
+  const uint16_t* xk[T];  // [K, n_in]
+  for (int t = 0; t < T; ++t) xk[t] = p.x_bf16 + (t0 + t) * K * p.n_in;
   const int64_t n32 = p.n_in / 32 * 32;
   for (int64_t i = 0; i < n32; i += 32) {
     __m512bh wv[R];
     for (int r = 0; r < R; ++r) wv[r] = (__m512bh)_mm512_loadu_si512(rw[r] + i);
-    for (int t = 0; t < T; ++t) {
-      const __m512bh hi = (__m512bh)_mm512_loadu_si512(xh[t] + i);
-      const __m512bh lo = (__m512bh)_mm512_loadu_si512(xh[t] + p.n_in + i);
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[r][t], wv[r], lo), wv[r], hi);
-    }
+    for (int t = 0; t < T; ++t)
+      for (int k = K - 1; k >= 0; --k) {
+        const __m512bh xv = (__m512bh)_mm512_loadu_si512(xk[t] + k * p.n_in + i);
+        for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv[r], xv);
+      }
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) {

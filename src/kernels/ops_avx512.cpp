@@ -44,8 +44,15 @@ int64_t for_groups(int64_t n, F&& f) {
   return i;
 }
 
-__m512 load(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
-void store(__mmask16 m, float* p, __m512 v) { _mm512_mask_storeu_ps(p, m, v); }
+// Masked only in the 8-lane group: for_groups passes constant masks, so the
+// whole groups compile to plain loads and stores (masked stores cost more).
+inline __m512 load(__mmask16 m, const float* p) {
+  return m == kAll ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+}
+inline void store(__mmask16 m, float* p, __m512 v) {
+  if (m == kAll) _mm512_storeu_ps(p, v);
+  else _mm512_mask_storeu_ps(p, m, v);
+}
 
 // simd::exp_ps, 16 lanes: the same steps, so the same value in every lane.
 __m512 exp512(__m512 x) {

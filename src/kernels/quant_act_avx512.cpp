@@ -18,6 +18,23 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 namespace stride::kernels_avx512 {
+namespace {
+
+// {Σ i0, Σ i0 + Σ i1} (elements 0-15 and the whole block) through one
+// reduction tree; integer sums are exact in any order.
+void block_sums(__m512i i0, __m512i i1, int& low, int& total) {
+  const __m512i s = _mm512_add_epi32(i0, i1);
+  // 128-bit quarters: [i0.q0 + i0.q2, i0.q1 + i0.q3, s.q0 + s.q2, s.q1 + s.q3]
+  __m512i c = _mm512_add_epi32(_mm512_shuffle_i32x4(i0, s, _MM_SHUFFLE(1, 0, 1, 0)),
+                               _mm512_shuffle_i32x4(i0, s, _MM_SHUFFLE(3, 2, 3, 2)));
+  c = _mm512_add_epi32(c, _mm512_shuffle_i32x4(c, c, _MM_SHUFFLE(2, 3, 0, 1)));
+  c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, (_MM_PERM_ENUM)0x4E));
+  c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, (_MM_PERM_ENUM)0xB1));
+  low = _mm_cvtsi128_si32(_mm512_castsi512_si128(c));
+  total = _mm_cvtsi128_si32(_mm512_extracti32x4_epi32(c, 2));
+}
+
+}  // namespace
 
 void quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out) {
   const int64_t n_in = out.n_blocks * kActBlock;
@@ -34,8 +51,9 @@ void quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, Quantized
       int8_t* q = q_all + (t * out.row_blocks + b) * kActBlock;
       _mm_storeu_si128((__m128i*)q, _mm512_cvtsepi32_epi8(i0));
       _mm_storeu_si128((__m128i*)(q + 16), _mm512_cvtsepi32_epi8(i1));
-      const int low = _mm512_reduce_add_epi32(i0);
-      quant_act_detail::store_block_sums(out, t, b, d, low + _mm512_reduce_add_epi32(i1), low);
+      int low = 0, total = 0;
+      block_sums(i0, i1, low, total);
+      quant_act_detail::store_block_sums(out, t, b, d, total, low);
     }
     quant_act_detail::clear_padding(out, t);
   }
