@@ -4,7 +4,6 @@ namespace stride::kernels {
 
 namespace {
 
-// Built once: whether vdpbf16ps is used depends on the CPU, read at start.
 KernelTable avx2_table() {
   namespace k = kernels_avx2;
   return {k::matmul_f32, k::matmul_f16,  k::matmul_bf16, false,         k::quantize_act_rows,
@@ -23,13 +22,16 @@ KernelTable avx512_table(bool bf16_dot) {
 
 const KernelTable& kernel_table(CpuPath p) {
   static const KernelTable avx2 = avx2_table();
-  static const KernelTable avx512 = avx512_table(cpu_features().avx512bf16);
+  static const KernelTable avx512 = avx512_table(false);
   return p == CpuPath::Avx512 ? avx512 : avx2;
 }
 
-const KernelTable& avx512_table_without_bf16_dot() {
-  static const KernelTable t = avx512_table(false);
-  return t;
+const KernelTable* avx512_bf16_dot_table() {
+  const CpuFeatures& f = cpu_features();
+  static const KernelTable t = avx512_table(true);
+  bool avx512 = false;
+  for (const CpuPath p : supported_cpu_paths()) avx512 = avx512 || p == CpuPath::Avx512;
+  return avx512 && f.avx512bf16 ? &t : nullptr;
 }
 
 }  // namespace stride::kernels

@@ -9,10 +9,9 @@
 // per-path entry points: packed_tiles.h, attention_kernel_paths.h.)
 //
 // Every AVX-512 entry gives the AVX2 entry's result bit for bit (same
-// per-lane operations and the same summation order per output), except the
-// bf16 matmul where the CPU has AVX512-BF16: it splits activations into
-// bf16 terms for vdpbf16ps (see FloatMatmul::x_bf16), which sums in another
-// order (f32 rounding).
+// per-lane operations and the same summation order per output). The
+// optional vdpbf16ps table below does not: it splits activations into bf16
+// terms (FloatMatmul::x_bf16) and sums in another order (f32 rounding).
 #include <cstdint>
 
 #include "core/cpu_features.h"
@@ -54,15 +53,18 @@ struct KernelTable {
   void (*rotate_neox)(float* v, const float* cs, const float* sn, int half);
 };
 
-// The table of path p (which the CPU must run). The AVX-512 table takes
-// vdpbf16ps for bf16 weights when the CPU has AVX512-BF16.
+// The table of path p (which the CPU must run).
 const KernelTable& kernel_table(CpuPath p);
 // The table of the active path (cpu_features.h).
 inline const KernelTable& active_kernels() { return kernel_table(active_cpu_path()); }
 
-// The AVX-512 table with bf16 weights widened to f32 instead (what a CPU
-// without AVX512-BF16 runs), so that tests cover it on any AVX-512 machine.
-const KernelTable& avx512_table_without_bf16_dot();
+// The AVX-512 table with vdpbf16ps tiles for bf16 weights, or null where the
+// CPU lacks AVX-512 or AVX512-BF16. Not the default: at the f32 accuracy the
+// matmul keeps, the activations take three bf16 terms, three vdpbf16ps per
+// 32 products against two FMAs for widened weights, and on Zen 4 the
+// widened tiles prefill about 1.3x faster (docs/performance.md). Kept,
+// tested and benchmarked for CPUs where that balance differs.
+const KernelTable* avx512_bf16_dot_table();
 
 }  // namespace stride::kernels
 

@@ -2,9 +2,10 @@
 // weight rows' 8-element groups side by side against the same 8 activations
 // (broadcast to both halves), so each 256-bit half accumulates exactly what
 // an AVX2 register does and every output equals the AVX2 path's bit for bit,
-// while the 32 registers hold tiles of 8 rows x 6 tokens. With AVX512-BF16,
-// bf16 weights go through vdpbf16ps against the activations' bf16
-// terms instead (matmul_bf16_dot; f32-accurate, summed in another order).
+// while the 32 registers hold tiles of 8 rows x 6 tokens. matmul_bf16_dot
+// (AVX512-BF16, not the default: kernel_paths.h) runs bf16 weights through
+// vdpbf16ps against the activations' bf16 terms (f32-accurate, summed in
+// another order).
 // Only the code after the pragma is compiled for AVX-512 (see
 // packed_tiles_avx512.cpp for why the headers come first).
 #include <immintrin.h>

@@ -57,9 +57,9 @@ std::vector<Table> tables_to_test() {
   for (const CpuPath p : supported_cpu_paths()) {
     const kernels::KernelTable& k = kernels::kernel_table(p);
     out.push_back({cpu_path_name(p), &k, !k.bf16_terms});
-    if (p == CpuPath::Avx512 && k.bf16_terms)
-      out.push_back({"avx512 (bf16 widened)", &kernels::avx512_table_without_bf16_dot(), true});
   }
+  if (const kernels::KernelTable* dot = kernels::avx512_bf16_dot_table())
+    out.push_back({"avx512 vdpbf16ps", dot, false});
   return out;
 }
 
@@ -116,7 +116,7 @@ TEST(MatmulFloatPaths, EveryPathMatchesTheReference) {
             }
         }
   EXPECT_GT(checked, 300);
-  if (cpu_features().avx512bf16 && tables.size() > 2) {
+  if (kernels::avx512_bf16_dot_table()) {
     EXPECT_GT(dot_checked, 50);
   }
 }
