@@ -76,32 +76,10 @@ void matmul_float_on(const kernels::KernelTable& k, const TensorView& w, const f
 
 // Each path's entries (kernel_paths.cpp gathers them into the tables).
 namespace stride::kernels_avx2 {
-void matmul_f32(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void matmul_f16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);
-void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
-void silu_mul(const float* gate, const float* up, float* out, int64_t n);
-void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
-void softmax(float* x, int64_t n);
-void add_inplace(float* y, const float* x, int64_t n);
-void softcap(float* x, int64_t n, float cap);
-void rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim);
-void rotate_neox(float* v, const float* cs, const float* sn, int half);
+#include "kernels/kernel_path_entries.inc"
 }  // namespace stride::kernels_avx2
 
 namespace stride::kernels_avx512 {
-void matmul_f32(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void matmul_f16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);      // widened, as AVX2
+#include "kernels/kernel_path_entries.inc"
 void matmul_bf16_dot(const kernels::FloatMatmul& p, const detail::WorkRange& wr);  // vdpbf16ps on x_bf16
-void quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);
-void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
-void silu_mul(const float* gate, const float* up, float* out, int64_t n);
-void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
-void softmax(float* x, int64_t n);
-void add_inplace(float* y, const float* x, int64_t n);
-void softcap(float* x, int64_t n, float cap);
-void rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim);
-void rotate_neox(float* v, const float* cs, const float* sn, int half);
 }  // namespace stride::kernels_avx512

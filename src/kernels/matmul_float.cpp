@@ -20,8 +20,6 @@ namespace {
 
 using kernels::FloatMatmul;
 using detail::WorkRange;
-constexpr int64_t kTokenBlock = 64;
-
 // Each output: 8 lanes accumulate i mod 8 in order, then simd::hsum and the
 // scalar tail. The AVX-512 tiles keep exactly this order per output.
 template <typename L, int R, int T>
@@ -50,21 +48,9 @@ void tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
 
 template <typename L>
 void run_range(const FloatMatmul& p, const WorkRange& wr) {
-  constexpr int R = 4, T = 3;
-  for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
-    const int64_t te = std::min(wr.t1, tb + kTokenBlock);
-    int64_t r = wr.r0;
-    for (; r + R <= wr.r1; r += R) {
-      int64_t t = tb;
-      for (; t + T <= te; t += T) tile<L, R, T>(p, r, t);
-      for (; t < te; ++t) tile<L, R, 1>(p, r, t);
-    }
-    for (; r < wr.r1; ++r) {
-      int64_t t = tb;
-      for (; t + T <= te; t += T) tile<L, 1, T>(p, r, t);
-      for (; t < te; ++t) tile<L, 1, 1>(p, r, t);
-    }
-  }
+  detail::float_rows::for_tiles<4, 1, 3>(wr, [&](auto rows, auto toks, int64_t r, int64_t t) {
+    tile<L, decltype(rows)::value, decltype(toks)::value>(p, r, t);
+  });
 }
 
 }  // namespace

@@ -31,7 +31,6 @@ namespace {
 using detail::WorkRange;
 using kernels::FloatMatmul;
 namespace rows = detail::float_rows;
-constexpr int64_t kTokenBlock = 64;
 
 // 8 elements at i of rows a (low half) and b (high half), widened to f32.
 template <typename L>
@@ -80,26 +79,9 @@ void tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
 
 template <typename L>
 void run_range(const FloatMatmul& p, const WorkRange& wr) {
-  constexpr int R = 8, T = 6;
-  for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
-    const int64_t te = std::min(wr.t1, tb + kTokenBlock);
-    int64_t r = wr.r0;
-    for (; r + R <= wr.r1; r += R) {
-      int64_t t = tb;
-      for (; t + T <= te; t += T) tile<L, R, T>(p, r, t);
-      for (; t < te; ++t) tile<L, R, 1>(p, r, t);
-    }
-    for (; r + 2 <= wr.r1; r += 2) {
-      int64_t t = tb;
-      for (; t + T <= te; t += T) tile<L, 2, T>(p, r, t);
-      for (; t < te; ++t) tile<L, 2, 1>(p, r, t);
-    }
-    for (; r < wr.r1; ++r) {
-      int64_t t = tb;
-      for (; t + T <= te; t += T) tile<L, 1, T>(p, r, t);
-      for (; t < te; ++t) tile<L, 1, 1>(p, r, t);
-    }
-  }
+  rows::for_tiles<8, 2, 6>(wr, [&](auto rr, auto tt, int64_t r, int64_t t) {
+    tile<L, decltype(rr)::value, decltype(tt)::value>(p, r, t);
+  });
 }
 
 // vdpbf16ps: lane j of a register adds w[2j] * x[2j] + w[2j+1] * x[2j+1]
@@ -140,21 +122,9 @@ void matmul_f16(const FloatMatmul& p, const WorkRange& wr) { run_range<rows::F16
 void matmul_bf16(const FloatMatmul& p, const WorkRange& wr) { run_range<rows::BF16>(p, wr); }
 
 void matmul_bf16_dot(const FloatMatmul& p, const WorkRange& wr) {
-  constexpr int R = 4, T = 4;
-  for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
-    const int64_t te = std::min(wr.t1, tb + kTokenBlock);
-    int64_t r = wr.r0;
-    for (; r + R <= wr.r1; r += R) {
-      int64_t t = tb;
-      for (; t + T <= te; t += T) dot_tile<R, T>(p, r, t);
-      for (; t < te; ++t) dot_tile<R, 1>(p, r, t);
-    }
-    for (; r < wr.r1; ++r) {
-      int64_t t = tb;
-      for (; t + T <= te; t += T) dot_tile<1, T>(p, r, t);
-      for (; t < te; ++t) dot_tile<1, 1>(p, r, t);
-    }
-  }
+  rows::for_tiles<4, 1, 4>(wr, [&](auto rr, auto tt, int64_t r, int64_t t) {
+    dot_tile<decltype(rr)::value, decltype(tt)::value>(p, r, t);
+  });
 }
 
 }  // namespace stride::kernels_avx512

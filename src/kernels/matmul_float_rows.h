@@ -5,8 +5,12 @@
 // same f32 weights. Internal to matmul_float*.cpp.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+
+#include "kernels/matmul_impl.h"
 
 namespace stride::detail::float_rows {
 
@@ -43,6 +47,28 @@ template <typename L>
 inline float dot_tail(float s, const uint8_t* row, const float* x, int64_t from, int64_t n) {
   for (int64_t i = from; i < n; ++i) s = std::fma(L::scalar(row, i), x[i], s);
   return s;
+}
+
+// tile(rows, toks, r, t) over rows [wr.r0, wr.r1) x tokens [wr.t0, wr.t1), in
+// blocks of 64 tokens: tiles of R rows, then R2, then 1, each over T tokens,
+// then 1. rows and toks are std::integral_constant<int, N> (the tile's shape).
+template <int R, int R2, int T, typename Tile>
+void for_tiles(const WorkRange& wr, Tile&& tile) {
+  constexpr int64_t kTokenBlock = 64;
+  for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
+    const int64_t te = std::min(wr.t1, tb + kTokenBlock);
+    int64_t r = wr.r0;
+    auto rows_of = [&](auto rows) {
+      for (; r + rows.value <= wr.r1; r += rows.value) {
+        int64_t t = tb;
+        for (; t + T <= te; t += T) tile(rows, std::integral_constant<int, T>{}, r, t);
+        for (; t < te; ++t) tile(rows, std::integral_constant<int, 1>{}, r, t);
+      }
+    };
+    rows_of(std::integral_constant<int, R>{});
+    if constexpr (R2 > 1 && R2 < R) rows_of(std::integral_constant<int, R2>{});
+    rows_of(std::integral_constant<int, 1>{});
+  }
 }
 
 }  // namespace stride::detail::float_rows

@@ -28,6 +28,8 @@ namespace stride::kernels_avx512 {
 namespace {
 
 using namespace ops_detail;
+#include "kernels/simd/exp16.inc"
+
 constexpr __mmask16 kAll = 0xFFFF, kLow8 = 0x00FF;
 
 // f(i, mask) over [0, n): whole 16-lane groups, then one 8-lane group if 8
@@ -54,43 +56,19 @@ inline void store(__mmask16 m, float* p, __m512 v) {
   else _mm512_mask_storeu_ps(p, m, v);
 }
 
-// simd::exp_ps, 16 lanes: the same steps, so the same value in every lane.
-__m512 exp512(__m512 x) {
-  const __mmask16 underflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(simd::kExpLo), _CMP_LT_OQ);
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(simd::kExpLo)), _mm512_set1_ps(simd::kExpHi));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 r2 = _mm512_mul_ps(r, r);
-  p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __m512i e =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_maskz_mov_ps(~underflow, _mm512_mul_ps(p, _mm512_castsi512_ps(e)));
-}
-
 // ops_detail::tanh256, 16 lanes.
 __m512 tanh512(__m512 x) {
   const __m512 sign_mask = _mm512_set1_ps(-0.0f);
   const __m512 sign = _mm512_and_ps(x, sign_mask);
   const __m512 ax = _mm512_andnot_ps(sign_mask, x);
   const __m512 z = _mm512_mul_ps(ax, ax);
-  __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2f));
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2f));
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
-  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
+  __m512 p = _mm512_set1_ps(kTanhPoly[0]);
+  for (int k = 1; k < 5; ++k) p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(kTanhPoly[k]));
   const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), ax, ax);
-  const __m512 e = exp512(_mm512_add_ps(ax, ax));
+  const __m512 e = exp16(_mm512_add_ps(ax, ax));
   const __m512 large = _mm512_sub_ps(
       _mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
-  const __mmask16 is_small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ);
+  const __mmask16 is_small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(kTanhSmall), _CMP_LT_OQ);
   return _mm512_or_ps(_mm512_mask_blend_ps(is_small, large, small), sign);
 }
 
@@ -128,7 +106,7 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   const __m512 one = _mm512_set1_ps(1.0f), neg = _mm512_set1_ps(-0.0f);
   int64_t i = for_groups(n, [&](int64_t j, __mmask16 m) {
     const __m512 g = load(m, gate + j);
-    const __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, exp512(_mm512_xor_ps(g, neg))));
+    const __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, exp16(_mm512_xor_ps(g, neg))));
     store(m, out + j, _mm512_mul_ps(s, load(m, up + j)));
   });
   for (; i < n; ++i) out[i] = silu_f(gate[i]) * up[i];
@@ -142,7 +120,7 @@ void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
     const __m512 x = load(m, gate + j);
     const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
     const __m512 m2u = _mm512_mul_ps(m2k, _mm512_fmadd_ps(c, x3, x));  // -2u
-    const __m512 g = _mm512_div_ps(x, _mm512_add_ps(one, exp512(m2u)));
+    const __m512 g = _mm512_div_ps(x, _mm512_add_ps(one, exp16(m2u)));
     store(m, out + j, _mm512_mul_ps(g, load(m, up + j)));
   });
   for (; i < n; ++i) out[i] = gelu_tanh_f(gate[i]) * up[i];
@@ -165,7 +143,7 @@ void softmax(float* x, int64_t n) {
   const __m512 vmx = _mm512_set1_ps(mx);
   __m256d acc = _mm256_setzero_pd();
   i = for_groups(n, [&](int64_t j, __mmask16 m) {
-    const __m512 e = exp512(_mm512_sub_ps(load(m, x + j), vmx));
+    const __m512 e = exp16(_mm512_sub_ps(load(m, x + j), vmx));
     store(m, x + j, e);
     acc = add_widened(acc, _mm512_castps512_ps256(e));
     if (m == kAll) acc = add_widened(acc, _mm512_extractf32x8_ps(e, 1));
