@@ -96,7 +96,8 @@ def main():
 
     mach = compare.machine(str(bdir), a.threads)
     report["machine"] = mach
-    print(f"triad {mach['triad_gbs']:.1f} GB/s ({a.threads} threads), {mach['triad_gbs_1t']:.1f} GB/s (1 thread)")
+    print(f"triad {mach['triad_gbs']:.1f} GB/s with {a.threads} thread(s) (the share's denominator); "
+          f"a 1-thread run gave {mach['triad_gbs_1t']:.1f} GB/s")
 
     if not a.no_e2e:
         e2e = {}

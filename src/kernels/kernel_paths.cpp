@@ -1,21 +1,28 @@
 #include "kernels/kernel_paths.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace stride::kernels {
 
 namespace {
 
 KernelTable avx2_table() {
   namespace k = kernels_avx2;
-  return {k::matmul_f32, k::matmul_f16,  k::matmul_bf16, false,         k::quantize_act_rows,
-          k::rmsnorm,    k::silu_mul,    k::gelu_tanh_mul, k::softmax,  k::add_inplace,
-          k::softcap,    k::rotate_adjacent, k::rotate_neox};
+  return {.matmul_f32 = k::matmul_f32, .matmul_f16 = k::matmul_f16, .matmul_bf16 = k::matmul_bf16,
+          .bf16_terms = false, .quantize_act_rows = k::quantize_act_rows, .rmsnorm = k::rmsnorm,
+          .silu_mul = k::silu_mul, .gelu_tanh_mul = k::gelu_tanh_mul, .softmax = k::softmax,
+          .add_inplace = k::add_inplace, .softcap = k::softcap, .rotate_adjacent = k::rotate_adjacent,
+          .rotate_neox = k::rotate_neox};
 }
 
 KernelTable avx512_table(bool bf16_dot) {
   namespace k = kernels_avx512;
-  return {k::matmul_f32, k::matmul_f16, bf16_dot ? k::matmul_bf16_dot : k::matmul_bf16, bf16_dot,
-          k::quantize_act_rows, k::rmsnorm, k::silu_mul, k::gelu_tanh_mul, k::softmax, k::add_inplace,
-          k::softcap, k::rotate_adjacent, k::rotate_neox};
+  return {.matmul_f32 = k::matmul_f32, .matmul_f16 = k::matmul_f16,
+          .matmul_bf16 = bf16_dot ? k::matmul_bf16_dot : k::matmul_bf16, .bf16_terms = bf16_dot,
+          .quantize_act_rows = k::quantize_act_rows, .rmsnorm = k::rmsnorm, .silu_mul = k::silu_mul,
+          .gelu_tanh_mul = k::gelu_tanh_mul, .softmax = k::softmax, .add_inplace = k::add_inplace,
+          .softcap = k::softcap, .rotate_adjacent = k::rotate_adjacent, .rotate_neox = k::rotate_neox};
 }
 
 }  // namespace
@@ -27,11 +34,12 @@ const KernelTable& kernel_table(CpuPath p) {
 }
 
 const KernelTable* avx512_bf16_dot_table() {
-  const CpuFeatures& f = cpu_features();
-  static const KernelTable t = avx512_table(true);
-  bool avx512 = false;
-  for (const CpuPath p : supported_cpu_paths()) avx512 = avx512 || p == CpuPath::Avx512;
-  return avx512 && f.avx512bf16 ? &t : nullptr;
+  static const KernelTable table = avx512_table(true);
+  static const bool runs = [] {
+    const std::vector<CpuPath> paths = supported_cpu_paths();
+    return cpu_features().avx512bf16 && std::find(paths.begin(), paths.end(), CpuPath::Avx512) != paths.end();
+  }();
+  return runs ? &table : nullptr;
 }
 
 }  // namespace stride::kernels
