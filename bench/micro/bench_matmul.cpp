@@ -2,6 +2,7 @@
 // GEMV (decode, n_tok = 1), batched decode (n_tok = 16) and GEMM (prefill,
 // n_tok = 512), 1 and 2 threads. Quantized types run twice: on the GGUF
 // layout (matmul) and repacked at load (".../packed": matmul_packed).
+// "BF16/.../vdpbf16ps": the optional AVX512-BF16 tiles (kernel_paths.h).
 //   ./build/bench_matmul --benchmark_filter='Q4_1'
 #include <benchmark/benchmark.h>
 
@@ -13,6 +14,7 @@
 
 #include "core/fp16.h"
 #include "core/thread_pool.h"
+#include "kernels/kernel_paths.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_matrix.h"
 
@@ -51,7 +53,14 @@ std::vector<uint8_t> random_weight(DType t, int64_t n_in, int64_t n_out) {
   return bytes;
 }
 
-void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int threads, bool packed) {
+// dot: the AVX-512 vdpbf16ps tiles for bf16 weights (kernel_paths.h), where the CPU has them.
+void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int threads, bool packed,
+           bool dot) {
+  const kernels::KernelTable* dot_table = dot ? kernels::avx512_bf16_dot_table() : nullptr;
+  if (dot && !dot_table) {
+    state.SkipWithError("no AVX512-BF16 on this CPU");
+    return;
+  }
   const auto bytes = random_weight(t, shape.n_in, shape.n_out);
   TensorView w;
   w.type = t;
@@ -76,6 +85,8 @@ void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int thr
   for (auto _ : state) {
     if (packed) {
       matmul_packed(pm, x.data(), y.data(), n_tok, pool);
+    } else if (dot_table) {
+      detail::matmul_float_on(*dot_table, w, x.data(), y.data(), n_tok, pool);
     } else {
       matmul(w, x.data(), y.data(), n_tok, pool);
     }
@@ -125,10 +136,16 @@ void register_all() {
             const std::string name = std::string(dtype_name(e.t)) + "/" + s.name + "/tok" +
                                      std::to_string(n_tok) + "/t" + std::to_string(threads) +
                                      (packed ? "/packed" : "");
-            benchmark::RegisterBenchmark(name.c_str(), bench, e.t, s, n_tok, threads, packed)
+            benchmark::RegisterBenchmark(name.c_str(), bench, e.t, s, n_tok, threads, packed, false)
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
           }
+  for (int64_t n_tok : {1, 16, 512}) {
+    const std::string name = "BF16/" + std::string(smol_up.name) + "/tok" + std::to_string(n_tok) + "/t1/vdpbf16ps";
+    benchmark::RegisterBenchmark(name.c_str(), bench, DType::BF16, smol_up, n_tok, 1, false, true)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ CpuFeatures detect() {
     f.amx_int8 = d & (1u << 25);
     __get_cpuid_count(7, 1, &a, &b, &c, &d);
     f.avx_vnni = a & (1u << 4);
+    f.avx512bf16 = a & (1u << 5);
   }
   unsigned ext = 0;
   __get_cpuid(0x80000000, &ext, &b, &c, &d);

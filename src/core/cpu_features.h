@@ -15,6 +15,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool os_ymm = false;  // the OS saves ymm state (XCR0)
   bool avx512f = false, avx512vl = false, avx512bw = false, avx512dq = false, avx512vnni = false;
+  bool avx512bf16 = false;  // vdpbf16ps: the AVX-512 path's bf16-weight matmul uses it when present
   bool os_zmm = false;  // the OS saves zmm and opmask state
   bool avx_vnni = false;
   bool amx_tile = false, amx_int8 = false, amx_bf16 = false;

@@ -1,52 +1,29 @@
 // F32 / F16 / BF16 weights: f32 FMA over tiles of R rows x T tokens; half
-// weights are widened 8 at a time (F16C / shift) right before use.
+// weights are widened 8 at a time (F16C / shift) right before use. This file
+// holds the AVX2 tiles and the entry point, which splits the work over the
+// pool and runs the active path's tiles (kernel_paths.h; AVX-512:
+// matmul_float_avx512.cpp).
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
+#include "kernels/kernel_paths.h"
+#include "kernels/matmul_float_rows.h"
 #include "kernels/matmul_impl.h"
 
-namespace stride::detail {
+namespace stride {
+
+namespace kernels_avx2 {
 namespace {
 
-constexpr int64_t kTokenBlock = 64;
-
-struct LoadF32 {
-  static __m256 load(const uint8_t* row, int64_t i) {
-    return _mm256_loadu_ps((const float*)row + i);
-  }
-  static float scalar(const uint8_t* row, int64_t i) { return ((const float*)row)[i]; }
-};
-struct LoadF16 {
-  static __m256 load(const uint8_t* row, int64_t i) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)row + i)));
-  }
-  static float scalar(const uint8_t* row, int64_t i) {
-    return _cvtsh_ss(((const uint16_t*)row)[i]);
-  }
-};
-struct LoadBF16 {
-  static __m256 load(const uint8_t* row, int64_t i) {
-    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)((const uint16_t*)row + i)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
-  }
-  static float scalar(const uint8_t* row, int64_t i) {
-    const uint32_t bits = (uint32_t)((const uint16_t*)row)[i] << 16;
-    float f;
-    __builtin_memcpy(&f, &bits, 4);
-    return f;
-  }
-};
-
-struct Problem {
-  const TensorView* w;
-  const float* x;  // [n_tok, n_in]
-  float* y;        // [n_tok, n_out]
-  int64_t n_in, n_out;
-};
-
+using kernels::FloatMatmul;
+using detail::WorkRange;
+// Each output: 8 lanes accumulate i mod 8 in order, then simd::hsum and the
+// scalar tail. The AVX-512 tiles keep exactly this order per output.
 template <typename L, int R, int T>
-void tile(const Problem& p, int64_t r0, int64_t t0) {
+void tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -57,57 +34,92 @@ void tile(const Problem& p, int64_t r0, int64_t t0) {
   const int64_t n8 = p.n_in / 8 * 8;
   for (int64_t i = 0; i < n8; i += 8) {
     __m256 wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = L::load(rows[r], i);
+    for (int r = 0; r < R; ++r) wv[r] = L::load8(rows[r], i);
     for (int t = 0; t < T; ++t) {
       const __m256 xv = _mm256_loadu_ps(xs[t] + i);
       for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) {
-      float s = simd::hsum(acc[r][t]);
-      for (int64_t i = n8; i < p.n_in; ++i) s += L::scalar(rows[r], i) * xs[t][i];
-      p.y[(t0 + t) * p.n_out + r0 + r] = s;
-    }
+    for (int t = 0; t < T; ++t)
+      p.y[(t0 + t) * p.n_out + r0 + r] =
+          detail::float_rows::dot_tail<L>(simd::hsum(acc[r][t]), rows[r], xs[t], n8, p.n_in);
 }
 
 template <typename L>
-void run_range(const Problem& p, const WorkRange& wr) {
-  constexpr int R = 4, T = 3;
-  for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
-    const int64_t te = std::min(wr.t1, tb + kTokenBlock);
-    int64_t r = wr.r0;
-    for (; r + R <= wr.r1; r += R) {
-      int64_t t = tb;
-      for (; t + T <= te; t += T) tile<L, R, T>(p, r, t);
-      for (; t < te; ++t) tile<L, R, 1>(p, r, t);
-    }
-    for (; r < wr.r1; ++r) {
-      int64_t t = tb;
-      for (; t + T <= te; t += T) tile<L, 1, T>(p, r, t);
-      for (; t < te; ++t) tile<L, 1, 1>(p, r, t);
-    }
-  }
-}
-
-template <typename L>
-void run(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPool& pool) {
-  const Problem p{&w, x, y, w.ne[0], w.rows()};
-  pool.run_chunks(work_chunks(p.n_out, n_tok, 4, pool.size()), [&](int ci, int nc) {
-    const WorkRange wr = split_work(p.n_out, n_tok, 4, ci, nc);
-    if (wr.r0 < wr.r1 && wr.t0 < wr.t1) run_range<L>(p, wr);
+void run_range(const FloatMatmul& p, const WorkRange& wr) {
+  detail::float_rows::for_tiles<4, 1, 3>(wr, [&](auto rows, auto toks, int64_t r, int64_t t) {
+    tile<L, decltype(rows)::value, decltype(toks)::value>(p, r, t);
   });
 }
 
 }  // namespace
 
-void matmul_float(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPool& pool) {
-  switch (w.type) {
-    case DType::F32: return run<LoadF32>(w, x, y, n_tok, pool);
-    case DType::F16: return run<LoadF16>(w, x, y, n_tok, pool);
-    case DType::BF16: return run<LoadBF16>(w, x, y, n_tok, pool);
-    default: return;
+void matmul_f32(const FloatMatmul& p, const WorkRange& wr) { run_range<detail::float_rows::F32>(p, wr); }
+void matmul_f16(const FloatMatmul& p, const WorkRange& wr) { run_range<detail::float_rows::F16>(p, wr); }
+void matmul_bf16(const FloatMatmul& p, const WorkRange& wr) { run_range<detail::float_rows::BF16>(p, wr); }
+
+}  // namespace kernels_avx2
+
+namespace detail {
+namespace {
+
+// bf16 nearest to f (ties to even); f is finite.
+uint16_t bf16_round(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return (uint16_t)(bits >> 16);
+}
+
+float bf16_value(uint16_t h) {
+  const uint32_t bits = (uint32_t)h << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// out: [n_tok, kBf16Terms, n_in]: x split into bf16 terms, largest first.
+void split_bf16_terms(const float* x, int64_t n_tok, int64_t n_in, std::vector<uint16_t>& out) {
+  constexpr int K = kernels::kBf16Terms;
+  out.resize((size_t)(n_tok * K * n_in));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* xt = x + t * n_in;
+    uint16_t* terms = out.data() + t * K * n_in;
+    for (int64_t i = 0; i < n_in; ++i) {
+      float rest = xt[i];
+      for (int k = 0; k < K; ++k) {
+        terms[k * n_in + i] = bf16_round(rest);
+        rest -= bf16_value(terms[k * n_in + i]);  // exact in f32
+      }
+    }
   }
 }
 
-}  // namespace stride::detail
+}  // namespace
+
+void matmul_float_on(const kernels::KernelTable& k, const TensorView& w, const float* x, float* y,
+                     int64_t n_tok, ThreadPool& pool) {
+  kernels::FloatRangeFn range = nullptr;
+  switch (w.type) {
+    case DType::F32: range = k.matmul_f32; break;
+    case DType::F16: range = k.matmul_f16; break;
+    case DType::BF16: range = k.matmul_bf16; break;
+    default: return;
+  }
+  thread_local std::vector<uint16_t> terms;  // [n_tok, kBf16Terms, n_in]
+  const bool split = w.type == DType::BF16 && k.bf16_terms;
+  if (split) split_bf16_terms(x, n_tok, w.ne[0], terms);
+  const kernels::FloatMatmul p{&w, x, split ? terms.data() : nullptr, y, w.ne[0], w.rows()};
+  pool.run_chunks(work_chunks(p.n_out, n_tok, 4, pool.size()), [&](int ci, int nc) {
+    const WorkRange wr = split_work(p.n_out, n_tok, 4, ci, nc);
+    if (wr.r0 < wr.r1 && wr.t0 < wr.t1) range(p, wr);
+  });
+}
+
+void matmul_float(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPool& pool) {
+  matmul_float_on(kernels::active_kernels(), w, x, y, n_tok, pool);
+}
+
+}  // namespace detail
+}  // namespace stride

@@ -1,8 +1,11 @@
-// Gated activations (SwiGLU, GeGLU-tanh) and softmax.
+// Gated activations (SwiGLU, GeGLU-tanh) and softmax: the references, the
+// AVX2 kernels and the entry points, which run the active path's kernel
+// (kernel_paths.h; AVX-512: ops_avx512.cpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "kernels/kernel_paths.h"
 #include "kernels/ops.h"
 #include "kernels/ops_vec.h"
 
@@ -10,20 +13,13 @@ namespace stride {
 
 using namespace ops_detail;
 
-namespace {
-
-constexpr double kSqrt2OverPi = 0.79788456080286535588;
-constexpr double kGeluCoef = 0.044715;
-
-// Scalar tails of the fast kernels, in float.
-inline float silu_f(float x) { return x / (1.0f + std::exp(-x)); }
-// 0.5 x (1 + tanh(u)) == x * sigmoid(2u): no cancellation for negative x.
-inline float gelu_tanh_f(float x) {
-  const float u = (float)kSqrt2OverPi * (x + (float)kGeluCoef * x * x * x);
-  return x / (1.0f + std::exp(-2.0f * u));
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  kernels::active_kernels().silu_mul(gate, up, out, n);
 }
-
-}  // namespace
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+  kernels::active_kernels().gelu_tanh_mul(gate, up, out, n);
+}
+void softmax(float* x, int64_t n) { kernels::active_kernels().softmax(x, n); }
 
 void silu_mul_ref(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
@@ -32,7 +28,7 @@ void silu_mul_ref(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
-void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+void kernels_avx2::silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   int64_t i = 0;
 #ifdef STRIDE_OPS_AVX2
   const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
@@ -54,7 +50,7 @@ void gelu_tanh_mul_ref(const float* gate, const float* up, float* out, int64_t n
   }
 }
 
-void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+void kernels_avx2::gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
   int64_t i = 0;
 #ifdef STRIDE_OPS_AVX2
   const __m256 one = _mm256_set1_ps(1.0f);
@@ -86,7 +82,7 @@ void softmax_ref(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = (float)((double)x[i] * inv);
 }
 
-void softmax(float* x, int64_t n) {
+void kernels_avx2::softmax(float* x, int64_t n) {
   if (n <= 0) return;
   int64_t i = 0;
   float mx = x[0];

@@ -1,12 +1,21 @@
-// RMSNorm, residual add and logit soft-capping.
+// RMSNorm, residual add and logit soft-capping: the reference, the AVX2
+// kernels and the entry points, which run the active path's kernel
+// (kernel_paths.h; AVX-512: ops_avx512.cpp).
 #include <cmath>
 
+#include "kernels/kernel_paths.h"
 #include "kernels/ops.h"
 #include "kernels/ops_vec.h"
 
 namespace stride {
 
 using namespace ops_detail;
+
+void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
+  kernels::active_kernels().rmsnorm(x, w, y, n_rows, n, eps);
+}
+void add_inplace(float* y, const float* x, int64_t n) { kernels::active_kernels().add_inplace(y, x, n); }
+void softcap(float* x, int64_t n, float cap) { kernels::active_kernels().softcap(x, n, cap); }
 
 void rmsnorm_ref(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
   for (int64_t r = 0; r < n_rows; ++r) {
@@ -19,7 +28,7 @@ void rmsnorm_ref(const float* x, const float* w, float* y, int64_t n_rows, int64
   }
 }
 
-void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
+void kernels_avx2::rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* xr = x + r * n;  // [n]
     float* yr = y + r * n;        // [n]
@@ -56,7 +65,7 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n
   }
 }
 
-void add_inplace(float* y, const float* x, int64_t n) {
+void kernels_avx2::add_inplace(float* y, const float* x, int64_t n) {
   int64_t i = 0;
 #ifdef STRIDE_OPS_AVX2
   for (; i + 8 <= n; i += 8) {
@@ -66,7 +75,7 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for (; i < n; ++i) y[i] += x[i];
 }
 
-void softcap(float* x, int64_t n, float cap) {
+void kernels_avx2::softcap(float* x, int64_t n, float cap) {
   const float inv = 1.0f / cap;
   int64_t i = 0;
 #ifdef STRIDE_OPS_AVX2

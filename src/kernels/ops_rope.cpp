@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/kernel_paths.h"
 #include "kernels/ops.h"
 #include "kernels/ops_vec.h"
 
@@ -14,9 +15,12 @@ namespace {
 // Usable rotary width: even, and no wider than a head or the table.
 int clamp_rot_dim(const RopeTable& t, int head_dim) { return std::min(t.rot_dim(), head_dim) & ~1; }
 
+}  // namespace
+
+// The AVX2 rotations (kernel_paths.h; AVX-512: ops_avx512.cpp).
 // Adjacent pairs (2i, 2i+1). cs/sn are expanded per lane: cs = [c0 c0 c1 c1 ..],
 // sn = [-s0 s0 -s1 s1 ..], so out = v * cs + swap_pairs(v) * sn.
-void rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim) {
+void kernels_avx2::rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim) {
   int j = 0;
 #ifdef STRIDE_OPS_AVX2
   for (; j + 8 <= rot_dim; j += 8) {
@@ -27,15 +31,11 @@ void rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim) {
     _mm256_storeu_ps(v + j, r);
   }
 #endif
-  for (; j < rot_dim; j += 2) {
-    const float x0 = v[j], x1 = v[j + 1];
-    v[j] = x0 * cs[j] + x1 * sn[j];
-    v[j + 1] = x1 * cs[j + 1] + x0 * sn[j + 1];
-  }
+  ops_detail::rotate_adjacent_tail(v, cs, sn, j, rot_dim);
 }
 
 // NeoX pairs (i, i + half). cs/sn have `half` entries.
-void rotate_neox(float* v, const float* cs, const float* sn, int half) {
+void kernels_avx2::rotate_neox(float* v, const float* cs, const float* sn, int half) {
   int i = 0;
 #ifdef STRIDE_OPS_AVX2
   for (; i + 8 <= half; i += 8) {
@@ -45,14 +45,8 @@ void rotate_neox(float* v, const float* cs, const float* sn, int half) {
     _mm256_storeu_ps(v + i + half, _mm256_fmadd_ps(lo, s, _mm256_mul_ps(hi, c)));
   }
 #endif
-  for (; i < half; ++i) {
-    const float lo = v[i], hi = v[i + half];
-    v[i] = lo * cs[i] - hi * sn[i];
-    v[i + half] = lo * sn[i] + hi * cs[i];
-  }
+  ops_detail::rotate_neox_tail(v, cs, sn, i, half);
 }
-
-}  // namespace
 
 void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* pos, int64_t t0,
                  int64_t t1, int head_dim, const RopeTable& table) {
@@ -61,6 +55,7 @@ void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* p
   const int half = rot_dim / 2;
   const bool neox = table.neox;
   const double mag = table.magnitude;
+  const kernels::KernelTable& k = kernels::active_kernels();
   thread_local std::vector<float> cs, sn;  // per-token cos/sin, layout per pairing
   cs.resize(rot_dim);
   sn.resize(rot_dim);
@@ -83,9 +78,9 @@ void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* p
       for (int h = 0; h < n_heads[j]; ++h) {
         float* v = xt + (int64_t)h * head_dim;
         if (neox) {
-          rotate_neox(v, cs.data(), sn.data(), half);
+          k.rotate_neox(v, cs.data(), sn.data(), half);
         } else {
-          rotate_adjacent(v, cs.data(), sn.data(), rot_dim);
+          k.rotate_adjacent(v, cs.data(), sn.data(), rot_dim);
         }
       }
     }

@@ -1,8 +1,14 @@
+// Activation quantization: the reference, the AVX2 kernel and the entry
+// points, which run the active path's kernel (kernel_paths.h; AVX-512:
+// quant_act_avx512.cpp). Every path gives the reference's bytes exactly.
 #include "kernels/quant_act.h"
 
 #include <immintrin.h>
 
 #include <cmath>
+
+#include "kernels/kernel_paths.h"
+#include "kernels/quant_act_block.h"
 
 namespace stride {
 namespace {
@@ -18,11 +24,9 @@ void resize(QuantizedActs& a, int64_t n_tok, int64_t n_in) {
   a.qs.resize((size_t)(n_tok * a.row_blocks));
 }
 
-// Two int16 half-block sums in one int32 (low: elements 0-15, high: 16-31).
-int32_t half_sums(int lo, int hi) { return (int32_t)(((uint32_t)(uint16_t)(int16_t)lo) | ((uint32_t)hi << 16)); }
+}  // namespace
 
-// Zeroes the padding blocks of token t.
-void clear_padding(QuantizedActs& a, int64_t t) {
+void quant_act_detail::clear_padding(QuantizedActs& a, int64_t t) {
   for (int64_t b = a.n_blocks; b < a.row_blocks; ++b) {
     int8_t* q = a.q.data() + (t * a.row_blocks + b) * kActBlock;
     for (int64_t j = 0; j < kActBlock; ++j) q[j] = 0;
@@ -33,8 +37,6 @@ void clear_padding(QuantizedActs& a, int64_t t) {
   }
 }
 
-}  // namespace
-
 void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out) {
   resize(out, n_tok, n_in);
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -42,8 +44,8 @@ void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedAct
       const float* xb = x + t * n_in + b * kActBlock;
       float amax = 0.0f;
       for (int64_t j = 0; j < kActBlock; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
-      const float d = amax / 127.0f;
-      const float id = d != 0.0f ? 127.0f / amax : 0.0f;
+      const float d = quant_act_detail::block_scale(amax);
+      const float id = quant_act_detail::block_inv_scale(amax);
       int8_t* q = out.q.data() + (t * out.row_blocks + b) * kActBlock;
       int sum = 0, sum_lo = 0;
       for (int64_t j = 0; j < kActBlock; ++j) {
@@ -51,12 +53,9 @@ void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedAct
         sum += q[j];
         if (j < kActBlock / 2) sum_lo += q[j];
       }
-      out.d[(size_t)(t * out.row_blocks + b)] = d;
-      out.s[(size_t)(t * out.row_blocks + b)] = d * (float)sum;
-      out.hs[(size_t)(t * out.row_blocks + b)] = half_sums(sum_lo, sum - sum_lo);
-      out.qs[(size_t)(t * out.row_blocks + b)] = sum;
+      quant_act_detail::store_block_sums(out, t, b, d, sum, sum_lo);
     }
-    clear_padding(out, t);
+    quant_act_detail::clear_padding(out, t);
   }
 }
 
@@ -70,6 +69,10 @@ void quantize_acts(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& o
 }
 
 void quantize_acts_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out) {
+  kernels::active_kernels().quantize_act_rows(x, t_begin, t_end, out);
+}
+
+void kernels_avx2::quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out) {
   const int64_t n_in = out.n_blocks * kActBlock;
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t t = t_begin; t < t_end; ++t) {
@@ -85,8 +88,8 @@ void quantize_acts_rows(const float* x, int64_t t_begin, int64_t t_end, Quantize
       m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
       m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
       const float am = _mm_cvtss_f32(m4);
-      const float d = am / 127.0f;
-      const __m256 id = _mm256_set1_ps(d != 0.0f ? 127.0f / am : 0.0f);
+      const float d = quant_act_detail::block_scale(am);
+      const __m256 id = _mm256_set1_ps(quant_act_detail::block_inv_scale(am));
       // cvtps rounds half to even under the default MXCSR, as nearbyint does.
       __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v[0], id));
       __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v[1], id));
@@ -108,12 +111,9 @@ void quantize_acts_rows(const float* x, int64_t t_begin, int64_t t_end, Quantize
       s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
       s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
       const int total = _mm_cvtsi128_si32(s4), low = _mm_cvtsi128_si32(l4);
-      out.d[(size_t)(t * out.row_blocks + b)] = d;
-      out.s[(size_t)(t * out.row_blocks + b)] = d * (float)total;
-      out.hs[(size_t)(t * out.row_blocks + b)] = half_sums(low, total - low);
-      out.qs[(size_t)(t * out.row_blocks + b)] = total;
+      quant_act_detail::store_block_sums(out, t, b, d, total, low);
     }
-    clear_padding(out, t);
+    quant_act_detail::clear_padding(out, t);
   }
 }
 

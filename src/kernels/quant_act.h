@@ -30,8 +30,8 @@ struct QuantizedActs {
 };
 
 // Resizes `out` (reusing its capacity) and quantizes x: [n_tok, n_in], n_in % 32 == 0.
-// Scale d = max|x| / 127, q = round-half-even(x * 127 / max|x|): identical in
-// both versions.
+// Scale d = max|x| / 127, q = round-half-even(x * 127 / max|x|); a block with
+// max|x| < 1e-30 gets d = 0 and q = 0. Identical bytes in every version.
 void quantize_acts(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out);
 void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out);
 

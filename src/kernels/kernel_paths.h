@@ -1,0 +1,85 @@
+#pragma once
+// The kernels that exist once per CPU path, as one table of function pointers
+// per path (ggml's CPU variants, one table chosen once): the float matmul's
+// tiles, activation quantization and the element-wise ops. The AVX-512
+// entries live in their own translation units (*_avx512.cpp), compiled for
+// AVX-512 after a target pragma, in namespace kernels_avx512, which
+// scripts/check_isa_isolation allows; the rest of the binary stays AVX2.
+// (The packed quantized tiles and the attention kernel keep their own
+// per-path entry points: packed_tiles.h, attention_kernel_paths.h.)
+//
+// Every AVX-512 entry gives the AVX2 entry's result bit for bit (same
+// per-lane operations and the same summation order per output). The
+// optional vdpbf16ps table below does not: it splits activations into bf16
+// terms (FloatMatmul::x_bf16) and sums in another order (f32 rounding).
+#include <cstdint>
+
+#include "core/cpu_features.h"
+#include "core/tensor.h"
+#include "kernels/matmul_impl.h"
+#include "kernels/quant_act.h"
+
+namespace stride::kernels {
+
+// One float-weight matmul (see matmul.h): y = x · wᵀ.
+struct FloatMatmul {
+  const TensorView* w;  // [n_out, n_in] F32, F16 or BF16
+  const float* x;       // [n_tok, n_in]
+  // [n_tok, kBf16Terms, n_in] x as a sum of bf16 terms, largest first (each the
+  // bf16 nearest to what the ones before leave: x - hi - mid - lo is below
+  // 2^-26 |x|, finer than f32 rounding); set only when the table's bf16_terms.
+  const uint16_t* x_bf16;
+  float* y;  // [n_tok, n_out]
+  int64_t n_in, n_out;
+};
+inline constexpr int kBf16Terms = 3;
+using FloatRangeFn = void (*)(const FloatMatmul& p, const detail::WorkRange& wr);
+
+struct KernelTable {
+  FloatRangeFn matmul_f32, matmul_f16, matmul_bf16;
+  bool bf16_terms;  // matmul_bf16 reads FloatMatmul::x_bf16
+  // quantize_acts_rows (quant_act.h) of rows [t_begin, t_end); out already sized.
+  void (*quantize_act_rows)(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);
+  // The ops of ops.h, same contracts.
+  void (*rmsnorm)(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
+  void (*gelu_tanh_mul)(const float* gate, const float* up, float* out, int64_t n);
+  void (*softmax)(float* x, int64_t n);
+  void (*add_inplace)(float* y, const float* x, int64_t n);
+  void (*softcap)(float* x, int64_t n, float cap);
+  // One head's rotation (ops_rope.cpp). Adjacent pairs: cs = [c0 c0 c1 c1 ..],
+  // sn = [-s0 s0 -s1 s1 ..] over rot_dim; NeoX pairs (i, i + half): cs, sn [half].
+  void (*rotate_adjacent)(float* v, const float* cs, const float* sn, int rot_dim);
+  void (*rotate_neox)(float* v, const float* cs, const float* sn, int half);
+};
+
+// The table of path p (which the CPU must run).
+const KernelTable& kernel_table(CpuPath p);
+// The table of the active path (cpu_features.h).
+inline const KernelTable& active_kernels() { return kernel_table(active_cpu_path()); }
+
+// The AVX-512 table with vdpbf16ps tiles for bf16 weights, or null where the
+// CPU lacks AVX-512 or AVX512-BF16. Not the default: at the f32 accuracy the
+// matmul keeps, the activations take three bf16 terms, three vdpbf16ps per
+// 32 products against two FMAs for widened weights, and on Zen 4 the
+// widened tiles prefill about 1.3x faster (docs/performance.md). Kept,
+// tested and benchmarked for CPUs where that balance differs.
+const KernelTable* avx512_bf16_dot_table();
+
+}  // namespace stride::kernels
+
+namespace stride::detail {
+// matmul_float (matmul_impl.h) on the tiles of table k: for tests and benches.
+void matmul_float_on(const kernels::KernelTable& k, const TensorView& w, const float* x, float* y,
+                     int64_t n_tok, ThreadPool& pool);
+}  // namespace stride::detail
+
+// Each path's entries (kernel_paths.cpp gathers them into the tables).
+namespace stride::kernels_avx2 {
+#include "kernels/kernel_path_entries.inc"
+}  // namespace stride::kernels_avx2
+
+namespace stride::kernels_avx512 {
+#include "kernels/kernel_path_entries.inc"
+void matmul_bf16_dot(const kernels::FloatMatmul& p, const detail::WorkRange& wr);  // vdpbf16ps on x_bf16
+}  // namespace stride::kernels_avx512

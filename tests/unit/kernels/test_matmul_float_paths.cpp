@@ -1,0 +1,141 @@
+// The float matmul (f32, f16, bf16 weights) on every path's tiles against
+// the double-precision reference. Tiles that widen the weights to f32 keep
+// the AVX2 summation order, so they must equal the AVX2 result bit for bit;
+// the vdpbf16ps tiles (AVX512-BF16) split activations into bf16 terms that
+// leave less than 2^-26 |x| and sum in another order: held to the f32 bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "kernels/kernel_paths.h"
+#include "kernels/matmul.h"
+
+namespace stride {
+namespace {
+
+// [n_out, n_in] random weights in [-1, 1] stored as t (bf16: truncated).
+struct FloatWeight {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+  FloatWeight(DType t, int64_t n_in, int64_t n_out, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+    const int64_t n = n_in * n_out;
+    bytes.resize((size_t)(n * (t == DType::F32 ? 4 : 2)));
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = ud(rng);
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      const uint16_t h = t == DType::F16 ? fp32_to_fp16(v) : (uint16_t)(bits >> 16);
+      if (t == DType::F32) std::memcpy(bytes.data() + 4 * i, &v, 4);
+      else std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+    view.name = std::string("w");
+    view.type = t;
+    view.n_dims = 2;
+    view.ne = {n_in, n_out, 1, 1};
+    view.data = bytes.data();
+    view.nbytes = (int64_t)bytes.size();
+  }
+};
+
+struct Table {
+  std::string name;
+  const kernels::KernelTable* k;
+  bool exact;  // widens weights: must equal the AVX2 tiles bit for bit
+};
+
+std::vector<Table> tables_to_test() {
+  std::vector<Table> out;
+  for (const CpuPath p : supported_cpu_paths()) {
+    const kernels::KernelTable& k = kernels::kernel_table(p);
+    out.push_back({cpu_path_name(p), &k, !k.bf16_terms});
+  }
+  if (const kernels::KernelTable* dot = kernels::avx512_bf16_dot_table())
+    out.push_back({"avx512 vdpbf16ps", dot, false});
+  return out;
+}
+
+TEST(MatmulFloatPaths, EveryPathMatchesTheReference) {
+  const std::vector<Table> tables = tables_to_test();
+  ASSERT_FALSE(tables.empty());
+  ThreadPool pool1(1), pool3(3);
+  int checked = 0, dot_checked = 0;
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t n_in : {1, 7, 8, 9, 31, 32, 33, 100, 576})
+      for (int64_t n_out : {1, 2, 3, 7, 8, 9, 17, 40})
+        for (int64_t n_tok : {1, 2, 5, 6, 7, 13, 70}) {
+          if (n_in * n_out * n_tok > 400'000) continue;
+          SCOPED_TRACE(testing::Message() << dtype_name(t) << " n_in=" << n_in << " n_out=" << n_out
+                                          << " n_tok=" << n_tok);
+          const FloatWeight w(t, n_in, n_out, (uint32_t)(n_in * 131 + n_out * 7 + n_tok));
+          std::mt19937 rng((uint32_t)(n_tok * 17 + n_in));
+          std::normal_distribution<float> nd(0.0f, 2.0f);
+          std::vector<float> x((size_t)(n_tok * n_in));
+          for (auto& v : x) v = nd(rng);
+          std::vector<float> ref((size_t)(n_tok * n_out));
+          matmul_ref(w.view, x.data(), ref.data(), n_tok);
+          // Σ|w||x| per output: the scale of its rounding error.
+          std::vector<float> absx(x.size());
+          for (size_t i = 0; i < x.size(); ++i) absx[i] = std::fabs(x[i]);
+          std::vector<float> absw_y(ref.size());
+          // |w| is another weight of the same type, read by the reference too.
+          FloatWeight aw = w;
+          aw.view.data = aw.bytes.data();
+          const size_t esz = t == DType::F32 ? 4 : 2;
+          for (size_t i = 0; i < aw.bytes.size(); i += esz) aw.bytes[i + esz - 1] &= 0x7F;  // clear sign
+          matmul_ref(aw.view, absx.data(), absw_y.data(), n_tok);
+
+          std::vector<float> first;
+          for (const Table& tb : tables)
+            for (ThreadPool* pool : {&pool1, &pool3}) {
+              SCOPED_TRACE(testing::Message() << tb.name << " threads=" << pool->size());
+              std::vector<float> y(ref.size(), NAN);
+              detail::matmul_float_on(*tb.k, w.view, x.data(), y.data(), n_tok, *pool);
+              const bool dot = t == DType::BF16 && !tb.exact;
+              // f32 sums: each of n_in additions rounds by 2^-24 of at most Σ|w||x|.
+              const double rel = (dot ? std::ldexp(1.0, -26) : 0.0) + (double)(n_in + 16) * std::ldexp(1.0, -24);
+              for (size_t i = 0; i < y.size(); ++i)
+                ASSERT_NEAR(y[i], ref[i], rel * absw_y[i] + 1e-30) << "output " << i;
+              if (dot) {
+                ++dot_checked;
+                continue;
+              }
+              if (first.empty()) first = y;
+              else
+                ASSERT_EQ(std::memcmp(first.data(), y.data(), y.size() * sizeof(float)), 0)
+                    << "differs from the " << tables[0].name << " tiles";
+              ++checked;
+            }
+        }
+  EXPECT_GT(checked, 300);
+  if (kernels::avx512_bf16_dot_table()) {
+    EXPECT_GT(dot_checked, 50);
+  }
+}
+
+// matmul() runs the active path's tiles.
+TEST(MatmulFloatPaths, EntryPointFollowsTheActivePath) {
+  const FloatWeight w(DType::BF16, 96, 24, 5);
+  std::vector<float> x(96 * 3);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * (float)i);
+  ThreadPool pool(2);
+  for (const CpuPath p : supported_cpu_paths()) {
+    ASSERT_TRUE(set_cpu_path(p).ok());
+    std::vector<float> a(24 * 3), b(24 * 3);
+    matmul(w.view, x.data(), a.data(), 3, pool);
+    detail::matmul_float_on(kernels::kernel_table(p), w.view, x.data(), b.data(), 3, pool);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << cpu_path_name(p);
+  }
+  ASSERT_TRUE(set_cpu_path(supported_cpu_paths().back()).ok());
+}
+
+}  // namespace
+}  // namespace stride
