@@ -93,6 +93,13 @@ Expected<PreTokenizerSpec> lookup_pre_tokenizer(const std::string& pre) {
     s.add_bos = true;
   } else if (is_one_of(pre, {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"})) {
     s.regexes = {kGpt4o};
+  } else if (pre == "gemma4") {
+    // SentencePiece-style BPE over the whole text, cut only at newlines.
+    s.regexes = {"[^\\n]+|[\\n]+"};
+    s.byte_level = false;
+    s.escape_whitespace = true;
+    s.newline_words_whole = true;
+    s.add_bos = true;
   } else if (pre == "chameleon") {
     s.regexes = {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )",
                  "\\p{N}", "[\\p{P}!-/:-@\\[-`{-~]", kGpt2};

@@ -147,6 +147,7 @@ Status load_special_ids(const GGUFFile& f, Vocab* v) {
     if (!b.ok()) return b.status();
     v->add_bos = *b;
   }
+  if (v->pre == "gemma4") v->add_bos = true;  // as llama.cpp: Gemma 4 files may say otherwise
   if (v->add_bos && v->bos < 0) {
     return InvalidArgument("tokenizer adds BOS but has no tokenizer.ggml.bos_token_id");
   }
@@ -224,14 +225,15 @@ Expected<Vocab> load_vocab(const GGUFFile& f) {
     v.type = VocabType::kSpm;
     v.add_bos = true;
     v.add_space_prefix = true;
-  } else if (*model == "gpt2") {
+  } else if (*model == "gpt2" || *model == "gemma4") {
     v.type = VocabType::kBpe;
+    if (*model == "gemma4") v.pre = "gemma4";  // SentencePiece-style BPE, whatever the file says
     auto spec = lookup_pre_tokenizer(v.pre);
     if (!spec.ok()) return spec.status();
     v.add_bos = spec->add_bos;
   } else {
     return Unsupported("tokenizer.ggml.model '" + *model +
-                       "' is not supported (supported: llama, gpt2)");
+                       "' is not supported (supported: llama, gpt2, gemma4)");
   }
   if (f.has("tokenizer.ggml.add_space_prefix")) {
     auto b = f.get_bool("tokenizer.ggml.add_space_prefix");
