@@ -95,19 +95,17 @@ std::string BpeTokenizer::render_normal(const std::string& text) const {
 void BpeTokenizer::encode_fragments(const std::vector<Fragment>& fragments,
                                     std::vector<int32_t>& out) const {
   std::string word;
-  bool first_text = true;
   bool prev_special = true;
-  for (const Fragment& f : fragments) {
+  for (size_t i = 0; i < fragments.size(); ++i) {
+    const Fragment& f = fragments[i];
     if (f.token >= 0) {
       out.push_back(f.token);
       prev_special = true;
       continue;
     }
-    const bool prefix = f.text.empty() ? false
-                        : spec_.prefix_space_first_only ? first_text
-                                                        : spec_.prefix_space && prev_special;
+    bool prefix = spec_.prefix_space_first_only ? i == 0 : spec_.prefix_space && prev_special;
+    if (f.text.empty() || (spec_.prefix_space_unless_space && f.text[0] == ' ')) prefix = false;
     prev_special = false;
-    if (!f.text.empty()) first_text = false;
     // llama.cpp tokenizes the text re-encoded from its code points (keeping
     // surrogates); PCRE2 needs valid UTF-8, so it splits a same-length copy.
     std::string text = utf8::sanitize(f.text, /*replace_surrogates=*/false);

@@ -22,9 +22,11 @@ struct PreTokenizerSpec {
   // Spaces become U+2581 before splitting (and back when decoding).
   bool escape_whitespace = false;
   // Prefix U+2581 to text after a special token (and at the start), or only
-  // to the first text of the input.
+  // to text at the very start of the input; optionally not to text that
+  // already starts with a space (Metaspace).
   bool prefix_space = false;
   bool prefix_space_first_only = false;
+  bool prefix_space_unless_space = false;
   // Without byte_level: a byte with no <0xXX> token becomes the unknown token.
   bool unk_fallback = false;
   // A word of newlines only that is a token is emitted whole (Gemma 4).
