@@ -31,6 +31,8 @@ const json& goldens() {
   return j;
 }
 
+// Each tokenizer.json must encode every string as tokenizers does, and decode
+// plain text back.
 TEST(TokenizerJson, MatchesHuggingFaceTokenizers) {
   ASSERT_TRUE(goldens().contains("tokenizers")) << kGoldenDir << "/goldens.json missing: run scripts/setup";
   int tokenizers = 0, strings = 0;
@@ -50,25 +52,17 @@ TEST(TokenizerJson, MatchesHuggingFaceTokenizers) {
       failures += plain != want_plain || with_bos != want_bos;
       ++strings;
     }
-    std::printf("  %-12s %zu strings, %d differ\n", name.c_str(), entry["cases"].size(), failures);
+    const std::string text = "Hello world: café, 你好 🚀\n  x = 1234;";
+    std::string decoded = (*tok)->decode((*tok)->encode(text, false, false));
+    // SentencePiece-style files prefix a space that their decoder strips.
+    if (decoded.size() == text.size() + 1 && decoded[0] == ' ') decoded.erase(0, 1);
+    EXPECT_EQ(decoded, text) << name;
+    std::printf("  %-34s %zu strings, %d differ\n", name.c_str(), entry["cases"].size(), failures);
     ++tokenizers;
   }
   std::printf("%d tokenizer.json files, %d strings compared with Hugging Face tokenizers\n", tokenizers,
               strings);
   EXPECT_GE(tokenizers, 5);
-}
-
-TEST(TokenizerJson, DecodeRoundTripsText) {
-  ASSERT_TRUE(goldens().contains("tokenizers")) << "goldens missing: run scripts/setup";
-  for (const auto& [name, entry] : goldens()["tokenizers"].items()) {
-    auto tok = Tokenizer::from_hf_folder(kGoldenDir + "/" + entry["dir"].get<std::string>());
-    ASSERT_TRUE(tok.ok()) << name << ": " << tok.status().to_string();
-    const std::string text = "Hello world: café, 你好 🚀\n  x = 1234;";
-    std::string decoded = (*tok)->decode((*tok)->encode(text, false, false));
-    // SentencePiece-style files prefix a space that the decoder strips.
-    if (decoded.size() == text.size() + 1 && decoded[0] == ' ') decoded.erase(0, 1);
-    EXPECT_EQ(decoded, text) << name;
-  }
 }
 
 TEST(TokenizerJson, PreTokenizerTableSplitsLikeHuggingFace) {
@@ -81,6 +75,7 @@ TEST(TokenizerJson, PreTokenizerTableSplitsLikeHuggingFace) {
     // The published regex itself, compiled by stride, must split the same way too.
     auto published = PreTokenizer::compile({entry["regex"].get<std::string>()});
     ASSERT_TRUE(published.ok()) << published.status().to_string();
+    ASSERT_GT(entry["cases"].size(), 50u) << name;
     for (const json& c : entry["cases"]) {
       const std::string text = c["text"].get<std::string>();
       const auto want = c["pieces"].get<std::vector<std::string>>();
