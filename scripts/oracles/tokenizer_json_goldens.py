@@ -6,7 +6,8 @@ tokenizer_config.json), and the ids Hugging Face tokenizers gives each of them
 for a corpus of tricky strings. Also the pieces that tokenizers' Split
 pre-tokenizer (behavior "isolated") cuts with the regexes the published
 tokenizer.json files use for qwen2, llama-bpe (Llama 3), tekken (Mistral Nemo)
-and gpt-4o (o200k, gpt-oss).
+and gpt-4o (o200k, gpt-oss), and by other tokenizer.json pre_tokenizer entries
+(Split with merged behaviours, Digits, Sequence).
 
 tests/unit/tokenizer/tokenizer_json_test.cpp asserts that stride's tokenizer on
 each tokenizer.json, and its pre-tokenizer table, reproduce every entry.
@@ -59,6 +60,20 @@ SPLIT_REGEXES = {
 }
 
 
+def json_pre_tokenizers():
+    """tokenizer.json pre_tokenizer entries beyond the named regexes."""
+    return [
+        pre_tokenizers.Split(" ", behavior="merged_with_previous"),
+        pre_tokenizers.Split(" ", behavior="merged_with_next"),
+        pre_tokenizers.Split(Regex(r"\p{N}+|\n"), behavior="merged_with_previous"),
+        pre_tokenizers.Split(Regex(r"\s+"), behavior="merged_with_next"),
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.Digits(individual_digits=False),
+        pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(SPLIT_REGEXES["llama-bpe"]), behavior="isolated"),
+                                 pre_tokenizers.Digits(individual_digits=True)]),
+    ]
+
+
 def fixture_strings(fixtures: Path):
     out = []
     for inp in sorted(fixtures.glob("ggml-vocab-*.gguf.inp")):
@@ -86,7 +101,7 @@ def convert(gguf: Path, out: Path):
 
 def special_strings(tok: Tokenizer):
     added = [t.content for t in tok.get_added_tokens_decoder().values()][:6]
-    return [f"Hello{t}world {t} x{t}{t}\n{t} y" for t in added]
+    return [f"Hello{t}world {t} x{t}{t}\n{t} y" for t in added] + [f"{t} Hello {t}" for t in added[:3]]
 
 
 def main():
@@ -124,6 +139,11 @@ def main():
             "regex": regex,
             "cases": [{"text": t, "pieces": [p for p, _ in split.pre_tokenize_str(t)]} for t in corpus],
         }
+    doc["json_splits"] = [
+        {"pre_tokenizer": json.loads(p.__getstate__()),
+         "cases": [{"text": t, "pieces": [x for x, _ in p.pre_tokenize_str(t)]} for t in corpus]}
+        for p in json_pre_tokenizers()
+    ]
     (args.out_dir / "goldens.json").write_text(json.dumps(doc, ensure_ascii=False, indent=0), encoding="utf-8")
     print(f"[tokenizer_json_goldens] {len(doc['tokenizers'])} tokenizers, skipped: {sorted(doc['skipped'])}")
 

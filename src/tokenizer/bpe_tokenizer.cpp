@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/space_mark.h"
 #include "tokenizer/symbol_merge.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab_tokenizer.h"
@@ -10,35 +11,6 @@
 namespace stride {
 
 namespace {
-
-constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581 "▁"
-
-std::string escape_spaces(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 16);
-  for (char c : text) {
-    if (c == ' ') {
-      out.append(kSpaceMark);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-std::string unescape_spaces(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    if (text.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
-      out.push_back(' ');
-      i += kSpaceMark.size();
-    } else {
-      out.push_back(text[i++]);
-    }
-  }
-  return out;
-}
 
 // Undoes the GPT-2 byte mapping; llama.cpp marks unmappable characters visibly.
 std::string unmap_bytes(const std::string& text) {
@@ -109,7 +81,12 @@ void BpeTokenizer::encode_fragments(const std::vector<Fragment>& fragments,
     // llama.cpp tokenizes the text re-encoded from its code points (keeping
     // surrogates); PCRE2 needs valid UTF-8, so it splits a same-length copy.
     std::string text = utf8::sanitize(f.text, /*replace_surrogates=*/false);
-    if (spec_.escape_whitespace) text = escape_spaces(text);
+    if (spec_.escape_whitespace) {
+      std::string escaped;
+      escaped.reserve(text.size() + 16);
+      append_escaped_spaces(escaped, text);
+      text = std::move(escaped);
+    }
     if (prefix) text.insert(0, kSpaceMark);
     const std::string valid =
         spec_.byte_level ? utf8::sanitize(text, /*replace_surrogates=*/true) : text;

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "tokenizer/space_mark.h"
+
 namespace stride {
 
 using nlohmann::json;
@@ -12,7 +14,7 @@ const char* const kByteLevelRegex =
 
 namespace {
 
-constexpr const char* kSpaceMark = "\xE2\x96\x81";  // U+2581
+const std::string kMark(kSpaceMark);  // "▁"
 
 Status unsupported(const std::string& where, const json& node) {
   std::string type = "?";
@@ -47,14 +49,14 @@ Status apply_normalizer(const json& node, PreTokenizerSpec* spec) {
     for (const json& n : *it) STRIDE_RETURN_IF_ERROR(apply_normalizer(n, spec));
     return Status::Ok();
   }
-  if (type == "Prepend" && string_field(node, "prepend") == kSpaceMark) {
+  if (type == "Prepend" && string_field(node, "prepend") == kMark) {
     spec->prefix_space = true;
     return Status::Ok();
   }
   if (type == "Replace") {
     const json& pattern = node.value("pattern", json());
     if (pattern.is_object() && string_field(pattern, "String") == " " &&
-        string_field(node, "content") == kSpaceMark) {
+        string_field(node, "content") == kMark) {
       spec->escape_whitespace = true;
       spec->byte_level = false;
       return Status::Ok();
@@ -75,15 +77,29 @@ Status apply_pre_tokenizer(const json& node, PreTokenizerSpec* spec) {
   }
   if (type == "Split") {
     const json& pattern = node.value("pattern", json());
-    if (string_field(node, "behavior") != "Isolated" || bool_field(node, "invert", false)) {
-      return Unsupported("tokenizer.json Split pre_tokenizer: only behavior Isolated without invert is supported");
-    }
+    std::string re;
     if (pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string()) {
-      spec->regexes.push_back(pattern["Regex"].get<std::string>());
+      re = pattern["Regex"].get<std::string>();
     } else if (pattern.is_object() && pattern.contains("String") && pattern["String"].is_string()) {
-      spec->regexes.push_back(quote_regex(pattern["String"].get<std::string>()));
+      re = quote_regex(pattern["String"].get<std::string>());
     } else {
       return Corrupt("tokenizer.json: Split pre_tokenizer without a pattern");
+    }
+    if (bool_field(node, "invert", false)) {
+      return Unsupported("tokenizer.json Split pre_tokenizer with invert is not supported");
+    }
+    // The splitter keeps matches and the gaps between them as pieces
+    // (Isolated); the merged behaviours become a regex whose matches are the
+    // merged pieces.
+    const std::string behavior = string_field(node, "behavior");
+    if (behavior == "Isolated") {
+      spec->regexes.push_back(re);
+    } else if (behavior == "MergedWithPrevious") {
+      spec->regexes.push_back("(?s:.*?)(?:" + re + "|\\z)");
+    } else if (behavior == "MergedWithNext") {
+      spec->regexes.push_back("(?s:(?:" + re + ")?(?:(?!(?:" + re + ")).)+|(?:" + re + "))");
+    } else {
+      return Unsupported("tokenizer.json Split behavior '" + behavior + "' is not supported");
     }
     return Status::Ok();
   }
@@ -100,7 +116,7 @@ Status apply_pre_tokenizer(const json& node, PreTokenizerSpec* spec) {
     return Status::Ok();
   }
   if (type == "Metaspace") {
-    if (string_field(node, "replacement", kSpaceMark) != kSpaceMark) return unsupported("pre_tokenizer", node);
+    if (string_field(node, "replacement", kMark) != kMark) return unsupported("pre_tokenizer", node);
     spec->escape_whitespace = true;
     spec->byte_level = false;
     // Older files say add_prefix_space; newer ones prepend_scheme.
@@ -116,7 +132,7 @@ Status apply_pre_tokenizer(const json& node, PreTokenizerSpec* spec) {
     }
     // split: every "▁" starts a new word.
     if (bool_field(node, "split", true)) {
-      spec->regexes.push_back(std::string(kSpaceMark) + "[^" + kSpaceMark + "]*|[^" + kSpaceMark + "]+");
+      spec->regexes.push_back(kMark + "[^" + kMark + "]*|[^" + kMark + "]+");
     }
     return Status::Ok();
   }

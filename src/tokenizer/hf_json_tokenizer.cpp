@@ -2,6 +2,8 @@
 // tokenizer.json (vocabulary, merges, added tokens, post-processor BOS), with
 // end-of-generation ids from tokenizer_config.json / generation_config.json /
 // config.json and llama.cpp's detection by text on top.
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "loader/json_file.h"
@@ -70,7 +72,7 @@ Status read_tokens(const json& root, bool byte_level, Vocab* v) {
     const std::string content = token_text(a);
     if (content.empty()) return Corrupt("tokenizer.json: added token " + std::to_string(id) + " has no content");
     v->text[id] = content;
-    const bool special = a.value("special", false);
+    const bool special = a.contains("special") && a["special"].is_boolean() && a["special"].get<bool>();
     v->attr[id] = special ? kAttrControl : kAttrUserDefined;
   }
   v->token_to_id.reserve(n);
@@ -105,7 +107,7 @@ Status read_merges(const json& model, Vocab* v) {
 // The BOS a TemplateProcessing post-processor puts before the text, or -1.
 int32_t template_bos(const json& post, const Vocab& v) {
   if (!post.is_object()) return -1;
-  const std::string type = post.value("type", "");
+  const std::string type = post.contains("type") && post["type"].is_string() ? post["type"].get<std::string>() : "";
   if (type == "Sequence" && post.contains("processors") && post["processors"].is_array()) {
     for (const json& p : post["processors"]) {
       const int32_t id = template_bos(p, v);
@@ -147,9 +149,7 @@ json optional_json(const fs::path& p) {
   return j.ok() && j->is_object() ? std::move(*j) : json::object();
 }
 
-}  // namespace
-
-Expected<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_folder(const std::string& dir) {
+Expected<std::unique_ptr<Tokenizer>> load_hf_folder(const std::string& dir) {
   const fs::path root_dir(dir);
   STRIDE_ASSIGN_OR_RETURN(json root, read_json_file((root_dir / "tokenizer.json").string()));
   if (!root.is_object()) return Corrupt("tokenizer.json is not an object");
@@ -175,6 +175,16 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_folder(const std::string
 
   STRIDE_ASSIGN_OR_RETURN(auto bpe, BpeTokenizer::create(std::move(v), std::move(spec)));
   return std::unique_ptr<Tokenizer>(std::move(bpe));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_folder(const std::string& dir) {
+  try {
+    return load_hf_folder(dir);
+  } catch (const nlohmann::json::exception& e) {  // a value of the wrong type somewhere
+    return Corrupt(dir + "/tokenizer.json: " + e.what());
+  }
 }
 
 }  // namespace stride

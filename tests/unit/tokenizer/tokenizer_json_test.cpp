@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/hf_json_pipeline.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "vocab_fixture.h"
@@ -88,6 +89,26 @@ TEST(TokenizerJson, PreTokenizerTableSplitsLikeHuggingFace) {
   }
 }
 
+// tokenizer.json pre_tokenizer entries (Split with merged behaviours, Digits,
+// Sequence) cut text as tokenizers' pre_tokenize_str does.
+TEST(TokenizerJson, PreTokenizerEntriesSplitLikeHuggingFace) {
+  ASSERT_TRUE(goldens().contains("json_splits")) << "goldens missing: run scripts/setup";
+  ASSERT_GE(goldens()["json_splits"].size(), 5u);
+  for (const json& entry : goldens()["json_splits"]) {
+    const json root = {{"model", {{"type", "BPE"}}}, {"pre_tokenizer", entry["pre_tokenizer"]}};
+    auto spec = spec_from_tokenizer_json(root);
+    ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+    auto pre = PreTokenizer::compile(spec->regexes);
+    ASSERT_TRUE(pre.ok()) << pre.status().to_string();
+    for (const json& c : entry["cases"]) {
+      const std::string text = c["text"].get<std::string>();
+      std::vector<std::string> got;
+      for (std::string_view w : pre->split(text)) got.emplace_back(w);
+      EXPECT_EQ(got, c["pieces"].get<std::vector<std::string>>()) << entry["pre_tokenizer"].dump() << ": '" << text << "'";
+    }
+  }
+}
+
 TEST(TokenizerJson, HostileFilesAreErrors) {
   const std::string dir = ::testing::TempDir() + "/stride_tokenizer_json_hostile";
   std::filesystem::create_directories(dir);
@@ -108,6 +129,16 @@ TEST(TokenizerJson, HostileFilesAreErrors) {
     std::ofstream(dir + "/tokenizer.json") << text;
     auto tok = Tokenizer::from_hf_folder(dir);
     EXPECT_FALSE(tok.ok()) << text;
+  }
+  // Odd types where a value is optional load or fail, but never throw.
+  const char* const odd[] = {
+      R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "post_processor": {"type": 5}})",
+      R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "added_tokens": [{"id": 1, "content": "<s>", "special": "yes"}]})",
+      R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": 3, "ignore_merges": "no"}})",
+  };
+  for (const char* text : odd) {
+    std::ofstream(dir + "/tokenizer.json") << text;
+    EXPECT_NO_THROW((void)Tokenizer::from_hf_folder(dir)) << text;
   }
   std::filesystem::remove_all(dir);
 }
