@@ -49,6 +49,8 @@ EXTRA = [
     "!!!???...,,,;;;:::'''\"\"\"```$$$+++<<<===>>>^^^|||~~~",
     "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝐛𝐨𝐥𝐝 ｆｕｌｌｗｉｄｔｈ 𠀀𠀁",
     "x" * 300,
+    # Texts llama.cpp treats as end-of-generation; in a tokenizer.json only added tokens are special.
+    "<s> </s> <|endoftext|> <|im_end|> <|eot_id|> <end_of_turn> <eos> [EOS] <EOT> <|end|>",
 ]
 
 # The Split regexes of the published tokenizer.json files.

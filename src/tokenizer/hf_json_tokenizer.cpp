@@ -170,7 +170,14 @@ Expected<std::unique_ptr<Tokenizer>> load_hf_folder(const std::string& dir) {
   if (v.eos >= 0) v.eog.insert(v.eos);
   add_eos_ids(optional_json(root_dir / "generation_config.json"), &v);
   add_eos_ids(optional_json(root_dir / "config.json"), &v);
+  // In a tokenizer.json only added_tokens are cut out of text: detection by
+  // text may add end-of-generation ids, but a vocabulary token such as "</s>"
+  // stays an ordinary one.
+  const std::vector<uint32_t> attr_before = v.attr;
   detect_special_tokens(&v, FimTokenIds{});
+  for (size_t id = 0; id < v.attr.size(); ++id) {
+    if (!(attr_before[id] & (kAttrControl | kAttrUserDefined))) v.attr[id] = attr_before[id];
+  }
   order_special_tokens(&v);
 
   STRIDE_ASSIGN_OR_RETURN(auto bpe, BpeTokenizer::create(std::move(v), std::move(spec)));
