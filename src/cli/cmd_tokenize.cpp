@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "loader/gguf_file.h"
@@ -46,9 +47,15 @@ int cmd_tokenize(const std::string& model_path, const std::optional<std::string>
     text = std::move(*read);
   }
 
-  auto gguf = open_gguf_file(model_path);  // plain or encrypted at rest
-  if (!gguf.ok()) return fail_with(gguf.status().to_string());
-  auto tok = Tokenizer::from_gguf(**gguf);
+  std::error_code ec;
+  Expected<std::unique_ptr<Tokenizer>> tok = Unsupported("no tokenizer");
+  if (std::filesystem::is_directory(model_path, ec)) {
+    tok = Tokenizer::from_hf_folder(model_path);  // an HF folder's tokenizer.json
+  } else {
+    auto gguf = open_gguf_file(model_path);  // plain or encrypted at rest
+    if (!gguf.ok()) return fail_with(gguf.status().to_string());
+    tok = Tokenizer::from_gguf(**gguf);
+  }
   if (!tok.ok()) return fail_with(model_path + ": " + tok.status().to_string());
 
   // --bos asks for BOS explicitly, so it is added even where the model's

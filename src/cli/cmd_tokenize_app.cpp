@@ -16,7 +16,7 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
   };
   auto args = std::make_shared<TokenizeArgs>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of a text, space-separated");
-  cmd->add_option("--model,-m", args->model, "GGUF file (vocabulary-only files work)")->required();
+  cmd->add_option("--model,-m", args->model, "GGUF file (vocabulary-only files work) or HF folder with tokenizer.json")->required();
   auto* p = cmd->add_option("--prompt,-p", args->prompt, "text to tokenize");
   auto* f = cmd->add_option("--file,-f", args->file, "file whose exact bytes are tokenized");
   p->excludes(f);

@@ -49,6 +49,14 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   STRIDE_ASSIGN_OR_RETURN(auto source, open_model(opts.model_path));
   if (source->gguf()) {
     STRIDE_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::from_gguf(*source->gguf()));
+  } else {
+    // An HF folder: its tokenizer.json, if it has one (else ids only).
+    auto tok = Tokenizer::from_hf_folder(opts.model_path);
+    if (tok.ok()) {
+      e->tokenizer_ = std::move(*tok);
+    } else if (tok.status().code() != StatusCode::kNotFound) {
+      return tok.status();
+    }
   }
   prefetch_weights(*source, opts.show_progress);
   STRIDE_ASSIGN_OR_RETURN(e->model_, Transformer::create(std::move(source)));

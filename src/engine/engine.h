@@ -72,7 +72,7 @@ class Engine {
   static Expected<std::unique_ptr<Engine>> create(const EngineOptions& opts);
 
   const ModelConfig& config() const { return model_->config(); }
-  const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null for HF folders
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null for HF folders without tokenizer.json
   Transformer& model() { return *model_; }
   KvManager& kv() { return *kv_; }
   ThreadPool& pool() { return *pool_; }

@@ -1,7 +1,9 @@
-// Byte-level BPE tokenization, as llama.cpp's llm_tokenizer_bpe.
+// BPE tokenization, as llama.cpp's llm_tokenizer_bpe: byte-level (GPT-2
+// mapping) or SentencePiece-style on raw UTF-8 (Gemma 4, Llama 2 tokenizer.json).
 #include <cstdio>
 
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/space_mark.h"
 #include "tokenizer/symbol_merge.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab_tokenizer.h"
@@ -10,27 +12,8 @@ namespace stride {
 
 namespace {
 
-}  // namespace
-
-Expected<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(Vocab vocab) {
-  auto spec = lookup_pre_tokenizer(vocab.pre);
-  if (!spec.ok()) return spec.status();
-  auto pre = PreTokenizer::compile(spec->regexes);
-  if (!pre.ok()) return pre.status();
-  auto pre_ptr = std::make_unique<PreTokenizer>(std::move(*pre));
-  return std::unique_ptr<BpeTokenizer>(
-      new BpeTokenizer(std::move(vocab), std::move(pre_ptr), spec->ignore_merges));
-}
-
-BpeTokenizer::BpeTokenizer(Vocab vocab, std::unique_ptr<PreTokenizer> pre, bool ignore_merges)
-    : VocabTokenizer(std::move(vocab)), pre_(std::move(pre)), ignore_merges_(ignore_merges) {
-  build_piece_cache();
-}
-
-BpeTokenizer::~BpeTokenizer() = default;
-
-std::string BpeTokenizer::render_normal(const std::string& text) const {
-  // Undo the GPT-2 byte mapping; llama.cpp marks unmappable characters visibly.
+// Undoes the GPT-2 byte mapping; llama.cpp marks unmappable characters visibly.
+std::string unmap_bytes(const std::string& text) {
   std::string out;
   for (size_t pos = 0; pos < text.size();) {
     size_t len = 1;
@@ -54,20 +37,65 @@ std::string BpeTokenizer::render_normal(const std::string& text) const {
   return out;
 }
 
+}  // namespace
+
+Expected<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(Vocab vocab) {
+  auto spec = lookup_pre_tokenizer(vocab.pre);
+  if (!spec.ok()) return spec.status();
+  return create(std::move(vocab), std::move(*spec));
+}
+
+Expected<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(Vocab vocab, PreTokenizerSpec spec) {
+  auto pre = PreTokenizer::compile(spec.regexes);
+  if (!pre.ok()) return pre.status();
+  auto pre_ptr = std::make_unique<PreTokenizer>(std::move(*pre));
+  return std::unique_ptr<BpeTokenizer>(
+      new BpeTokenizer(std::move(vocab), std::move(pre_ptr), std::move(spec)));
+}
+
+BpeTokenizer::BpeTokenizer(Vocab vocab, std::unique_ptr<PreTokenizer> pre, PreTokenizerSpec spec)
+    : VocabTokenizer(std::move(vocab)), pre_(std::move(pre)), spec_(std::move(spec)) {
+  build_piece_cache();
+}
+
+BpeTokenizer::~BpeTokenizer() = default;
+
+std::string BpeTokenizer::render_normal(const std::string& text) const {
+  return spec_.escape_whitespace ? unescape_spaces(text) : unmap_bytes(text);
+}
+
 void BpeTokenizer::encode_fragments(const std::vector<Fragment>& fragments,
                                     std::vector<int32_t>& out) const {
   std::string word;
-  for (const Fragment& f : fragments) {
+  bool prev_special = true;
+  for (size_t i = 0; i < fragments.size(); ++i) {
+    const Fragment& f = fragments[i];
     if (f.token >= 0) {
       out.push_back(f.token);
+      prev_special = true;
       continue;
     }
+    bool prefix = spec_.prefix_space_first_only ? i == 0 : spec_.prefix_space && prev_special;
+    if (f.text.empty() || (spec_.prefix_space_unless_space && f.text[0] == ' ')) prefix = false;
+    prev_special = false;
     // llama.cpp tokenizes the text re-encoded from its code points (keeping
     // surrogates); PCRE2 needs valid UTF-8, so it splits a same-length copy.
-    const std::string text = utf8::sanitize(f.text, /*replace_surrogates=*/false);
-    const std::string valid = utf8::sanitize(f.text, /*replace_surrogates=*/true);
+    std::string text = utf8::sanitize(f.text, /*replace_surrogates=*/false);
+    if (spec_.escape_whitespace) {
+      std::string escaped;
+      escaped.reserve(text.size() + 16);
+      append_escaped_spaces(escaped, text);
+      text = std::move(escaped);
+    }
+    if (prefix) text.insert(0, kSpaceMark);
+    const std::string valid =
+        spec_.byte_level ? utf8::sanitize(text, /*replace_surrogates=*/true) : text;
     for (std::string_view w : pre_->split(valid)) {
       const size_t offset = static_cast<size_t>(w.data() - valid.data());
+      if (!spec_.byte_level) {
+        encode_word(std::string(text, offset, w.size()), out);
+        continue;
+      }
       word.clear();
       for (size_t i = offset; i < offset + w.size(); ++i) {
         word += utf8::byte_to_unicode(static_cast<uint8_t>(text[i]));
@@ -77,8 +105,26 @@ void BpeTokenizer::encode_fragments(const std::vector<Fragment>& fragments,
   }
 }
 
+void BpeTokenizer::append_byte_tokens(std::string_view bytes, std::vector<int32_t>& out) const {
+  static const char* hex = "0123456789ABCDEF";
+  for (char c : bytes) {
+    int32_t id = -1;
+    if (spec_.byte_level) {
+      id = vocab_.find(std::string_view(&c, 1));
+    } else {
+      const auto b = static_cast<uint8_t>(c);
+      const char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+      id = vocab_.find(std::string_view(name, 6));
+      if (id < 0 && spec_.unk_fallback) id = vocab_.unk;
+    }
+    if (id >= 0) out.push_back(id);
+  }
+}
+
 void BpeTokenizer::encode_word(const std::string& word, std::vector<int32_t>& out) const {
-  if (ignore_merges_) {
+  const bool whole = spec_.ignore_merges ||
+                     (spec_.newline_words_whole && word.find_first_not_of('\n') == std::string::npos);
+  if (whole) {
     const int32_t id = vocab_.find(word);
     if (id >= 0) {
       out.push_back(id);
@@ -97,12 +143,8 @@ void BpeTokenizer::encode_word(const std::string& word, std::vector<int32_t>& ou
     const int32_t id = vocab_.find(s);
     if (id >= 0) {
       out.push_back(id);
-      continue;
-    }
-    // llama.cpp then tries each single byte of the mapped text as a token.
-    for (char c : s) {
-      const int32_t b = vocab_.find(std::string_view(&c, 1));
-      if (b >= 0) out.push_back(b);
+    } else {
+      append_byte_tokens(s, out);  // each byte of the symbol's text, as llama.cpp
     }
   }
 }

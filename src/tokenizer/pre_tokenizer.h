@@ -16,6 +16,21 @@ struct PreTokenizerSpec {
   std::vector<std::string> regexes;
   bool ignore_merges = false;  // a word that is already a token is emitted whole
   bool add_bos = false;        // default for tokenizer.ggml.add_bos_token
+  // false: SentencePiece-style BPE on raw UTF-8 (no GPT-2 byte mapping);
+  // unknown bytes become <0xXX> tokens.
+  bool byte_level = true;
+  // Spaces become U+2581 before splitting (and back when decoding).
+  bool escape_whitespace = false;
+  // Prefix U+2581 to text after a special token (and at the start), or only
+  // to text at the very start of the input; optionally not to text that
+  // already starts with a space (Metaspace).
+  bool prefix_space = false;
+  bool prefix_space_first_only = false;
+  bool prefix_space_unless_space = false;
+  // Without byte_level: a byte with no <0xXX> token becomes the unknown token.
+  bool unk_fallback = false;
+  // A word of newlines only that is a token is emitted whole (Gemma 4).
+  bool newline_words_whole = false;
 };
 
 // "" and "default" give llama.cpp's default; unknown names are an error.

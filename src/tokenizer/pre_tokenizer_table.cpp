@@ -22,15 +22,19 @@ const char* const kQwen35 =
     "\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char* const kGpt2 =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
+// gpt-4o (o200k) and tekken: the regexes of the published tokenizer.json files.
+// llama.cpp rewrites the case classes as ASCII look-aheads because its regex
+// engine lacks \p{Lu}; PCRE2 has them, so stride splits exactly as the
+// Hugging Face tokenizer does (also for non-ASCII capitals).
 const char* const kGpt4o =
-    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|"
-    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*"
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char* const kTekken =
-    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|"
-    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|"
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char* const kPoro = " ?[^(\\s|.,!?…。，、।۔،)]+";
 const char* const kDeepseekLlmLetters =
@@ -93,6 +97,13 @@ Expected<PreTokenizerSpec> lookup_pre_tokenizer(const std::string& pre) {
     s.add_bos = true;
   } else if (is_one_of(pre, {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"})) {
     s.regexes = {kGpt4o};
+  } else if (pre == "gemma4") {
+    // SentencePiece-style BPE over the whole text, cut only at newlines.
+    s.regexes = {"[^\\n]+|[\\n]+"};
+    s.byte_level = false;
+    s.escape_whitespace = true;
+    s.newline_words_whole = true;
+    s.add_bos = true;
   } else if (pre == "chameleon") {
     s.regexes = {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )",
                  "\\p{N}", "[\\p{P}!-/:-@\\[-`{-~]", kGpt2};

@@ -1,32 +1,15 @@
 // SentencePiece-style tokenization, as llama.cpp's llm_tokenizer_spm.
 
+#include "tokenizer/space_mark.h"
 #include "tokenizer/symbol_merge.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab_tokenizer.h"
 
 namespace stride {
 
-namespace {
-
-constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581 "▁"
-
-}  // namespace
-
 SpmTokenizer::SpmTokenizer(Vocab vocab) : VocabTokenizer(std::move(vocab)) { build_piece_cache(); }
 
-std::string SpmTokenizer::render_normal(const std::string& text) const {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    if (text.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
-      out.push_back(' ');
-      i += kSpaceMark.size();
-    } else {
-      out.push_back(text[i++]);
-    }
-  }
-  return out;
-}
+std::string SpmTokenizer::render_normal(const std::string& text) const { return unescape_spaces(text); }
 
 int32_t SpmTokenizer::byte_token(uint8_t b) const {
   static const char* hex = "0123456789ABCDEF";
@@ -56,13 +39,7 @@ void SpmTokenizer::encode_text(std::string_view raw, bool prefix_space,
   std::string text;
   text.reserve(raw.size() + 8);
   if (prefix_space) text.append(kSpaceMark);
-  for (char c : raw) {
-    if (c == ' ') {
-      text.append(kSpaceMark);
-    } else {
-      text.push_back(c);
-    }
-  }
+  append_escaped_spaces(text, raw);
 
   std::vector<MergeSymbol> syms = split_into_symbols(text);
   merge_symbols(text, syms, [&](std::string_view l, std::string_view r) -> std::optional<double> {

@@ -19,6 +19,10 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   static Expected<std::unique_ptr<Tokenizer>> from_gguf(const GGUFFile& file);
+  // A Hugging Face folder's tokenizer.json (BPE: byte-level or
+  // SentencePiece-style), with its tokenizer_config.json,
+  // generation_config.json and config.json for end-of-generation ids.
+  static Expected<std::unique_ptr<Tokenizer>> from_hf_folder(const std::string& dir);
 
   // add_bos: prepend BOS if the model's rules say so (tokenizer.ggml.add_bos_token).
   // parse_special: text like "<|im_start|>" becomes its special token id.

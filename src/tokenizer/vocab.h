@@ -62,9 +62,28 @@ struct Vocab {
     return it == token_to_id.end() ? -1 : it->second;
   }
   int32_t find_merge(std::string_view left, std::string_view right) const;
+  // Records the merge (left, right) at `rank` unless the pair already has one.
+  void add_merge(std::string_view left, std::string_view right, int32_t rank) {
+    std::string key;
+    key.reserve(left.size() + right.size() + 1);
+    key.append(left).push_back('\xFF');
+    key.append(right);
+    merge_rank.try_emplace(std::move(key), rank);
+  }
 };
 
 // Reads tokenizer.ggml.* from a GGUF file. Errors name the offending key.
 Expected<Vocab> load_vocab(const GGUFFile& file);
+
+// Fill-in-the-middle token ids a file names explicitly (-1 when it does not).
+struct FimTokenIds {
+  int32_t pad = -1, rep = -1, sep = -1;
+};
+// llama.cpp's detection by text once the ids a file names are set: EOT/EOM,
+// FIM and end-of-generation tokens (made control), and the model-specific
+// exceptions (gpt-oss "<|end|>", Gemma 4 "</s>").
+void detect_special_tokens(Vocab* v, FimTokenIds fim);
+// Fills special_tokens from the attributes, longest text first.
+void order_special_tokens(Vocab* v);
 
 }  // namespace stride

@@ -117,8 +117,8 @@ Status load_arrays(const GGUFFile& f, Vocab* v) {
       const std::string& m = (*merges)[i];
       const size_t sp = m.find(' ', 1);
       if (sp == std::string::npos) continue;  // llama.cpp files it under ("", "")
-      std::string key = m.substr(0, sp) + '\xFF' + m.substr(sp + 1);
-      v->merge_rank.try_emplace(std::move(key), static_cast<int32_t>(i));
+      v->add_merge(std::string_view(m).substr(0, sp), std::string_view(m).substr(sp + 1),
+                   static_cast<int32_t>(i));
     }
   }
   return Status::Ok();
@@ -147,10 +147,19 @@ Status load_special_ids(const GGUFFile& f, Vocab* v) {
     if (!b.ok()) return b.status();
     v->add_bos = *b;
   }
+  if (v->pre == "gemma4") v->add_bos = true;  // as llama.cpp: Gemma 4 files may say otherwise
   if (v->add_bos && v->bos < 0) {
     return InvalidArgument("tokenizer adds BOS but has no tokenizer.ggml.bos_token_id");
   }
 
+  detect_special_tokens(v, {fim_pad, fim_rep, fim_sep});
+  return Status::Ok();
+}
+
+}  // namespace
+
+void detect_special_tokens(Vocab* v, FimTokenIds fim) {
+  int32_t fim_pad = fim.pad, fim_rep = fim.rep, fim_sep = fim.sep;
   // Auto-detection by text, as llama.cpp does; detected tokens become control.
   const auto mark_control = [&](int32_t id) {
     if (id >= 0) v->attr[id] |= kAttrControl;
@@ -201,10 +210,17 @@ Status load_special_ids(const GGUFFile& f, Vocab* v) {
     v->eog.erase(s);
     v->attr[s] = kAttrNormal;
   }
-  return Status::Ok();
 }
 
-}  // namespace
+void order_special_tokens(Vocab* v) {
+  v->special_tokens.clear();
+  for (int32_t id = 0; id < v->n_vocab(); ++id) {
+    if (v->attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) v->special_tokens.push_back(id);
+  }
+  std::stable_sort(v->special_tokens.begin(), v->special_tokens.end(), [&](int32_t a, int32_t b) {
+    return v->text[a].size() > v->text[b].size();
+  });
+}
 
 int32_t Vocab::find_merge(std::string_view left, std::string_view right) const {
   thread_local std::string key;
@@ -224,14 +240,15 @@ Expected<Vocab> load_vocab(const GGUFFile& f) {
     v.type = VocabType::kSpm;
     v.add_bos = true;
     v.add_space_prefix = true;
-  } else if (*model == "gpt2") {
+  } else if (*model == "gpt2" || *model == "gemma4") {
     v.type = VocabType::kBpe;
+    if (*model == "gemma4") v.pre = "gemma4";  // SentencePiece-style BPE, whatever the file says
     auto spec = lookup_pre_tokenizer(v.pre);
     if (!spec.ok()) return spec.status();
     v.add_bos = spec->add_bos;
   } else {
     return Unsupported("tokenizer.ggml.model '" + *model +
-                       "' is not supported (supported: llama, gpt2)");
+                       "' is not supported (supported: llama, gpt2, gemma4)");
   }
   if (f.has("tokenizer.ggml.add_space_prefix")) {
     auto b = f.get_bool("tokenizer.ggml.add_space_prefix");
@@ -243,12 +260,7 @@ Expected<Vocab> load_vocab(const GGUFFile& f) {
   STRIDE_RETURN_IF_ERROR(load_arrays(f, &v));
   STRIDE_RETURN_IF_ERROR(load_special_ids(f, &v));
 
-  for (int32_t id = 0; id < v.n_vocab(); ++id) {
-    if (v.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) v.special_tokens.push_back(id);
-  }
-  std::stable_sort(v.special_tokens.begin(), v.special_tokens.end(), [&](int32_t a, int32_t b) {
-    return v.text[a].size() > v.text[b].size();
-  });
+  order_special_tokens(&v);
   return v;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/special_split.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
@@ -67,22 +68,28 @@ class SpmTokenizer final : public VocabTokenizer {
 
 class PreTokenizer;
 
-// Byte-level BPE (tokenizer.ggml.model = "gpt2"): regex pre-tokenization,
-// GPT-2 byte mapping, then merges by rank.
+// BPE with merges by rank (tokenizer.ggml.model = "gpt2" / "gemma4", or a
+// tokenizer.json BPE model): regex pre-tokenization, then either the GPT-2
+// byte mapping (byte-level) or SentencePiece-style raw UTF-8 with U+2581 for
+// spaces and <0xXX> byte fallback.
 class BpeTokenizer final : public VocabTokenizer {
  public:
+  // The pre-tokenizer named by vocab.pre (llama.cpp's table).
   static Expected<std::unique_ptr<BpeTokenizer>> create(Vocab vocab);
+  static Expected<std::unique_ptr<BpeTokenizer>> create(Vocab vocab, PreTokenizerSpec spec);
   ~BpeTokenizer() override;
 
  private:
-  BpeTokenizer(Vocab vocab, std::unique_ptr<PreTokenizer> pre, bool ignore_merges);
+  BpeTokenizer(Vocab vocab, std::unique_ptr<PreTokenizer> pre, PreTokenizerSpec spec);
   void encode_fragments(const std::vector<Fragment>& fragments,
                         std::vector<int32_t>& out) const override;
   void encode_word(const std::string& word, std::vector<int32_t>& out) const;
   std::string render_normal(const std::string& text) const override;
+  // Byte-level: the token of the mapped byte; otherwise <0xXX>, then unk.
+  void append_byte_tokens(std::string_view bytes, std::vector<int32_t>& out) const;
 
   std::unique_ptr<PreTokenizer> pre_;
-  bool ignore_merges_ = false;
+  PreTokenizerSpec spec_;
 };
 
 }  // namespace stride
