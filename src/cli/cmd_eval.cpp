@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "loader/chat_template_source.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "eval/ruler_score.h"
@@ -66,9 +67,10 @@ Expected<PromptFormat> prompt_format(Engine& engine, const std::string& mode, st
   label = "off";
   if (mode == "off") return PromptFormat::completion();
   if (mode != "auto" && mode != "on") return InvalidArgument("--chat must be auto, on or off, not '" + mode + "'");
-  const GGUFFile* gguf = engine.model().source().gguf();
-  const std::string tmpl = gguf ? gguf->get_string_or("tokenizer.chat_template", "") : "";
-  const std::string arch = gguf ? gguf->get_string_or("general.architecture", "") : "";
+  const ModelSource& source = engine.model().source();
+  STRIDE_ASSIGN_OR_RETURN(const std::string tmpl, model_chat_template(source));
+  const std::string arch = source.gguf() ? source.gguf()->get_string_or("general.architecture", "")
+                                         : arch_name(source.config.arch);
   if (mode == "auto" && tmpl.empty()) return PromptFormat::completion();
   const serving::ChatTokens tokens =
       engine.tokenizer() ? serving::chat_tokens_of(*engine.tokenizer()) : serving::ChatTokens{};

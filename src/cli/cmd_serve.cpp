@@ -17,6 +17,7 @@
 #include "cli/serve_encoder.h"
 #include "cli/serve_shared_tier.h"
 #include "encoder/encoder_model.h"
+#include "loader/chat_template_source.h"
 #include "loader/model_versions.h"
 #include "loader/encrypted_file.h"
 #include "loader/sha256.h"
@@ -93,7 +94,14 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   if (EncoderModel::is_encoder_folder(path)) return load_encoder_version(cfg, ref, metrics);
   Stage path_stage("model path");
   std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
+  // An HF folder (config.json + safetensors): its size is that of its files.
+  std::uintmax_t size = 0;
+  if (std::filesystem::is_directory(path, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(path, ec))
+      if (e.is_regular_file(ec)) size += e.file_size(ec);
+  } else {
+    size = std::filesystem::file_size(path, ec);
+  }
   if (ec) return NotFound("model " + path + ": " + ec.message());
   path_stage.done({{"model", path},
                    {"version", ref.version.empty() ? "-" : ref.version},
@@ -101,7 +109,7 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
                    {"encrypted", is_encrypted_model(path) ? "yes" : "no"}});
 
   Stage sha_stage("sha256");
-  STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_file(path));
+  STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_model(path));
   if (!expected_sha.empty() && expected_sha != digest) {
     return Corrupt("sha256 mismatch for " + path + ": expected " + expected_sha + ", got " + digest);
   }
@@ -169,8 +177,8 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   m->path = path;
   m->version = ref.version.empty() ? digest.substr(0, 16) : ref.version;
   m->sha256 = digest;
-  const GGUFFile* gguf = engine.model().source().gguf();
-  std::string tmpl = gguf ? gguf->get_string_or("tokenizer.chat_template", "") : "";
+  const ModelSource& source = engine.model().source();
+  STRIDE_ASSIGN_OR_RETURN(std::string tmpl, model_chat_template(source));
   if (!cfg.chat_template_file.empty()) {  // replaces the GGUF's template, as llama-server's option does
     std::ifstream f(cfg.chat_template_file, std::ios::binary);
     if (!f) return NotFound("cannot read chat_template_file " + cfg.chat_template_file);
@@ -178,7 +186,8 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
     text << f.rdbuf();
     tmpl = text.str();
   }
-  const std::string arch = gguf ? gguf->get_string_or("general.architecture", "") : "";
+  const std::string arch = source.gguf() ? source.gguf()->get_string_or("general.architecture", "")
+                                         : arch_name(source.config.arch);
   m->chat = serving::detect_chat_template(tmpl, arch, serving::chat_tokens_of(*engine.tokenizer()));
   m->attention = eo.attention;
   log(LogLevel::Info, "model version ready",

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,24 @@ Expected<std::string> sha256_file(const std::string& path) {
   std::array<uint8_t, 32> digest{};
   std::memcpy(digest.data(), md, std::min<size_t>(len, digest.size()));
   return sha256_hex(digest);
+}
+
+Expected<std::string> sha256_model(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return sha256_file(path);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    if (e.is_regular_file(ec)) names.push_back(e.path().filename().string());
+  }
+  if (ec) return IoError("cannot list " + path + ": " + ec.message());
+  std::sort(names.begin(), names.end());
+  std::string manifest;
+  for (const std::string& name : names) {
+    STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_file((fs::path(path) / name).string()));
+    manifest += digest + "  " + name + "\n";
+  }
+  return sha256_hex(sha256_bytes(manifest.data(), manifest.size()));
 }
 
 std::array<uint8_t, 32> sha256_bytes(const void* data, size_t n) {

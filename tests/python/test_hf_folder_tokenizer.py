@@ -66,3 +66,32 @@ def test_stride_run_on_hf_folder_matches_transformers(stride, tmp_path):
                                           "--temperature", 0, "--ignore-eos", "--kv-type", "f32", "--json"]))
     assert res["prompt_tokens"] == len(ids)
     assert res["generated_ids"] == want
+
+
+CHAT_TEMPLATE = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] | trim }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<assistant>{% endif %}")
+
+
+def test_serve_chat_on_hf_folder_uses_its_template(tmp_path):
+    """`stride serve` on an HF folder renders tokenizer_config.json's
+    chat_template: the prompt it counts is the Jinja2 rendering, tokenized by
+    the folder's tokenizer.json (both computed here with jinja2 and tokenizers)."""
+    import jinja2
+    from stride_server import StrideServer
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for f in ("config.json", "model.safetensors"):
+        shutil.copy(os.path.join(TINY, f), folder / f)
+    tok = _byte_level_tokenizer(folder / "tokenizer.json")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": CHAT_TEMPLATE}))
+    messages = [{"role": "system", "content": " Be brief. "}, {"role": "user", "content": "Hi there"}]
+    rendered = jinja2.Environment().from_string(CHAT_TEMPLATE).render(messages=messages,
+                                                                     add_generation_prompt=True)
+    want_tokens = len(tok.encode(rendered).ids)
+    with StrideServer(model=str(folder)) as srv:
+        status, _, body = srv.post("/v1/chat/completions", {"messages": messages, "max_tokens": 4,
+                                                            "temperature": 0})
+        assert status == 200, body
+        usage = json.loads(body)["usage"]
+        assert usage["prompt_tokens"] == want_tokens
+        assert usage["completion_tokens"] >= 1
