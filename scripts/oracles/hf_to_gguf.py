@@ -26,6 +26,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from byte_map import bytes_to_unicode  # noqa: E402
+
 VERSION = "0.3.36"
 CACHE = Path(os.environ.get("STRIDE_CACHE", Path.home() / ".cache" / "stride"))
 
@@ -64,16 +67,7 @@ def llama_source() -> Path:
 
 def byte_level_tokenizer(vocab_size: int) -> dict:
     """tokenizer.json: GPT-2's byte-to-unicode map, ids 0..254 = bytes 0..254."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    byte_char = {b: chr(c) for b, c in zip(bs, cs)}
+    byte_char = bytes_to_unicode()
     vocab = {byte_char[b]: b for b in range(255)}
     vocab["ĠĠ"] = 255
     for i in range(256, vocab_size):

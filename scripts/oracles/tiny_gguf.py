@@ -23,6 +23,8 @@ Conventions reproduced:
 """
 import numpy as np
 
+from byte_map import bytes_to_unicode
+
 import gguf
 
 ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3",
@@ -35,20 +37,6 @@ def permute_qk(w: np.ndarray, n_head: int) -> np.ndarray:
     """HF (half-split) rows -> llama.cpp (interleaved pairs) rows, per head."""
     return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
             .swapaxes(1, 2).reshape(w.shape))
-
-
-def _bytes_to_unicode():
-    """GPT-2's printable stand-ins for the 256 byte values."""
-    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-          + list(range(ord("®"), ord("ÿ") + 1)))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def _map_name(name: str, arch_name: str) -> str | None:
@@ -178,7 +166,7 @@ def write_gguf(path: str, name: str, cfg, state: dict, f16: bool = False) -> Non
     rp = _rope_params(cfg)
     _write_rope_scaling(w, cfg, int(head_dim * rp.get("partial_rotary_factor", 1.0)))
 
-    b2u = _bytes_to_unicode()
+    b2u = bytes_to_unicode()
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("default")
     assert cfg.vocab_size == 256
