@@ -13,6 +13,7 @@ Oracles (never stride's own output):
 Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_embeddings.py
 """
 import base64
+import http.client
 import json
 import os
 import threading
@@ -267,18 +268,25 @@ def test_decoder_embeddings_under_kv_pressure():
     # fewer than the two generations need at their end (2 x 5 pages x 3 layers).
     with StrideServer(gguf, env=env, extra_args=["--kv-budget", "160K"]) as srv:
         c = client(srv)
-        outs = []
-
-        def generate(seed):
-            r = c.completions.create(model=os.path.basename(gguf), prompt=[3 + seed, 4, 5], max_tokens=150,
-                                     temperature=0, extra_body={"ignore_eos": True})
-            outs.append(r.usage.completion_tokens)
-        threads = [threading.Thread(target=generate, args=(i,)) for i in range(2)]
-        for t in threads:
-            t.start()
+        # Both generations must be resident together: on a fast machine one
+        # finishes its 150 tokens in milliseconds, so a thread that starts
+        # late would see an empty pool. Connect first, then send both bodies
+        # back to back, and read the replies only after the embeddings.
+        host, port = srv.url.split("//")[1].split(":")
+        conns = [http.client.HTTPConnection(host, int(port), timeout=300) for _ in range(2)]
+        for conn in conns:
+            conn.connect()
+        for seed, conn in enumerate(conns):
+            body = {"model": os.path.basename(gguf), "prompt": [3 + seed, 4, 5], "max_tokens": 150,
+                    "temperature": 0, "ignore_eos": True}
+            conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
         r = c.embeddings.create(model=os.path.basename(gguf), input=ids, encoding_format="float")
-        for t in threads:
-            t.join()
+        outs = []
+        for conn in conns:
+            reply = conn.getresponse()
+            assert reply.status == 200
+            outs.append(json.loads(reply.read())["usage"]["completion_tokens"])
+            conn.close()
         assert outs == [150, 150]
         for d, w in zip(r.data, want):
             got = np.asarray(d.embedding, dtype=np.float64)
