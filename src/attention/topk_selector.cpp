@@ -258,6 +258,10 @@ Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<in
   plan.indptr.assign(1, 0);
   plan.head_indptr.assign(1, 0);
   const int n_kv = sel.n_kv_heads;
+  plan.page_ids.reserve(sel.pages.size());
+  plan.page_valid.reserve(sel.pages.size());
+  plan.page_first.reserve(sel.pages.size());
+  plan.page_full.reserve(sel.pages.size());
   for (int b = 0; b < sel.n_blocks(); ++b) {
     const int64_t qa = sel.q_pos0 + (int64_t)b * sel.q_block;
     for (int h = 0; h < n_kv; ++h) {
