@@ -158,7 +158,9 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     const bool ranks = keep < geo.n_groups || p.mass > 0.0;
     // Page scores of every kv head: the candidates' pages, and under mass=P
     // the fixed groups' too (their estimate). Pool pages in one batched pass;
-    // pages in the tier from their kept summaries.
+    // pages in the tier from their kept summaries. A score is the largest
+    // exact per-row bound (a per-channel box over the rows is cheaper but
+    // looser; it lost passkeys in prefill).
     const int64_t n_scored = !ranks ? 0 : p.mass > 0.0 ? n_present : std::min(n_present, geo.local_from * gp);
     if (ranks) {
       gather_rows(x.br, q, q_first, nq, n_head, n_kv_heads, dim, p.pooled_estimate && nq > 1);

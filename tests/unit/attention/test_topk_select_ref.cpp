@@ -135,8 +135,8 @@ struct Case {
   int n_next = 0;
 };
 
-// Random integer keys and queries over a shuffled page table with holes;
-// returns how many (block, kv head) lists were compared.
+// Random integer keys and queries over a shuffled page table with holes
+// (and tier pages when c.cold): select_topk must equal the reference.
 void check_case(const Case& c, uint32_t seed) {
   SCOPED_TRACE(c.policy + " n_q=" + std::to_string(c.n_q) + " cold=" + std::to_string(c.cold) +
                " seed=" + std::to_string(seed));
