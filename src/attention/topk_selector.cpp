@@ -1,6 +1,7 @@
 #include "attention/topk_selector.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -46,52 +47,61 @@ TopkBlockBudget topk_block_budget(const PolicySpec& p, int page_size, int64_t n_
 
 namespace {
 
-struct BlockQueries {
-  // Rows of one (query block, kv head): queries x the group's heads, or
-  // under a pooled estimate one mean query per head of the group.
-  std::vector<const float*> rows;
-  std::vector<float> pooled;  // [group, dim]
-  std::vector<float> lo, hi;  // [dim] per-channel box over the rows (prefill)
+// Rows of one query block for every kv head: queries x the group's heads,
+// or under a pooled estimate one mean query per head of the group.
+struct BlockRows {
+  std::vector<const float*> rows;  // [n_kv_heads][n_rows]
+  std::vector<float> pooled;       // [n_kv_heads, group, dim]
+  int n_rows = 0;
 };
 
-void gather_rows(BlockQueries& bq, const float* q, int q_first, int nq, int n_head, int group,
-                 int h, int dim, bool pooled) {
-  bq.rows.clear();
-  if (pooled) {
-    bq.pooled.assign((size_t)group * dim, 0.f);
-    for (int j = 0; j < group; ++j) {
-      float* mean = bq.pooled.data() + (size_t)j * dim;
-      for (int i = 0; i < nq; ++i) {
-        const float* r = q + ((int64_t)(q_first + i) * n_head + (int64_t)h * group + j) * dim;
-        for (int t = 0; t < dim; ++t) mean[t] += r[t];
+void gather_rows(BlockRows& br, const float* q, int q_first, int nq, int n_head, int n_kv, int dim,
+                 bool pooled) {
+  const int group = n_head / n_kv;
+  br.rows.clear();
+  br.n_rows = pooled ? group : nq * group;
+  if (pooled) br.pooled.assign((size_t)n_head * dim, 0.f);
+  for (int h = 0; h < n_kv; ++h) {
+    if (pooled) {
+      for (int j = 0; j < group; ++j) {
+        float* mean = br.pooled.data() + ((size_t)h * group + j) * dim;
+        for (int i = 0; i < nq; ++i) {
+          const float* r = q + ((int64_t)(q_first + i) * n_head + (int64_t)h * group + j) * dim;
+          for (int t = 0; t < dim; ++t) mean[t] += r[t];
+        }
+        for (int t = 0; t < dim; ++t) mean[t] /= (float)nq;
+        br.rows.push_back(mean);
       }
-      for (int t = 0; t < dim; ++t) mean[t] /= (float)nq;
-      bq.rows.push_back(mean);
+    } else {
+      for (int i = 0; i < nq; ++i)
+        for (int j = 0; j < group; ++j)
+          br.rows.push_back(q + ((int64_t)(q_first + i) * n_head + (int64_t)h * group + j) * dim);
     }
-  } else {
-    for (int i = 0; i < nq; ++i)
-      for (int j = 0; j < group; ++j)
-        bq.rows.push_back(q + ((int64_t)(q_first + i) * n_head + (int64_t)h * group + j) * dim);
   }
-  bq.lo.assign(dim, INFINITY);
-  bq.hi.assign(dim, -INFINITY);
-  for (const float* r : bq.rows)
-    for (int t = 0; t < dim; ++t) {
-      bq.lo[t] = std::min(bq.lo[t], r[t]);
-      bq.hi[t] = std::max(bq.hi[t], r[t]);
-    }
 }
 
-// The page's bound: the largest exact per-row bound (the per-channel box over
-// the rows is cheaper but looser; it lost passkeys in prefill, see the report).
-float page_score(const BlockQueries& bq, bool per_row, const PageSummaries& sums, int32_t page,
-                 int h) {
-  const float* mn = sums.min(page, h);
-  const float* mx = sums.max(page, h);
-  const int dim = sums.head_dim();
-  if (!per_row) return summary_box_bound(bq.lo.data(), bq.hi.data(), mn, mx, dim);
-  return max_summary_bound(bq.rows.data(), (int)bq.rows.size(), mn, mx, dim);
+// A candidate as one integer ordered like the pair (-score, group): best
+// score first, ties to the lower group. Sorting integers instead of pairs
+// makes the ranking cheap over tens of thousands of groups.
+uint64_t rank_key(float score, int64_t G) {
+  float neg = -score;
+  if (neg == 0.f) neg = 0.f;  // -0 and +0 compare equal as floats
+  uint32_t u = std::bit_cast<uint32_t>(neg);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // IEEE order as unsigned order
+  return ((uint64_t)u << 32) | (uint64_t)(uint32_t)G;
 }
+int64_t rank_group(uint64_t key) { return (int64_t)(key & 0xffffffffu); }
+
+// Buffers one selection reuses across calls on the same thread (selection
+// runs per layer and step; the largest hold a few floats per page).
+struct SelectScratch {
+  BlockRows br;
+  std::vector<float> page_scores;   // [n_kv_heads, n_scored] by logical page
+  std::vector<float> group_scores;  // [n_groups] one kv head's
+  std::vector<uint64_t> ranked;     // [candidates] rank_key, best first up to the cut
+  std::vector<uint8_t> chosen;      // [n_groups]
+  std::vector<float> est_fixed, est_ranked, log_keys;
+};
 
 }  // namespace
 
@@ -125,7 +135,6 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
   sel.n_kv_heads = n_kv_heads;
   sel.head_indptr.assign(1, 0);
   const int n_blocks = n_q <= 0 ? 0 : (n_q + sel.q_block - 1) / sel.q_block;
-  const int group = n_head / n_kv_heads;
   const int64_t n_logical =
       std::min<int64_t>((int64_t)page_table.size(), (kv_len + page_size - 1) / page_size);
   const int dim = sums.head_dim();
@@ -133,29 +142,10 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
   auto present = [&](int64_t L) {
     return page_table[L] >= 0 || (cold && (*cold->tier_key)[L] != 0);
   };
-  auto score = [&](const BlockQueries& bq, int64_t L, int h) {
-    if (page_table[L] >= 0) return page_score(bq, /*per_row=*/true, sums, page_table[L], h);
-    const float* mn = cold->summaries + ((size_t)L * n_kv_heads + h) * 2 * dim;
-    return max_summary_bound(bq.rows.data(), (int)bq.rows.size(), mn, mn + dim, dim);
-  };
   const float s = scale > 0.f ? scale : 1.f / std::sqrt((float)dim);
-  // mass=P: a group's estimated log-mass, as if its keys all scored its bound.
-  auto group_estimate = [&](const BlockQueries& bq, const TopkGeometry& geo, int64_t G,
-                            int64_t n_present, int64_t q_last, int h) {
-    float best = -INFINITY;
-    int64_t keys = 0;
-    for (int64_t L = G * geo.group_pages; L < std::min(n_present, (G + 1) * geo.group_pages); ++L) {
-      if (!present(L)) continue;
-      best = std::max(best, score(bq, L, h));
-      keys += std::max<int64_t>(0, std::min<int64_t>({L * page_size + page_size, kv_len, q_last + 1}) - L * page_size);
-    }
-    return keys > 0 ? s * best + std::log((float)keys) : -INFINITY;
-  };
-  std::vector<float> est_fixed, est_ranked;
+  thread_local SelectScratch scratch;
+  SelectScratch& x = scratch;
 
-  BlockQueries bq;
-  std::vector<uint8_t> chosen;
-  std::vector<std::pair<float, int64_t>> scored;  // (-score, group): ascending = best first
   for (int b = 0; b < n_blocks; ++b) {
     const int q_first = b * sel.q_block;
     const int nq = std::min(sel.q_block, n_q - q_first);
@@ -163,49 +153,96 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     const int64_t n_present = std::min<int64_t>(n_logical, qb / page_size + 1);
     const TopkBlockBudget budget = topk_block_budget(p, page_size, n_logical, qa, qb);
     const TopkGeometry& geo = budget.geo;
+    const int64_t gp = geo.group_pages;
     const int64_t n_fixed = budget.n_fixed, keep = budget.keep;
+    const bool ranks = keep < geo.n_groups || p.mass > 0.0;
+    // Page scores of every kv head: the candidates' pages, and under mass=P
+    // the fixed groups' too (their estimate). Pool pages in one batched pass;
+    // pages in the tier from their kept summaries. A score is the largest
+    // exact per-row bound (a per-channel box over the rows is cheaper but
+    // looser; it lost passkeys in prefill).
+    const int64_t n_scored = !ranks ? 0 : p.mass > 0.0 ? n_present : std::min(n_present, geo.local_from * gp);
+    if (ranks) {
+      gather_rows(x.br, q, q_first, nq, n_head, n_kv_heads, dim, p.pooled_estimate && nq > 1);
+      x.page_scores.resize((size_t)n_kv_heads * n_scored);  // [n_kv_heads, n_scored]
+      max_summary_bounds(x.br.rows.data(), x.br.n_rows, sums.data(), page_table.data(), n_scored,
+                         n_kv_heads, dim, x.page_scores.data());
+      if (cold)
+        for (int64_t L = 0; L < n_scored; ++L) {
+          if (page_table[L] >= 0 || (*cold->tier_key)[L] == 0) continue;
+          for (int h = 0; h < n_kv_heads; ++h) {
+            const float* mn = cold->summaries + ((size_t)L * n_kv_heads + h) * 2 * dim;
+            x.page_scores[(size_t)h * n_scored + L] =
+                max_summary_bound(x.br.rows.data() + (size_t)h * x.br.n_rows, x.br.n_rows, mn, mn + dim, dim);
+          }
+        }
+      x.log_keys.resize((size_t)gp + 1);
+      for (int64_t j = 1; j <= gp; ++j) x.log_keys[(size_t)j] = std::log((float)(j * page_size));
+    }
     for (int h = 0; h < n_kv_heads; ++h) {
-      chosen.assign(geo.n_groups, 1);
-      if (keep < geo.n_groups || p.mass > 0.0) {
-        gather_rows(bq, q, q_first, nq, n_head, group, h, dim, p.pooled_estimate && nq > 1);
-        scored.clear();
-        for (int64_t G = geo.n_sink; G < geo.local_from; ++G) {
+      x.chosen.assign(geo.n_groups, 1);
+      if (ranks) {
+        const float* sc = x.page_scores.data() + (size_t)h * n_scored;  // [n_scored]
+        // A group's score: its best page's (absent pages score -inf).
+        auto group_score = [&](int64_t G) {
           float best = -INFINITY;
-          for (int64_t L = G * geo.group_pages; L < std::min(n_present, (G + 1) * geo.group_pages); ++L)
-            if (present(L)) best = std::max(best, score(bq, L, h));
-          scored.push_back({-best, G});
-          chosen[G] = 0;
+          for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L) best = std::max(best, sc[L]);
+          return best;
+        };
+        x.ranked.clear();
+        x.group_scores.resize(geo.n_groups);
+        for (int64_t G = geo.n_sink; G < geo.local_from; ++G) {
+          const float best = gp == 1 ? std::max(-INFINITY, sc[G]) : group_score(G);
+          x.group_scores[G] = best;
+          x.ranked.push_back(rank_key(best, G));
+          x.chosen[G] = 0;
         }
         int64_t extra = keep - n_fixed;
-        // (score, group) pairs are totally ordered, so sorting further does
-        // not change which groups make the cut.
-        const int64_t ranked = std::min<int64_t>((int64_t)scored.size(), extra + std::max(0, n_next));
-        std::partial_sort(scored.begin(), scored.begin() + ranked, scored.end());
+        // Keys are distinct and totally ordered: the first `ranked` after a
+        // partition and a sort of them are what a full sort would give.
+        const int64_t n_cand = (int64_t)x.ranked.size();
+        const int64_t ranked = std::min<int64_t>(n_cand, extra + std::max(0, n_next));
+        if (ranked < n_cand) std::nth_element(x.ranked.begin(), x.ranked.begin() + ranked, x.ranked.end());
+        std::sort(x.ranked.begin(), x.ranked.begin() + ranked);
         if (p.mass > 0.0) {
-          est_fixed.clear();
-          est_ranked.clear();
-          for (int64_t G = 0; G < geo.n_groups; ++G)
-            if (G < geo.n_sink || G >= geo.local_from)
-              est_fixed.push_back(group_estimate(bq, geo, G, n_present, qb, h));
-          // Candidates are whole groups before the window: every page's keys count.
-          for (const auto& [neg, G] : scored) {
+          // mass=P: a group's estimated log-mass, as if its keys all scored its bound.
+          x.est_fixed.clear();
+          x.est_ranked.clear();
+          for (int64_t G = 0; G < geo.n_groups; ++G) {
+            if (G >= geo.n_sink && G < geo.local_from) continue;
+            float best = -INFINITY;
             int64_t keys = 0;
-            for (int64_t L = G * geo.group_pages; L < std::min(n_present, (G + 1) * geo.group_pages); ++L)
-              keys += present(L) ? page_size : 0;
-            est_ranked.push_back(keys > 0 ? -s * neg + std::log((float)keys) : -INFINITY);
+            for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L) {
+              if (!present(L)) continue;
+              best = std::max(best, sc[L]);
+              keys += std::max<int64_t>(0, std::min<int64_t>({L * page_size + page_size, kv_len, qb + 1}) - L * page_size);
+            }
+            x.est_fixed.push_back(keys > 0 ? s * best + std::log((float)keys) : -INFINITY);
           }
-          extra = topk_mass_picks(p.mass, est_fixed, est_ranked, budget.min_picks, extra);
+          // Candidates are whole groups before the window: every page's keys count.
+          for (const uint64_t key : x.ranked) {
+            const int64_t G = rank_group(key);
+            const float neg = -x.group_scores[G];
+            int64_t n_in = 0;
+            for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L) n_in += present(L);
+            x.est_ranked.push_back(n_in > 0 ? -s * neg + x.log_keys[(size_t)n_in] : -INFINITY);
+          }
+          extra = topk_mass_picks(p.mass, x.est_fixed, x.est_ranked, budget.min_picks, extra);
         }
-        for (int64_t i = 0; i < extra; ++i) chosen[scored[i].second] = 1;
-        for (int64_t i = extra; i < std::min<int64_t>(ranked, extra + std::max(0, n_next)); ++i)
-          for (int64_t L = scored[i].second * geo.group_pages;
-               L < std::min(n_present, (scored[i].second + 1) * geo.group_pages); ++L)
+        for (int64_t i = 0; i < extra; ++i) x.chosen[rank_group(x.ranked[i])] = 1;
+        for (int64_t i = extra; i < std::min<int64_t>(ranked, extra + std::max(0, n_next)); ++i) {
+          const int64_t G = rank_group(x.ranked[i]);
+          for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L)
             if (present(L)) sel.next_pages.push_back(L);
+        }
       }
-      for (int64_t L = 0; L < n_present; ++L) {
-        if (!chosen[L / geo.group_pages] || !present(L)) continue;
-        if (std::min<int64_t>(L * page_size + page_size, kv_len) <= L * page_size) continue;  // no key yet
-        sel.pages.push_back(L);
+      for (int64_t G = 0; G < geo.n_groups; ++G) {
+        if (!x.chosen[G]) continue;
+        for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L) {
+          if (!present(L)) continue;
+          if (std::min<int64_t>(L * page_size + page_size, kv_len) <= L * page_size) continue;  // no key yet
+          sel.pages.push_back(L);
+        }
       }
       sel.head_indptr.push_back((int32_t)sel.pages.size());
     }
@@ -223,6 +260,10 @@ Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<in
   plan.indptr.assign(1, 0);
   plan.head_indptr.assign(1, 0);
   const int n_kv = sel.n_kv_heads;
+  plan.page_ids.reserve(sel.pages.size());
+  plan.page_valid.reserve(sel.pages.size());
+  plan.page_first.reserve(sel.pages.size());
+  plan.page_full.reserve(sel.pages.size());
   for (int b = 0; b < sel.n_blocks(); ++b) {
     const int64_t qa = sel.q_pos0 + (int64_t)b * sel.q_block;
     for (int h = 0; h < n_kv; ++h) {

@@ -16,12 +16,14 @@ namespace {
 // key at or before the block's last query (causal), so dense reads a share of
 // exactly 1 in prefill as in decode.
 int64_t visible_held_pages(const std::vector<int32_t>& table, const AttentionPlan& plan, int page_size) {
-  std::vector<int64_t> held_before(table.size() + 1, 0);  // [logical pages + 1]
-  for (size_t L = 0; L < table.size(); ++L) held_before[L + 1] = held_before[L] + (table[L] >= 0);
-  int64_t total = 0;
+  // Blocks end at increasing positions: one running count over the table.
+  int64_t total = 0, held = 0;
+  size_t counted = 0;  // table[0, counted) are in `held`
   for (int b = 0; b < plan.n_blocks(); ++b) {
     const int64_t q_last = plan.q_pos0 + std::min<int64_t>((int64_t)(b + 1) * plan.q_block, plan.n_q) - 1;
-    total += held_before[(size_t)std::min<int64_t>((int64_t)table.size(), q_last / page_size + 1)];
+    const size_t end = (size_t)std::min<int64_t>((int64_t)table.size(), q_last / page_size + 1);
+    for (; counted < end; ++counted) held += table[counted] >= 0;
+    total += held;
   }
   return total;
 }

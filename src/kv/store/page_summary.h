@@ -32,6 +32,9 @@ class PageSummaries {
   void load_page(int32_t page, std::span<const uint8_t> image);
 
   int head_dim() const { return head_dim_; }
+  int n_kv_heads() const { return n_kv_heads_; }
+  // [n_pages, n_kv_heads, 2 (min, max), head_dim]: every summary, for scoring many pages at once.
+  const float* data() const { return data_.get(); }
   int64_t bytes() const { return (int64_t)n_pages_ * n_kv_heads_ * 2 * head_dim_ * 4; }
 
  private:
