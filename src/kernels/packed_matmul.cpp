@@ -3,6 +3,7 @@
 // path in use (packed_tiles.h).
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/matmul_impl.h"
 #include "kernels/packed_matrix.h"
@@ -18,6 +19,19 @@ QuantizedActs& scratch_acts() {
 }
 
 }  // namespace
+
+packed::ActStage packed::act_stage(int64_t n_blocks) {
+  thread_local std::vector<float> d, s;
+  thread_local std::vector<int32_t> hs, qs;
+  const size_t n = (size_t)(n_blocks * kActStageToks);
+  if (d.size() < n) {
+    d.resize(n);
+    s.resize(n);
+    hs.resize(n);
+    qs.resize(n);
+  }
+  return {d.data(), s.data(), hs.data(), qs.data()};
+}
 
 void matmul_packed_multi(const PackedMatrix* const* ws, float* const* ys, int n_mats,
                          const float* x, int64_t n_tok, ThreadPool& pool) {

@@ -14,6 +14,19 @@ struct Problem {
   float* y;  // [n_tok, n_out]
 };
 
+// A thread's buffers for one token block's per-block activation factors,
+// block-major ([n_blocks, kActStageToks]: the tokens of a block side by side),
+// so a tile addresses every token's factor from one pointer. Thread-local,
+// reused; grown (in this baseline-ISA translation unit) to n_blocks.
+constexpr int64_t kActStageToks = 64;
+struct ActStage {
+  float* d;     // QuantizedActs::d
+  float* s;     // QuantizedActs::s
+  int32_t* hs;  // QuantizedActs::hs
+  int32_t* qs;  // QuantizedActs::qs
+};
+ActStage act_stage(int64_t n_blocks);
+
 // y of row groups [wr.r0, wr.r1) x tokens [wr.t0, wr.t1) of p.
 using RunRangeFn = void (*)(const Problem& p, const detail::WorkRange& wr);
 

@@ -104,7 +104,9 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
   for (int64_t n_in : {32, 96, 256, 640, 1536}) {
     if (n_in % blk != 0) continue;
     for (int64_t n_out : {1, 3, 8, 13, 37, 257}) {
-      for (int64_t n_tok : {1, 2, 3, 5, 7, 33, 70}) {
+      // 11 and 33: a full 8-token tile and a narrow rest in the same token
+      // block; 70: a second token block of 6.
+      for (int64_t n_tok : {1, 2, 3, 5, 7, 11, 33, 70}) {
         if (n_in * n_out * n_tok > 3'000'000) continue;
         Case c{n_in, n_out, n_tok, nullptr, {}, {}, {}};
         c.w = std::make_unique<RandomWeight>(t, n_in, n_out, (uint32_t)(n_in * 31 + n_out * 7 + n_tok));
@@ -248,7 +250,7 @@ TEST(PackedMatrix, EachTokenIsIndependentOfTheTileItSitsIn) {
     const auto x = random_acts(n_in * n_all, 77);
     std::vector<float> all((size_t)(n_all * n_out));
     matmul_packed(pm.value(), x.data(), all.data(), n_all, pool);
-    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 17, 33}) {
+    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 17, 33}) {
       std::vector<float> part((size_t)(n * n_out));
       matmul_packed(pm.value(), x.data(), part.data(), n, pool);
       for (int64_t tok = 0; tok < n; ++tok) {
