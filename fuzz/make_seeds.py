@@ -10,9 +10,12 @@ import argparse
 import json
 import os
 import struct
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "fuzz", "corpus")
+sys.path.insert(0, os.path.join(ROOT, "scripts", "oracles"))
+from byte_map import bytes_to_unicode  # noqa: E402
 
 
 def put(target, name, data):
@@ -69,18 +72,6 @@ def gguf(kvs, tensors=(), version=3, align=32):
     for _, _, _, data in tensors:
         out += data + b"\0" * ((-len(data)) % align)
     return out
-
-
-def bytes_to_unicode():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def read_gguf_strings(path):
