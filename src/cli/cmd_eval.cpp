@@ -1,7 +1,8 @@
 // `stride eval`: a RULER-style long-context quality suite. Tasks (needles in
 // real text, variable tracking, common/frequent words, passkey) are built
 // from a seed, sized with the model's tokenizer, and generated greedily by
-// dense attention (the reference, always first) and by each -a POLICY; the
+// dense attention (the reference, always first, or recorded in an earlier
+// report given by --reference) and by each -a POLICY; the
 // table gives accuracy per task x length x policy and its difference from
 // dense in points, and the share of KV pages each policy read.
 #include <cstdio>
@@ -13,8 +14,10 @@
 #include "loader/chat_template_source.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "eval/ruler_reference.h"
 #include "eval/ruler_score.h"
 #include "eval/ruler_suite.h"
+#include "loader/sha256.h"
 #include "serving/chat_template.h"
 
 namespace stride::cli {
@@ -32,6 +35,7 @@ struct EvalArgs {
   std::string text_file;
   std::string json_out;
   std::string plot_out;
+  std::string reference;  // an earlier --json report whose dense run is reused
   int chunk = 256;
   std::string chat = "auto";
   int max_new_tokens = 0;
@@ -158,7 +162,9 @@ void report_trials(const std::vector<PolicyRun>& runs, const std::vector<TaskIns
                                   {"tokens", t.ids.size()},
                                   {"depth", by_depth ? nlohmann::json(t.spec.depth) : nlohmann::json()},
                                   {"trial", t.trial}, {"policy", run.policy}, {"expected", t.expected},
-                                  {"answer", trial.answer}, {"score", trial.score}});
+                                  {"answer", trial.answer}, {"score", trial.score},
+                                  {"new_tokens", trial.new_tokens}, {"max_new_tokens", t.max_new_tokens},
+                                  {"prompt_sha256", prompt_fingerprint(t)}});
     }
   }
 }
@@ -192,6 +198,21 @@ fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=120)
 )PY";
 
+// The dense run of the --reference report, which must have been made with the
+// same prefill chunk and page size (they set the order of the float sums).
+Expected<PolicyRun> recorded_dense_run(const EvalArgs& a, const std::string& model_sha256,
+                                       const std::vector<TaskInstance>& instances) {
+  STRIDE_ASSIGN_OR_RETURN(const std::string text, read_text(a.reference));
+  const nlohmann::json r = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (r.is_discarded()) return InvalidArgument("reference: " + a.reference + " is not valid JSON");
+  for (const auto& [key, want] : {std::pair<const char*, int64_t>{"chunk", a.chunk}, {"page_size", a.model.page_size}}) {
+    if (!r.is_object() || !r.contains(key) || !r[key].is_number_integer() || r[key].get<int64_t>() != want)
+      return InvalidArgument(std::string("reference: recorded with another --") + (key[0] == 'c' ? "chunk" : "page-size") +
+                             " (or not recorded); dense must run with the same one");
+  }
+  return dense_run_from_report(r, model_sha256, instances);
+}
+
 // Builds the instances with the dense engine's tokenizer, then runs dense
 // and each policy in turn (one engine alive besides dense at a time).
 int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance>& instances,
@@ -224,9 +245,19 @@ int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance
   for (RulerTask t : opts->tasks) report["tasks"].push_back(ruler_task_name(t));
   report["lengths"] = opts->lengths;
 
-  auto dense_run = run_policy(**dense, "dense", instances);
-  if (!dense_run) return fail(dense_run.status());
-  runs.push_back(std::move(*dense_run));
+  if (!a.reference.empty()) {
+    (*dense).reset();  // its tokenizer built the prompts; the answers come from the report
+    auto recorded = recorded_dense_run(a, report["model_sha256"].get<std::string>(), instances);
+    if (!recorded) return fail(recorded.status());
+    std::fprintf(stderr, "eval: dense: %zu trials from %s (recorded, not re-run)\n", recorded->trials.size(),
+                 a.reference.c_str());
+    report["reference"] = a.reference;
+    runs.push_back(std::move(*recorded));
+  } else {
+    auto dense_run = run_policy(**dense, "dense", instances);
+    if (!dense_run) return fail(dense_run.status());
+    runs.push_back(std::move(*dense_run));
+  }
   for (const std::string& policy : a.policies) {
     auto engine = make_engine(a.model, policy, context, a.chunk, false);
     if (!engine) return fail(engine.status());
@@ -244,6 +275,11 @@ int eval(const EvalArgs& a) {
   report["seed"] = a.seed;
   report["depths"] = a.depths;
   report["trials_per_task"] = a.trials;
+  report["chunk"] = a.chunk;
+  report["page_size"] = a.model.page_size;
+  auto model_sha = sha256_model(a.model.model);
+  if (!model_sha) return fail(model_sha.status());
+  report["model_sha256"] = *model_sha;
   std::vector<TaskInstance> instances;
   std::vector<PolicyRun> runs;
   if (int rc = run_eval(a, report, instances, runs); rc != 0) return rc;
@@ -276,6 +312,9 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", args->seed, "same seed, same prompts")->capture_default_str();
   cmd->add_option("--text", args->text_file, "haystack document (default ~/.cache/stride/debian-reference.txt)");
   cmd->add_option("--json", args->json_out, "write every trial and the summary as JSON");
+  cmd->add_option("--reference", args->reference,
+                  "an earlier --json report of the same prompts and model: reuse its dense run instead of "
+                  "running dense again");
   cmd->add_option("--plot", args->plot_out, "draw a heat-map PNG from the JSON (needs matplotlib)");
   cmd->add_option("--chat", args->chat, "auto: the GGUF's chat template if it has one; on; off")
       ->capture_default_str();

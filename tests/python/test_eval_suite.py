@@ -1,7 +1,9 @@
 """`stride eval` end to end on SmolLM2 at 1K tokens (kept short: the 4K-32K
 figures are benchmark runs): dense finds the needles, a 64-token window loses
 the one at depth 0, the JSON holds every trial and the plot is a PNG; a bad
-task or a missing text file is a one-line error."""
+task or a missing text file is a one-line error. `--reference` reuses the
+dense run of an earlier report for the same prompts and model, and refuses
+one made from other prompts, settings or model."""
 import json
 import os
 import subprocess
@@ -28,7 +30,7 @@ def result(stride, tmp_path_factory):
             "--depths", len(DEPTHS), "--json", out / "e.json", "--plot", out / "e.png", "--threads", 2)
     assert p.returncode == 0, p.stderr.decode()[-2000:]
     return {"report": json.loads((out / "e.json").read_text()), "png": out / "e.png",
-            "stdout": p.stdout.decode()}
+            "stdout": p.stdout.decode(), "json": out / "e.json", "dir": out}
 
 
 def test_every_trial_is_in_the_json(result):
@@ -80,3 +82,67 @@ def test_errors_are_one_clear_line(stride, tmp_path):
     p = run(stride, "eval", "-m", MODEL, "--tasks", "cwe", "--lengths", 40, "--threads", 2)
     err = p.stderr.decode()
     assert p.returncode != 0 and "cwe at length 40" in err and err.count("\n") == 1, err
+
+
+def eval_with_reference(stride, reference, out, *extra):
+    return run(stride, "eval", "-m", MODEL, "-a", "window:size=128", "--tasks", ",".join(TASKS), "--lengths", 1024,
+               "--depths", len(DEPTHS), "--reference", reference, "--json", out, "--threads", 2, *extra)
+
+
+def test_reference_reuses_the_recorded_dense_run(stride, result):
+    out = result["dir"] / "ref.json"
+    p = eval_with_reference(stride, result["json"], out)
+    err = p.stderr.decode()
+    assert p.returncode == 0, err[-2000:]
+    assert "dense: 6 trials from" in err and "not re-run" in err, err
+    first, second = result["report"], json.loads(out.read_text())
+    assert second["reference"] == str(result["json"]) and second["model_sha256"] == first["model_sha256"]
+    assert len(first["model_sha256"]) == 64
+    key = lambda t: (t["task"], t["depth"])
+    dense1 = {key(t): t for t in first["trials"] if t["policy"] == "dense"}
+    dense2 = {key(t): t for t in second["trials"] if t["policy"] == "dense"}
+    assert dense1.keys() == dense2.keys() and len(dense1) == len(TASKS) * len(DEPTHS)
+    for k, t in dense2.items():
+        for field in ("answer", "score", "prompt_sha256", "max_new_tokens", "expected", "tokens"):
+            assert t[field] == dense1[k][field], (k, field)
+    # The new policy ran on the very prompts dense answered.
+    for t in second["trials"]:
+        if t["policy"] != "dense":
+            assert t["prompt_sha256"] == dense1[key(t)]["prompt_sha256"]
+    # Distinct prompts have distinct fingerprints.
+    assert len({t["prompt_sha256"] for t in dense1.values()}) == len(dense1)
+    pol = {x["policy"]: x for x in second["policies"]}
+    assert pol["dense"]["pages_read_share"] == pytest.approx(1.0) and "window:size=128" in pol
+
+
+def test_reference_from_other_prompts_or_settings_is_refused(stride, result, tmp_path):
+    out = tmp_path / "x.json"
+    p = eval_with_reference(stride, result["json"], out, "--seed", 2)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and "no dense trial for the prompt of niah_single at 1024" in err, err
+    assert err.count("\n") == 1 and not out.exists(), err
+    p = eval_with_reference(stride, result["json"], out, "--chunk", 128)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and "another --chunk" in err and err.count("\n") == 1, err
+
+    report = json.loads(result["json"].read_text())
+    other = dict(report, model_sha256="0" * 64)
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    p = eval_with_reference(stride, tmp_path / "other.json", out)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and "different model file" in err and err.count("\n") == 1, err
+
+    stripped = dict(report, trials=[{k: v for k, v in t.items() if k != "prompt_sha256"} for t in report["trials"]])
+    (tmp_path / "old.json").write_text(json.dumps(stripped))
+    p = eval_with_reference(stride, tmp_path / "old.json", out)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and "lacks prompt_sha256" in err and err.count("\n") == 1, err
+
+    for bad in ('{"trials": ', "[1, 2]", '{"chunk": "256", "page_size": 32}'):
+        (tmp_path / "bad.json").write_text(bad)
+        p = eval_with_reference(stride, tmp_path / "bad.json", out)
+        err = p.stderr.decode()
+        assert p.returncode != 0 and "reference" in err and err.count("\n") == 1, (bad, err)
+    p = eval_with_reference(stride, tmp_path / "missing.json", out)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and "cannot read" in err and err.count("\n") == 1, err
