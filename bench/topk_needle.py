@@ -38,7 +38,16 @@ INTRO = ("Some special magic numbers are hidden within the following text. Make 
          "I will quiz you about the numbers afterwards.\n")
 
 
-def build_prompt(tok, text, length, depth, seed):
+def chat_parts(chat):
+    """The text around the task: Gemma's user turn and the model's turn, or
+    completion style (task, a space, the answer prefix) as `stride eval`
+    renders without a chat template."""
+    if chat:
+        return "<start_of_turn>user\n", "<end_of_turn>\n<start_of_turn>model\n"
+    return "", " "
+
+
+def build_prompt(tok, text, length, depth, seed, chat=True, key=None):
     """(prompt text, needle char span, value char span, answer text). The
     haystack starts at a seeded sentence; the needle sits at the sentence
     boundary nearest `depth` of the haystack's tokens."""
@@ -53,8 +62,9 @@ def build_prompt(tok, text, length, depth, seed):
     hay = text[start:start + length * 8]
     enc = tok(hay, add_special_tokens=False, return_offsets_mapping=True)
     offs = enc["offset_mapping"]
-    head = "<start_of_turn>user\n" + INTRO
-    tail = "\n" + question + "<end_of_turn>\n<start_of_turn>model\n" + prefix
+    pre, post = chat_parts(chat)
+    head = pre + INTRO
+    tail = "\n" + question + post + prefix
     fixed = len(tok(head + needle + tail, add_special_tokens=False)["input_ids"]) + 1  # + <bos>
     n_hay = length - fixed
     hb = [b - start for b in bounds if start < b < start + len(hay)]
@@ -78,11 +88,13 @@ PK_INTRO = ("There is an important piece of information hidden inside a lot of i
 PK_FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
 
 
-def build_passkey(tok, length, depth, seed):
-    """eval/passkey.cpp's prompt (a 5-digit key in repeated filler) in the chat template."""
-    key = str(random.Random(seed).randrange(10000, 100000))
+def build_passkey(tok, length, depth, seed, chat=True, key=None):
+    """eval/passkey.cpp's prompt (a 5-digit key in repeated filler); with the
+    eval's key, depth and length and chat off it is the eval's prompt."""
+    key = str(key or random.Random(seed).randrange(10000, 100000))
     needle = f"The pass key is {key}. Remember it. {key} is the pass key. "
-    head, tail = "<start_of_turn>user\n" + PK_INTRO, "\nWhat is the pass key?<end_of_turn>\n<start_of_turn>model\nThe pass key is"
+    pre, post = chat_parts(chat)
+    head, tail = pre + PK_INTRO, "\nWhat is the pass key?" + post + "The pass key is"
     unit = len(tok(PK_FILLER, add_special_tokens=False)["input_ids"])
     fixed = len(tok(head + needle + tail, add_special_tokens=False)["input_ids"]) + 1
     n_units = max(1, (length - fixed) // unit)
@@ -170,17 +182,20 @@ def main():
     ap.add_argument("--task", choices=("niah_single", "passkey"), default="niah_single")
     ap.add_argument("--depth", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--key", type=int, default=None, help="passkey: the key (default: from the seed)")
+    ap.add_argument("--chat", choices=("on", "off"), default="on")
     ap.add_argument("--page", type=int, default=32)
     ap.add_argument("--sparsity", type=float, default=0.9)
     ap.add_argument("--mass", type=float, default=0.95)
+    ap.add_argument("--rules", default="", help="more rules for the answer (topk_sim.py's syntax)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "topk_needle"))
     a = ap.parse_args()
     import torch
     tok, model = load(a.model, a.threads)
     text = open(a.text, encoding="utf-8", errors="replace").read()
-    build = build_passkey if a.task == "passkey" else lambda *x: build_prompt(tok, text, *x[1:])
-    prompt, nspan, vspans, answer = build(tok, a.length, a.depth, a.seed)
+    build = build_passkey if a.task == "passkey" else lambda *x, **kw: build_prompt(tok, text, *x[1:], **kw)
+    prompt, nspan, vspans, answer = build(tok, a.length, a.depth, a.seed, chat=a.chat == "on", key=a.key)
     enc = tok(prompt, add_special_tokens=False, return_offsets_mapping=True)
     bos = tok.bos_token_id
     ids = [bos] + enc["input_ids"]
@@ -204,8 +219,10 @@ def main():
 
     full = torch.tensor([ids + ans])
     runs = {}
-    for rt in ("dense", f"quest:{a.sparsity}", f"mass:{a.mass}"):
+    for rt in ["dense", f"quest:{a.sparsity}", f"mass:{a.mass}"] + [r for r in a.rules.split(",") if r]:
         state["rule"] = None if rt == "dense" else parse_rule(rt)
+        if state["rule"] and state["rule"]["lastdense"]:
+            state["rule"]["dense_from"] = T - 1  # the first answer token's query and after
         state["stats"] = {"reads": 0, "present": 0, "layers": {}}
         if rt == "dense":
             mod.apply_rotary_pos_emb = hook
@@ -225,7 +242,7 @@ def main():
         print(f"{rt:11s} answer argmax {''.join('1' if x else '0' for x in r['argmax_ok'])} "
               f"logprob {sum(r['logprob']):.2f} got {''.join(r['argmax'])!r} read {r['read']:.3f}", flush=True)
     state["rule"] = None
-    report = {"model": a.model, "task": a.task, "length": T, "depth": a.depth, "seed": a.seed, "page": a.page,
+    report = {"model": a.model, "task": a.task, "chat": a.chat, "length": T, "depth": a.depth, "seed": a.seed, "page": a.page,
               "needle_tokens": [ntok[0], ntok[-1]], "needle_pages": needle_pages, "value_pages": value_pages,
               "answer": answer, "runs": runs, "layers": []}
     for i in global_layers(model):

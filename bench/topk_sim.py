@@ -14,6 +14,8 @@ Rules (comma list --rules):
   oracle:R           the pages with the most true mass, fixed budget (the ceiling)
   topp:P             Quest bound, the fewest pages whose estimated mass reaches P
   mass:P             stride's topk:mass=P (topk_rules.mass_select, as topk_selector.cpp)
+  ...+minN           mass:P picks at least N tokens besides sinks and window (topk:mass=P,min=N)
+  ...+lastdense      queries from rule["dense_from"] on read every page (topk_needle.py sets it)
   ...+tail           unread pages join the softmax through their mean key/value
                      (log-mass log n + s q.mu + s^2/2 q^2.var): the tail estimate
 
@@ -38,8 +40,12 @@ from topk_rules import load, logits_of, mass_select  # noqa: E402
 def parse_rule(text):
     base, _, extra = text.partition("+")
     kind, _, val = base.partition(":")
-    return {"name": text, "kind": kind, "value": float(val), "tail": "tail" in extra.split("+"),
-            "tail1": "tail1" in extra.split("+")}
+    extras = extra.split("+")
+    mins = [int(e[3:]) for e in extras if e.startswith("min") and e[3:].isdigit()]
+    return {"name": text, "kind": kind, "value": float(val), "tail": "tail" in extras,
+            "tail1": "tail1" in extras, "min_tokens": mins[0] if mins else 0,
+            # Queries at or after rule["dense_from"] (set by the caller) read every page.
+            "lastdense": "lastdense" in extras, "dense_from": None}
 
 
 def page_stats(k, v, T):
@@ -153,8 +159,10 @@ def rule_attention(rule, q, k, v, scaling, stats_out):
             keys[torch.arange(n), qpage] = (tq - qpage * PAGE + 1).float()
             keys = keys.masked_fill(~pres, 0.0)
             m, _ = mass_select(rule["value"], bound, keys[None].expand(Hkv, n, P), fixed[None].expand(Hkv, n, P),
-                               pres[None].expand(Hkv, n, P), scaling)
+                               pres[None].expand(Hkv, n, P), scaling, -(-rule["min_tokens"] // PAGE))
             sel |= m
+        if rule.get("dense_from") is not None:
+            sel |= pres[None] & (tq >= rule["dense_from"])[None, :, None]
         reads += sel.sum().item() / Hkv
         present += n_pres.sum().item()
         keymask = sel.repeat_interleave(PAGE, -1)[:, :, :T].repeat_interleave(g, 0) & causal[None]  # [H, n, T]
