@@ -188,6 +188,7 @@ def main():
     ap.add_argument("--sparsity", type=float, default=0.9)
     ap.add_argument("--mass", type=float, default=0.95)
     ap.add_argument("--rules", default="", help="more rules for the answer (topk_sim.py's syntax)")
+    ap.add_argument("--only-rules", action="store_true", help="score only dense and --rules")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "topk_needle"))
     a = ap.parse_args()
@@ -219,7 +220,8 @@ def main():
 
     full = torch.tensor([ids + ans])
     runs = {}
-    for rt in ["dense", f"quest:{a.sparsity}", f"mass:{a.mass}"] + [r for r in a.rules.split(",") if r]:
+    base = ["dense", f"quest:{a.sparsity}", f"mass:{a.mass}"] if not a.only_rules else ["dense"]
+    for rt in base + [r for r in a.rules.split(",") if r]:
         state["rule"] = None if rt == "dense" else parse_rule(rt)
         if state["rule"] and state["rule"]["lastdense"]:
             state["rule"]["dense_from"] = T - 1  # the first answer token's query and after
