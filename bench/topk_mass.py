@@ -13,9 +13,14 @@ selection rule reads, at a fixed budget (sinks + local page + picks, as
   maxexact  the exact best q . k in the page (a perfect upper bound)
 
 It also reports, per layer, how many pages the oracle needs to reach 90% and
-95% of the mass: how sparse each layer really is. Writes JSON and a PNG.
+95% of the mass: how sparse each layer really is, and what stride's adaptive
+rule `mass:P` (topk:mass=P) reads and keeps. Only layers without a native
+sliding window are analysed (every layer of SmolLM2, the global ones of
+Gemma-3). Writes JSON and a PNG.
 
     ~/.cache/stride/venv/bin/python bench/topk_mass.py --length 4096
+    ~/.cache/stride/venv/bin/python bench/topk_mass.py --threads 1 --sparsity 0.8,0.9 \
+        --model models/gemma-3-270m-q4_k_m.gguf --out bench/out/topk_mass_gemma3_4k
 """
 import argparse
 import json
@@ -24,24 +29,14 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def load(model_path):
-    import transformers
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    d, f = os.path.dirname(model_path), os.path.basename(model_path)
-    tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
-    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, torch_dtype="float32")
-    model.eval()
-    return tok, model
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from topk_rules import attention_module, load, mass_select  # noqa: E402
 
 
 def capture_qk(model, ids):
     """Runs ids and returns per layer (q [H, T, d], k [Hkv, T, d], scaling)."""
     import torch
-    import importlib
-    arch = model.config.model_type
-    mod = importlib.import_module(f"transformers.models.{arch}.modeling_{arch}")
+    mod = attention_module(model)
     captured = []
     orig = mod.apply_rotary_pos_emb
 
@@ -53,7 +48,7 @@ def capture_qk(model, ids):
     mod.apply_rotary_pos_emb = hook
     try:
         with torch.no_grad():
-            model(torch.tensor([ids]), use_cache=False)
+            model.model(torch.tensor([ids]), use_cache=False)  # q/k only: no LM head
     finally:
         mod.apply_rotary_pos_emb = orig
     layers = model.model.layers
@@ -201,6 +196,25 @@ def analyse_layer(q, k, scaling, ts, page, sparsities, subblocks=(16, 8)):
                 kept.append((gmass[:, :, j, :n] * m[:, None, :].float()).sum(-1).mean().item())
             topp[f"{name}@{P}"] = {"read": sum(reads) / len(reads), "kept": sum(kept) / len(kept)}
     res["topp"] = topp
+    # stride's mass=P (topk_rules.mass_select, as topk_selector.cpp): per query
+    # and kv head, from the Quest bound.
+    mass_rule = {}
+    for Pm in (0.9, 0.95):
+        reads, kept = [], []
+        for j, t in enumerate(ts):
+            n = int(qpage[j]) + 1
+            local_from = max(0, t - page + 1) // page
+            keys = torch.full((n,), float(page))
+            keys[n - 1] = t - (n - 1) * page + 1
+            fixed = torch.zeros(n, dtype=torch.bool)
+            fixed[0] = True
+            fixed[local_from:n] = True
+            m, _ = mass_select(Pm, scores["quest"][:, j, :n], keys.expand(Hkv, n), fixed.expand(Hkv, n),
+                               torch.ones(Hkv, n, dtype=torch.bool), scaling)
+            reads.append(m.float().mean().item())
+            kept.append((gmass[:, :, j, :n] * m[:, None, :].float()).sum(-1).mean().item())
+        mass_rule[str(Pm)] = {"read": sum(reads) / len(reads), "kept": sum(kept) / len(kept)}
+    res["mass"] = mass_rule
     # Pages the oracle needs for 90% / 95% of each head's mass (mean over queries and heads).
     need = {}
     for target in (0.9, 0.95):
@@ -222,10 +236,9 @@ def main():
     ap.add_argument("--queries", type=int, default=48, help="sampled query positions in the second half")
     ap.add_argument("--sparsity", default="0.75,0.9,0.95")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "topk_mass"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
-    import torch
-    torch.set_num_threads(os.cpu_count() or 2)
-    tok, model = load(a.model)
+    tok, model = load(a.model, a.threads)
     text = open(a.text, encoding="utf-8", errors="replace").read()[: a.length * 8]
     ids = tok(text)["input_ids"][: a.length]
     T = len(ids)
@@ -238,14 +251,23 @@ def main():
             continue
         res, need = analyse_layer(q, k, scaling, ts, a.page, sparsities)
         report["layers"].append({"layer": i, "captured": res, "oracle_pages_for": need})
-        line = " ".join(f"{n}={v['0.9']:.3f}" for n, v in res.items() if "0.9" in v)
-        print(f"layer {i:2d}: mass kept at 0.9: {line}  oracle pages for 90%: {need['0.9']:.3f}", flush=True)
-    names = [n for n in report["layers"][0]["captured"].keys() if n != "topp"]
+        line = " ".join(f"{n}={v['0.9']:.3f}" for n, v in res.items() if "0.9" in v and n != "mass")
+        print(f"layer {i:2d}: mass kept at 0.9: {line}  oracle pages for 90%: {need['0.9']:.3f} "
+              f"95%: {need['0.95']:.3f}", flush=True)
+        for sp in sparsities:
+            print(f"  sparsity {sp}: " + " ".join(f"{n}={res[n][str(sp)]:.3f}" for n in ("oracle", "quest")), flush=True)
+        for Pm, v in res["mass"].items():
+            print(f"  mass:{Pm}: read {v['read']:.3f} kept {v['kept']:.4f}", flush=True)
+    names = [n for n in report["layers"][0]["captured"].keys() if n not in ("topp", "mass")]
     tp = report["layers"][0]["captured"]["topp"].keys()
     report["mean_topp"] = {k: {m: sum(l["captured"]["topp"][k][m] for l in report["layers"]) / len(report["layers"])
                                for m in ("read", "kept")} for k in tp}
     for k, v in report["mean_topp"].items():
         print(f"top-p {k:16s} read {v['read']:.3f} kept {v['kept']:.4f}")
+    report["mean_mass"] = {Pm: {m: sum(l["captured"]["mass"][Pm][m] for l in report["layers"]) / len(report["layers"])
+                                for m in ("read", "kept")} for Pm in report["layers"][0]["captured"]["mass"]}
+    for Pm, v in report["mean_mass"].items():
+        print(f"mass:{Pm:12s} read {v['read']:.3f} kept {v['kept']:.4f}")
     report["mean"] = {n: {str(sp): sum(l["captured"][n][str(sp)] for l in report["layers"]) / len(report["layers"])
                           for sp in sparsities} for n in names}
     for n in names:

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Top-k selection rules simulated end to end in HF transformers (the GGUF
-dequantized): every non-windowed layer's attention is replaced by a rule
+dequantized): every non-windowed layer's attention (every layer of SmolLM2,
+the global ones of Gemma-3; sliding-window layers run as the model runs
+them) is replaced by a rule
 that reads a subset of 32-token pages per (query, kv head), and the final
 logits are compared with the unmodified model over the whole text (top-1
 agreement, mean KL(dense || rule)), with the share of pages read. This is
@@ -9,11 +11,19 @@ measures what was written.
 
 Rules (comma list --rules):
   quest:R            Quest bound, fixed budget, sparsity R (stride's topk:sparsity=R)
+  oracle:R           the pages with the most true mass, fixed budget (the ceiling)
   topp:P             Quest bound, the fewest pages whose estimated mass reaches P
+  mass:P             stride's topk:mass=P (topk_rules.mass_select, as topk_selector.cpp)
+  ...+minN           mass:P picks at least N tokens besides sinks and window (topk:mass=P,min=N)
+  ...+lastdense      queries from rule["dense_from"] on read every page (topk_needle.py sets it)
   ...+tail           unread pages join the softmax through their mean key/value
                      (log-mass log n + s q.mu + s^2/2 q^2.var): the tail estimate
 
     ~/.cache/stride/venv/bin/python bench/topk_sim.py --length 4096 --rules quest:0.9,quest:0.9+tail
+    ~/.cache/stride/venv/bin/python bench/topk_sim.py --threads 1 --model models/gemma-3-270m-q4_k_m.gguf \
+        --rules quest:0.9,oracle:0.9,mass:0.95 --out bench/out/topk_sim_gemma3_4k
+
+"read" is the share of present pages read, over the rule's layers only.
 """
 import argparse
 import json
@@ -23,13 +33,19 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = int(os.environ.get("STRIDE_SIM_PAGE", "32"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from topk_rules import load, logits_of, mass_select  # noqa: E402
 
 
 def parse_rule(text):
     base, _, extra = text.partition("+")
     kind, _, val = base.partition(":")
-    return {"name": text, "kind": kind, "value": float(val), "tail": "tail" in extra.split("+"),
-            "tail1": "tail1" in extra.split("+")}
+    extras = extra.split("+")
+    mins = [int(e[3:]) for e in extras if e.startswith("min") and e[3:].isdigit()]
+    return {"name": text, "kind": kind, "value": float(val), "tail": "tail" in extras,
+            "tail1": "tail1" in extras, "min_tokens": mins[0] if mins else 0,
+            # Queries at or after rule["dense_from"] (set by the caller) read every page.
+            "lastdense": "lastdense" in extras, "dense_from": None}
 
 
 def page_stats(k, v, T):
@@ -51,6 +67,33 @@ def page_stats(k, v, T):
     var = ((kp - mu[:, :, None]) ** 2 * vm).sum(2) / cnt
     nu = (vp * vm).sum(2) / cnt
     return mn, mx, mu, var, nu
+
+
+def install_rule_attention(model, state):
+    """Routes attention through `state["rule"]` on the layers without a native
+    window; sliding-window layers, and every layer while the rule is None, run
+    SDPA with the model's own masks."""
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    sdpa = ALL_ATTENTION_FUNCTIONS["sdpa"]
+
+    def attn(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kw):
+        if state["rule"] is None or getattr(module, "sliding_window", None):
+            return sdpa(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kw)
+        before = (state["stats"]["reads"], state["stats"]["present"])
+        o = rule_attention(state["rule"], query[0], key[0], value[0], scaling, state["stats"])
+        lay = state["stats"].setdefault("layers", {}).setdefault(getattr(module, "layer_idx", -1), [0, 0])
+        lay[0] += state["stats"]["reads"] - before[0]
+        lay[1] += state["stats"]["present"] - before[1]
+        return o[None], None
+
+    ALL_ATTENTION_FUNCTIONS["stride_rule"] = attn
+    # Without a mask function of its own an unknown implementation gets no
+    # mask at all, and SDPA would run the sliding-window layers fully causal.
+    ALL_MASK_ATTENTION_FUNCTIONS.register("stride_rule", ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+    model.config._attn_implementation = "stride_rule"
+    for layer in model.model.layers:
+        layer.self_attn.config._attn_implementation = "stride_rule"
 
 
 def rule_attention(rule, q, k, v, scaling, stats_out):
@@ -111,6 +154,15 @@ def rule_attention(rule, q, k, v, scaling, stats_out):
             m = torch.zeros_like(sel)
             m.scatter_(-1, order, take)
             sel |= m & pres[None]
+        elif rule["kind"] == "mass":
+            keys = torch.full((n, P), float(PAGE))
+            keys[torch.arange(n), qpage] = (tq - qpage * PAGE + 1).float()
+            keys = keys.masked_fill(~pres, 0.0)
+            m, _ = mass_select(rule["value"], bound, keys[None].expand(Hkv, n, P), fixed[None].expand(Hkv, n, P),
+                               pres[None].expand(Hkv, n, P), scaling, -(-rule["min_tokens"] // PAGE))
+            sel |= m
+        if rule.get("dense_from") is not None:
+            sel |= pres[None] & (tq >= rule["dense_from"])[None, :, None]
         reads += sel.sum().item() / Hkv
         present += n_pres.sum().item()
         keymask = sel.repeat_interleave(PAGE, -1)[:, :, :T].repeat_interleave(g, 0) & causal[None]  # [H, n, T]
@@ -138,6 +190,19 @@ def rule_attention(rule, q, k, v, scaling, stats_out):
     return out
 
 
+def compare(model, ref_h, h, chunk=256):
+    """Top-1 agreement and KL(dense || rule) per position from the final hidden
+    states [T, hidden], the logits made a chunk at a time."""
+    import torch
+    top1, kl = [], []
+    for c0 in range(0, ref_h.shape[0], chunk):
+        ref = torch.log_softmax(logits_of(model, ref_h[c0:c0 + chunk]).float(), -1)
+        lp = torch.log_softmax(logits_of(model, h[c0:c0 + chunk]).float(), -1)
+        kl.append((ref.exp() * (ref - lp)).sum(-1))
+        top1.append((ref.argmax(-1) == lp.argmax(-1)).float())
+    return torch.cat(top1), torch.cat(kl)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
@@ -145,47 +210,34 @@ def main():
     ap.add_argument("--length", type=int, default=4096)
     ap.add_argument("--rules", default="quest:0.9,topp:0.9,quest:0.9+tail,topp:0.9+tail")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "topk_sim"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-    torch.set_num_threads(os.cpu_count() or 2)
-    d, f = os.path.dirname(a.model), os.path.basename(a.model)
-    tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
-    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype="float32").eval()
+    tok, model = load(a.model, a.threads)
     text = open(a.text, encoding="utf-8", errors="replace").read()[: a.length * 8]
     ids = torch.tensor([tok(text)["input_ids"][: a.length]])
     T = ids.shape[1]
     state = {"rule": None, "stats": None}
-    sdpa = ALL_ATTENTION_FUNCTIONS["sdpa"]
-
-    def attn(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kw):
-        if state["rule"] is None or getattr(module, "sliding_window", None):
-            return sdpa(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kw)
-        o = rule_attention(state["rule"], query[0], key[0], value[0], scaling, state["stats"])
-        return o[None], None
-
-    ALL_ATTENTION_FUNCTIONS["stride_rule"] = attn
-    model.config._attn_implementation = "stride_rule"
-    for layer in model.model.layers:
-        layer.self_attn.config._attn_implementation = "stride_rule"
+    install_rule_attention(model, state)
     with torch.no_grad():
-        ref = torch.log_softmax(model(ids, use_cache=False).logits[0].float(), -1)
+        ref_h = model.model(ids, use_cache=False).last_hidden_state[0]
     results = []
     for rt in a.rules.split(","):
         rule = parse_rule(rt)
-        state["rule"], state["stats"] = rule, {"reads": 0, "present": 0}
+        state["rule"], state["stats"] = rule, {"reads": 0, "present": 0, "layers": {}}
         with torch.no_grad():
-            lp = torch.log_softmax(model(ids, use_cache=False).logits[0].float(), -1)
+            h = model.model(ids, use_cache=False).last_hidden_state[0]
+            top1, kl = compare(model, ref_h, h)
         state["rule"] = None
-        kl = (ref.exp() * (ref - lp)).sum(-1)
-        top1 = (ref.argmax(-1) == lp.argmax(-1)).float()
+        st = state["stats"]
         r = {"rule": rt, "length": T, "top1": top1.mean().item(), "kl": kl.mean().item(),
              "top1_second_half": top1[T // 2:].mean().item(), "kl_second_half": kl[T // 2:].mean().item(),
-             "read": state["stats"]["reads"] / max(1, state["stats"]["present"])}
+             "read": st["reads"] / max(1, st["present"]),
+             "read_per_layer": {str(i): rd / max(1, pr) for i, (rd, pr) in sorted(st["layers"].items())}}
         results.append(r)
+        per = " ".join(f"L{i}:{v:.3f}" for i, v in r["read_per_layer"].items()) if len(r["read_per_layer"]) <= 6 else ""
         print(f"{rt:24s} top1 {r['top1']:.4f} kl {r['kl']:.4f}  (2nd half: top1 {r['top1_second_half']:.4f} "
-              f"kl {r['kl_second_half']:.4f})  read {r['read']:.3f}", flush=True)
+              f"kl {r['kl_second_half']:.4f})  read {r['read']:.3f} {per}", flush=True)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out + ".json", "w") as fo:
         json.dump({"model": a.model, "length": T, "page": PAGE, "results": results}, fo, indent=1)
