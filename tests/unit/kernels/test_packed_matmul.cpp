@@ -106,8 +106,9 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
   for (int64_t n_in : {32, 96, 256, 640, 1280, 1536}) {
     if (n_in % blk != 0) continue;
     for (int64_t n_out : {1, 3, 8, 13, 37, 257}) {
-      // 1-3: the streaming (decode) tiles; from 4 on, the staged tiles: on
-      // the AVX2 path 4 is one full tile and 5-7 a full tile and a rest of 1-3.
+      // 1-3: the streaming (decode) tiles; from 4 on, the staged tiles (all
+      // types but Q8_0 on the AVX2 path): there 4 is one full tile and 5-7 a
+      // full tile and a rest of 1-3.
       // 11 and 33: a full 8-token tile and a narrow rest in the same token
       // block; 70: a second token block of 6.
       for (int64_t n_tok : {1, 2, 3, 4, 5, 6, 7, 11, 33, 70}) {
