@@ -1,4 +1,5 @@
-// The packed matmul's tiles on the AVX2 path (maddubs into int16, then int32).
+// The packed matmul's tiles on the AVX2 path (maddubs into int16, then int32;
+// staged weights for prefill, packed_tiles_staged.inc).
 #include <immintrin.h>
 
 #include <algorithm>

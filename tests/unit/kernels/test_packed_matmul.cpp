@@ -101,12 +101,17 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
     std::vector<float> x, ref;
   };
   std::vector<Case> cases;
-  for (int64_t n_in : {32, 96, 256, 640, 1536}) {
+  // n_in 1280: 40 blocks, two full chunks of staged blocks and a partial one
+  // (packed_tiles_staged.inc, packed_tiles_wide.inc stage 16 at a time).
+  for (int64_t n_in : {32, 96, 256, 640, 1280, 1536}) {
     if (n_in % blk != 0) continue;
     for (int64_t n_out : {1, 3, 8, 13, 37, 257}) {
+      // 1-3: the streaming (decode) tiles; from 4 on, the staged tiles (all
+      // types but Q8_0 on the AVX2 path): there 4 is one full tile and 5-7 a
+      // full tile and a rest of 1-3.
       // 11 and 33: a full 8-token tile and a narrow rest in the same token
       // block; 70: a second token block of 6.
-      for (int64_t n_tok : {1, 2, 3, 5, 7, 11, 33, 70}) {
+      for (int64_t n_tok : {1, 2, 3, 4, 5, 6, 7, 11, 33, 70}) {
         if (n_in * n_out * n_tok > 3'000'000) continue;
         Case c{n_in, n_out, n_tok, nullptr, {}, {}, {}};
         c.w = std::make_unique<RandomWeight>(t, n_in, n_out, (uint32_t)(n_in * 31 + n_out * 7 + n_tok));
@@ -239,27 +244,35 @@ TEST(PackedMatrix, MultiMatchesSingle) {
 }
 
 // A token's output must not depend on how many tokens share the call (the
-// tile it lands in): the same rows, bit for bit, for every prefix length.
+// tile it lands in): the same rows, bit for bit, for every prefix length, on
+// every CPU path (1-3 tokens stream, 4+ go through the staged tiles).
+// n_in 1280: 40 blocks, so the staged chunks of 16 end in a partial one.
 TEST(PackedMatrix, EachTokenIsIndependentOfTheTileItSitsIn) {
-  const int64_t n_in = 512, n_out = 24, n_all = 40;
+  const int64_t n_in = 1280, n_out = 24, n_all = 40;
   ThreadPool pool(1);
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
-    RandomWeight w(t, n_in, n_out, 5);
-    auto pm = pack_matrix(w.view);
-    ASSERT_TRUE(pm.ok());
-    const auto x = random_acts(n_in * n_all, 77);
-    std::vector<float> all((size_t)(n_all * n_out));
-    matmul_packed(pm.value(), x.data(), all.data(), n_all, pool);
-    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 17, 33}) {
-      std::vector<float> part((size_t)(n * n_out));
-      matmul_packed(pm.value(), x.data(), part.data(), n, pool);
-      for (int64_t tok = 0; tok < n; ++tok) {
-        EXPECT_EQ(std::memcmp(part.data() + tok * n_out, all.data() + tok * n_out, sizeof(float) * n_out), 0)
-            << dtype_name(t) << ": token " << tok << " of a " << n << "-token call differs from the " << n_all
-            << "-token call";
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  for (const CpuPath path : paths) {
+    ASSERT_TRUE(set_cpu_path(path).ok());
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K,
+                    DType::Q6_K, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4}) {
+      RandomWeight w(t, n_in, n_out, 5);
+      auto pm = pack_matrix(w.view);
+      ASSERT_TRUE(pm.ok());
+      const auto x = random_acts(n_in * n_all, 77);
+      std::vector<float> all((size_t)(n_all * n_out));
+      matmul_packed(pm.value(), x.data(), all.data(), n_all, pool);
+      for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 17, 33}) {
+        std::vector<float> part((size_t)(n * n_out));
+        matmul_packed(pm.value(), x.data(), part.data(), n, pool);
+        for (int64_t tok = 0; tok < n; ++tok) {
+          EXPECT_EQ(std::memcmp(part.data() + tok * n_out, all.data() + tok * n_out, sizeof(float) * n_out), 0)
+              << dtype_name(t) << " path " << cpu_path_name(path) << ": token " << tok << " of a " << n
+              << "-token call differs from the " << n_all << "-token call";
+        }
       }
     }
   }
+  ASSERT_TRUE(set_cpu_path(paths.back()).ok());
 }
 
 // The same for the unpacked paths (float weights, and quantized weights that
