@@ -4,7 +4,7 @@ policy scored in its own run with `--reference`) into one report: a markdown
 table (task x policy, accuracy in percent, per length), the mean and pages
 read per policy, the merged JSON and a heat-map PNG.
 
-    python3 bench/eval_merge.py dense.json topk.json rswa.json --out bench/out/eval_sweep
+    ~/.cache/stride/venv/bin/python bench/eval_merge.py dense.json topk.json rswa.json --out bench/out/eval_sweep
 
 Every report must hold the same dense trials (same prompt fingerprints and
 answers); a report from other prompts or another model is refused.

@@ -45,7 +45,9 @@ def parse_rule(text):
     return {"name": text, "kind": kind, "value": float(val), "tail": "tail" in extras,
             "tail1": "tail1" in extras, "min_tokens": mins[0] if mins else 0,
             # Queries at or after rule["dense_from"] (set by the caller) read every page.
-            "lastdense": "lastdense" in extras, "dense_from": None}
+            "lastdense": "lastdense" in extras, "dense_from": None,
+            # mass:P with the sink and window pages' mass exact (their keys are read anyway).
+            "exactfixed": "exactfixed" in extras}
 
 
 def page_stats(k, v, T):
@@ -158,6 +160,14 @@ def rule_attention(rule, q, k, v, scaling, stats_out):
             keys = torch.full((n, P), float(PAGE))
             keys[torch.arange(n), qpage] = (tq - qpage * PAGE + 1).float()
             keys = keys.masked_fill(~pres, 0.0)
+            if rule["exactfixed"]:
+                # A fixed page's bound replaced by the one whose estimate is its exact
+                # log-sum-exp (max over the group's heads); candidates keep Quest's.
+                lse = torch.nn.functional.pad(s.masked_fill(~causal[None], float("-inf")), (0, P * PAGE - T),
+                                              value=float("-inf")).view(H, n, P, PAGE).logsumexp(-1)
+                lse = lse.view(Hkv, g, n, P).amax(1)
+                exact = (lse - keys.clamp(min=1e-30).log()[None]) / scaling
+                bound = torch.where(fixed[None] & torch.isfinite(exact), exact, bound)
             m, _ = mass_select(rule["value"], bound, keys[None].expand(Hkv, n, P), fixed[None].expand(Hkv, n, P),
                                pres[None].expand(Hkv, n, P), scaling, -(-rule["min_tokens"] // PAGE))
             sel |= m
