@@ -2,7 +2,7 @@
 """Merges `stride eval --json` reports of one sweep (dense recorded once, each
 policy scored in its own run with `--reference`) into one report: a markdown
 table (task x policy, accuracy in percent, per length), the mean and pages
-read per policy, the merged JSON and a heat-map PNG.
+read per policy, and the merged JSON (in `stride eval --json`'s format).
 
     ~/.cache/stride/venv/bin/python bench/eval_merge.py dense.json topk.json rswa.json --out bench/out/eval_sweep
 
@@ -68,36 +68,10 @@ def table(m):
     return "\n".join(lines)
 
 
-def plot(m, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    rows = m["summary"]
-    tasks = list(dict.fromkeys(x["task"] for x in rows))
-    cols = list(dict.fromkeys((x["length"], x["policy"]) for x in rows))
-    grid = [[float("nan")] * len(cols) for _ in tasks]
-    for x in rows:
-        grid[tasks.index(x["task"])][cols.index((x["length"], x["policy"]))] = x["accuracy"]
-    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(cols) + 2.5), 0.5 * len(tasks) + 2.2))
-    im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
-    for i, row in enumerate(grid):
-        for j, v in enumerate(row):
-            if v == v:
-                ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(cols)))
-    ax.set_xticklabels([f"{p}\n{l}" for l, p in cols], fontsize=7, rotation=30, ha="right")
-    ax.set_yticks(range(len(tasks)))
-    ax.set_yticklabels(tasks)
-    ax.set_title(f"stride eval: {m['model'].split('/')[-1]} (accuracy %, seed {m['seed']})", fontsize=9)
-    fig.colorbar(im, ax=ax, label="accuracy")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("reports", nargs="+")
-    ap.add_argument("--out", required=True, help="path prefix: writes .json, .md and .png")
+    ap.add_argument("--out", required=True, help="path prefix: writes .json and .md")
     a = ap.parse_args()
     m = merge([load(p) for p in a.reports], a.reports)
     md = table(m)
@@ -105,7 +79,6 @@ def main():
         json.dump(m, f, indent=1)
     with open(a.out + ".md", "w") as f:
         f.write(md + "\n")
-    plot(m, a.out + ".png")
     print(md)
 
 
