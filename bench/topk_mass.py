@@ -60,6 +60,18 @@ def capture_qk(model, ids):
     return out
 
 
+def page_geometry(t, page, n):
+    """For a query at t over its n pages: keys per page [n] (the last one
+    partial) and the pages always read [n] (the sink page and the local one)."""
+    import torch
+    keys = torch.full((n,), float(page))
+    keys[n - 1] = t - (n - 1) * page + 1
+    fixed = torch.zeros(n, dtype=torch.bool)
+    fixed[0] = True
+    fixed[max(0, t - page + 1) // page:n] = True
+    return keys, fixed
+
+
 def budget(n_pages, sparsity, n_fixed):
     want = math.ceil((1.0 - sparsity) * n_pages - 1e-9)
     return min(n_pages, max(n_fixed, want))
@@ -146,10 +158,7 @@ def analyse_layer(q, k, scaling, ts, page, sparsities, subblocks=(16, 8)):
         kept = {name: [] for name in scores}
         for j, t in enumerate(ts):
             n = int(qpage[j]) + 1  # pages present for this query
-            local_from = max(0, t - page + 1) // page
-            fixed = torch.zeros(n, dtype=torch.bool)
-            fixed[0] = True
-            fixed[local_from:n] = True
+            _, fixed = page_geometry(t, page, n)
             keep = budget(n, sp, int(fixed.sum()))
             extra = keep - int(fixed.sum())
             cand = (~fixed).nonzero().flatten()
@@ -176,14 +185,9 @@ def analyse_layer(q, k, scaling, ts, page, sparsities, subblocks=(16, 8)):
             reads, kept = [], []
             for j, t in enumerate(ts):
                 n = int(qpage[j]) + 1
-                local_from = max(0, t - page + 1) // page
-                cnt = torch.full((n,), float(page))
-                cnt[n - 1] = t - (n - 1) * page + 1
+                cnt, fixed = page_geometry(t, page, n)
                 est = scores[name][:, j, :n] * scaling + cnt.log()[None]  # [Hkv, n]
                 w = torch.softmax(est, dim=-1)
-                fixed = torch.zeros(n, dtype=torch.bool)
-                fixed[0] = True
-                fixed[local_from:n] = True
                 wf = w.masked_fill(fixed[None], 2.0)  # fixed pages first
                 order = wf.sort(dim=-1, descending=True)
                 cum = w.gather(1, order.indices).cumsum(-1)
@@ -203,12 +207,7 @@ def analyse_layer(q, k, scaling, ts, page, sparsities, subblocks=(16, 8)):
         reads, kept = [], []
         for j, t in enumerate(ts):
             n = int(qpage[j]) + 1
-            local_from = max(0, t - page + 1) // page
-            keys = torch.full((n,), float(page))
-            keys[n - 1] = t - (n - 1) * page + 1
-            fixed = torch.zeros(n, dtype=torch.bool)
-            fixed[0] = True
-            fixed[local_from:n] = True
+            keys, fixed = page_geometry(t, page, n)
             m, _ = mass_select(Pm, scores["quest"][:, j, :n], keys.expand(Hkv, n), fixed.expand(Hkv, n),
                                torch.ones(Hkv, n, dtype=torch.bool), scaling)
             reads.append(m.float().mean().item())
