@@ -26,7 +26,7 @@ void softmax_merge(SoftmaxPartial& a, float* o, const SoftmaxPartial& b, const f
 
 Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
                        const AttentionParams& p, const float* q, float* out, ThreadPool& threads) {
-  return active_cpu_path() == CpuPath::Avx512 ? attn_avx512::attention_paged_path(pool, plan, policy, p, q, out, threads)
+  return active_cpu_path() >= CpuPath::Avx512 ? attn_avx512::attention_paged_path(pool, plan, policy, p, q, out, threads)
                                               : attn_avx2::attention_paged_path(pool, plan, policy, p, q, out, threads);
 }
 

@@ -26,7 +26,8 @@ nlohmann::json cpu_json() {
   j["features"] = {{"avx2", f.avx2},         {"fma", f.fma},           {"f16c", f.f16c},
                    {"avx512f", f.avx512f},   {"avx512vl", f.avx512vl}, {"avx512bw", f.avx512bw},
                    {"avx512vnni", f.avx512vnni}, {"avx_vnni", f.avx_vnni}, {"amx_tile", f.amx_tile},
-                   {"amx_int8", f.amx_int8}, {"amx_bf16", f.amx_bf16}, {"os_zmm", f.os_zmm}};
+                   {"amx_int8", f.amx_int8}, {"amx_bf16", f.amx_bf16}, {"os_zmm", f.os_zmm},
+                   {"os_amx", f.os_amx}};
   return j;
 }
 
@@ -35,7 +36,7 @@ std::string cpu_text() {
   std::string paths;
   for (const auto& p : j["supported_paths"]) paths += (paths.empty() ? "" : ", ") + p.get<std::string>();
   return "cpu: " + j["brand"].get<std::string>() + "\nkernel path: " + j["path"].get<std::string>() +
-         " (supported: " + paths + "; STRIDE_CPU=avx2|avx512 forces one)\n";
+         " (supported: " + paths + "; STRIDE_CPU=avx2|avx512|amx forces one)\n";
 }
 
 // What this build can serve beyond the core: the shared KV tier needs hiredis.

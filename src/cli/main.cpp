@@ -1,9 +1,11 @@
 // stride: command-line entry point.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.h"
 #include "core/cpu_features.h"
+#include "kernels/amx_check.h"
 
 int main(int argc, char** argv) {
   // Before any kernel runs: a CPU that cannot run any path (or a bad
@@ -11,6 +13,16 @@ int main(int argc, char** argv) {
   if (auto path = stride::resolve_cpu_path(); !path.ok()) {
     std::fprintf(stderr, "stride: %s\n", path.status().message().c_str());
     return 1;
+  } else if (*path == stride::CpuPath::Amx) {
+    if (auto check = stride::kernels::check_amx_path(); !check.ok()) {
+      const char* forced = std::getenv("STRIDE_CPU");
+      if (forced && *forced) {
+        std::fprintf(stderr, "stride: STRIDE_CPU=%s: %s\n", forced, check.message().c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "stride: warning: %s; running the avx512 path instead\n", check.message().c_str());
+      stride::disable_amx_path();
+    }
   }
   CLI::App app{"stride: sparse-attention inference engine for long-context language models"};
   app.require_subcommand(1);

@@ -1,6 +1,8 @@
 #include "core/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -15,6 +17,19 @@ uint64_t xgetbv0() {
   uint32_t lo = 0, hi = 0;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return ((uint64_t)hi << 32) | lo;
+}
+
+// Linux hands out the 8 KiB tile data state only on request (the first tile
+// instruction of a process that did not ask dies with SIGILL); granted for
+// every thread of the process.
+bool request_tile_data() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr int kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 CpuFeatures detect() {
@@ -46,6 +61,7 @@ CpuFeatures detect() {
     f.amx_bf16 = d & (1u << 22);
     f.amx_tile = d & (1u << 24);
     f.amx_int8 = d & (1u << 25);
+    f.os_amx = f.amx_tile && (xcr0 & 0x60000) == 0x60000 && request_tile_data();
     __get_cpuid_count(7, 1, &a, &b, &c, &d);
     f.avx_vnni = a & (1u << 4);
     f.avx512bf16 = a & (1u << 5);
@@ -66,10 +82,18 @@ CpuFeatures detect() {
   return f;
 }
 
+// Set when the AMX path failed its start-up check (disable_amx_path).
+std::atomic<bool>& amx_disabled() {
+  static std::atomic<bool> v{false};
+  return v;
+}
+
 bool runs(const CpuFeatures& f, CpuPath p) {
   const bool avx2 = f.avx2 && f.fma && f.f16c && f.os_ymm;
   if (p == CpuPath::Avx2) return avx2;
-  return avx2 && f.os_zmm && f.avx512f && f.avx512vl && f.avx512bw && f.avx512dq && f.avx512vnni;
+  const bool avx512 = avx2 && f.os_zmm && f.avx512f && f.avx512vl && f.avx512bw && f.avx512dq && f.avx512vnni;
+  if (p == CpuPath::Avx512) return avx512;
+  return avx512 && f.amx_int8 && f.os_amx && !amx_disabled().load();
 }
 
 std::atomic<int> g_path{-1};
@@ -82,11 +106,19 @@ const CpuFeatures& cpu_features() {
   return f;
 }
 
-const char* cpu_path_name(CpuPath p) { return p == CpuPath::Avx512 ? "avx512" : "avx2"; }
+const char* cpu_path_name(CpuPath p) {
+  return p == CpuPath::Amx ? "amx" : p == CpuPath::Avx512 ? "avx512" : "avx2";
+}
+
+void disable_amx_path() {
+  amx_disabled().store(true);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_path.load() == (int)CpuPath::Amx) g_path.store((int)CpuPath::Avx512);
+}
 
 std::vector<CpuPath> supported_cpu_paths() {
   std::vector<CpuPath> out;
-  for (const CpuPath p : {CpuPath::Avx2, CpuPath::Avx512})
+  for (const CpuPath p : {CpuPath::Avx2, CpuPath::Avx512, CpuPath::Amx})
     if (runs(cpu_features(), p)) out.push_back(p);
   return out;
 }
@@ -103,7 +135,8 @@ Expected<CpuPath> resolve_cpu_path() {
     const std::string v = env;
     if (v == "avx2") want = CpuPath::Avx2;
     else if (v == "avx512") want = CpuPath::Avx512;
-    else return InvalidArgument("STRIDE_CPU=" + v + ": expected avx2 or avx512");
+    else if (v == "amx") want = CpuPath::Amx;
+    else return InvalidArgument("STRIDE_CPU=" + v + ": expected avx2, avx512 or amx");
     if (!runs(cpu_features(), want))
       return InvalidArgument("STRIDE_CPU=" + v + ": this CPU cannot run that path (best: " +
                              cpu_path_name(ok.back()) + ")");

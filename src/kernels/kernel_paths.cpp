@@ -30,7 +30,7 @@ KernelTable avx512_table(bool bf16_dot) {
 const KernelTable& kernel_table(CpuPath p) {
   static const KernelTable avx2 = avx2_table();
   static const KernelTable avx512 = avx512_table(false);
-  return p == CpuPath::Avx512 ? avx512 : avx2;
+  return p >= CpuPath::Avx512 ? avx512 : avx2;
 }
 
 const KernelTable* avx512_bf16_dot_table() {

@@ -33,13 +33,15 @@ packed::ActStage packed::act_stage(int64_t n_blocks) {
   return {d.data(), s.data(), hs.data(), qs.data()};
 }
 
-void matmul_packed_multi(const PackedMatrix* const* ws, float* const* ys, int n_mats,
-                         const float* x, int64_t n_tok, ThreadPool& pool) {
+namespace {
+
+void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float* const* ys, int n_mats,
+              const float* x, int64_t n_tok, ThreadPool& pool) {
   if (n_tok <= 0 || n_mats <= 0) return;
   const int64_t n_in = ws[0]->n_in;
   for (int i = 1; i < n_mats; ++i) {
     if (ws[i]->n_in != n_in) {  // programmer error: each x row fits one row length
-      for (int j = 0; j < n_mats; ++j) matmul_packed(*ws[j], x, ys[j], n_tok, pool);
+      for (int j = 0; j < n_mats; ++j) multi_on(run_range, ws + j, ys + j, 1, x, n_tok, pool);
       return;
     }
   }
@@ -65,7 +67,6 @@ void matmul_packed_multi(const PackedMatrix* const* ws, float* const* ys, int n_
     first[i + 1] = first[i] + ws[i]->n_groups;
   }
   const int64_t units = first[n];
-  const packed::RunRangeFn run_range = packed::run_range_for(active_cpu_path());
   pool.run_chunks(detail::work_chunks(units, n_tok, 1, pool.size()), [&](int ci, int nc) {
     const detail::WorkRange wr = detail::split_work(units, n_tok, 1, ci, nc);
     if (wr.r0 >= wr.r1 || wr.t0 >= wr.t1) return;
@@ -75,11 +76,18 @@ void matmul_packed_multi(const PackedMatrix* const* ws, float* const* ys, int n_
     }
   });
   // More matrices than one dispatch holds: the rest in further dispatches.
-  if (n_mats > kMaxMats) matmul_packed_multi(ws + kMaxMats, ys + kMaxMats, n_mats - kMaxMats, x, n_tok, pool);
+  if (n_mats > kMaxMats) multi_on(run_range, ws + kMaxMats, ys + kMaxMats, n_mats - kMaxMats, x, n_tok, pool);
 }
 
-void matmul_packed(const PackedMatrix& w, const float* x, float* y, int64_t n_tok,
-                   ThreadPool& pool) {
+}  // namespace
+
+void matmul_packed_multi(const PackedMatrix* const* ws, float* const* ys, int n_mats,
+                         const float* x, int64_t n_tok, ThreadPool& pool) {
+  multi_on(packed::run_range_for(active_cpu_path()), ws, ys, n_mats, x, n_tok, pool);
+}
+
+void packed::matmul_packed_on(RunRangeFn run_range, const PackedMatrix& w, const float* x, float* y,
+                              int64_t n_tok, ThreadPool& pool) {
   if (n_tok <= 0 || w.n_out <= 0) return;
   if (!packable(w.type)) {
     // Programmer error (pack_matrix produces only packable types).
@@ -88,7 +96,12 @@ void matmul_packed(const PackedMatrix& w, const float* x, float* y, int64_t n_to
   }
   const PackedMatrix* ws[1] = {&w};
   float* ys[1] = {y};
-  matmul_packed_multi(ws, ys, 1, x, n_tok, pool);
+  multi_on(run_range, ws, ys, 1, x, n_tok, pool);
+}
+
+void matmul_packed(const PackedMatrix& w, const float* x, float* y, int64_t n_tok,
+                   ThreadPool& pool) {
+  packed::matmul_packed_on(packed::run_range_for(active_cpu_path()), w, x, y, n_tok, pool);
 }
 
 }  // namespace stride

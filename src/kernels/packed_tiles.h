@@ -1,6 +1,7 @@
 #pragma once
 // The packed matmul's tiles, one set per CPU path (packed_tiles.inc compiled
-// by packed_tiles_avx2.cpp and packed_tiles_avx512.cpp), chosen at run time.
+// by packed_tiles_avx2.cpp, packed_tiles_avx512.cpp and packed_tiles_amx.cpp),
+// chosen at run time.
 #include "core/cpu_features.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/packed_matrix.h"
@@ -36,9 +37,21 @@ void run_range(const Problem& p, const detail::WorkRange& wr);
 namespace avx512 {
 void run_range(const Problem& p, const detail::WorkRange& wr);
 }
+namespace amx {
+void run_range(const Problem& p, const detail::WorkRange& wr);
+}
+// The AMX path's kernel on the software model of the tiles: for tests on
+// machines with AVX-512 (needed) but without AMX.
+namespace amx_model {
+void run_range(const Problem& p, const detail::WorkRange& wr);
+}
 
 inline RunRangeFn run_range_for(CpuPath path) {
-  return path == CpuPath::Avx512 ? &avx512::run_range : &avx2::run_range;
+  return path == CpuPath::Amx ? &amx::run_range : path == CpuPath::Avx512 ? &avx512::run_range : &avx2::run_range;
 }
+
+// matmul_packed (kernels/matmul.h) through the tiles of run_range.
+void matmul_packed_on(RunRangeFn run_range, const PackedMatrix& w, const float* x, float* y, int64_t n_tok,
+                      ThreadPool& pool);
 
 }  // namespace stride::packed

@@ -10,6 +10,8 @@
 
 namespace stride::packed::avx2 {
 #define STRIDE_PACKED_VNNI 0
+#define STRIDE_PACKED_AMX 0
 #include "kernels/packed_tiles.inc"
+#undef STRIDE_PACKED_AMX
 #undef STRIDE_PACKED_VNNI
 }  // namespace stride::packed::avx2

@@ -22,7 +22,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace stride::packed::avx512 {
 #define STRIDE_PACKED_VNNI 1
+#define STRIDE_PACKED_AMX 0
 #include "kernels/packed_tiles.inc"
+#undef STRIDE_PACKED_AMX
 #undef STRIDE_PACKED_VNNI
 }  // namespace stride::packed::avx512
 #pragma GCC diagnostic pop

@@ -1,0 +1,71 @@
+#include "kernels/amx_check.h"
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "kernels/packed_matrix.h"
+
+namespace stride::kernels {
+namespace {
+
+// Random blocks of type t with finite fp16 scales at the given offsets.
+std::vector<uint8_t> random_blocks(DType t, int64_t n_in, int64_t n_out, const std::vector<int>& half_offsets,
+                                   std::mt19937& rng) {
+  const DTypeInfo* info = dtype_info(t);
+  const int64_t n_blocks = n_in / info->block_elems * n_out;
+  std::vector<uint8_t> bytes((size_t)(n_blocks * info->block_bytes));
+  for (auto& b : bytes) b = (uint8_t)(rng() & 0xFF);
+  std::uniform_real_distribution<float> ud(-0.05f, 0.05f);
+  for (int64_t b = 0; b < n_blocks; ++b)
+    for (int off : half_offsets) {
+      const uint16_t h = fp32_to_fp16(ud(rng));
+      std::memcpy(bytes.data() + b * info->block_bytes + off, &h, 2);
+    }
+  return bytes;
+}
+
+}  // namespace
+
+Status check_tile_path(packed::RunRangeFn candidate, packed::RunRangeFn reference) {
+  struct Case {
+    DType type;
+    std::vector<int> halves;  // offsets of the fp16 scales in a block
+  };
+  constexpr int64_t n_in = 512, n_out = 40, n_tok = 37;  // 2 tile pairs and an odd group; 2 tiles and a rest
+  std::mt19937 rng(20261203);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x((size_t)(n_in * n_tok));
+  for (auto& v : x) v = nd(rng);
+  ThreadPool pool(1);
+  const std::vector<Case> cases = {{DType::Q4_K, {0, 2}}, {DType::Q6_K, {208}}, {DType::Q8_0, {0}}};
+  for (const Case& c : cases) {
+    const std::vector<uint8_t> bytes = random_blocks(c.type, n_in, n_out, c.halves, rng);
+    TensorView view;
+    view.name = "check";
+    view.type = c.type;
+    view.n_dims = 2;
+    view.ne = {n_in, n_out, 1, 1};
+    view.data = bytes.data();
+    view.nbytes = (int64_t)bytes.size();
+    auto pm = pack_matrix(view);
+    if (!pm.ok()) return pm.status();
+    std::vector<float> want((size_t)(n_out * n_tok), 0.0f), got(want.size(), -1.0f);
+    packed::matmul_packed_on(reference, pm.value(), x.data(), want.data(), n_tok, pool);
+    packed::matmul_packed_on(candidate, pm.value(), x.data(), got.data(), n_tok, pool);
+    if (std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0)
+      return Internal(std::string("the tile path's ") + dtype_name(c.type) + " matmul differs from the reference path");
+  }
+  return Status::Ok();
+}
+
+Status check_amx_path() {
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  if (paths.empty() || paths.back() != CpuPath::Amx) return Unsupported("this machine does not run the AMX path");
+  return check_tile_path(packed::run_range_for(CpuPath::Amx), packed::run_range_for(CpuPath::Avx512));
+}
+
+}  // namespace stride::kernels

@@ -1,0 +1,45 @@
+// The packed matmul's tiles on the AMX path: the AVX-512 path's tiles, with
+// prefill's 16-token tiles on the int8 tile unit (packed_tiles_amx.inc). Only
+// the code after the pragma is compiled for AVX-512 and AMX, and all of it has
+// internal linkage but run_range (see packed_tiles_avx512.cpp). Runs only
+// where cpu_features() found AMX and Linux granted the process tile data.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/packed_format.h"
+#include "kernels/packed_tiles.h"
+#include "kernels/tmul_config.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,amx-tile,amx-int8")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as packed_tiles_avx512.cpp
+// The tile intrinsics are asm statements that do not tell the compiler they
+// read memory: the barrier keeps the config and the staged blocks written
+// before a tile reads them.
+#define TMUL_LOAD_CONFIG(cfg)                \
+  do {                                       \
+    asm volatile("" ::: "memory");           \
+    _tile_loadconfig(cfg);                   \
+  } while (0)
+#define TMUL_RELEASE() _tile_release()
+#define TMUL_ZERO(t) _tile_zero(t)
+#define TMUL_LOAD(t, base, stride)           \
+  do {                                       \
+    asm volatile("" ::: "memory");           \
+    _tile_loadd(t, base, stride);            \
+  } while (0)
+#define TMUL_STORE(t, base, stride) _tile_stored(t, base, stride)
+#define TMUL_DOT_SU(c, a, b) _tile_dpbsud(c, a, b)
+#define TMUL_DOT_SS(c, a, b) _tile_dpbssd(c, a, b)
+namespace stride::packed::amx {
+#define STRIDE_PACKED_VNNI 1
+#define STRIDE_PACKED_AMX 1
+#include "kernels/packed_tiles.inc"
+#undef STRIDE_PACKED_AMX
+#undef STRIDE_PACKED_VNNI
+}  // namespace stride::packed::amx
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
