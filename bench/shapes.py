@@ -12,7 +12,7 @@ rotated each rep, between
   * llama.cpp: `llama-bench -m F -p 512 -n 128 -t 2 -fa 0,1 -r 1 -o json` (its own warm-up
     runs included); for each of pp and tg the faster flash-attention setting counts,
     as llama.cpp's users would pick it;
-  * stride on each kernel path `stride info --json` reports (STRIDE_CPU=avx2, avx512):
+  * stride on each kernel path `stride info --json` reports (STRIDE_CPU=avx2, avx512, amx):
     `stride run -m F --prompt-ids <512 random ids> -n 128 --temperature 0 --ignore-eos
     --json --threads 2`, after one untimed warm-up run per path.
 Reported: medians over --reps of prefill and decode tok/s, stride / llama.cpp ratios,
@@ -110,7 +110,7 @@ def find_llama_bench(arg):
 def stride_paths(binary):
     out = subprocess.run([binary, "info", "--json"], capture_output=True, text=True, check=True).stdout
     paths = json.loads(out)["cpu"]["supported_paths"]
-    return [p for p in ("avx2", "avx512") if p in paths]
+    return [p for p in ("avx2", "avx512", "amx") if p in paths]
 
 
 def triad_gbs(binary, threads, override):
