@@ -22,6 +22,7 @@
 #include "kernels/packed_tiles.h"
 #include "kernels/tmul_config.h"
 #include "kernels/tmul_model.h"
+#include "random_weight.h"
 
 namespace stride {
 namespace {
@@ -108,43 +109,6 @@ TEST(TileModelDeathTest, UndefinedUsesStopAsTheHardwareDoes) {
       "not configured");
 }
 
-// Random weights with sane fp16 scales (as test_packed_matmul.cpp).
-struct Weight {
-  std::vector<uint8_t> bytes;
-  TensorView view;
-  Weight(DType t, int64_t n_in, int64_t n_out, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
-    const DTypeInfo* info = dtype_info(t);
-    const int64_t n_blocks = n_in / info->block_elems * n_out;
-    bytes.resize((size_t)(n_blocks * info->block_bytes));
-    for (auto& b : bytes) b = (uint8_t)(rng() & 0xFF);
-    std::vector<int> halves;
-    switch (t) {
-      case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: halves = {0, 2}; break;
-      case DType::Q6_K: halves = {208}; break;
-      case DType::Q2_K: halves = {80, 82}; break;
-      case DType::Q3_K: halves = {108}; break;
-      case DType::MXFP4: break;
-      default: halves = {0};
-    }
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      uint8_t* blk = bytes.data() + b * info->block_bytes;
-      for (int off : halves) {
-        const uint16_t h = fp32_to_fp16(ud(rng) * 0.05f);
-        std::memcpy(blk + off, &h, 2);
-      }
-      if (t == DType::MXFP4) blk[0] = (uint8_t)(118 + rng() % 8);
-    }
-    view.name = "w";
-    view.type = t;
-    view.n_dims = 2;
-    view.ne = {n_in, n_out, 1, 1};
-    view.data = bytes.data();
-    view.nbytes = (int64_t)bytes.size();
-  }
-};
-
 bool runs_avx512() {
   const std::vector<CpuPath> paths = supported_cpu_paths();
   return std::find(paths.begin(), paths.end(), CpuPath::Avx512) != paths.end();
@@ -169,7 +133,7 @@ TEST_P(AmxModelTypes, MatchesTheAvx512PathBitForBitAndTheReference) {
     for (int64_t n_out : {13, 37, 64}) {
       for (int64_t n_tok : {15, 16, 33, 70, 150}) {
         SCOPED_TRACE(testing::Message() << dtype_name(t) << " n_in=" << n_in << " n_out=" << n_out << " n_tok=" << n_tok);
-        Weight w(t, n_in, n_out, (uint32_t)(n_in + 7 * n_out + 31 * n_tok));
+        RandomWeight w(t, n_in, n_out, (uint32_t)(n_in + 7 * n_out + 31 * n_tok));
         auto pm = pack_matrix(w.view);
         ASSERT_TRUE(pm.ok()) << pm.status().message();
         std::mt19937 rng((uint32_t)n_tok);
