@@ -11,6 +11,8 @@ from stride_server import SMOL, StrideServer, binary
 # What each path needs, as /proc/cpuinfo names the flags.
 NEEDS = {"avx2": {"avx2", "fma", "f16c"},
          "avx512": {"avx2", "fma", "f16c", "avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512_vnni"}}
+# Linux lists the AMX flags only when it supports tile state (and then grants it).
+NEEDS["amx"] = NEEDS["avx512"] | {"amx_tile", "amx_int8"}
 
 
 def cpuinfo_flags():
@@ -36,7 +38,7 @@ def info(cpu=None):
 
 def test_detected_paths_match_proc_cpuinfo():
     flags = cpuinfo_flags()
-    want = [p for p in ("avx2", "avx512") if NEEDS[p] <= flags]
+    want = [p for p in ("avx2", "avx512", "amx") if NEEDS[p] <= flags]
     got = info()
     assert got["supported_paths"] == want
     assert got["path"] == want[-1], "the best supported path runs by default"
@@ -51,10 +53,12 @@ def test_unknown_or_unsupported_stride_cpu_is_one_clear_line():
     res = stride("info", cpu="sse2")
     assert res.returncode == 1
     lines = [l for l in res.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1 and "STRIDE_CPU=sse2" in lines[0] and "avx2 or avx512" in lines[0], res.stderr
-    if "avx512" not in info()["supported_paths"]:
-        res = stride("info", cpu="avx512")
-        assert res.returncode == 1 and "cannot run" in res.stderr
+    assert len(lines) == 1 and "STRIDE_CPU=sse2" in lines[0] and "avx2, avx512 or amx" in lines[0], res.stderr
+    for path in ("avx512", "amx"):
+        if path not in info()["supported_paths"]:
+            res = stride("info", cpu=path)
+            lines = [l for l in res.stderr.splitlines() if l.strip()]
+            assert res.returncode == 1 and len(lines) == 1 and "cannot run" in lines[0], res.stderr
 
 
 def test_metrics_name_the_path_the_server_runs():
