@@ -23,14 +23,16 @@ QuantizedActs& scratch_acts() {
 packed::ActStage packed::act_stage(int64_t n_blocks) {
   thread_local std::vector<float> d, s;
   thread_local std::vector<int32_t> hs, qs;
+  thread_local std::vector<uint8_t> xu;
   const size_t n = (size_t)(n_blocks * kActStageToks);
   if (d.size() < n) {
     d.resize(n);
     s.resize(n);
     hs.resize(n);
     qs.resize(n);
+    xu.resize(n * 32);
   }
-  return {d.data(), s.data(), hs.data(), qs.data()};
+  return {d.data(), s.data(), hs.data(), qs.data(), xu.data()};
 }
 
 namespace {
