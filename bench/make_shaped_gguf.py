@@ -10,14 +10,16 @@ Presets (the real models' hyper-parameters; weights are random):
   llama3.2-1b-q4_k_m   llama, 2048 x 16 layers, 32/8 heads, ffn 8192, vocab 128256, tied
   qwen2.5-1.5b-q4_k_m  qwen2, 1536 x 28 layers, 12/2 heads, ffn 8960, vocab 151936, qkv bias, tied
   llama3.1-8b-q4_0     llama, 4096 x 32 layers, 32/8 heads, ffn 14336, vocab 128256, untied
+  qwen2.5-1.5b-q8_0    the Qwen2.5-1.5B shape above, every 2-D weight Q8_0
 Quant mixes follow llama.cpp's llama_tensor_get_type (src/llama-quant.cpp):
   Q4_K_M: output.weight (token_embd.weight when tied) Q6_K; attn_v and ffn_down Q6_K on
           layers where use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2,
           else Q4_K; every other 2-D weight Q4_K.
   Q4_0:   output.weight Q6_K; every other 2-D weight Q4_0 (token_embd too when untied).
+  Q8_0:   every 2-D weight Q8_0 (llama.cpp keeps Q8_0 for the output as well).
   Norms and biases are F32. The Llama-3 rope_freqs.weight tensor (64 floats of long-context
   RoPE factors) is not written: stride has no Llama-3 RoPE scaling, and it costs no bandwidth.
-Quant payloads are random bytes except the fp16 scales (Q4_K d/dmin, Q6_K d, Q4_0 d),
+Quant payloads are random bytes except the fp16 scales (Q4_K d/dmin, Q6_K d, Q4_0/Q8_0 d),
 which are uniform in [1e-4, 2e-3] so that activations stay finite; norm weights ~1.
 Tokenizer: a synthetic SentencePiece ("llama") vocabulary of exactly n_vocab pieces:
 <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then "▁w<i>" with descending scores.
@@ -50,8 +52,12 @@ PRESETS = {
     "llama3.1-8b-q4_0": dict(arch="llama", n_embd=4096, n_layer=32, n_head=32, n_head_kv=8,
                              head_dim=128, n_ff=14336, n_vocab=128256, rope_base=500000.0,
                              eps=1e-5, tied=False, ctx=131072, bias=False, mix="q4_0"),
+    "qwen2.5-1.5b-q8_0": dict(arch="qwen2", n_embd=1536, n_layer=28, n_head=12, n_head_kv=2,
+                              head_dim=128, n_ff=8960, n_vocab=151936, rope_base=1000000.0,
+                              eps=1e-6, tied=True, ctx=32768, bias=True, mix="q8_0"),
 }
-FILE_TYPE = {"q4_k_m": gguf.LlamaFileType.MOSTLY_Q4_K_M, "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0}
+FILE_TYPE = {"q4_k_m": gguf.LlamaFileType.MOSTLY_Q4_K_M, "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0,
+             "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
 
 
 def use_more_bits(i, n):
@@ -60,6 +66,8 @@ def use_more_bits(i, n):
 
 def weight_type(mix, role, layer, n_layer, tied):
     """llama.cpp's type for a 2-D weight of `role` ("output", "token_embd", "attn_v", ...)."""
+    if mix == "q8_0":  # llama.cpp keeps Q8_0 for the output and the embedding too
+        return QT.Q8_0
     if role == "output" or (role == "token_embd" and tied):
         return QT.Q6_K
     if mix == "q4_0":
@@ -126,7 +134,7 @@ def random_tensor(rng, name, shape, qtype):
         buf[:, 2:4] = _f16_scales(rng, nb)
     elif qtype == QT.Q6_K:  # d at the last 2 bytes of the 210-byte block
         buf[:, 208:210] = _f16_scales(rng, nb)
-    elif qtype == QT.Q4_0:  # d at bytes 0..1 of the 18-byte block
+    elif qtype in (QT.Q4_0, QT.Q8_0):  # d at bytes 0..1 of the 18- or 34-byte block
         buf[:, 0:2] = _f16_scales(rng, nb)
     else:
         raise ValueError(f"no scale layout for {qtype.name}")
