@@ -69,11 +69,17 @@ double triad(int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int threads = argc > 1 ? std::atoi(argv[1]) : (int)std::thread::hardware_concurrency();
-  const double f1 = peak_fma(1), fn = peak_fma(threads);
-  const double b1 = triad(1), bn = triad(threads);
+  long threads = (long)std::thread::hardware_concurrency();
+  char* end = nullptr;
+  if (argc == 2) threads = std::strtol(argv[1], &end, 10);
+  if (argc > 2 || (argc == 2 && (end == argv[1] || *end != '\0' || threads < 1 || threads > 1024))) {
+    std::fprintf(stderr, "usage: machine_peak [threads]  (threads: 1-1024)\n");
+    return 2;
+  }
+  const double f1 = peak_fma(1), fn = peak_fma((int)threads);
+  const double b1 = triad(1), bn = triad((int)threads);
   std::printf("{\"threads\": %d, \"fma_gflops_1t\": %.1f, \"fma_gflops\": %.1f, "
               "\"triad_gbs_1t\": %.2f, \"triad_gbs\": %.2f}\n",
-              threads, f1 / 1e9, fn / 1e9, b1 / 1e9, bn / 1e9);
+              (int)threads, f1 / 1e9, fn / 1e9, b1 / 1e9, bn / 1e9);
   return 0;
 }

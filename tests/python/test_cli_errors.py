@@ -81,3 +81,12 @@ def test_tokenize_vocab_only_file():
     res = stride("tokenize", "--model", VOCAB, "--prompt", "Hello world")
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "15496 995"
+
+
+@pytest.mark.parametrize("arg", ["--threads", "2x", "0", "-3", "100000"])
+def test_machine_peak_rejects_bad_thread_counts(arg):
+    # bench/compare.py and bench/shapes.py read its JSON line; a bad count is a usage error, not a bogus figure.
+    res = subprocess.run([str(ROOT / "build" / "machine_peak"), arg], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert res.stdout == ""
+    assert res.stderr.strip().startswith("usage: machine_peak"), res.stderr
