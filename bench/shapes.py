@@ -6,7 +6,7 @@ Usage:
       [--reps 3] [--threads 2] [--prompt 512] [--gen 128] [--triad-gbs G]
       [--llama-bench PATH] [--shaped-dir DIR] [--out bench/out/shapes]
 
-For each preset (default: the two 1-1.5B ones; llama3.1-8b-q4_0 with --presets) the
+For each preset (default: the two 1-1.5B Q4_K_M ones; llama3.1-8b-q4_0 and qwen2.5-1.5b-q8_0 with --presets) the
 GGUF of bench/make_shaped_gguf.py is made or reused, then reps alternate, in an order
 rotated each rep, between
   * llama.cpp: `llama-bench -m F -p 512 -n 128 -t 2 -fa 0,1 -r 1 -o json` (its own warm-up
