@@ -26,8 +26,8 @@ struct ActStage {
   int32_t* hs;  // QuantizedActs::hs
   int32_t* qs;  // QuantizedActs::qs
   // [kActStageToks, n_blocks * 32]: token-major int8 activations + 128
-  // (x ^ 0x80), the unsigned operand of vpdpbusd for signed weights (the
-  // 512-bit tiles; see packed_tiles_wide.inc).
+  // (x ^ 0x80), the unsigned operand of vpdpbusd against weights staged as
+  // signed integers (the 512-bit tiles; see kUnsignedActs).
   uint8_t* xu;
 };
 ActStage act_stage(int64_t n_blocks);
