@@ -4,7 +4,7 @@
 Usage:
   ~/.cache/stride/venv/bin/python bench/shapes.py [--presets llama3.2-1b-q4_k_m ...]
       [--reps 3] [--threads 2] [--prompt 512] [--gen 128] [--triad-gbs G]
-      [--llama-bench PATH] [--shaped-dir DIR] [--out bench/out/shapes]
+      [--llama-bench PATH] [--paths avx2 ...] [--shaped-dir DIR] [--out bench/out/shapes]
 
 For each preset (default: the two 1-1.5B Q4_K_M ones; llama3.1-8b-q4_0 and qwen2.5-1.5b-q8_0 with --presets) the
 GGUF of bench/make_shaped_gguf.py is made or reused, then reps alternate, in an order
@@ -27,6 +27,9 @@ Writes OUT.json and OUT.png (ratios per preset and metric) and prints a markdown
 Binaries: STRIDE_BIN (default build/stride), --baseline-bin (another stride build, run
 alongside as "baseline-<path>"); llama-bench from --llama-bench, LLAMA_BENCH,
 or scripts/build_llama_bench (cached).
+AVX2-machine ratio on a newer CPU: build an AVX2-only llama-bench (CMAKE_ARGS="-DGGML_NATIVE=OFF
+-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF" scripts/build_llama_bench)
+and pass it with --llama-bench and --paths avx2.
 """
 import argparse
 import datetime
@@ -257,6 +260,9 @@ def main():
     ap.add_argument("--llama-bench", default=None)
     ap.add_argument("--baseline-bin", default=None,
                     help="a second stride binary (e.g. an older build), run on the same paths alongside")
+    ap.add_argument("--paths", nargs="+", default=None, choices=["avx2", "avx512", "amx"],
+                    help="stride paths to run (default: every path the CPU supports); e.g. --paths avx2 "
+                         "with an AVX2-only llama-bench measures the AVX2-machine ratio on a newer CPU")
     ap.add_argument("--shaped-dir", default=str(shaped.DEFAULT_OUT))
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "shapes"))
     a = ap.parse_args()
@@ -266,6 +272,11 @@ def main():
         raise SystemExit(f"stride binary not found at {sbin} (set STRIDE_BIN)")
     lb = find_llama_bench(a.llama_bench)
     paths = stride_paths(sbin)
+    if a.paths:
+        missing = [p for p in a.paths if p not in paths]
+        if missing:
+            raise SystemExit(f"this CPU cannot run stride path(s) {', '.join(missing)} (it runs {', '.join(paths)})")
+        paths = [p for p in paths if p in a.paths]
     triad, triad_src = triad_gbs(sbin, a.threads, a.triad_gbs)
     log(f"stride {sbin} (paths {', '.join(paths)}), llama-bench {lb}, triad {triad} GB/s")
     report = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
