@@ -1,6 +1,7 @@
 """Bad input gets one clear line on stderr and a non-zero exit; never a crash."""
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -90,3 +91,17 @@ def test_machine_peak_rejects_bad_thread_counts(arg):
     assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
     assert res.stdout == ""
     assert res.stderr.strip().startswith("usage: machine_peak"), res.stderr
+
+
+def test_shapes_bench_rejects_a_path_the_cpu_cannot_run(tmp_path):
+    # A stride that reports only the avx2 path: asking bench/shapes.py for avx512 stops before any run.
+    fake = tmp_path / "stride"
+    fake.write_text('#!/bin/sh\necho \'{"cpu": {"supported_paths": ["avx2"]}}\'\n')
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "STRIDE_BIN": str(fake)}
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "shapes.py"), "--paths", "avx512", "--triad-gbs", "20",
+                          "--llama-bench", "/bin/true", "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 1, (res.returncode, res.stdout, res.stderr)
+    assert "cannot run stride path(s) avx512 (it runs avx2)" in res.stderr, res.stderr
+    assert not (tmp_path / "out.json").exists()
