@@ -5,6 +5,7 @@
 // the AVX-512 path and requires identical bytes (the paths are bit-identical
 // by construction, kernels/packed_tiles_amx.inc).
 #include "core/status.h"
+#include "kernels/kernel_paths.h"
 #include "kernels/packed_tiles.h"
 
 namespace stride::kernels {
@@ -13,7 +14,13 @@ namespace stride::kernels {
 // unsigned, split-scale and signed tile dots). Ok when every byte agrees.
 Status check_tile_path(packed::RunRangeFn candidate, packed::RunRangeFn reference);
 
-// The same for the AMX path against the AVX-512 one; main() calls it when
+// Compares candidate's float tiles (f32, f16, bf16 weights) with
+// reference's. The AMX float tiles sum bf16 products in another order, so
+// an output may differ by f32 rounding: Ok when each is within
+// (n_in + 16) * 2^-22 of Σ|w||x| of the reference's.
+Status check_float_tiles(const KernelTable& candidate, const KernelTable& reference);
+
+// Both checks for the AMX path against the AVX-512 one; main() calls it when
 // the AMX path was chosen, and falls back to AVX-512 when it fails.
 Status check_amx_path();
 

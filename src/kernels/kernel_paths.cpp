@@ -25,20 +25,47 @@ KernelTable avx512_table(bool bf16_dot) {
           .softcap = k::softcap, .rotate_adjacent = k::rotate_adjacent, .rotate_neox = k::rotate_neox};
 }
 
+template <auto F32, auto F16, auto BF16, auto Prepare>
+KernelTable with_amx_float_tiles() {
+  KernelTable t = avx512_table(false);
+  t.matmul_f32 = F32;
+  t.matmul_f16 = F16;
+  t.matmul_bf16 = BF16;
+  t.bf16_terms = false;
+  t.x_tiles = true;
+  t.prepare_x_tiles = Prepare;
+  t.row_align = 16;
+  return t;
+}
+
+bool runs_avx512() {
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  return std::find(paths.begin(), paths.end(), CpuPath::Avx512) != paths.end();
+}
+
 }  // namespace
 
 const KernelTable& kernel_table(CpuPath p) {
   static const KernelTable avx2 = avx2_table();
   static const KernelTable avx512 = avx512_table(false);
+  static const KernelTable amx =
+      with_amx_float_tiles<&kernels_amx::matmul_f32, &kernels_amx::matmul_f16, &kernels_amx::matmul_bf16,
+                           &kernels_amx::prepare_x_tiles>();
+  if (p == CpuPath::Amx && cpu_features().amx_bf16) return amx;
   return p >= CpuPath::Avx512 ? avx512 : avx2;
+}
+
+const KernelTable* amx_model_float_table() {
+  namespace m = kernels_amx_model;
+  static const KernelTable table =
+      with_amx_float_tiles<&m::matmul_f32, &m::matmul_f16, &m::matmul_bf16, &m::prepare_x_tiles>();
+  static const bool runs = runs_avx512();
+  return runs ? &table : nullptr;
 }
 
 const KernelTable* avx512_bf16_dot_table() {
   static const KernelTable table = avx512_table(true);
-  static const bool runs = [] {
-    const std::vector<CpuPath> paths = supported_cpu_paths();
-    return cpu_features().avx512bf16 && std::find(paths.begin(), paths.end(), CpuPath::Avx512) != paths.end();
-  }();
+  static const bool runs = cpu_features().avx512bf16 && runs_avx512();
   return runs ? &table : nullptr;
 }
 

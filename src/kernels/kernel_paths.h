@@ -7,6 +7,9 @@
 // scripts/check_isa_isolation allows; the rest of the binary stays AVX2.
 // (The packed quantized tiles and the attention kernel keep their own
 // per-path entry points: packed_tiles.h, attention_kernel_paths.h.)
+// The AMX path's table is the AVX-512 one with float tiles on the tile unit
+// where the CPU has AMX-BF16 (bf16 dot products of exact weight terms and
+// activation terms, f32 sums: f32 rounding from the AVX2 result).
 //
 // Every AVX-512 entry gives the AVX2 entry's result bit for bit (same
 // per-lane operations and the same summation order per output). The
@@ -31,6 +34,9 @@ struct FloatMatmul {
   const uint16_t* x_bf16;
   float* y;  // [n_tok, n_out]
   int64_t n_in, n_out;
+  // [ceil(n_tok / 16), kBf16Terms, ceil(n_in / 32), 16, 16, 2] the same terms as
+  // AMX B tiles (matmul_float_amx.inc); set only when the table's x_tiles.
+  const uint16_t* x_tiles = nullptr;
 };
 inline constexpr int kBf16Terms = 3;
 using FloatRangeFn = void (*)(const FloatMatmul& p, const detail::WorkRange& wr);
@@ -51,6 +57,13 @@ struct KernelTable {
   // sn = [-s0 s0 -s1 s1 ..] over rot_dim; NeoX pairs (i, i + half): cs, sn [half].
   void (*rotate_adjacent)(float* v, const float* cs, const float* sn, int rot_dim);
   void (*rotate_neox)(float* v, const float* cs, const float* sn, int half);
+  // The AMX tiles: every float matmul reads FloatMatmul::x_tiles, which
+  // prepare_x_tiles writes (token tiles [tile_begin, tile_end) of x), and
+  // takes row ranges aligned to row_align.
+  bool x_tiles = false;
+  void (*prepare_x_tiles)(const float* x, int64_t n_tok, int64_t n_in, uint16_t* out, int64_t tile_begin,
+                          int64_t tile_end) = nullptr;
+  int64_t row_align = 4;
 };
 
 // The table of path p (which the CPU must run).
@@ -65,6 +78,15 @@ inline const KernelTable& active_kernels() { return kernel_table(active_cpu_path
 // widened tiles prefill about 1.3x faster (docs/performance.md). Kept,
 // tested and benchmarked for CPUs where that balance differs.
 const KernelTable* avx512_bf16_dot_table();
+
+// The AMX path's table with its float tiles run by the software model of
+// the tile unit (tmul_model.h), or null where the CPU lacks AVX-512: for
+// tests on machines without AMX.
+const KernelTable* amx_model_float_table();
+
+// A thread's scratch for the AMX float tiles' staged weights, at least n bf16
+// (grown in the baseline-ISA translation unit matmul_float.cpp).
+uint16_t* amx_weight_stage(int64_t n);
 
 }  // namespace stride::kernels
 
@@ -83,3 +105,19 @@ namespace stride::kernels_avx512 {
 #include "kernels/kernel_path_entries.inc"
 void matmul_bf16_dot(const kernels::FloatMatmul& p, const detail::WorkRange& wr);  // vdpbf16ps on x_bf16
 }  // namespace stride::kernels_avx512
+
+// The AMX float tiles (matmul_float_amx.inc): on the tile unit, and on its model.
+namespace stride::kernels_amx {
+void matmul_f32(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
+void matmul_f16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
+void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
+void prepare_x_tiles(const float* x, int64_t n_tok, int64_t n_in, uint16_t* out, int64_t tile_begin,
+                     int64_t tile_end);
+}  // namespace stride::kernels_amx
+namespace stride::kernels_amx_model {
+void matmul_f32(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
+void matmul_f16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
+void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
+void prepare_x_tiles(const float* x, int64_t n_tok, int64_t n_in, uint16_t* out, int64_t tile_begin,
+                     int64_t tile_end);
+}  // namespace stride::kernels_amx_model

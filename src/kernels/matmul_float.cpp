@@ -110,9 +110,20 @@ void matmul_float_on(const kernels::KernelTable& k, const TensorView& w, const f
   thread_local std::vector<uint16_t> terms;  // [n_tok, kBf16Terms, n_in]
   const bool split = w.type == DType::BF16 && k.bf16_terms;
   if (split) split_bf16_terms(x, n_tok, w.ne[0], terms);
-  const kernels::FloatMatmul p{&w, x, split ? terms.data() : nullptr, y, w.ne[0], w.rows()};
-  pool.run_chunks(work_chunks(p.n_out, n_tok, 4, pool.size()), [&](int ci, int nc) {
-    const WorkRange wr = split_work(p.n_out, n_tok, 4, ci, nc);
+  kernels::FloatMatmul p{&w, x, split ? terms.data() : nullptr, y, w.ne[0], w.rows()};
+  thread_local std::vector<uint16_t> tiles;  // FloatMatmul::x_tiles
+  if (k.x_tiles) {
+    const int64_t n_tiles = (n_tok + 15) / 16, n_slices = (p.n_in + 31) / 32;
+    tiles.resize((size_t)(n_tiles * kernels::kBf16Terms * n_slices * 16 * 32));
+    uint16_t* out = tiles.data();  // this thread's buffer (the name means the worker's in the lambda)
+    pool.run_chunks((int)std::max<int64_t>(1, std::min<int64_t>(n_tiles, pool.size())), [&](int ci, int nc) {
+      k.prepare_x_tiles(x, n_tok, p.n_in, out, n_tiles * ci / nc, n_tiles * (ci + 1) / nc);
+    });
+    p.x_tiles = out;
+  }
+  const int64_t align = k.row_align;
+  pool.run_chunks(work_chunks(p.n_out, n_tok, align, pool.size()), [&](int ci, int nc) {
+    const WorkRange wr = split_work(p.n_out, n_tok, align, ci, nc);
     if (wr.r0 < wr.r1 && wr.t0 < wr.t1) range(p, wr);
   });
 }
@@ -122,4 +133,11 @@ void matmul_float(const TensorView& w, const float* x, float* y, int64_t n_tok, 
 }
 
 }  // namespace detail
+
+uint16_t* kernels::amx_weight_stage(int64_t n) {
+  thread_local std::vector<uint16_t> stage;
+  if ((int64_t)stage.size() < n) stage.resize((size_t)n);
+  return stage.data();
+}
+
 }  // namespace stride

@@ -31,7 +31,12 @@
     asm volatile("" ::: "memory");           \
     _tile_loadd(t, base, stride);            \
   } while (0)
-#define TMUL_STORE(t, base, stride) _tile_stored(t, base, stride)
+// ... and the one after a store keeps the reads of what it wrote after it.
+#define TMUL_STORE(t, base, stride)      \
+  do {                                   \
+    _tile_stored(t, base, stride);       \
+    asm volatile("" ::: "memory");       \
+  } while (0)
 #define TMUL_DOT_SU(c, a, b) _tile_dpbsud(c, a, b)
 #define TMUL_DOT_SS(c, a, b) _tile_dpbssd(c, a, b)
 namespace stride::packed::amx {

@@ -1,6 +1,8 @@
 #include "kernels/tmul_model.h"
 
 #include <atomic>
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,13 +36,29 @@ Tiles& configured(int tile) {
   return t;
 }
 
+float bf16_daz(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  if ((h & 0x7F80u) == 0) h &= 0x8000u;  // denormal (or zero): signed zero
+  const uint32_t bits = (uint32_t)h << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float ftz(float f) { return std::fabs(f) < FLT_MIN ? std::copysign(0.0f, f) : f; }
+
+void check_dot_shapes(const Tiles& t, int c, int a, int b) {
+  if (t.colsb[a] / 4 != t.rows[b] || t.colsb[a] % 4 != 0) fault("A's dwords per row differ from B's rows");
+  if (t.colsb[b] != t.colsb[c] || t.rows[a] != t.rows[c]) fault("C's shape differs from A x B");
+}
+
 template <bool kSignedB>
 void dot(int c, int a, int b) {
   Tiles& t = configured(c);
   configured(a);
   configured(b);
-  if (t.colsb[a] / 4 != t.rows[b] || t.colsb[a] % 4 != 0) fault("A's dwords per row differ from B's rows");
-  if (t.colsb[b] != t.colsb[c] || t.rows[a] != t.rows[c]) fault("C's shape differs from A x B");
+  check_dot_shapes(t, c, a, b);
   g_dots.fetch_add(1, std::memory_order_relaxed);
   const int n_cols = t.colsb[c] / 4;
   for (int m = 0; m < t.rows[c]; ++m) {
@@ -60,6 +78,25 @@ void dot(int c, int a, int b) {
 }
 
 }  // namespace
+
+void dot_bf16(int c, int a, int b) {
+  Tiles& t = configured(c);
+  configured(a);
+  configured(b);
+  check_dot_shapes(t, c, a, b);
+  g_dots.fetch_add(1, std::memory_order_relaxed);
+  const int n_cols = t.colsb[c] / 4;
+  for (int m = 0; m < t.rows[c]; ++m) {
+    for (int n = 0; n < n_cols; ++n) {
+      float sum;
+      std::memcpy(&sum, &t.data[c][m][4 * n], 4);
+      for (int k = 0; k < t.rows[b]; ++k)
+        for (int i = 0; i < 2; ++i)
+          sum = ftz(std::fma(bf16_daz(&t.data[a][m][4 * k + 2 * i]), bf16_daz(&t.data[b][k][4 * n + 2 * i]), sum));
+      std::memcpy(&t.data[c][m][4 * n], &sum, 4);
+    }
+  }
+}
 
 void load_config(const tmul::TileConfig& cfg) {
   if (cfg.palette != 1) fault("palette other than 1");

@@ -1,6 +1,6 @@
 #pragma once
 // A software model of the AMX tile registers and the int8 tile instructions
-// (ldtilecfg, tilezero, tileloadd, tilestored, tdpbsud, tdpbssd), written from
+// (ldtilecfg, tilezero, tileloadd, tilestored, tdpbsud, tdpbssd, tdpbf16ps), written from
 // the instructions' definitions. The AMX kernels are written once against
 // macros that expand to the instructions or to these functions, so machines
 // without AMX run the same kernel code, tile for tile, in the tests.
@@ -29,6 +29,11 @@ void store(int tile, void* base, int64_t stride);
 // signed, B's unsigned (tdpbsud) or signed (tdpbssd).
 void dot_su(int c, int a, int b);
 void dot_ss(int c, int a, int b);
+// tdpbf16ps: C.fp32[m][n] += A.bf16[m][2k] * B.bf16[k][2n], then
+// += A.bf16[m][2k + 1] * B.bf16[k][2n + 1], for k in order, each step one
+// f32 rounding (nearest even), bf16 denormals read as zero and f32 denormal
+// results flushed to zero, as the instruction's definition states.
+void dot_bf16(int c, int a, int b);
 // Tile dot products run by the model so far, over all threads (tests check
 // that a kernel took the tile path at all).
 uint64_t dots_run();

@@ -2,7 +2,9 @@
 // the double-precision reference. Tiles that widen the weights to f32 keep
 // the AVX2 summation order, so they must equal the AVX2 result bit for bit;
 // the vdpbf16ps tiles (AVX512-BF16) split activations into bf16 terms that
-// leave less than 2^-26 |x| and sum in another order: held to the f32 bound.
+// leave less than 2^-26 |x| and sum in another order: held to the f32 bound,
+// as are the AMX tiles (bf16 terms of weights and activations; run on the
+// software model of the tile unit where the CPU has no AMX).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/matmul.h"
+#include "kernels/tmul_model.h"
 
 namespace stride {
 namespace {
@@ -60,6 +63,8 @@ std::vector<Table> tables_to_test() {
   }
   if (const kernels::KernelTable* dot = kernels::avx512_bf16_dot_table())
     out.push_back({"avx512 vdpbf16ps", dot, false});
+  if (const kernels::KernelTable* model = kernels::amx_model_float_table())
+    out.push_back({"amx tiles on the software model", model, false});
   return out;
 }
 
@@ -99,9 +104,14 @@ TEST(MatmulFloatPaths, EveryPathMatchesTheReference) {
               SCOPED_TRACE(testing::Message() << tb.name << " threads=" << pool->size());
               std::vector<float> y(ref.size(), NAN);
               detail::matmul_float_on(*tb.k, w.view, x.data(), y.data(), n_tok, *pool);
-              const bool dot = t == DType::BF16 && !tb.exact;
-              // f32 sums: each of n_in additions rounds by 2^-24 of at most Σ|w||x|.
-              const double rel = (dot ? std::ldexp(1.0, -26) : 0.0) + (double)(n_in + 16) * std::ldexp(1.0, -24);
+              const bool dot = !tb.exact && (t == DType::BF16 || tb.k->x_tiles);
+              // f32 sums: each of n_in additions rounds by 2^-24 of at most Σ|w||x|;
+              // bf16 terms: x's rest below 2^-26 |x|, and on the tiles three
+              // products of weight and activation terms left out, each below 2^-24 |w x|.
+              const double terms = tb.k->x_tiles ? std::ldexp(1.0, -26) + 3 * std::ldexp(1.0, -24)
+                                   : dot         ? std::ldexp(1.0, -26)
+                                                 : 0.0;
+              const double rel = terms + (double)(n_in + 16) * std::ldexp(1.0, -24);
               for (size_t i = 0; i < y.size(); ++i)
                 ASSERT_NEAR(y[i], ref[i], rel * absw_y[i] + 1e-30) << "output " << i;
               if (dot) {
@@ -119,6 +129,39 @@ TEST(MatmulFloatPaths, EveryPathMatchesTheReference) {
   if (kernels::avx512_bf16_dot_table()) {
     EXPECT_GT(dot_checked, 50);
   }
+}
+
+// The AMX tiles compute every token alike (16-token tiles, unused columns
+// zero): a token's outputs are the same bytes whatever batch it is in and
+// however the work is split, which prefill-then-decode relies on.
+TEST(MatmulFloatPaths, AmxTilesGiveATokenTheSameBytesInAnyBatch) {
+  const kernels::KernelTable* model = kernels::amx_model_float_table();
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  if (!model) {  // no AVX-512: neither the tiles nor their model run here
+    EXPECT_EQ(paths.back(), CpuPath::Avx2);
+    return;
+  }
+  std::vector<const kernels::KernelTable*> tables = {model};
+  if (paths.back() == CpuPath::Amx && kernels::kernel_table(CpuPath::Amx).x_tiles)
+    tables.push_back(&kernels::kernel_table(CpuPath::Amx));
+  constexpr int64_t n_in = 200, n_out = 50, n_tok = 37;
+  std::vector<float> x(n_in * n_tok);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.11f * (float)i) * (1.0f + (float)(i % 7));
+  ThreadPool pool1(1), pool3(3);
+  const uint64_t dots_before = tmul_model::dots_run();
+  for (const kernels::KernelTable* k : tables)
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(t));
+      const FloatWeight w(t, n_in, n_out, 77);
+      std::vector<float> all(n_out * n_tok);
+      detail::matmul_float_on(*k, w.view, x.data(), all.data(), n_tok, pool3);
+      for (int64_t tok : {0, 15, 16, 36}) {
+        std::vector<float> one(n_out);
+        detail::matmul_float_on(*k, w.view, x.data() + tok * n_in, one.data(), 1, pool1);
+        EXPECT_EQ(std::memcmp(one.data(), all.data() + tok * n_out, n_out * sizeof(float)), 0) << "token " << tok;
+      }
+    }
+  EXPECT_GT(tmul_model::dots_run(), dots_before) << "the model's tables did not run the tile dot";
 }
 
 // matmul() runs the active path's tiles.

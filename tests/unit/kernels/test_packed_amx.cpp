@@ -189,6 +189,20 @@ TEST(AmxStartupCheck, PassesTheModelRunTilesAndCatchesWrongOnes) {
   const Status bad = kernels::check_tile_path(&broken_run_range, packed::run_range_for(CpuPath::Avx512));
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("Q4_K"), std::string::npos) << bad.message();
+  // The float tiles: the model's pass; f16 tiles off by 1e-3 of an output
+  // (far above f32 rounding) do not.
+  const kernels::KernelTable* model = kernels::amx_model_float_table();
+  ASSERT_NE(model, nullptr);
+  EXPECT_TRUE(kernels::check_float_tiles(*model, kernels::kernel_table(CpuPath::Avx512)).ok());
+  kernels::KernelTable off = *model;
+  off.matmul_f16 = [](const kernels::FloatMatmul& fm, const detail::WorkRange& wr) {
+    kernels::amx_model_float_table()->matmul_f16(fm, wr);
+    for (int64_t t = wr.t0; t < wr.t1; ++t)
+      if (wr.r0 == 0) fm.y[t * fm.n_out] *= 1.0f + 1e-3f;
+  };
+  const Status bad_float = kernels::check_float_tiles(off, kernels::kernel_table(CpuPath::Avx512));
+  EXPECT_FALSE(bad_float.ok());
+  EXPECT_NE(bad_float.message().find("F16"), std::string::npos) << bad_float.message();
   // On a machine with AMX this is the real tile unit.
   const std::vector<CpuPath> paths = supported_cpu_paths();
   if (paths.back() == CpuPath::Amx) EXPECT_TRUE(kernels::check_amx_path().ok());
