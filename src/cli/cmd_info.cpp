@@ -6,6 +6,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "core/cpu_features.h"
+#include "kernels/kernel_paths.h"
 #include "loader/model_info.h"
 #include "loader/model_source.h"
 #include "redis/redis_tier.h"
@@ -23,6 +24,8 @@ nlohmann::json cpu_json() {
   nlohmann::json paths = nlohmann::json::array();
   for (const CpuPath p : supported_cpu_paths()) paths.push_back(cpu_path_name(p));
   j["supported_paths"] = paths;
+  // The float-weight matmul: AMX-BF16 tile dots on the amx path where the CPU has them.
+  j["float_matmul"] = kernels::kernel_table(active_cpu_path()).x_tiles ? "amx_bf16" : "fma";
   j["features"] = {{"avx2", f.avx2},         {"fma", f.fma},           {"f16c", f.f16c},
                    {"avx512f", f.avx512f},   {"avx512vl", f.avx512vl}, {"avx512bw", f.avx512bw},
                    {"avx512vnni", f.avx512vnni}, {"avx_vnni", f.avx_vnni}, {"amx_tile", f.amx_tile},
@@ -36,7 +39,8 @@ std::string cpu_text() {
   std::string paths;
   for (const auto& p : j["supported_paths"]) paths += (paths.empty() ? "" : ", ") + p.get<std::string>();
   return "cpu: " + j["brand"].get<std::string>() + "\nkernel path: " + j["path"].get<std::string>() +
-         " (supported: " + paths + "; STRIDE_CPU=avx2|avx512|amx forces one)\n";
+         " (supported: " + paths + "; STRIDE_CPU=avx2|avx512|amx forces one)\nfloat matmul: " +
+         j["float_matmul"].get<std::string>() + "\n";
 }
 
 // What this build can serve beyond the core: the shared KV tier needs hiredis.
