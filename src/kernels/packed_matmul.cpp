@@ -13,27 +13,9 @@
 namespace stride {
 namespace {
 
-// One per activation scale layout (ActScale), so matrices of both kinds can
-// share a call.
-QuantizedActs& scratch_acts(ActScale scale) {
-  thread_local QuantizedActs acts[2];
-  return acts[scale == ActScale::kPer256 ? 1 : 0];
-}
-
-// Quantizes x for the matrices whose act_scale_for is `scale`.
-void quantize_for(const float* x, int64_t n_tok, int64_t n_in, ActScale scale, QuantizedActs& acts,
-                  ThreadPool& pool) {
-  quantize_acts_prepare(n_tok, n_in, acts, scale);
-  if (n_tok >= 8 && pool.size() > 1) {
-    // A few chunks per thread, claimed dynamically (see ThreadPool::run_chunks).
-    const int chunks = (int)std::min<int64_t>(n_tok / 4, 4 * (int64_t)pool.size());
-    pool.run_chunks(chunks, [&](int c, int nc) {
-      const int64_t t0 = n_tok * c / nc, t1 = n_tok * (c + 1) / nc;
-      if (t0 < t1) quantize_acts_rows(x, t0, t1, acts);
-    });
-  } else {
-    quantize_acts_rows(x, 0, n_tok, acts);
-  }
+QuantizedActs& scratch_acts() {
+  thread_local QuantizedActs acts;
+  return acts;
 }
 
 }  // namespace
@@ -65,20 +47,25 @@ void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float
       return;
     }
   }
+  QuantizedActs& acts = scratch_acts();
+  quantize_acts_prepare(n_tok, n_in, acts);
+  if (n_tok >= 8 && pool.size() > 1) {
+    // A few chunks per thread, claimed dynamically (see ThreadPool::run_chunks).
+    const int chunks = (int)std::min<int64_t>(n_tok / 4, 4 * (int64_t)pool.size());
+    pool.run_chunks(chunks, [&](int c, int nc) {
+      const int64_t t0 = n_tok * c / nc, t1 = n_tok * (c + 1) / nc;
+      if (t0 < t1) quantize_acts_rows(x, t0, t1, acts);
+    });
+  } else {
+    quantize_acts_rows(x, 0, n_tok, acts);
+  }
   // The matrices' groups, concatenated, are the work units of one dispatch.
   constexpr int kMaxMats = 4;
-  const int n = std::min(n_mats, kMaxMats);
-  bool quantized[2] = {false, false};
-  for (int i = 0; i < n; ++i) {
-    const ActScale scale = act_scale_for(ws[i]->type);
-    bool& done = quantized[scale == ActScale::kPer256 ? 1 : 0];
-    if (!done) quantize_for(x, n_tok, n_in, scale, scratch_acts(scale), pool);
-    done = true;
-  }
   packed::Problem probs[kMaxMats];
   int64_t first[kMaxMats + 1] = {0};
+  const int n = std::min(n_mats, kMaxMats);
   for (int i = 0; i < n; ++i) {
-    probs[i] = packed::Problem{ws[i], &scratch_acts(act_scale_for(ws[i]->type)), ys[i]};
+    probs[i] = packed::Problem{ws[i], &acts, ys[i]};
     first[i + 1] = first[i] + ws[i]->n_groups;
   }
   const int64_t units = first[n];

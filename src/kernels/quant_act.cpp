@@ -5,7 +5,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include "kernels/kernel_paths.h"
@@ -14,8 +13,7 @@
 namespace stride {
 namespace {
 
-void resize(QuantizedActs& a, int64_t n_tok, int64_t n_in, ActScale scale) {
-  a.scale = scale;
+void resize(QuantizedActs& a, int64_t n_tok, int64_t n_in) {
   a.n_tok = n_tok;
   a.n_blocks = n_in / kActBlock;
   a.row_blocks = (a.n_blocks + kActChunkBlocks - 1) / kActChunkBlocks * kActChunkBlocks;
@@ -39,25 +37,13 @@ void quant_act_detail::clear_padding(QuantizedActs& a, int64_t t) {
   }
 }
 
-ActScale act_scale_for(DType t) {
-  return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? ActScale::kPer256 : ActScale::kPer32;
-}
-
-float quant_act_detail::group_amax(const float* xt, int64_t b, int64_t n) {
-  float amax = 0.0f;
-  for (int64_t j = b * kActBlock; j < (b + n) * kActBlock; ++j) amax = std::fmax(amax, std::fabs(xt[j]));
-  return amax;
-}
-
-void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out, ActScale scale) {
-  resize(out, n_tok, n_in, scale);
-  const int64_t group = scale == ActScale::kPer256 ? kActChunkBlocks : 1;  // blocks per scale
+void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out) {
+  resize(out, n_tok, n_in);
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t b = 0; b < out.n_blocks; ++b) {
       const float* xb = x + t * n_in + b * kActBlock;
-      const int64_t g0 = b / group * group;
-      const float amax =
-          quant_act_detail::group_amax(x + t * n_in, g0, std::min(group, out.n_blocks - g0));
+      float amax = 0.0f;
+      for (int64_t j = 0; j < kActBlock; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
       const float d = quant_act_detail::block_scale(amax);
       const float id = quant_act_detail::block_inv_scale(amax);
       int8_t* q = out.q.data() + (t * out.row_blocks + b) * kActBlock;
@@ -73,12 +59,12 @@ void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedAct
   }
 }
 
-void quantize_acts_prepare(int64_t n_tok, int64_t n_in, QuantizedActs& out, ActScale scale) {
-  resize(out, n_tok, n_in, scale);
+void quantize_acts_prepare(int64_t n_tok, int64_t n_in, QuantizedActs& out) {
+  resize(out, n_tok, n_in);
 }
 
-void quantize_acts(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out, ActScale scale) {
-  resize(out, n_tok, n_in, scale);
+void quantize_acts(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out) {
+  resize(out, n_tok, n_in);
   quantize_acts_rows(x, 0, n_tok, out);
 }
 
@@ -90,7 +76,6 @@ void kernels_avx2::quantize_act_rows(const float* x, int64_t t_begin, int64_t t_
   const int64_t n_in = out.n_blocks * kActBlock;
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t t = t_begin; t < t_end; ++t) {
-    float group_am = 0.0f;  // kPer256: the scale's max|x|, found at each group's first block
     for (int64_t b = 0; b < out.n_blocks; ++b) {
       const float* xb = x + t * n_in + b * kActBlock;
       __m256 v[4];
@@ -102,9 +87,7 @@ void kernels_avx2::quantize_act_rows(const float* x, int64_t t_begin, int64_t t_
       __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
       m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
       m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-      if (out.scale == ActScale::kPer256 && b % kActChunkBlocks == 0)
-        group_am = quant_act_detail::group_amax(x + t * n_in, b, std::min(kActChunkBlocks, out.n_blocks - b));
-      const float am = out.scale == ActScale::kPer256 ? group_am : _mm_cvtss_f32(m4);
+      const float am = _mm_cvtss_f32(m4);
       const float d = quant_act_detail::block_scale(am);
       const __m256 id = _mm256_set1_ps(quant_act_detail::block_inv_scale(am));
       // cvtps rounds half to even under the default MXCSR, as nearbyint does.

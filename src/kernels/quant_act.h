@@ -1,13 +1,8 @@
 #pragma once
-// Int8 quantization of f32 activation rows for the integer dot products of
-// quantized-weight matmuls: one scale per 32 elements (Q8_0-style), or, for
-// the K-quant weights whose sub-block scales are integers (Q4_K, Q5_K, Q6_K),
-// one per 256 (Q8_K-style), so that their kernels sum a whole super-block in
-// integers and run the float epilogue once per 256 elements.
+// Int8 quantization of f32 activation rows (Q8_0-style, one scale per 32
+// elements) for the integer dot products of quantized-weight matmuls.
 #include <cstdint>
 #include <vector>
-
-#include "core/dtype.h"
 
 namespace stride {
 
@@ -17,14 +12,7 @@ namespace stride {
 constexpr int64_t kActBlock = 32;
 constexpr int64_t kActChunkBlocks = 8;
 
-// How many elements share an activation scale.
-enum class ActScale { kPer32, kPer256 };
-
-// The scale layout a weight type's kernels expect (kPer256: Q4_K, Q5_K, Q6_K).
-ActScale act_scale_for(DType t);
-
 struct QuantizedActs {
-  ActScale scale = ActScale::kPer32;  // kPer256: d is the same for the 8 blocks of each 256
   int64_t n_tok = 0;
   int64_t n_blocks = 0;      // real blocks per row (n_in / 32)
   int64_t row_blocks = 0;    // padded blocks per row (multiple of 8)
@@ -41,19 +29,15 @@ struct QuantizedActs {
   const int32_t* qs_row(int64_t t) const { return qs.data() + t * row_blocks; }
 };
 
-// Resizes `out` (reusing its capacity) and quantizes x: [n_tok, n_in], n_in % 32 == 0
-// (kPer256: n_in % 256 == 0). Over each 32 (256) elements, scale d = max|x| / 127,
-// q = round-half-even(x * 127 / max|x|); max|x| < 1e-30 gives d = 0 and q = 0.
-// The per-block sums (s, hs, qs) are per 32 in both layouts. Identical bytes in
-// every version.
-void quantize_acts(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out,
-                   ActScale scale = ActScale::kPer32);
-void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out,
-                       ActScale scale = ActScale::kPer32);
+// Resizes `out` (reusing its capacity) and quantizes x: [n_tok, n_in], n_in % 32 == 0.
+// Scale d = max|x| / 127, q = round-half-even(x * 127 / max|x|); a block with
+// max|x| < 1e-30 gets d = 0 and q = 0. Identical bytes in every version.
+void quantize_acts(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out);
+void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out);
 
 // The two halves of quantize_acts, so that rows can be quantized in parallel:
 // size `out` once, then quantize rows [t_begin, t_end) of x from any thread.
-void quantize_acts_prepare(int64_t n_tok, int64_t n_in, QuantizedActs& out, ActScale scale = ActScale::kPer32);
+void quantize_acts_prepare(int64_t n_tok, int64_t n_in, QuantizedActs& out);
 void quantize_acts_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);
 
 }  // namespace stride

@@ -7,7 +7,6 @@
 // compiled for AVX-512 (see packed_tiles_avx512.cpp).
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "kernels/kernel_paths.h"
@@ -74,12 +73,10 @@ void quantize_group(const float* xb, int8_t* q, QuantizedActs& out, int64_t t, i
     quant_act_detail::store_block_sums(out, t, b + k, ds[4 * k], totals[4 * k], lows[4 * k]);
 }
 
-// One block, for the last n_blocks % 4, or with the max|x| of its kPer256
-// group (group_am >= 0).
-void quantize_block(const float* xb, int8_t* q, QuantizedActs& out, int64_t t, int64_t b, float group_am = -1.0f) {
+// One block, for the last n_blocks % 4.
+void quantize_block(const float* xb, int8_t* q, QuantizedActs& out, int64_t t, int64_t b) {
   const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
-  const float am =
-      group_am >= 0.0f ? group_am : _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+  const float am = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
   const __m512 id = _mm512_set1_ps(quant_act_detail::block_inv_scale(am));
   const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id));
   const __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
@@ -99,15 +96,6 @@ void quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, Quantized
     const float* xt = x + t * n_in;
     int8_t* qt = q_all + t * out.row_blocks * kActBlock;
     int64_t b = 0;
-    if (out.scale == ActScale::kPer256) {
-      // One block at a time, with the group's max|x|: a few dozen operations per
-      // 32 elements, against n_out / 16 vpdpbusd per 4 of them in the matmul.
-      for (; b < out.n_blocks; b += kActChunkBlocks) {
-        const int64_t n = std::min(kActChunkBlocks, out.n_blocks - b);
-        const float am = quant_act_detail::group_amax(xt, b, n);
-        for (int64_t k = b; k < b + n; ++k) quantize_block(xt + k * kActBlock, qt + k * kActBlock, out, t, k, am);
-      }
-    }
     for (; b + kGroup <= out.n_blocks; b += kGroup)
       quantize_group(xt + b * kActBlock, qt + b * kActBlock, out, t, b);
     for (; b < out.n_blocks; ++b) quantize_block(xt + b * kActBlock, qt + b * kActBlock, out, t, b);

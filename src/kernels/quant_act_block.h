@@ -17,9 +17,6 @@ inline float block_inv_scale(float amax) { return amax >= kTinyAmax ? 127.0f / a
 // Zeroes the padding blocks of token t.
 void clear_padding(QuantizedActs& a, int64_t t);
 
-// Largest |x| over blocks [b, b + n) of token row xt (a kPer256 scale's group).
-float group_amax(const float* xt, int64_t b, int64_t n);
-
 // Block b of token t: scale d, Σq = total, Σq over elements 0-15 = low.
 inline void store_block_sums(QuantizedActs& a, int64_t t, int64_t b, float d, int total, int low) {
   const size_t k = (size_t)(t * a.row_blocks + b);
