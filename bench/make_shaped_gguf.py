@@ -11,12 +11,14 @@ Presets (the real models' hyper-parameters; weights are random):
   qwen2.5-1.5b-q4_k_m  qwen2, 1536 x 28 layers, 12/2 heads, ffn 8960, vocab 151936, qkv bias, tied
   llama3.1-8b-q4_0     llama, 4096 x 32 layers, 32/8 heads, ffn 14336, vocab 128256, untied
   qwen2.5-1.5b-q8_0    the Qwen2.5-1.5B shape above, every 2-D weight Q8_0
+  llama3.2-1b-bf16     the Llama-3.2-1B shape above, every 2-D weight BF16 (N(0, 0.02) values)
 Quant mixes follow llama.cpp's llama_tensor_get_type (src/llama-quant.cpp):
   Q4_K_M: output.weight (token_embd.weight when tied) Q6_K; attn_v and ffn_down Q6_K on
           layers where use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2,
           else Q4_K; every other 2-D weight Q4_K.
   Q4_0:   output.weight Q6_K; every other 2-D weight Q4_0 (token_embd too when untied).
   Q8_0:   every 2-D weight Q8_0 (llama.cpp keeps Q8_0 for the output as well).
+  BF16:   every 2-D weight BF16.
   Norms and biases are F32. The Llama-3 rope_freqs.weight tensor (64 floats of long-context
   RoPE factors) is not written: stride has no Llama-3 RoPE scaling, and it costs no bandwidth.
 Quant payloads are random bytes except the fp16 scales (Q4_K d/dmin, Q6_K d, Q4_0/Q8_0 d),
@@ -55,9 +57,13 @@ PRESETS = {
     "qwen2.5-1.5b-q8_0": dict(arch="qwen2", n_embd=1536, n_layer=28, n_head=12, n_head_kv=2,
                               head_dim=128, n_ff=8960, n_vocab=151936, rope_base=1000000.0,
                               eps=1e-6, tied=True, ctx=32768, bias=True, mix="q8_0"),
+    # Float weights (the float matmul: FMA tiles, or AMX-BF16 tiles on the amx path).
+    "llama3.2-1b-bf16": dict(arch="llama", n_embd=2048, n_layer=16, n_head=32, n_head_kv=8,
+                             head_dim=64, n_ff=8192, n_vocab=128256, rope_base=500000.0,
+                             eps=1e-5, tied=True, ctx=131072, bias=False, mix="bf16"),
 }
 FILE_TYPE = {"q4_k_m": gguf.LlamaFileType.MOSTLY_Q4_K_M, "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0,
-             "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
+             "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "bf16": gguf.LlamaFileType.MOSTLY_BF16}
 
 
 def use_more_bits(i, n):
@@ -68,6 +74,8 @@ def weight_type(mix, role, layer, n_layer, tied):
     """llama.cpp's type for a 2-D weight of `role` ("output", "token_embd", "attn_v", ...)."""
     if mix == "q8_0":  # llama.cpp keeps Q8_0 for the output and the embedding too
         return QT.Q8_0
+    if mix == "bf16":  # every 2-D weight, as convert_hf_to_gguf --outtype bf16 writes them
+        return QT.BF16
     if role == "output" or (role == "token_embd" and tied):
         return QT.Q6_K
     if mix == "q4_0":
@@ -126,6 +134,9 @@ def random_tensor(rng, name, shape, qtype):
             return rng.normal(0.0, 0.02, shape).astype(np.float32)
         return (1.0 + rng.normal(0.0, 0.02, shape)).astype(np.float32)  # norm weights ~1
     rows, cols = shape
+    if qtype == QT.BF16:  # finite values of a trained layer's scale: the top half of f32 normals
+        f32 = rng.normal(0.0, 0.02, shape).astype(np.float32)
+        return (f32.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8).reshape(rows, cols * 2)
     block, size = gguf.GGML_QUANT_SIZES[qtype]
     nb = rows * cols // block
     buf = rng.integers(0, 256, size=(nb, size), dtype=np.uint8)

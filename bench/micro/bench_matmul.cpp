@@ -3,6 +3,8 @@
 // n_tok = 512), 1 and 2 threads. Quantized types run twice: on the GGUF
 // layout (matmul) and repacked at load (".../packed": matmul_packed).
 // "BF16/.../vdpbf16ps": the optional AVX512-BF16 tiles (kernel_paths.h).
+// Float weights run the active path's tiles: on the amx path the AMX-BF16
+// tiles, so STRIDE_CPU=amx against STRIDE_CPU=avx512 compares them with FMA.
 //   ./build/bench_matmul --benchmark_filter='Q4_1'
 #include <benchmark/benchmark.h>
 
@@ -120,8 +122,8 @@ void register_all() {
       {DType::Q4_K, {l1b_up}},             {DType::Q4_0, {l8b_up}},
       {DType::Q8_0, {l1b_up}},             {DType::Q6_K, {l1b_head}},
       {DType::Q4_K, {long_q4k}},
-      {DType::F32, {smol_up}},             {DType::F16, {smol_up}},
-      {DType::BF16, {smol_up}},
+      {DType::F32, {smol_up}},             {DType::F16, {smol_up, l1b_up}},
+      {DType::BF16, {smol_up, l1b_up, l1b_head}},
       // The low-bit types (docs/weight-types.md).
       {DType::Q2_K, {gemma_down, l1b_up}}, {DType::Q3_K, {gemma_down, l1b_up}},
       {DType::IQ4_NL, {smol_up, l1b_up}},  {DType::IQ4_XS, {gemma_down, l1b_up}},
