@@ -22,11 +22,15 @@
 #include "kernels/matmul_impl.h"
 #include "kernels/quant_act.h"
 
+namespace stride {
+struct PackedMatrix;
+}
+
 namespace stride::kernels {
 
 // One float-weight matmul (see matmul.h): y = x · wᵀ.
 struct FloatMatmul {
-  const TensorView* w;  // [n_out, n_in] F32, F16 or BF16
+  const TensorView* w;  // [n_out, n_in] F32, F16 or BF16; null when packed is set
   const float* x;       // [n_tok, n_in]
   // [n_tok, kBf16Terms, n_in] x as a sum of bf16 terms, largest first (each the
   // bf16 nearest to what the ones before leave: x - hi - mid - lo is below
@@ -37,6 +41,11 @@ struct FloatMatmul {
   // [ceil(n_tok / 16), kBf16Terms, ceil(n_in / 32), 16, 16, 2] the same terms as
   // AMX B tiles (matmul_float_amx.inc); set only when the table's x_tiles.
   const uint16_t* x_tiles = nullptr;
+  // The same weights repacked (packed_matrix.h: [n_groups, n_in / 8, 8 rows,
+  // 8]); the tiles then read one sequential stream per 8 rows instead of 8.
+  // Set instead of w, with row ranges starting at a multiple of 8; the
+  // result is the row-major one bit for bit.
+  const PackedMatrix* packed = nullptr;
 };
 inline constexpr int kBf16Terms = 3;
 using FloatRangeFn = void (*)(const FloatMatmul& p, const detail::WorkRange& wr);
@@ -94,6 +103,12 @@ namespace stride::detail {
 // matmul_float (matmul_impl.h) on the tiles of table k: for tests and benches.
 void matmul_float_on(const kernels::KernelTable& k, const TensorView& w, const float* x, float* y,
                      int64_t n_tok, ThreadPool& pool);
+// The same on repacked float weights (pack_matrix of an F32, F16 or BF16
+// tensor); the result equals matmul_float_on's on the original bit for bit.
+// The vdpbf16ps table reads row-major weights only: with it, the AVX-512
+// tiles run.
+void matmul_float_packed_on(const kernels::KernelTable& k, const PackedMatrix& w, const float* x, float* y,
+                            int64_t n_tok, ThreadPool& pool);
 }  // namespace stride::detail
 
 // Each path's entries (kernel_paths.cpp gathers them into the tables).

@@ -21,35 +21,47 @@ namespace {
 using kernels::FloatMatmul;
 using detail::WorkRange;
 // Each output: 8 lanes accumulate i mod 8 in order, then simd::hsum and the
-// scalar tail. The AVX-512 tiles keep exactly this order per output.
-template <typename L, int R, int T>
+// scalar tail. The AVX-512 tiles keep exactly this order per output. Packed
+// weights (whole 8-element groups, no tail) give the same sums.
+template <typename L, int R, int T, bool Packed>
 void tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
+  constexpr int64_t kStep = Packed ? 8 : 1;  // a row's element i lies at kStep * i
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = p.w->row(r0 + r);
+  for (int r = 0; r < R; ++r)
+    rows[r] = Packed ? detail::float_rows::packed_lane<L>(*p.packed, r0 + r) : p.w->row(r0 + r);
   const float* xs[T];
   for (int t = 0; t < T; ++t) xs[t] = p.x + (t0 + t) * p.n_in;
   const int64_t n8 = p.n_in / 8 * 8;
   for (int64_t i = 0; i < n8; i += 8) {
     __m256 wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = L::load8(rows[r], i);
+    for (int r = 0; r < R; ++r) wv[r] = L::load8(rows[r], kStep * i);
     for (int t = 0; t < T; ++t) {
       const __m256 xv = _mm256_loadu_ps(xs[t] + i);
       for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   }
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
+    if (Packed && r0 + r >= p.n_out) break;  // the last group's padding
     for (int t = 0; t < T; ++t)
       p.y[(t0 + t) * p.n_out + r0 + r] =
-          detail::float_rows::dot_tail<L>(simd::hsum(acc[r][t]), rows[r], xs[t], n8, p.n_in);
+          Packed ? simd::hsum(acc[r][t])
+                 : detail::float_rows::dot_tail<L>(simd::hsum(acc[r][t]), rows[r], xs[t], n8, p.n_in);
+  }
 }
 
 template <typename L>
 void run_range(const FloatMatmul& p, const WorkRange& wr) {
+  if (p.packed) {
+    detail::float_rows::for_packed_tiles<4, 3>(wr, [&](auto toks, int64_t r, int64_t t) {
+      tile<L, 4, decltype(toks)::value, true>(p, r, t);
+    });
+    return;
+  }
   detail::float_rows::for_tiles<4, 1, 3>(wr, [&](auto rows, auto toks, int64_t r, int64_t t) {
-    tile<L, decltype(rows)::value, decltype(toks)::value>(p, r, t);
+    tile<L, decltype(rows)::value, decltype(toks)::value, false>(p, r, t);
   });
 }
 
@@ -96,36 +108,50 @@ void split_bf16_terms(const float* x, int64_t n_tok, int64_t n_in, std::vector<u
   }
 }
 
-}  // namespace
-
-void matmul_float_on(const kernels::KernelTable& k, const TensorView& w, const float* x, float* y,
-                     int64_t n_tok, ThreadPool& pool) {
+// One float matmul p (w or packed set) of weight type `type` on the tiles of k.
+void run_float(const kernels::KernelTable& k, DType type, kernels::FloatMatmul p, int64_t n_tok, ThreadPool& pool) {
   kernels::FloatRangeFn range = nullptr;
-  switch (w.type) {
+  switch (type) {
     case DType::F32: range = k.matmul_f32; break;
     case DType::F16: range = k.matmul_f16; break;
     case DType::BF16: range = k.matmul_bf16; break;
     default: return;
   }
   thread_local std::vector<uint16_t> terms;  // [n_tok, kBf16Terms, n_in]
-  const bool split = w.type == DType::BF16 && k.bf16_terms;
-  if (split) split_bf16_terms(x, n_tok, w.ne[0], terms);
-  kernels::FloatMatmul p{&w, x, split ? terms.data() : nullptr, y, w.ne[0], w.rows()};
+  if (type == DType::BF16 && k.bf16_terms) {
+    split_bf16_terms(p.x, n_tok, p.n_in, terms);
+    p.x_bf16 = terms.data();
+  }
   thread_local std::vector<uint16_t> tiles;  // FloatMatmul::x_tiles
   if (k.x_tiles) {
     const int64_t n_tiles = (n_tok + 15) / 16, n_slices = (p.n_in + 31) / 32;
     tiles.resize((size_t)(n_tiles * kernels::kBf16Terms * n_slices * 16 * 32));
     uint16_t* out = tiles.data();  // this thread's buffer (the name means the worker's in the lambda)
+    const float* x = p.x;
     pool.run_chunks((int)std::max<int64_t>(1, std::min<int64_t>(n_tiles, pool.size())), [&](int ci, int nc) {
       k.prepare_x_tiles(x, n_tok, p.n_in, out, n_tiles * ci / nc, n_tiles * (ci + 1) / nc);
     });
     p.x_tiles = out;
   }
-  const int64_t align = k.row_align;
+  const int64_t align = p.packed ? std::max<int64_t>(k.row_align, kPackRows) : k.row_align;
   pool.run_chunks(work_chunks(p.n_out, n_tok, align, pool.size()), [&](int ci, int nc) {
     const WorkRange wr = split_work(p.n_out, n_tok, align, ci, nc);
     if (wr.r0 < wr.r1 && wr.t0 < wr.t1) range(p, wr);
   });
+}
+
+}  // namespace
+
+void matmul_float_on(const kernels::KernelTable& k, const TensorView& w, const float* x, float* y,
+                     int64_t n_tok, ThreadPool& pool) {
+  run_float(k, w.type, kernels::FloatMatmul{&w, x, nullptr, y, w.ne[0], w.rows()}, n_tok, pool);
+}
+
+void matmul_float_packed_on(const kernels::KernelTable& k, const PackedMatrix& w, const float* x, float* y,
+                            int64_t n_tok, ThreadPool& pool) {
+  kernels::FloatMatmul p{nullptr, x, nullptr, y, w.n_in, w.n_out};
+  p.packed = &w;
+  run_float(k.bf16_terms ? kernels::kernel_table(CpuPath::Avx512) : k, w.type, p, n_tok, pool);
 }
 
 void matmul_float(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPool& pool) {

@@ -48,39 +48,66 @@ __m512 load_pair(const uint8_t* a, const uint8_t* b, int64_t i) {
   }
 }
 
+// Packed weights: 16 elements from e of a group, i.e. elements [i, i + 8) of
+// two adjacent rows (FloatMatmul::packed), widened as load_pair does.
+template <typename L>
+__m512 load_packed_pair(const uint8_t* group, int64_t e) {
+  using E = typename L::Elem;
+  if constexpr (std::is_same_v<E, float>) return _mm512_loadu_ps((const float*)group + e);
+  const __m256i h = _mm256_loadu_si256((const __m256i*)((const E*)group + e));
+  if constexpr (std::is_same_v<L, rows::F16>) return _mm512_cvtph_ps(h);
+  else return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
 // Rows [r0, r0 + R) x tokens [t0, t0 + T); rows go in pairs, an odd last row
-// pairs with itself (its copy is dropped).
-template <typename L, int R, int T>
+// pairs with itself (its copy is dropped). Packed: R = 8, one group, whose
+// row pairs are one load each and whose padding rows are not stored.
+template <typename L, int R, int T, bool Packed>
 void tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
+  static_assert(!Packed || R == 8);
   constexpr int P = (R + 1) / 2;
   __m512 acc[P][T];
   for (int r = 0; r < P; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   const uint8_t* rw[2 * P];
-  for (int r = 0; r < 2 * P; ++r) rw[r] = p.w->row(r0 + std::min(r, R - 1));
+  if constexpr (Packed) rw[0] = rows::packed_lane<L>(*p.packed, r0);
+  else
+    for (int r = 0; r < 2 * P; ++r) rw[r] = p.w->row(r0 + std::min(r, R - 1));
   const float* xs[T];
   for (int t = 0; t < T; ++t) xs[t] = p.x + (t0 + t) * p.n_in;
   const int64_t n8 = p.n_in / 8 * 8;
   for (int64_t i = 0; i < n8; i += 8) {
     __m512 wv[P];
-    for (int r = 0; r < P; ++r) wv[r] = load_pair<L>(rw[2 * r], rw[2 * r + 1], i);
+    for (int r = 0; r < P; ++r) {
+      if constexpr (Packed) wv[r] = load_packed_pair<L>(rw[0], 8 * i + 16 * r);
+      else wv[r] = load_pair<L>(rw[2 * r], rw[2 * r + 1], i);
+    }
     for (int t = 0; t < T; ++t) {
       const __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(xs[t] + i));
       for (int r = 0; r < P; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   }
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
+    if (Packed && r0 + r >= p.n_out) break;  // the last group's padding
     for (int t = 0; t < T; ++t) {
       const __m512 a = acc[r / 2][t];
       const __m256 half = r % 2 ? _mm512_extractf32x8_ps(a, 1) : _mm512_castps512_ps256(a);
-      p.y[(t0 + t) * p.n_out + r0 + r] = rows::dot_tail<L>(simd::hsum(half), rw[r], xs[t], n8, p.n_in);
+      if constexpr (Packed) p.y[(t0 + t) * p.n_out + r0 + r] = simd::hsum(half);
+      else p.y[(t0 + t) * p.n_out + r0 + r] = rows::dot_tail<L>(simd::hsum(half), rw[r], xs[t], n8, p.n_in);
     }
+  }
 }
 
 template <typename L>
 void run_range(const FloatMatmul& p, const WorkRange& wr) {
+  if (p.packed) {
+    rows::for_packed_tiles<8, 6>(wr, [&](auto tt, int64_t r, int64_t t) {
+      tile<L, 8, decltype(tt)::value, true>(p, r, t);
+    });
+    return;
+  }
   rows::for_tiles<8, 2, 6>(wr, [&](auto rr, auto tt, int64_t r, int64_t t) {
-    tile<L, decltype(rr)::value, decltype(tt)::value>(p, r, t);
+    tile<L, decltype(rr)::value, decltype(tt)::value, false>(p, r, t);
   });
 }
 
@@ -122,6 +149,7 @@ void matmul_f16(const FloatMatmul& p, const WorkRange& wr) { run_range<rows::F16
 void matmul_bf16(const FloatMatmul& p, const WorkRange& wr) { run_range<rows::BF16>(p, wr); }
 
 void matmul_bf16_dot(const FloatMatmul& p, const WorkRange& wr) {
+  if (p.packed) return run_range<rows::BF16>(p, wr);  // these tiles read row-major weights
   rows::for_tiles<4, 1, 4>(wr, [&](auto rr, auto tt, int64_t r, int64_t t) {
     dot_tile<decltype(rr)::value, decltype(tt)::value>(p, r, t);
   });

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "kernels/matmul_impl.h"
+#include "kernels/packed_matrix.h"
 
 namespace stride::detail::float_rows {
 
@@ -68,6 +69,31 @@ void for_tiles(const WorkRange& wr, Tile&& tile) {
     rows_of(std::integral_constant<int, R>{});
     if constexpr (R2 > 1 && R2 < R) rows_of(std::integral_constant<int, R2>{});
     rows_of(std::integral_constant<int, 1>{});
+  }
+}
+
+// Packed weights (FloatMatmul::packed): where row `row`'s elements start; its
+// 8 elements from i (a multiple of 8) lie at lane + 8 * i elements.
+template <typename L>
+const uint8_t* packed_lane(const PackedMatrix& w, int64_t row) {
+  return w.data.data() + (row / kPackRows) * w.group_bytes + (row % kPackRows) * 8 * sizeof(typename L::Elem);
+}
+
+// for_tiles over packed weights: row tiles of R (a divisor of 8) over the
+// whole groups of [wr.r0, wr.r1) (r0 a multiple of 8), so a tile may cover
+// the last group's padding rows, whose outputs it must not store.
+template <int R, int T, typename Tile>
+void for_packed_tiles(const WorkRange& wr, Tile&& tile) {
+  static_assert(kPackRows % R == 0);
+  constexpr int64_t kTokenBlock = 64;
+  const int64_t r_end = (wr.r1 + kPackRows - 1) / kPackRows * kPackRows;
+  for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
+    const int64_t te = std::min(wr.t1, tb + kTokenBlock);
+    for (int64_t r = wr.r0; r < r_end; r += R) {
+      int64_t t = tb;
+      for (; t + T <= te; t += T) tile(std::integral_constant<int, T>{}, r, t);
+      for (; t < te; ++t) tile(std::integral_constant<int, 1>{}, r, t);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/kernel_paths.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/packed_matrix.h"
 #include "kernels/packed_tiles.h"
@@ -40,9 +41,14 @@ namespace {
 void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float* const* ys, int n_mats,
               const float* x, int64_t n_tok, ThreadPool& pool) {
   if (n_tok <= 0 || n_mats <= 0) return;
+  if (is_packable_float(ws[0]->type)) {  // float weights: the float matmul of the active path
+    detail::matmul_float_packed_on(kernels::active_kernels(), *ws[0], x, ys[0], n_tok, pool);
+    multi_on(run_range, ws + 1, ys + 1, n_mats - 1, x, n_tok, pool);
+    return;
+  }
   const int64_t n_in = ws[0]->n_in;
   for (int i = 1; i < n_mats; ++i) {
-    if (ws[i]->n_in != n_in) {  // programmer error: each x row fits one row length
+    if (ws[i]->n_in != n_in || is_packable_float(ws[i]->type)) {  // programmer error: each x row fits one row length
       for (int j = 0; j < n_mats; ++j) multi_on(run_range, ws + j, ys + j, 1, x, n_tok, pool);
       return;
     }

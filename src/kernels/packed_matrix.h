@@ -8,6 +8,9 @@
 // Bits per weight are unchanged (nibbles stay packed) except where a scale or
 // min per 16 elements is widened to a byte (Q2_K +19%, Q3_K +4%, IQ4_XS +1.5%);
 // see packed_format.h.
+// Float weights (F32, F16, BF16) keep their values bit for bit, as
+// [n_groups, n_in / 8, 8 rows, 8 elements]: the float matmul's tiles then
+// read 8 rows as one sequential stream (kernels/packed_float.cpp).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,14 +52,19 @@ struct PackedMatrix {
 };
 
 constexpr int64_t kPackRows = 8;
+constexpr int64_t kPackFloatElems = 8;  // a float row's elements per group step
 
 // Whether pack_matrix supports this weight type (Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4).
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4; F32, F16, BF16).
 bool packable(DType t);
+// Whether pack_matrix repacks this tensor: a packable type, and for float
+// types rows of a multiple of kPackFloatElems (others stay row-major).
+bool packable(const TensorView& w);
+bool is_packable_float(DType t);
 
-// Repacks a 2-D quantized weight [n_out, n_in]. InvalidArgument for a tensor
-// without data or a row length that is not a whole number of blocks;
-// Unsupported for a type packable() rejects.
+// Repacks a 2-D weight [n_out, n_in]. InvalidArgument for a tensor without
+// data or a row length that is not a whole number of blocks; Unsupported for
+// a tensor packable() rejects.
 // rows_read, when set, is called as the source rows are consumed (every few
 // MiB, in order), with the bytes read since the last call: the loader drops
 // their mapped pages, so a large matrix is never resident twice.
@@ -65,7 +73,8 @@ Expected<PackedMatrix> pack_matrix(const TensorView& w, const RowsRead& rows_rea
 
 // Y = X · Wᵀ as matmul() (kernels/matmul.h), with int8-quantized activations:
 //   x: [n_tok, n_in] f32, y: [n_tok, n_out] f32 (overwritten).
-// Matches matmul_ref_int8_acts to float rounding.
+// Matches matmul_ref_int8_acts to float rounding. Float weights run the
+// float matmul of the active path, equal to matmul() bit for bit.
 void matmul_packed(const PackedMatrix& w, const float* x, float* y, int64_t n_tok,
                    ThreadPool& pool);
 

@@ -228,9 +228,16 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
 
 }  // namespace
 
-bool packable(DType t) { return layout_of(t) != nullptr; }
+bool packable(DType t) { return layout_of(t) != nullptr || is_packable_float(t); }
+
+bool packable(const TensorView& w) {
+  return packable(w.type) && (!is_packable_float(w.type) || w.ne[0] % kPackFloatElems == 0);
+}
+
+Expected<PackedMatrix> pack_float_matrix(const TensorView& w, const RowsRead& rows_read);  // packed_float.cpp
 
 Expected<PackedMatrix> pack_matrix(const TensorView& w, const RowsRead& rows_read) {
+  if (is_packable_float(w.type)) return pack_float_matrix(w, rows_read);
   const Layout* L = layout_of(w.type);
   if (!L) return Unsupported(std::string("cannot repack weight type ") + dtype_name(w.type));
   if (!w.valid()) return InvalidArgument("repack: tensor '" + w.name + "' has no data");

@@ -47,7 +47,7 @@ class Binder {
 // resident twice (the reference path and the embedding lookup read them back
 // on demand).
 Status pack_projection(const TensorView& t, const ModelSource* src, std::unique_ptr<PackedMatrix>& out) {
-  if (!t.valid() || !packable(t.type)) return Status::Ok();
+  if (!t.valid() || !packable(t)) return Status::Ok();
   RowsRead dropped;
   if (src) dropped = [src](const uint8_t* p, int64_t n) { src->drop_resident(p, (uint64_t)n); };
   Expected<PackedMatrix> pm = pack_matrix(t, dropped);

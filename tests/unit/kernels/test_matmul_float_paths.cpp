@@ -18,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/matmul.h"
+#include "kernels/packed_matrix.h"
 #include "kernels/tmul_model.h"
 
 namespace stride {
@@ -129,6 +130,65 @@ TEST(MatmulFloatPaths, EveryPathMatchesTheReference) {
   if (kernels::avx512_bf16_dot_table()) {
     EXPECT_GT(dot_checked, 50);
   }
+}
+
+// Repacked float weights (8 rows' 8-element groups side by side) give every
+// table's row-major result bit for bit: same values, same order per output,
+// padding rows of the last group never stored. The vdpbf16ps table runs the
+// AVX-512 tiles on packed weights.
+TEST(MatmulFloatPaths, PackedWeightsGiveTheRowMajorResult) {
+  const std::vector<Table> tables = tables_to_test();
+  ThreadPool pool1(1), pool3(3);
+  int checked = 0;
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t n_in : {8, 16, 40, 96, 576})
+      for (int64_t n_out : {1, 7, 8, 9, 17, 40, 70})
+        for (int64_t n_tok : {1, 6, 7, 70}) {
+          if (n_in * n_out * n_tok > 400'000) continue;
+          SCOPED_TRACE(testing::Message() << dtype_name(t) << " n_in=" << n_in << " n_out=" << n_out
+                                          << " n_tok=" << n_tok);
+          const FloatWeight w(t, n_in, n_out, (uint32_t)(n_in * 31 + n_out * 3 + n_tok));
+          ASSERT_TRUE(packable(w.view));
+          auto pm = pack_matrix(w.view);
+          ASSERT_TRUE(pm.ok()) << pm.status().message();
+          EXPECT_EQ(pm.value().n_groups, (n_out + 7) / 8);
+          std::vector<float> x((size_t)(n_tok * n_in));
+          for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.23f * (float)i) * (1.0f + (float)(i % 5));
+          for (const Table& tb : tables)
+            for (ThreadPool* pool : {&pool1, &pool3}) {
+              SCOPED_TRACE(testing::Message() << tb.name << " threads=" << pool->size());
+              const kernels::KernelTable& row_major =
+                  tb.k->bf16_terms ? kernels::kernel_table(CpuPath::Avx512) : *tb.k;
+              std::vector<float> want((size_t)(n_tok * n_out), NAN), got(want.size(), NAN);
+              detail::matmul_float_on(row_major, w.view, x.data(), want.data(), n_tok, *pool);
+              detail::matmul_float_packed_on(*tb.k, pm.value(), x.data(), got.data(), n_tok, *pool);
+              ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+              ++checked;
+            }
+        }
+  EXPECT_GT(checked, 200);
+  // matmul_packed runs the active path's float tiles.
+  const FloatWeight w(DType::BF16, 64, 21, 3);
+  auto pm = pack_matrix(w.view);
+  ASSERT_TRUE(pm.ok());
+  std::vector<float> x(64 * 5);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.7f * (float)i);
+  std::vector<float> want(21 * 5), got(21 * 5), got_multi(21 * 5);
+  matmul(w.view, x.data(), want.data(), 5, pool3);
+  matmul_packed(pm.value(), x.data(), got.data(), 5, pool3);
+  const PackedMatrix* ws[1] = {&pm.value()};
+  float* ys[1] = {got_multi.data()};
+  matmul_packed_multi(ws, ys, 1, x.data(), 5, pool3);
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(want.data(), got_multi.data(), want.size() * sizeof(float)), 0);
+}
+
+// Rows that are not whole 8-element groups stay row-major.
+TEST(MatmulFloatPaths, OddRowLengthsAreNotPacked) {
+  const FloatWeight w(DType::F16, 12, 4, 1);
+  EXPECT_TRUE(packable(DType::F16));
+  EXPECT_FALSE(packable(w.view));
+  EXPECT_EQ(pack_matrix(w.view).status().code(), StatusCode::kUnsupported);
 }
 
 // The AMX tiles compute every token alike (16-token tiles, unused columns
