@@ -12,13 +12,14 @@ Presets (the real models' hyper-parameters; weights are random):
   llama3.1-8b-q4_0     llama, 4096 x 32 layers, 32/8 heads, ffn 14336, vocab 128256, untied
   qwen2.5-1.5b-q8_0    the Qwen2.5-1.5B shape above, every 2-D weight Q8_0
   llama3.2-1b-bf16     the Llama-3.2-1B shape above, every 2-D weight BF16 (N(0, 0.02) values)
+  llama3.2-1b-f16      the same with F16 weights
 Quant mixes follow llama.cpp's llama_tensor_get_type (src/llama-quant.cpp):
   Q4_K_M: output.weight (token_embd.weight when tied) Q6_K; attn_v and ffn_down Q6_K on
           layers where use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2,
           else Q4_K; every other 2-D weight Q4_K.
   Q4_0:   output.weight Q6_K; every other 2-D weight Q4_0 (token_embd too when untied).
   Q8_0:   every 2-D weight Q8_0 (llama.cpp keeps Q8_0 for the output as well).
-  BF16:   every 2-D weight BF16.
+  BF16, F16: every 2-D weight BF16 (F16).
   Norms and biases are F32. The Llama-3 rope_freqs.weight tensor (64 floats of long-context
   RoPE factors) is not written: stride has no Llama-3 RoPE scaling, and it costs no bandwidth.
 Quant payloads are random bytes except the fp16 scales (Q4_K d/dmin, Q6_K d, Q4_0/Q8_0 d),
@@ -61,9 +62,13 @@ PRESETS = {
     "llama3.2-1b-bf16": dict(arch="llama", n_embd=2048, n_layer=16, n_head=32, n_head_kv=8,
                              head_dim=64, n_ff=8192, n_vocab=128256, rope_base=500000.0,
                              eps=1e-5, tied=True, ctx=131072, bias=False, mix="bf16"),
+    "llama3.2-1b-f16": dict(arch="llama", n_embd=2048, n_layer=16, n_head=32, n_head_kv=8,
+                            head_dim=64, n_ff=8192, n_vocab=128256, rope_base=500000.0,
+                            eps=1e-5, tied=True, ctx=131072, bias=False, mix="f16"),
 }
 FILE_TYPE = {"q4_k_m": gguf.LlamaFileType.MOSTLY_Q4_K_M, "q4_0": gguf.LlamaFileType.MOSTLY_Q4_0,
-             "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "bf16": gguf.LlamaFileType.MOSTLY_BF16}
+             "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "bf16": gguf.LlamaFileType.MOSTLY_BF16,
+             "f16": gguf.LlamaFileType.MOSTLY_F16}
 
 
 def use_more_bits(i, n):
@@ -76,6 +81,8 @@ def weight_type(mix, role, layer, n_layer, tied):
         return QT.Q8_0
     if mix == "bf16":  # every 2-D weight, as convert_hf_to_gguf --outtype bf16 writes them
         return QT.BF16
+    if mix == "f16":
+        return QT.F16
     if role == "output" or (role == "token_embd" and tied):
         return QT.Q6_K
     if mix == "q4_0":
@@ -137,6 +144,8 @@ def random_tensor(rng, name, shape, qtype):
     if qtype == QT.BF16:  # finite values of a trained layer's scale: the top half of f32 normals
         f32 = rng.normal(0.0, 0.02, shape).astype(np.float32)
         return (f32.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8).reshape(rows, cols * 2)
+    if qtype == QT.F16:
+        return rng.normal(0.0, 0.02, shape).astype("<f2").view(np.uint8).reshape(rows, cols * 2)
     block, size = gguf.GGML_QUANT_SIZES[qtype]
     nb = rows * cols // block
     buf = rng.integers(0, 256, size=(nb, size), dtype=np.uint8)

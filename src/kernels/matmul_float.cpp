@@ -54,6 +54,10 @@ void tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
 
 template <typename L>
 void run_range(const FloatMatmul& p, const WorkRange& wr) {
+  if (p.packed && wr.t1 - wr.t0 < 3) {  // decode: one tile per group, one pass over its stream
+    detail::float_rows::for_packed_tiles<8, 1>(wr, [&](auto, int64_t r, int64_t t) { tile<L, 8, 1, true>(p, r, t); });
+    return;
+  }
   if (p.packed) {
     detail::float_rows::for_packed_tiles<4, 3>(wr, [&](auto toks, int64_t r, int64_t t) {
       tile<L, 4, decltype(toks)::value, true>(p, r, t);
