@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/kernel_paths.h"
@@ -22,16 +23,14 @@ using kernels::FloatMatmul;
 using detail::WorkRange;
 // Each output: 8 lanes accumulate i mod 8 in order, then simd::hsum and the
 // scalar tail. The AVX-512 tiles keep exactly this order per output. Packed
-// weights (whole 8-element groups, no tail) give the same sums.
-template <typename L, int R, int T, bool Packed>
-void tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
-  constexpr int64_t kStep = Packed ? 8 : 1;  // a row's element i lies at kStep * i
+// weights (kStep 8: whole 8-element groups, no tail) give the same sums.
+// rows[r]: where row r0 + r starts; its element i lies at kStep * i.
+template <typename L, int R, int T, int64_t kStep>
+void tile(const FloatMatmul& p, const uint8_t* const* rows, int64_t r0, int64_t t0) {
+  constexpr bool kPacked = kStep != 1;
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-  const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r)
-    rows[r] = Packed ? detail::float_rows::packed_lane<L>(*p.packed, r0 + r) : p.w->row(r0 + r);
   const float* xs[T];
   for (int t = 0; t < T; ++t) xs[t] = p.x + (t0 + t) * p.n_in;
   const int64_t n8 = p.n_in / 8 * 8;
@@ -44,28 +43,72 @@ void tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
     }
   }
   for (int r = 0; r < R; ++r) {
-    if (Packed && r0 + r >= p.n_out) break;  // the last group's padding
+    if (kPacked && r0 + r >= p.n_out) break;  // the last group's padding
     for (int t = 0; t < T; ++t)
       p.y[(t0 + t) * p.n_out + r0 + r] =
-          Packed ? simd::hsum(acc[r][t])
-                 : detail::float_rows::dot_tail<L>(simd::hsum(acc[r][t]), rows[r], xs[t], n8, p.n_in);
+          kPacked ? simd::hsum(acc[r][t])
+                  : detail::float_rows::dot_tail<L>(simd::hsum(acc[r][t]), rows[r], xs[t], n8, p.n_in);
+  }
+}
+
+// Rows [r0, r0 + R) of packed weights, from `group` (their group, or its f32 copy).
+template <int R>
+void group_lanes(const uint8_t* group, int64_t elem_bytes, int64_t r0, const uint8_t* (&rows)[R]) {
+  for (int r = 0; r < R; ++r) rows[r] = group + ((r0 + r) % kPackRows) * 8 * elem_bytes;
+}
+
+// Packed F16 / BF16 weights in prefill: each group is widened once per token
+// block into an f32 copy (same layout) that the f32 tiles read, instead of
+// being widened again for every 3 tokens (on this path the widening costs
+// about as much as the FMAs). Widening is exact: the sums do not change.
+template <typename L>
+void run_packed_staged(const FloatMatmul& p, const WorkRange& wr) {
+  const PackedMatrix& w = *p.packed;
+  thread_local std::vector<float> staged;  // [n_in / 8, 8 rows, 8]
+  staged.resize((size_t)(kPackRows * p.n_in));
+  constexpr int64_t kTokenBlock = 64;
+  const int64_t r_end = (wr.r1 + kPackRows - 1) / kPackRows * kPackRows;
+  for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
+    const int64_t te = std::min(wr.t1, tb + kTokenBlock);
+    for (int64_t g0 = wr.r0; g0 < r_end; g0 += kPackRows) {
+      const uint8_t* group = w.data.data() + (g0 / kPackRows) * w.group_bytes;
+      for (int64_t e = 0; e < kPackRows * p.n_in; e += 8) _mm256_storeu_ps(staged.data() + e, L::load8(group, e));
+      for (int64_t r = g0; r < g0 + kPackRows; r += 4) {
+        const uint8_t* rows[4];
+        group_lanes((const uint8_t*)staged.data(), 4, r, rows);
+        int64_t t = tb;
+        for (; t + 3 <= te; t += 3) tile<detail::float_rows::F32, 4, 3, 8>(p, rows, r, t);
+        for (; t < te; ++t) tile<detail::float_rows::F32, 4, 1, 8>(p, rows, r, t);
+      }
+    }
   }
 }
 
 template <typename L>
 void run_range(const FloatMatmul& p, const WorkRange& wr) {
+  using Elem = typename L::Elem;
   if (p.packed && wr.t1 - wr.t0 < 3) {  // decode: one tile per group, one pass over its stream
-    detail::float_rows::for_packed_tiles<8, 1>(wr, [&](auto, int64_t r, int64_t t) { tile<L, 8, 1, true>(p, r, t); });
-    return;
-  }
-  if (p.packed) {
-    detail::float_rows::for_packed_tiles<4, 3>(wr, [&](auto toks, int64_t r, int64_t t) {
-      tile<L, 4, decltype(toks)::value, true>(p, r, t);
+    detail::float_rows::for_packed_tiles<8, 1>(wr, [&](auto, int64_t r, int64_t t) {
+      const uint8_t* rows[8];
+      group_lanes(p.packed->data.data() + (r / kPackRows) * p.packed->group_bytes, sizeof(Elem), r, rows);
+      tile<L, 8, 1, 8>(p, rows, r, t);
     });
     return;
   }
-  detail::float_rows::for_tiles<4, 1, 3>(wr, [&](auto rows, auto toks, int64_t r, int64_t t) {
-    tile<L, decltype(rows)::value, decltype(toks)::value, false>(p, r, t);
+  if (p.packed && !std::is_same_v<Elem, float>) return run_packed_staged<L>(p, wr);
+  if (p.packed) {
+    detail::float_rows::for_packed_tiles<4, 3>(wr, [&](auto toks, int64_t r, int64_t t) {
+      const uint8_t* rows[4];
+      group_lanes(p.packed->data.data() + (r / kPackRows) * p.packed->group_bytes, sizeof(Elem), r, rows);
+      tile<L, 4, decltype(toks)::value, 8>(p, rows, r, t);
+    });
+    return;
+  }
+  detail::float_rows::for_tiles<4, 1, 3>(wr, [&](auto rr, auto toks, int64_t r, int64_t t) {
+    constexpr int R = decltype(rr)::value;
+    const uint8_t* rows[R];
+    for (int k = 0; k < R; ++k) rows[k] = p.w->row(r + k);
+    tile<L, R, decltype(toks)::value, 1>(p, rows, r, t);
   });
 }
 
