@@ -18,25 +18,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as matmul_float_avx512.cpp
 #pragma GCC diagnostic ignored "-Wuninitialized"
-// The tile intrinsics are asm statements that do not tell the compiler they
-// read memory: the barrier keeps the config and staged tiles written first.
-#define TMUL_LOAD_CONFIG(cfg)      \
-  do {                             \
-    asm volatile("" ::: "memory"); \
-    _tile_loadconfig(cfg);         \
-  } while (0)
-#define TMUL_RELEASE() _tile_release()
-#define TMUL_ZERO(t) _tile_zero(t)
-#define TMUL_LOAD(t, base, stride) \
-  do {                             \
-    asm volatile("" ::: "memory"); \
-    _tile_loadd(t, base, stride);  \
-  } while (0)
-#define TMUL_STORE(t, base, stride)      \
-  do {                                   \
-    _tile_stored(t, base, stride);       \
-    asm volatile("" ::: "memory");       \
-  } while (0)
+#include "kernels/tmul_hw.h"
 #define TMUL_DOT_BF16(c, a, b) _tile_dpbf16ps(c, a, b)
 namespace stride::kernels_amx {
 #include "kernels/matmul_float_amx.inc"

@@ -16,27 +16,7 @@
 #pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,amx-tile,amx-int8")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as packed_tiles_avx512.cpp
-// The tile intrinsics are asm statements that do not tell the compiler they
-// read memory: the barrier keeps the config and the staged blocks written
-// before a tile reads them.
-#define TMUL_LOAD_CONFIG(cfg)                \
-  do {                                       \
-    asm volatile("" ::: "memory");           \
-    _tile_loadconfig(cfg);                   \
-  } while (0)
-#define TMUL_RELEASE() _tile_release()
-#define TMUL_ZERO(t) _tile_zero(t)
-#define TMUL_LOAD(t, base, stride)           \
-  do {                                       \
-    asm volatile("" ::: "memory");           \
-    _tile_loadd(t, base, stride);            \
-  } while (0)
-// ... and the one after a store keeps the reads of what it wrote after it.
-#define TMUL_STORE(t, base, stride)      \
-  do {                                   \
-    _tile_stored(t, base, stride);       \
-    asm volatile("" ::: "memory");       \
-  } while (0)
+#include "kernels/tmul_hw.h"
 #define TMUL_DOT_SU(c, a, b) _tile_dpbsud(c, a, b)
 #define TMUL_DOT_SS(c, a, b) _tile_dpbssd(c, a, b)
 namespace stride::packed::amx {

@@ -53,13 +53,19 @@ void check_dot_shapes(const Tiles& t, int c, int a, int b) {
   if (t.colsb[b] != t.colsb[c] || t.rows[a] != t.rows[c]) fault("C's shape differs from A x B");
 }
 
-template <bool kSignedB>
-void dot(int c, int a, int b) {
+// What every tile dot checks and counts first; returns the tiles.
+Tiles& start_dot(int c, int a, int b) {
   Tiles& t = configured(c);
   configured(a);
   configured(b);
   check_dot_shapes(t, c, a, b);
   g_dots.fetch_add(1, std::memory_order_relaxed);
+  return t;
+}
+
+template <bool kSignedB>
+void dot(int c, int a, int b) {
+  Tiles& t = start_dot(c, a, b);
   const int n_cols = t.colsb[c] / 4;
   for (int m = 0; m < t.rows[c]; ++m) {
     for (int n = 0; n < n_cols; ++n) {
@@ -80,11 +86,7 @@ void dot(int c, int a, int b) {
 }  // namespace
 
 void dot_bf16(int c, int a, int b) {
-  Tiles& t = configured(c);
-  configured(a);
-  configured(b);
-  check_dot_shapes(t, c, a, b);
-  g_dots.fetch_add(1, std::memory_order_relaxed);
+  Tiles& t = start_dot(c, a, b);
   const int n_cols = t.colsb[c] / 4;
   for (int m = 0; m < t.rows[c]; ++m) {
     for (int n = 0; n < n_cols; ++n) {
