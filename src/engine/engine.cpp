@@ -59,11 +59,11 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
     }
   }
   prefetch_weights(*source, opts.show_progress);
-  STRIDE_ASSIGN_OR_RETURN(e->model_, Transformer::create(std::move(source)));
+  e->pool_ = std::make_unique<ThreadPool>(opts.threads);
+  STRIDE_ASSIGN_OR_RETURN(e->model_, Transformer::create(std::move(source), true, e->pool_.get()));
   e->model_->set_max_chunk(opts.prefill_chunk);
   STRIDE_RETURN_IF_ERROR(e->model_->set_rope_context(opts.max_context));
   const ModelConfig& c = e->model_->config();
-  e->pool_ = std::make_unique<ThreadPool>(opts.threads);
   LayerPolicyOverrides overrides;
   for (const std::string& text : opts.layer_policies) {
     STRIDE_RETURN_IF_ERROR(parse_layer_override(text, c.n_layer, overrides));

@@ -1,5 +1,8 @@
 // Repacking GGUF blocks into the 8-row interleaved layout of packed_format.h.
-// Runs once per weight at load time; scalar and simple on purpose.
+// Runs once per weight at load time; scalar and simple on purpose, but with
+// the type and layout as template parameters so that the compiler folds the
+// per-type branches out of the per-element loops (load time is this loop).
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -46,10 +49,11 @@ const Layout* layout_of(DType t) {
 uint8_t nibble(const uint8_t* qs, int k) { return k < 16 ? qs[k] & 0xF : qs[k - 16] >> 4; }
 
 // Block b (32 elements) of a row in GGUF layout.
-RowBlock extract(DType t, const uint8_t* row, int64_t b) {
+template <DType T>
+[[gnu::always_inline]] inline RowBlock extract(const uint8_t* row, int64_t b) {
   RowBlock o;
   uint32_t qh;
-  switch (t) {
+  switch (T) {
     case DType::Q4_0: {
       const BlockQ4_0& x = ((const BlockQ4_0*)row)[b];
       for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);
@@ -92,7 +96,7 @@ RowBlock extract(DType t, const uint8_t* row, int64_t b) {
       const uint8_t* scales;
       const uint8_t* qs;
       const uint8_t* qh5 = nullptr;
-      if (t == DType::Q4_K) {
+      if constexpr (T == DType::Q4_K) {
         const BlockQ4_K& x = ((const BlockQ4_K*)row)[sb];
         o.d = x.d, o.m = x.dmin, scales = x.scales, qs = x.qs;
       } else {
@@ -174,7 +178,8 @@ RowBlock extract(DType t, const uint8_t* row, int64_t b) {
 }
 
 // Writes block s of the record at `rec` from the 8 rows' unpacked blocks.
-void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_t* rec) {
+template <const Layout& L>
+[[gnu::always_inline]] inline void write_block(const RowBlock (&rb)[kPackRows], int s, uint8_t* rec) {
   uint8_t* sub = rec + L.header + s * L.sub;
   for (int r = 0; r < kPackRows; ++r) {
     const uint8_t* q = rb[r].q;
@@ -226,6 +231,49 @@ void write_block(const Layout& L, const RowBlock (&rb)[kPackRows], int s, uint8_
   }
 }
 
+// Groups [g0, g1) of w into pm (sized, not yet written).
+template <DType T, const Layout& L>
+void pack_groups(const TensorView& w, PackedMatrix& pm, int64_t g0, int64_t g1) {
+  const int64_t n_out = pm.n_out, n_blocks = pm.n_in / 32;
+  RowBlock rb[kPackRows];
+  const int64_t row_bytes = w.row_bytes();
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* group = pm.data.data() + g * pm.group_bytes;
+    std::memset(group, 0, (size_t)pm.group_bytes);  // padding rows stay zero
+    const uint8_t* first_row = w.data + g * kPackRows * row_bytes;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      for (int r = 0; r < kPackRows; ++r) {
+        if (g * kPackRows + r < n_out) {
+          rb[r] = extract<T>(first_row + r * row_bytes, b);
+        } else {
+          rb[r] = RowBlock{};
+          std::memset(rb[r].q, 0, 32);
+        }
+      }
+      write_block<L>(rb, (int)(b % L.blocks), group + (b / L.blocks) * L.record());
+    }
+  }
+}
+
+void pack_groups_of(const TensorView& w, PackedMatrix& pm, int64_t g0, int64_t g1) {
+  switch (w.type) {
+    case DType::Q4_0: return pack_groups<DType::Q4_0, packed::kQ4_0>(w, pm, g0, g1);
+    case DType::Q4_1: return pack_groups<DType::Q4_1, packed::kQ4_1>(w, pm, g0, g1);
+    case DType::Q5_0: return pack_groups<DType::Q5_0, packed::kQ5_0>(w, pm, g0, g1);
+    case DType::Q5_1: return pack_groups<DType::Q5_1, packed::kQ5_1>(w, pm, g0, g1);
+    case DType::Q8_0: return pack_groups<DType::Q8_0, packed::kQ8_0>(w, pm, g0, g1);
+    case DType::Q4_K: return pack_groups<DType::Q4_K, packed::kQ4_K>(w, pm, g0, g1);
+    case DType::Q5_K: return pack_groups<DType::Q5_K, packed::kQ5_K>(w, pm, g0, g1);
+    case DType::Q6_K: return pack_groups<DType::Q6_K, packed::kQ6_K>(w, pm, g0, g1);
+    case DType::Q2_K: return pack_groups<DType::Q2_K, packed::kQ2_K>(w, pm, g0, g1);
+    case DType::Q3_K: return pack_groups<DType::Q3_K, packed::kQ3_K>(w, pm, g0, g1);
+    case DType::IQ4_NL: return pack_groups<DType::IQ4_NL, packed::kIQ4_NL>(w, pm, g0, g1);
+    case DType::IQ4_XS: return pack_groups<DType::IQ4_XS, packed::kIQ4_XS>(w, pm, g0, g1);
+    case DType::MXFP4: return pack_groups<DType::MXFP4, packed::kMXFP4>(w, pm, g0, g1);
+    default: return;  // layout_of() rejected it before
+  }
+}
+
 }  // namespace
 
 bool packable(DType t) { return layout_of(t) != nullptr || is_packable_float(t); }
@@ -256,25 +304,14 @@ Expected<PackedMatrix> pack_matrix(const TensorView& w, const RowsRead& rows_rea
   const int64_t n_records = n_in / elems_per_record;
   pm.group_bytes = n_records * L->record();
   pm.data.resize((size_t)(pm.n_groups * pm.group_bytes));  // each group zeroed when written
-  const int64_t n_blocks = n_in / 32;
-  RowBlock rb[kPackRows];
   constexpr int64_t kReportBytes = 4 << 20;
-  int64_t reported_rows = 0;
-  for (int64_t g = 0; g < pm.n_groups; ++g) {
-    std::memset(pm.data.data() + g * pm.group_bytes, 0, (size_t)pm.group_bytes);  // padding rows stay zero
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      for (int r = 0; r < kPackRows; ++r) {
-        const int64_t row = g * kPackRows + r;
-        rb[r] = row < n_out ? extract(w.type, w.row(row), b) : RowBlock{};
-        if (row >= n_out) std::memset(rb[r].q, 0, 32);
-      }
-      uint8_t* rec = pm.data.data() + g * pm.group_bytes + (b / L->blocks) * L->record();
-      write_block(*L, rb, (int)(b % L->blocks), rec);
-    }
-    const int64_t rows_done = std::min(n_out, (g + 1) * kPackRows);
-    if (rows_read && ((rows_done - reported_rows) * w.row_bytes() >= kReportBytes || rows_done == n_out)) {
-      rows_read(static_cast<const uint8_t*>(w.row(reported_rows)), (rows_done - reported_rows) * w.row_bytes());
-      reported_rows = rows_done;
+  const int64_t groups_per_report = std::max<int64_t>(1, kReportBytes / std::max<int64_t>(1, kPackRows * w.row_bytes()));
+  for (int64_t g0 = 0; g0 < pm.n_groups; g0 += groups_per_report) {
+    const int64_t g1 = std::min(pm.n_groups, g0 + groups_per_report);
+    pack_groups_of(w, pm, g0, g1);
+    if (rows_read) {
+      const int64_t r0 = g0 * kPackRows, r1 = std::min(n_out, g1 * kPackRows);
+      rows_read(static_cast<const uint8_t*>(w.row(r0)), (r1 - r0) * w.row_bytes());
     }
   }
   return pm;

@@ -43,31 +43,20 @@ class Binder {
 
 }  // namespace
 
-// Once packed, the original's mapped pages are dropped, so the weights are not
-// resident twice (the reference path and the embedding lookup read them back
-// on demand).
-Status pack_projection(const TensorView& t, const ModelSource* src, std::unique_ptr<PackedMatrix>& out) {
-  if (!t.valid() || !packable(t)) return Status::Ok();
-  RowsRead dropped;
-  if (src) dropped = [src](const uint8_t* p, int64_t n) { src->drop_resident(p, (uint64_t)n); };
-  Expected<PackedMatrix> pm = pack_matrix(t, dropped);
-  if (!pm.ok()) return pm.status();
-  out = std::make_unique<PackedMatrix>(std::move(pm.value()));
-  return Status::Ok();
-}
-
-Expected<PackedWeights> pack_weights(const ModelWeights& w, const ModelSource* src) {
+Expected<PackedWeights> pack_weights(const ModelWeights& w, const ModelSource* src, ThreadPool* pool) {
   PackedWeights p;
   p.layers.resize(w.layers.size());
+  std::vector<PackJob> jobs;
   for (size_t il = 0; il < w.layers.size(); ++il) {
     const LayerWeights& L = w.layers[il];
     PackedLayer& P = p.layers[il];
     for (auto [view, packed] : {std::pair{&L.wq, &P.wq}, {&L.wk, &P.wk}, {&L.wv, &P.wv}, {&L.wo, &P.wo},
                                 {&L.w_gate, &P.w_gate}, {&L.w_up, &P.w_up}, {&L.w_down, &P.w_down}})
-      STRIDE_RETURN_IF_ERROR(pack_projection(*view, src, *packed));
-    STRIDE_RETURN_IF_ERROR(pack_moe_weights(L.moe, src, P.moe));
+      jobs.push_back({view, packed});
+    add_moe_pack_jobs(L.moe, P.moe, jobs);
   }
-  STRIDE_RETURN_IF_ERROR(pack_projection(w.output, src, p.output));
+  jobs.push_back({&w.output, &p.output});
+  STRIDE_RETURN_IF_ERROR(run_pack_jobs(std::move(jobs), src, pool));
   return p;
 }
 

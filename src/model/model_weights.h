@@ -9,6 +9,7 @@
 #include "kernels/packed_matrix.h"
 #include "loader/model_source.h"
 #include "model/moe_weights.h"
+#include "model/pack_jobs.h"
 
 namespace stride {
 
@@ -51,10 +52,8 @@ struct PackedWeights {
 
 // Repacks every packable projection of `w` (including the output head).
 // src: where the weights are mapped from; their pages are dropped once packed.
-// One projection repacked into `out`; out stays null for a weight without a
-// packed layout (float types). src: its mapped pages are dropped once packed.
-Status pack_projection(const TensorView& t, const ModelSource* src, std::unique_ptr<PackedMatrix>& out);
-
-Expected<PackedWeights> pack_weights(const ModelWeights& w, const ModelSource* src = nullptr);
+// pool: packs several projections at once (null: one at a time).
+Expected<PackedWeights> pack_weights(const ModelWeights& w, const ModelSource* src = nullptr,
+                                     ThreadPool* pool = nullptr);
 
 }  // namespace stride

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "model/model_weights.h"
+#include "model/pack_jobs.h"
 
 namespace stride {
 
@@ -101,18 +101,24 @@ Expected<MoeWeights> bind_moe_weights(const ModelSource& src, int layer) {
   return w;
 }
 
-Status pack_moe_weights(const MoeWeights& w, const ModelSource* src, PackedMoe& out) {
+void add_moe_pack_jobs(const MoeWeights& w, PackedMoe& out, std::vector<PackJob>& jobs) {
   out.experts.resize(w.experts.size());
   for (size_t e = 0; e < w.experts.size(); ++e) {
     const ExpertWeights& x = w.experts[e];
     PackedExpert& p = out.experts[e];
-    STRIDE_RETURN_IF_ERROR(pack_projection(x.gate, src, p.gate));
-    STRIDE_RETURN_IF_ERROR(pack_projection(x.up, src, p.up));
-    STRIDE_RETURN_IF_ERROR(pack_projection(x.down, src, p.down));
+    jobs.push_back({&x.gate, &p.gate});
+    jobs.push_back({&x.up, &p.up});
+    jobs.push_back({&x.down, &p.down});
   }
-  STRIDE_RETURN_IF_ERROR(pack_projection(w.shared.gate, src, out.shared.gate));
-  STRIDE_RETURN_IF_ERROR(pack_projection(w.shared.up, src, out.shared.up));
-  return pack_projection(w.shared.down, src, out.shared.down);
+  jobs.push_back({&w.shared.gate, &out.shared.gate});
+  jobs.push_back({&w.shared.up, &out.shared.up});
+  jobs.push_back({&w.shared.down, &out.shared.down});
+}
+
+Status pack_moe_weights(const MoeWeights& w, const ModelSource* src, PackedMoe& out) {
+  std::vector<PackJob> jobs;
+  add_moe_pack_jobs(w, out, jobs);
+  return run_pack_jobs(std::move(jobs), src, nullptr);
 }
 
 }  // namespace stride

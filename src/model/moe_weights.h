@@ -10,6 +10,7 @@
 #include "core/tensor.h"
 #include "kernels/packed_matrix.h"
 #include "loader/model_source.h"
+#include "model/pack_jobs.h"
 
 namespace stride {
 
@@ -47,7 +48,10 @@ Expected<MoeWeights> bind_moe_weights(const ModelSource& src, int layer);
 // Expert e's 2-D slice of a 3-D tensor [n_expert, rows, cols] (ggml ne {cols, rows, n_expert}).
 TensorView expert_slice(const TensorView& stacked, int64_t e);
 
-// src: where the weights are mapped from (their pages are dropped once packed).
+// The jobs that pack w's experts (and shared expert) into out (sized here).
+void add_moe_pack_jobs(const MoeWeights& w, PackedMoe& out, std::vector<PackJob>& jobs);
+// All of them, one after the other. src: where the weights are mapped from
+// (their pages are dropped once packed).
 Status pack_moe_weights(const MoeWeights& w, const ModelSource* src, PackedMoe& out);
 
 }  // namespace stride

@@ -26,13 +26,13 @@ void add_bias(float* y, const TensorView& bias, int n_rows, int64_t dim, ThreadP
 }  // namespace
 
 Expected<std::unique_ptr<Transformer>> Transformer::create(std::unique_ptr<ModelSource> source,
-                                                         bool repack_weights) {
+                                                         bool repack_weights, ThreadPool* pool) {
   if (!source) return InvalidArgument("no model source");
   std::unique_ptr<Transformer> t(new Transformer());
   STRIDE_ASSIGN_OR_RETURN(t->w_, bind_weights(*source));
   const char* no_repack = std::getenv("STRIDE_NO_REPACK");
   if (repack_weights && !(no_repack && std::strcmp(no_repack, "1") == 0)) {
-    STRIDE_ASSIGN_OR_RETURN(t->packed_, pack_weights(t->w_, source.get()));
+    STRIDE_ASSIGN_OR_RETURN(t->packed_, pack_weights(t->w_, source.get(), pool));
   }
   const TensorView& e = t->w_.tok_embd;
   if (t->packed_.output && e.valid() && t->w_.output.data == e.data && e.row_bytes() > 0) {

@@ -42,9 +42,10 @@ class Transformer {
   // Takes ownership of the source (the mmap must outlive the weight views).
   // Quantized projections are repacked for the fast kernels unless
   // repack_weights is false (the environment variable STRIDE_NO_REPACK=1 also
-  // turns it off, so that benchmarks can compare both layouts).
+  // turns it off, so that benchmarks can compare both layouts). pool, when
+  // given, repacks several matrices at once.
   static Expected<std::unique_ptr<Transformer>> create(std::unique_ptr<ModelSource> source,
-                                                       bool repack_weights = true);
+                                                       bool repack_weights = true, ThreadPool* pool = nullptr);
 
   const ModelConfig& config() const { return source_->config; }
   const ModelSource& source() const { return *source_; }
