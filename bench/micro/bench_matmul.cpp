@@ -5,6 +5,7 @@
 // "BF16/.../vdpbf16ps": the optional AVX512-BF16 tiles (kernel_paths.h).
 // Float weights run the active path's tiles: on the amx path the AMX-BF16
 // tiles, so STRIDE_CPU=amx against STRIDE_CPU=avx512 compares them with FMA.
+// "Pack/...": pack_matrix itself (load time), source GB/s.
 //   ./build/bench_matmul --benchmark_filter='Q4_1'
 #include <benchmark/benchmark.h>
 
@@ -102,6 +103,28 @@ void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int thr
                                                 benchmark::Counter::kIsRate);
 }
 
+// Load-time repacking of one matrix (pack_matrix): source GB/s, including the
+// page faults of the new buffer, as at load.
+void bench_pack(benchmark::State& state, DType t, Shape shape) {
+  const auto bytes = random_weight(t, shape.n_in, shape.n_out);
+  TensorView w;
+  w.type = t;
+  w.n_dims = 2;
+  w.ne = {shape.n_in, shape.n_out, 1, 1};
+  w.data = bytes.data();
+  w.nbytes = (int64_t)bytes.size();
+  for (auto _ : state) {
+    auto p = pack_matrix(w);
+    if (!p.ok()) {
+      state.SkipWithError(p.status().message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(p.value().data.data());
+  }
+  state.counters["GB/s_src"] = benchmark::Counter((double)bytes.size() * 1e-9 * (double)state.iterations(),
+                                                  benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   // SmolLM2-135M: ffn_gate/up [576 -> 1536], ffn_down [1536 -> 576].
   // Gemma-3-270m: ffn_gate/up [640 -> 2048] (Q5_0), ffn_down [2048 -> 640] (Q4_K/Q6_K).
@@ -142,6 +165,13 @@ void register_all() {
                 ->Unit(benchmark::kMicrosecond)
                 ->UseRealTime();
           }
+  for (const Entry& e : std::vector<Entry>{{DType::Q4_K, {l1b_up}}, {DType::Q6_K, {l1b_down}},
+                                           {DType::Q4_0, {l1b_up}}, {DType::Q8_0, {l1b_up}},
+                                           {DType::Q5_K, {l1b_up}}, {DType::BF16, {l1b_up}}})
+    for (const Shape& s : e.shapes)
+      benchmark::RegisterBenchmark(("Pack/" + std::string(dtype_name(e.t)) + "/" + s.name).c_str(), bench_pack, e.t, s)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
   for (int64_t n_tok : {1, 16, 512}) {
     const std::string name = "BF16/" + std::string(smol_up.name) + "/tok" + std::to_string(n_tok) + "/t1/vdpbf16ps";
     benchmark::RegisterBenchmark(name.c_str(), bench, DType::BF16, smol_up, n_tok, 1, false, true)

@@ -1,4 +1,5 @@
 // `stride run`: generate text from a prompt, streaming it to stdout.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -54,9 +55,11 @@ int run(const RunArgs& a) {
   }
   const int64_t guess = (int64_t)(prompt.empty() ? a.prompt.size() + 8 : prompt.size()) + a.max_tokens;
   if (a.model.max_context <= 0) engine_opts->max_context = guess;
+  const auto load_start = std::chrono::steady_clock::now();
   auto created = Engine::create(*engine_opts);
   if (!created) return fail(created.status());
   engine = std::move(*created);
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   if (prompt.empty()) {
     const Tokenizer* tok = engine->tokenizer();
     if (!tok) return fail("this model has no tokenizer; use --prompt-ids");
@@ -102,6 +105,7 @@ int run(const RunArgs& a) {
     j["prefill_tok_s"] = r.prefill_seconds > 0 ? r.prompt_tokens / r.prefill_seconds : 0.0;
     const size_t decoded = r.generated_ids.empty() ? 0 : r.generated_ids.size() - 1;
     j["decode_tok_s"] = r.decode_seconds > 0 ? decoded / r.decode_seconds : 0.0;
+    j["load_seconds"] = load_seconds;  // open, map, repack and allocate: Engine::create
     j["prefill_seconds"] = r.prefill_seconds;
     j["decode_seconds"] = r.decode_seconds;
     j["peak_kv_bytes"] = r.peak_kv_bytes;

@@ -45,7 +45,14 @@ Expected<PackedMatrix> pack_float_matrix(const TensorView& w, const RowsRead& ro
         continue;
       }
       const uint8_t* src = w.row(row);
-      for (int64_t c = 0; c < n_chunks; ++c) std::memcpy(lane + c * kPackRows * chunk, src + c * chunk, (size_t)chunk);
+      // A fixed-size copy per element size: inlined, where a run-time size calls memcpy.
+      if (chunk == 16) {
+        for (int64_t c = 0; c < n_chunks; ++c) std::memcpy(lane + c * kPackRows * 16, src + c * 16, 16);
+      } else if (chunk == 32) {
+        for (int64_t c = 0; c < n_chunks; ++c) std::memcpy(lane + c * kPackRows * 32, src + c * 32, 32);
+      } else {
+        for (int64_t c = 0; c < n_chunks; ++c) std::memcpy(lane + c * kPackRows * chunk, src + c * chunk, (size_t)chunk);
+      }
     }
     const int64_t rows_done = std::min(n_out, (g + 1) * kPackRows);
     if (rows_read && ((rows_done - reported_rows) * w.row_bytes() >= kReportBytes || rows_done == n_out)) {

@@ -18,7 +18,8 @@ using packed::Layout;
 
 // One 32-element block of one row, unpacked: quants and header fields.
 struct RowBlock {
-  uint8_t q[32];       // unsigned quant (Q8_0: the int8 bits)
+  uint8_t q[32];       // unsigned quant (Q8_0: the int8 bits); not set for kPairsOnly types
+  uint8_t pairs[16];   // kPairsOnly types: byte k = element k | element k + 16 << 4
   uint16_t d = 0, m = 0;        // fp16 scale (and min / dmin)
   uint8_t sc = 0, mn = 0;       // K-quant 6-bit scale and min of this block
   int8_t sc6[2] = {0, 0};       // Q6_K scales of elements 0-15 and 16-31
@@ -46,23 +47,35 @@ const Layout* layout_of(DType t) {
   }
 }
 
-uint8_t nibble(const uint8_t* qs, int k) { return k < 16 ? qs[k] & 0xF : qs[k - 16] >> 4; }
+// q[k] = low nibble of qs[k], q[k + 16] = its high nibble (k < 16): two plain
+// loops, which the compiler vectorises (a per-element choice it does not).
+inline void unpack_nibbles(const uint8_t* qs, uint8_t* q) {
+  for (int k = 0; k < 16; ++k) q[k] = qs[k] & 0xF;
+  for (int k = 0; k < 16; ++k) q[k + 16] = qs[k] >> 4;
+}
+
+// 4-bit types whose packed block is only the nibble-pair plane: extract fills
+// RowBlock::pairs straight from the file's bytes (for most of them a copy of
+// qs, which already pairs element k with k + 16) and leaves q alone.
+template <DType T>
+constexpr bool kPairsOnly = T == DType::Q4_0 || T == DType::Q4_1 || T == DType::IQ4_NL || T == DType::IQ4_XS ||
+                            T == DType::MXFP4 || T == DType::Q4_K;
 
 // Block b (32 elements) of a row in GGUF layout.
+// Filled in place: the per-block struct copy was a large share of load time.
 template <DType T>
-[[gnu::always_inline]] inline RowBlock extract(const uint8_t* row, int64_t b) {
-  RowBlock o;
+[[gnu::always_inline]] inline void extract(const uint8_t* row, int64_t b, RowBlock& o) {
   uint32_t qh;
   switch (T) {
     case DType::Q4_0: {
       const BlockQ4_0& x = ((const BlockQ4_0*)row)[b];
-      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);
+      std::memcpy(o.pairs, x.qs, 16);
       o.d = x.d;
       break;
     }
     case DType::Q4_1: {
       const BlockQ4_1& x = ((const BlockQ4_1*)row)[b];
-      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);
+      std::memcpy(o.pairs, x.qs, 16);
       o.d = x.d;
       o.m = x.m;
       break;
@@ -70,14 +83,16 @@ template <DType T>
     case DType::Q5_0: {
       const BlockQ5_0& x = ((const BlockQ5_0*)row)[b];
       std::memcpy(&qh, x.qh, 4);
-      for (int k = 0; k < 32; ++k) o.q[k] = (uint8_t)(nibble(x.qs, k) | (((qh >> k) & 1) << 4));
+      unpack_nibbles(x.qs, o.q);
+      for (int k = 0; k < 32; ++k) o.q[k] = (uint8_t)(o.q[k] | (((qh >> k) & 1) << 4));
       o.d = x.d;
       break;
     }
     case DType::Q5_1: {
       const BlockQ5_1& x = ((const BlockQ5_1*)row)[b];
       std::memcpy(&qh, x.qh, 4);
-      for (int k = 0; k < 32; ++k) o.q[k] = (uint8_t)(nibble(x.qs, k) | (((qh >> k) & 1) << 4));
+      unpack_nibbles(x.qs, o.q);
+      for (int k = 0; k < 32; ++k) o.q[k] = (uint8_t)(o.q[k] | (((qh >> k) & 1) << 4));
       o.d = x.d;
       o.m = x.m;
       break;
@@ -103,10 +118,16 @@ template <DType T>
         const BlockQ5_K& x = ((const BlockQ5_K*)row)[sb];
         o.d = x.d, o.m = x.dmin, scales = x.scales, qs = x.qs, qh5 = x.qh;
       }
-      for (int l = 0; l < 32; ++l) {
-        const uint8_t byte = qs[32 * (s / 2) + l];
-        o.q[l] = (uint8_t)(s % 2 ? byte >> 4 : byte & 0xF);
-        if (qh5) o.q[l] |= (uint8_t)(((qh5[l] >> s) & 1) << 4);
+      const uint8_t* chunk = qs + 32 * (s / 2);
+      if constexpr (kPairsOnly<T>) {
+        uint8_t lo[32];  // element l of the block (a local: no aliasing with the file's bytes)
+        for (int l = 0; l < 32; ++l) lo[l] = (uint8_t)(s % 2 ? chunk[l] >> 4 : chunk[l] & 0xF);
+        for (int k = 0; k < 16; ++k) o.pairs[k] = (uint8_t)(lo[k] | (lo[k + 16] << 4));
+      } else {
+        for (int l = 0; l < 32; ++l) {
+          o.q[l] = (uint8_t)(s % 2 ? chunk[l] >> 4 : chunk[l] & 0xF);
+          if (qh5) o.q[l] |= (uint8_t)(((qh5[l] >> s) & 1) << 4);
+        }
       }
       k_scale_min(s, scales, &o.sc, &o.mn);
       break;
@@ -115,11 +136,13 @@ template <DType T>
       // Sub-block s = element 32k + l of half s/4 (k = s % 4), as in dequantize.cpp.
       const BlockQ6_K& x = ((const BlockQ6_K*)row)[b / 8];
       const int s = (int)(b % 8), half = s / 4, k = s % 4;
+      uint8_t q[32];  // a local: the compiler vectorises what cannot alias the file's bytes
       for (int l = 0; l < 32; ++l) {
         const uint8_t lo = (x.ql[64 * half + l + 32 * (k & 1)] >> (4 * (k >> 1))) & 0xF;
         const uint8_t hi = (x.qh[32 * half + l] >> (2 * k)) & 3;
-        o.q[l] = (uint8_t)(lo | (hi << 4));
+        q[l] = (uint8_t)(lo | (hi << 4));
       }
+      std::memcpy(o.q, q, 32);
       o.d = x.d;
       o.sc6[0] = x.scales[8 * half + 2 * k];
       o.sc6[1] = x.scales[8 * half + 2 * k + 1];
@@ -141,7 +164,7 @@ template <DType T>
     }
     case DType::IQ4_NL: {
       const BlockIQ4_NL& x = ((const BlockIQ4_NL*)row)[b];
-      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);  // the grid indices
+      std::memcpy(o.pairs, x.qs, 16);  // the grid indices
       o.d = x.d;
       break;
     }
@@ -161,24 +184,23 @@ template <DType T>
     case DType::IQ4_XS: {  // q: the grid indices
       const BlockIQ4_XS& x = ((const BlockIQ4_XS*)row)[b / 8];
       const int s = (int)(b % 8);
-      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs + 16 * s, k);
+      std::memcpy(o.pairs, x.qs + 16 * s, 16);
       o.d = x.d;
       o.ls = (int8_t)(iq4_xs_scale(x, s) - 32);
       break;
     }
     case DType::MXFP4: {
       const BlockMXFP4& x = ((const BlockMXFP4*)row)[b];
-      for (int k = 0; k < 32; ++k) o.q[k] = nibble(x.qs, k);
+      std::memcpy(o.pairs, x.qs, 16);
       o.e = x.e;
       break;
     }
     default: break;
   }
-  return o;
 }
 
 // Writes block s of the record at `rec` from the 8 rows' unpacked blocks.
-template <const Layout& L>
+template <const Layout& L, bool kPairs>
 [[gnu::always_inline]] inline void write_block(const RowBlock (&rb)[kPackRows], int s, uint8_t* rec) {
   uint8_t* sub = rec + L.header + s * L.sub;
   for (int r = 0; r < kPackRows; ++r) {
@@ -186,10 +208,12 @@ template <const Layout& L>
     if (L.is_signed && L.lut == packed::Lut::kNone) {
       for (int g = 0; g < 8; ++g) std::memcpy(sub + 32 * g + 4 * r, q + 4 * g, 4);
     } else if (L.p_off >= 0) {
-      for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 4; ++i)
-          sub[L.p_off + 32 * j + 4 * r + i] =
-              (uint8_t)((q[4 * j + i] & 0xF) | ((q[4 * j + 16 + i] & 0xF) << 4));
+      // Byte k of the plane: elements k and k + 16; stored as 4-byte pieces.
+      uint8_t from_q[16];
+      if constexpr (!kPairs)
+        for (int k = 0; k < 16; ++k) from_q[k] = (uint8_t)((q[k] & 0xF) | ((q[k + 16] & 0xF) << 4));
+      const uint8_t* pairs = kPairs ? rb[r].pairs : from_q;
+      for (int j = 0; j < 4; ++j) std::memcpy(sub + L.p_off + 32 * j + 4 * r, pairs + 4 * j, 4);
     }
     if (L.q2_off >= 0)
       for (int g = 0; g < 8; ++g)
@@ -206,11 +230,13 @@ template <const Layout& L>
         for (int g = 0; g < 8; ++g) bits |= (uint8_t)(((q[4 * g + i] >> hbit) & 1) << g);
         sub[L.h_off + 4 * r + i] = bits;
       }
-    if (L.h2_off >= 0)
+    if (L.h2_off >= 0) {
+      // Bytes 4r..4r+3 of each half of the plane are this row's alone.
+      uint8_t h2[2][4] = {};
       for (int g = 0; g < 8; ++g)
-        for (int i = 0; i < 4; ++i)
-          sub[L.h2_off + 32 * (g >> 2) + 4 * r + i] |=
-              (uint8_t)(((q[4 * g + i] >> 4) & 3) << (2 * (g & 3)));
+        for (int i = 0; i < 4; ++i) h2[g >> 2][i] |= (uint8_t)(((q[4 * g + i] >> 4) & 3) << (2 * (g & 3)));
+      for (int half = 0; half < 2; ++half) std::memcpy(sub + L.h2_off + 32 * half + 4 * r, h2[half], 4);
+    }
     if (L.q6) {
       sub[2 * r] = (uint8_t)rb[r].sc6[0];
       sub[2 * r + 1] = (uint8_t)rb[r].sc6[1];
@@ -235,7 +261,7 @@ template <const Layout& L>
 template <DType T, const Layout& L>
 void pack_groups(const TensorView& w, PackedMatrix& pm, int64_t g0, int64_t g1) {
   const int64_t n_out = pm.n_out, n_blocks = pm.n_in / 32;
-  RowBlock rb[kPackRows];
+  RowBlock rb[kPackRows] = {};  // extract sets the same fields of every block of a type
   const int64_t row_bytes = w.row_bytes();
   for (int64_t g = g0; g < g1; ++g) {
     uint8_t* group = pm.data.data() + g * pm.group_bytes;
@@ -244,13 +270,14 @@ void pack_groups(const TensorView& w, PackedMatrix& pm, int64_t g0, int64_t g1) 
     for (int64_t b = 0; b < n_blocks; ++b) {
       for (int r = 0; r < kPackRows; ++r) {
         if (g * kPackRows + r < n_out) {
-          rb[r] = extract<T>(first_row + r * row_bytes, b);
+          extract<T>(first_row + r * row_bytes, b, rb[r]);
         } else {
-          rb[r] = RowBlock{};
-          std::memset(rb[r].q, 0, 32);
+          rb[r] = RowBlock{};  // zero quants and scales
+          std::memset(rb[r].q, 0, sizeof rb[r].q);
+          std::memset(rb[r].pairs, 0, sizeof rb[r].pairs);
         }
       }
-      write_block<L>(rb, (int)(b % L.blocks), group + (b / L.blocks) * L.record());
+      write_block<L, kPairsOnly<T>>(rb, (int)(b % L.blocks), group + (b / L.blocks) * L.record());
     }
   }
 }
