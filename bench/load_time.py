@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 import make_shaped_gguf as shaped  # noqa: E402
-from shapes import cpu_model, git_commit, log, run_measured  # noqa: E402
+from shapes import cpu_model, git_commit, grouped_bars, log, run_measured, write_report  # noqa: E402
 
 LLAMA = "llama.cpp"
 
@@ -125,29 +125,11 @@ def markdown(report):
 
 
 def plot(report, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import numpy as np
-    except ImportError:
-        log("matplotlib missing: no plot")
-        return
     presets = list(report["results"])
-    names = list(report["results"][presets[0]]["engines"])
-    fig, ax = plt.subplots(figsize=(max(7, 2.5 * len(presets) + 3), 4))
-    width = 0.8 / len(names)
-    for i, n in enumerate(names):
-        xs = np.arange(len(presets)) + i * width
-        vals = [report["results"][p]["engines"][n]["ready_seconds"] for p in presets]
-        bars = ax.bar(xs, vals, width, label=n)
-        ax.bar_label(bars, fmt="%.2f", fontsize=7)
-    ax.set_xticks(np.arange(len(presets)) + width * (len(names) - 1) / 2, presets)
-    ax.set_ylabel("seconds to the first token (median)")
-    ax.set_title(f"start-up, {report['threads']} threads, {report['cpu']}", fontsize=9)
-    ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    series = [(n, [report["results"][p]["engines"][n]["ready_seconds"] for p in presets])
+              for n in report["results"][presets[0]]["engines"]]
+    grouped_bars(path, presets, series, "seconds to the first token (median)",
+                 f"start-up, {report['threads']} threads, {report['cpu']}")
 
 
 def main():
@@ -173,11 +155,7 @@ def main():
               "reps": a.reps, "loadavg": os.getloadavg(), "statistic": "median", "results": {}}
     for preset in a.presets:
         report["results"][preset] = bench_preset(preset, sbin, a)
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out + ".json").write_text(json.dumps(report, indent=1) + "\n")
-    plot(report, a.out + ".png")
-    print(markdown(report))
-    log(f"wrote {a.out}.json and {a.out}.png")
+    write_report(report, a.out, plot, markdown)
 
 
 if __name__ == "__main__":

@@ -222,7 +222,9 @@ def markdown(report):
     return "\n".join(md)
 
 
-def plot(report, path):
+def grouped_bars(path, groups, series, ylabel, title, unit_line=False):
+    """One group of bars per name in GROUPS, one bar per (label, [value per group]) of
+    SERIES, each labelled with its value; saved as PATH. unit_line: a dashed line at 1."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -230,23 +232,36 @@ def plot(report, path):
     except ImportError:
         log("matplotlib missing: no plot")
         return
-    presets = list(report["results"])
-    series = [(n, m) for n in report["results"][presets[0]]["engines"] if n != LLAMA
-              for m in ("prefill", "decode")]
-    fig, ax = plt.subplots(figsize=(max(7, 2.5 * len(presets) + 3), 4))
+    fig, ax = plt.subplots(figsize=(max(7, 2.5 * len(groups) + 3), 4))
     width = 0.8 / max(1, len(series))
-    for i, (n, m) in enumerate(series):
-        xs = np.arange(len(presets)) + i * width
-        vals = [report["results"][p]["engines"][n][f"{m}_ratio"] for p in presets]
-        bars = ax.bar(xs, vals, width, label=f"{n.split('-', 1)[1]} {m}")
+    for i, (label, vals) in enumerate(series):
+        bars = ax.bar(np.arange(len(groups)) + i * width, vals, width, label=label)
         ax.bar_label(bars, fmt="%.2f", fontsize=7)
-    ax.axhline(1.0, color="k", lw=0.8, ls="--")
-    ax.set_xticks(np.arange(len(presets)) + width * (len(series) - 1) / 2, presets)
-    ax.set_ylabel("stride / llama.cpp (tok/s)")
-    ax.set_title(f"stride vs llama-bench, {report['threads']} threads, {report['cpu']}", fontsize=9)
+    if unit_line:
+        ax.axhline(1.0, color="k", lw=0.8, ls="--")
+    ax.set_xticks(np.arange(len(groups)) + width * (len(series) - 1) / 2, groups)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def plot(report, path):
+    presets = list(report["results"])
+    series = [(f"{n.split('-', 1)[1]} {m}", [report["results"][p]["engines"][n][f"{m}_ratio"] for p in presets])
+              for n in report["results"][presets[0]]["engines"] if n != LLAMA for m in ("prefill", "decode")]
+    grouped_bars(path, presets, series, "stride / llama.cpp (tok/s)",
+                 f"stride vs llama-bench, {report['threads']} threads, {report['cpu']}", unit_line=True)
+
+
+def write_report(report, out, plot_fn, markdown_fn):
+    """OUT.json and OUT.png (plot_fn), and the markdown table (markdown_fn) on stdout."""
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out + ".json").write_text(json.dumps(report, indent=1) + "\n")
+    plot_fn(report, out + ".png")
+    print(markdown_fn(report))
+    log(f"wrote {out}.json and {out}.png")
 
 
 def main():
@@ -287,11 +302,7 @@ def main():
     for preset in a.presets:
         report["results"][preset] = bench_preset(preset, lb, sbin, paths, triad, a)
         report["llama_build_commit"] = report["results"][preset]["engines"][LLAMA].get("build_commit")
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out + ".json").write_text(json.dumps(report, indent=1) + "\n")
-    plot(report, a.out + ".png")
-    print(markdown(report))
-    log(f"wrote {a.out}.json and {a.out}.png")
+    write_report(report, a.out, plot, markdown)
 
 
 if __name__ == "__main__":

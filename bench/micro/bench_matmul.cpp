@@ -56,6 +56,17 @@ std::vector<uint8_t> random_weight(DType t, int64_t n_in, int64_t n_out) {
   return bytes;
 }
 
+// A 2-D weight [n_out, n_in] over bytes.
+TensorView weight_view(DType t, Shape shape, const std::vector<uint8_t>& bytes) {
+  TensorView w;
+  w.type = t;
+  w.n_dims = 2;
+  w.ne = {shape.n_in, shape.n_out, 1, 1};
+  w.data = bytes.data();
+  w.nbytes = (int64_t)bytes.size();
+  return w;
+}
+
 // dot: the AVX-512 vdpbf16ps tiles for bf16 weights (kernel_paths.h), where the CPU has them.
 void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int threads, bool packed,
            bool dot) {
@@ -65,12 +76,7 @@ void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int thr
     return;
   }
   const auto bytes = random_weight(t, shape.n_in, shape.n_out);
-  TensorView w;
-  w.type = t;
-  w.n_dims = 2;
-  w.ne = {shape.n_in, shape.n_out, 1, 1};
-  w.data = bytes.data();
-  w.nbytes = (int64_t)bytes.size();
+  const TensorView w = weight_view(t, shape, bytes);
   std::vector<float> x((size_t)(shape.n_in * n_tok)), y((size_t)(shape.n_out * n_tok));
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
@@ -107,12 +113,7 @@ void bench(benchmark::State& state, DType t, Shape shape, int64_t n_tok, int thr
 // page faults of the new buffer, as at load.
 void bench_pack(benchmark::State& state, DType t, Shape shape) {
   const auto bytes = random_weight(t, shape.n_in, shape.n_out);
-  TensorView w;
-  w.type = t;
-  w.n_dims = 2;
-  w.ne = {shape.n_in, shape.n_out, 1, 1};
-  w.data = bytes.data();
-  w.nbytes = (int64_t)bytes.size();
+  const TensorView w = weight_view(t, shape, bytes);
   for (auto _ : state) {
     auto p = pack_matrix(w);
     if (!p.ok()) {
