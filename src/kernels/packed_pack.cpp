@@ -28,25 +28,6 @@ struct RowBlock {
   uint8_t e = 0;                // MXFP4 exponent
 };
 
-const Layout* layout_of(DType t) {
-  switch (t) {
-    case DType::Q4_0: return &packed::kQ4_0;
-    case DType::Q4_1: return &packed::kQ4_1;
-    case DType::Q5_0: return &packed::kQ5_0;
-    case DType::Q5_1: return &packed::kQ5_1;
-    case DType::Q8_0: return &packed::kQ8_0;
-    case DType::Q4_K: return &packed::kQ4_K;
-    case DType::Q5_K: return &packed::kQ5_K;
-    case DType::Q6_K: return &packed::kQ6_K;
-    case DType::Q2_K: return &packed::kQ2_K;
-    case DType::Q3_K: return &packed::kQ3_K;
-    case DType::IQ4_NL: return &packed::kIQ4_NL;
-    case DType::IQ4_XS: return &packed::kIQ4_XS;
-    case DType::MXFP4: return &packed::kMXFP4;
-    default: return nullptr;
-  }
-}
-
 // q[k] = low nibble of qs[k], q[k + 16] = its high nibble (k < 16): two plain
 // loops, which the compiler vectorises (a per-element choice it does not).
 inline void unpack_nibbles(const uint8_t* qs, uint8_t* q) {
@@ -282,28 +263,35 @@ void pack_groups(const TensorView& w, PackedMatrix& pm, int64_t g0, int64_t g1) 
   }
 }
 
-void pack_groups_of(const TensorView& w, PackedMatrix& pm, int64_t g0, int64_t g1) {
-  switch (w.type) {
-    case DType::Q4_0: return pack_groups<DType::Q4_0, packed::kQ4_0>(w, pm, g0, g1);
-    case DType::Q4_1: return pack_groups<DType::Q4_1, packed::kQ4_1>(w, pm, g0, g1);
-    case DType::Q5_0: return pack_groups<DType::Q5_0, packed::kQ5_0>(w, pm, g0, g1);
-    case DType::Q5_1: return pack_groups<DType::Q5_1, packed::kQ5_1>(w, pm, g0, g1);
-    case DType::Q8_0: return pack_groups<DType::Q8_0, packed::kQ8_0>(w, pm, g0, g1);
-    case DType::Q4_K: return pack_groups<DType::Q4_K, packed::kQ4_K>(w, pm, g0, g1);
-    case DType::Q5_K: return pack_groups<DType::Q5_K, packed::kQ5_K>(w, pm, g0, g1);
-    case DType::Q6_K: return pack_groups<DType::Q6_K, packed::kQ6_K>(w, pm, g0, g1);
-    case DType::Q2_K: return pack_groups<DType::Q2_K, packed::kQ2_K>(w, pm, g0, g1);
-    case DType::Q3_K: return pack_groups<DType::Q3_K, packed::kQ3_K>(w, pm, g0, g1);
-    case DType::IQ4_NL: return pack_groups<DType::IQ4_NL, packed::kIQ4_NL>(w, pm, g0, g1);
-    case DType::IQ4_XS: return pack_groups<DType::IQ4_XS, packed::kIQ4_XS>(w, pm, g0, g1);
-    case DType::MXFP4: return pack_groups<DType::MXFP4, packed::kMXFP4>(w, pm, g0, g1);
-    default: return;  // layout_of() rejected it before
-  }
+// Each packable quantized type: its layout and its packer of row groups.
+struct TypePacker {
+  DType type;
+  const Layout* layout;
+  void (*pack)(const TensorView& w, PackedMatrix& pm, int64_t g0, int64_t g1);
+};
+template <DType T, const Layout& L>
+constexpr TypePacker packer_entry() {
+  return {T, &L, &pack_groups<T, L>};
+}
+constexpr TypePacker kPackers[] = {
+    packer_entry<DType::Q4_0, packed::kQ4_0>(),   packer_entry<DType::Q4_1, packed::kQ4_1>(),
+    packer_entry<DType::Q5_0, packed::kQ5_0>(),   packer_entry<DType::Q5_1, packed::kQ5_1>(),
+    packer_entry<DType::Q8_0, packed::kQ8_0>(),   packer_entry<DType::Q4_K, packed::kQ4_K>(),
+    packer_entry<DType::Q5_K, packed::kQ5_K>(),   packer_entry<DType::Q6_K, packed::kQ6_K>(),
+    packer_entry<DType::Q2_K, packed::kQ2_K>(),   packer_entry<DType::Q3_K, packed::kQ3_K>(),
+    packer_entry<DType::IQ4_NL, packed::kIQ4_NL>(), packer_entry<DType::IQ4_XS, packed::kIQ4_XS>(),
+    packer_entry<DType::MXFP4, packed::kMXFP4>(),
+};
+
+const TypePacker* packer_of(DType t) {
+  for (const TypePacker& p : kPackers)
+    if (p.type == t) return &p;
+  return nullptr;
 }
 
 }  // namespace
 
-bool packable(DType t) { return layout_of(t) != nullptr || is_packable_float(t); }
+bool packable(DType t) { return packer_of(t) != nullptr || is_packable_float(t); }
 
 bool packable(const TensorView& w) {
   return packable(w.type) && (!is_packable_float(w.type) || w.ne[0] % kPackFloatElems == 0);
@@ -313,11 +301,11 @@ Expected<PackedMatrix> pack_float_matrix(const TensorView& w, const RowsRead& ro
 
 Expected<PackedMatrix> pack_matrix(const TensorView& w, const RowsRead& rows_read) {
   if (is_packable_float(w.type)) return pack_float_matrix(w, rows_read);
-  const Layout* L = layout_of(w.type);
-  if (!L) return Unsupported(std::string("cannot repack weight type ") + dtype_name(w.type));
+  const TypePacker* packer = packer_of(w.type);
+  if (!packer) return Unsupported(std::string("cannot repack weight type ") + dtype_name(w.type));
   if (!w.valid()) return InvalidArgument("repack: tensor '" + w.name + "' has no data");
   const int64_t n_in = w.ne[0], n_out = w.rows();
-  const int64_t elems_per_record = 32 * (int64_t)L->blocks;
+  const int64_t elems_per_record = 32 * (int64_t)packer->layout->blocks;
   if (n_in <= 0 || n_out <= 0 || n_in % elems_per_record != 0 || w.row_bytes() < 0)
     return InvalidArgument("repack: tensor '" + w.name + "' rows of " + std::to_string(n_in) +
                            " elements are not whole " + dtype_name(w.type) + " blocks");
@@ -329,13 +317,13 @@ Expected<PackedMatrix> pack_matrix(const TensorView& w, const RowsRead& rows_rea
   pm.n_out = n_out;
   pm.n_groups = (n_out + kPackRows - 1) / kPackRows;
   const int64_t n_records = n_in / elems_per_record;
-  pm.group_bytes = n_records * L->record();
+  pm.group_bytes = n_records * packer->layout->record();
   pm.data.resize((size_t)(pm.n_groups * pm.group_bytes));  // each group zeroed when written
   constexpr int64_t kReportBytes = 4 << 20;
   const int64_t groups_per_report = std::max<int64_t>(1, kReportBytes / std::max<int64_t>(1, kPackRows * w.row_bytes()));
   for (int64_t g0 = 0; g0 < pm.n_groups; g0 += groups_per_report) {
     const int64_t g1 = std::min(pm.n_groups, g0 + groups_per_report);
-    pack_groups_of(w, pm, g0, g1);
+    packer->pack(w, pm, g0, g1);
     if (rows_read) {
       const int64_t r0 = g0 * kPackRows, r1 = std::min(n_out, g1 * kPackRows);
       rows_read(static_cast<const uint8_t*>(w.row(r0)), (r1 - r0) * w.row_bytes());
