@@ -11,6 +11,7 @@
 
 #include <span>
 
+#include "cpu_path_env.h"
 #include "attention/attention_kernel.h"
 #include "kv/kv_manager.h"
 #include "attention/policy.h"
@@ -191,4 +192,10 @@ BENCHMARK(BM_PrefillChunkAttention)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (!stride::bench::select_cpu_path_from_env()) return 1;
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_path_env.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "kernels/kernel_paths.h"
@@ -184,6 +185,7 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!stride::bench::select_cpu_path_from_env()) return 1;
   register_all();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_path_env.h"
 #include "kernels/ops.h"
 #include "kernels/quant_act.h"
 
@@ -124,6 +125,7 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!stride::bench::select_cpu_path_from_env()) return 1;
   register_all();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -1,4 +1,4 @@
-// The dispatcher of the fused paged attention kernel: the CPU path in use
+// The fused paged attention kernel's table of variants: the CPU path in use
 // (core/cpu_features.h) runs attention_kernel.inc as compiled for it.
 #include "attention/attention_kernel.h"
 
@@ -24,10 +24,18 @@ void softmax_merge(SoftmaxPartial& a, float* o, const SoftmaxPartial& b, const f
   a.m = m;
 }
 
+AttentionPagedFn attention_paged_for(CpuPath p) {
+  switch (p) {
+    case CpuPath::Amx:
+    case CpuPath::Avx512: return &attn_avx512::attention_paged_path;
+    case CpuPath::Avx2: break;
+  }
+  return &attn_avx2::attention_paged_path;
+}
+
 Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
                        const AttentionParams& p, const float* q, float* out, ThreadPool& threads) {
-  return active_cpu_path() >= CpuPath::Avx512 ? attn_avx512::attention_paged_path(pool, plan, policy, p, q, out, threads)
-                                              : attn_avx2::attention_paged_path(pool, plan, policy, p, q, out, threads);
+  return attention_paged_for(active_cpu_path())(pool, plan, policy, p, q, out, threads);
 }
 
 }  // namespace stride

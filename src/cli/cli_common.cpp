@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 #include <unistd.h>
 
 namespace stride::cli {
@@ -71,6 +72,9 @@ Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t toke
   if (!o.kv_offload_file.empty() && o.kv_offload.empty())
     return InvalidArgument("--kv-offload-file needs --kv-offload-bytes (the tier's size)");
   e.kv_offload_file = o.kv_offload_file;
+  // STRIDE_NO_REPACK=1 computes from the file's own layout, for benchmarks comparing both.
+  const char* no_repack = std::getenv("STRIDE_NO_REPACK");
+  e.repack_weights = !(no_repack && std::string_view(no_repack) == "1");
   return e;
 }
 

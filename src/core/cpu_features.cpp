@@ -123,7 +123,7 @@ std::vector<CpuPath> supported_cpu_paths() {
   return out;
 }
 
-Expected<CpuPath> resolve_cpu_path() {
+Expected<CpuPath> resolve_cpu_path(std::string_view requested) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (const int p = g_path.load(); p >= 0) return (CpuPath)p;
   const std::vector<CpuPath> ok = supported_cpu_paths();
@@ -131,8 +131,8 @@ Expected<CpuPath> resolve_cpu_path() {
     return Unsupported("this CPU (" + cpu_features().brand + ") lacks AVX2, FMA or F16C (or the OS does not "
                          "enable AVX state); stride's kernels need them");
   CpuPath want = ok.back();
-  if (const char* env = std::getenv("STRIDE_CPU"); env && *env) {
-    const std::string v = env;
+  if (!requested.empty()) {
+    const std::string v(requested);
     if (v == "avx2") want = CpuPath::Avx2;
     else if (v == "avx512") want = CpuPath::Avx512;
     else if (v == "amx") want = CpuPath::Amx;

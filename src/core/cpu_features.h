@@ -2,9 +2,11 @@
 // What this CPU (and the OS) lets the kernels use, and which kernel path
 // runs. One portable build carries an AVX2 path, an AVX-512 (VNNI) path and
 // an AMX path (AVX-512 with int8 tile matmuls for prefill), and picks the
-// best the machine allows at start; STRIDE_CPU=avx2|avx512|amx forces a lower
-// one, so one machine can test every path it can run.
+// best the machine allows at start; a requested path (the command line's
+// STRIDE_CPU=avx2|avx512|amx) forces a lower one, so one machine can test
+// every path it can run.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -34,10 +36,12 @@ const char* cpu_path_name(CpuPath p);
 // Every path this machine can run, lowest first (empty: not even AVX2).
 std::vector<CpuPath> supported_cpu_paths();
 
-// The path the kernels take: the best supported, or STRIDE_CPU's. Errors: a
-// CPU without AVX2/FMA/F16C, an unknown STRIDE_CPU, or one the CPU cannot run.
-// Resolved on the first call; main() calls it first to fail clearly.
-Expected<CpuPath> resolve_cpu_path();
+// The path the kernels take: the best supported, or `requested` ("avx2",
+// "avx512" or "amx"; empty: the best). Errors: a CPU without AVX2/FMA/F16C,
+// an unknown name, or a path the CPU cannot run; messages name the request
+// as STRIDE_CPU, the variable the command line reads it from. Resolved on
+// the first call; main() calls it first to fail clearly.
+Expected<CpuPath> resolve_cpu_path(std::string_view requested = {});
 // The resolved path (AVX2 if resolution failed: main() has refused to start then).
 CpuPath active_cpu_path();
 // Drops the AMX path from the supported ones (and leaves it for AVX-512 if

@@ -32,7 +32,7 @@ Expected<std::unique_ptr<DraftModel>> DraftModel::create(const DraftModelOptions
   if (!source->gguf()) return InvalidArgument("draft model " + opts.path + ": a GGUF file with its vocabulary is needed");
   STRIDE_ASSIGN_OR_RETURN(auto vocab, Tokenizer::from_gguf(*source->gguf()));
   STRIDE_RETURN_IF_ERROR(check_same_vocabulary(*vocab, target_vocab, opts.path));
-  STRIDE_ASSIGN_OR_RETURN(d->model_, Transformer::create(std::move(source), true, &pool));
+  STRIDE_ASSIGN_OR_RETURN(d->model_, Transformer::create(std::move(source), opts.repack_weights, &pool));
   d->model_->set_max_chunk(opts.prefill_chunk);
   STRIDE_RETURN_IF_ERROR(d->model_->set_rope_context(opts.max_context));
   const ModelConfig& c = d->model_->config();

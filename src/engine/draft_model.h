@@ -33,6 +33,7 @@ struct DraftModelOptions {
   int sequences = 1;           // draft sequences expected at once (a page per layer of slack each)
   int page_size = 32;
   int prefill_chunk = 256;
+  bool repack_weights = true;  // as EngineOptions::repack_weights
 };
 
 class DraftModel {

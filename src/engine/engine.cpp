@@ -60,7 +60,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   }
   prefetch_weights(*source, opts.show_progress);
   e->pool_ = std::make_unique<ThreadPool>(opts.threads);
-  STRIDE_ASSIGN_OR_RETURN(e->model_, Transformer::create(std::move(source), true, e->pool_.get()));
+  STRIDE_ASSIGN_OR_RETURN(e->model_, Transformer::create(std::move(source), opts.repack_weights, e->pool_.get()));
   e->model_->set_max_chunk(opts.prefill_chunk);
   STRIDE_RETURN_IF_ERROR(e->model_->set_rope_context(opts.max_context));
   const ModelConfig& c = e->model_->config();
@@ -102,6 +102,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
                                           std::min<int64_t>(opts.max_context + opts.prefill_chunk, 32768));
     dopts.page_size = opts.page_size;
     dopts.prefill_chunk = opts.prefill_chunk;
+    dopts.repack_weights = opts.repack_weights;
     STRIDE_ASSIGN_OR_RETURN(e->draft_, DraftModel::create(dopts, *e->tokenizer_, *e->pool_));
   }
   return e;

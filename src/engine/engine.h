@@ -32,6 +32,9 @@ struct EngineOptions {
   int prefill_chunk = 256;
   KvStorage kv_storage = KvStorage::F16;  // f32: exact comparisons; int8: half the KV bytes
   bool show_progress = true;        // progress bar while loading (terminals only)
+  // Quantized and float projections repacked for the fast kernels; off computes
+  // from the mapped file's rows (slower; for comparisons and tiny hosts).
+  bool repack_weights = true;
   // Prefix cache: full KV pages of earlier prompts are reused by later ones
   // sharing the prefix (generate, the serving scheduler).
   bool prefix_cache = true;

@@ -110,7 +110,7 @@ Status check_float_tiles(const KernelTable& candidate, const KernelTable& refere
 Status check_amx_path() {
   const std::vector<CpuPath> paths = supported_cpu_paths();
   if (paths.empty() || paths.back() != CpuPath::Amx) return Unsupported("this machine does not run the AMX path");
-  Status tiles = check_tile_path(packed::run_range_for(CpuPath::Amx), packed::run_range_for(CpuPath::Avx512));
+  Status tiles = check_tile_path(kernel_table(CpuPath::Amx).packed_tiles, kernel_table(CpuPath::Avx512).packed_tiles);
   if (!tiles.ok()) return tiles;
   return check_float_tiles(kernel_table(CpuPath::Amx), kernel_table(CpuPath::Avx512));
 }

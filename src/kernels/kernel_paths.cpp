@@ -10,7 +10,7 @@ namespace {
 KernelTable avx2_table() {
   namespace k = kernels_avx2;
   return {.matmul_f32 = k::matmul_f32, .matmul_f16 = k::matmul_f16, .matmul_bf16 = k::matmul_bf16,
-          .bf16_terms = false, .quantize_act_rows = k::quantize_act_rows, .rmsnorm = k::rmsnorm,
+          .packed_tiles = &packed::avx2::run_range, .bf16_terms = false, .quantize_act_rows = k::quantize_act_rows, .rmsnorm = k::rmsnorm,
           .silu_mul = k::silu_mul, .gelu_tanh_mul = k::gelu_tanh_mul, .softmax = k::softmax,
           .add_inplace = k::add_inplace, .softcap = k::softcap, .rotate_adjacent = k::rotate_adjacent,
           .rotate_neox = k::rotate_neox};
@@ -19,15 +19,25 @@ KernelTable avx2_table() {
 KernelTable avx512_table(bool bf16_dot) {
   namespace k = kernels_avx512;
   return {.matmul_f32 = k::matmul_f32, .matmul_f16 = k::matmul_f16,
-          .matmul_bf16 = bf16_dot ? k::matmul_bf16_dot : k::matmul_bf16, .bf16_terms = bf16_dot,
+          .matmul_bf16 = bf16_dot ? k::matmul_bf16_dot : k::matmul_bf16,
+          .packed_tiles = &packed::avx512::run_range, .bf16_terms = bf16_dot,
           .quantize_act_rows = k::quantize_act_rows, .rmsnorm = k::rmsnorm, .silu_mul = k::silu_mul,
           .gelu_tanh_mul = k::gelu_tanh_mul, .softmax = k::softmax, .add_inplace = k::add_inplace,
           .softcap = k::softcap, .rotate_adjacent = k::rotate_adjacent, .rotate_neox = k::rotate_neox};
 }
 
-template <auto F32, auto F16, auto BF16, auto Prepare>
-KernelTable with_amx_float_tiles() {
+// The AVX-512 table with prefill's int8 tiles on the tile unit (AMX-INT8).
+template <auto Tiles>
+KernelTable with_amx_int8_tiles() {
   KernelTable t = avx512_table(false);
+  t.packed_tiles = Tiles;
+  return t;
+}
+
+// ... and its float tiles too (AMX-BF16).
+template <auto Tiles, auto F32, auto F16, auto BF16, auto Prepare>
+KernelTable with_amx_tiles() {
+  KernelTable t = with_amx_int8_tiles<Tiles>();
   t.matmul_f32 = F32;
   t.matmul_f16 = F16;
   t.matmul_bf16 = BF16;
@@ -48,17 +58,22 @@ bool runs_avx512() {
 const KernelTable& kernel_table(CpuPath p) {
   static const KernelTable avx2 = avx2_table();
   static const KernelTable avx512 = avx512_table(false);
+  static const KernelTable amx_int8 = with_amx_int8_tiles<&packed::amx::run_range>();
   static const KernelTable amx =
-      with_amx_float_tiles<&kernels_amx::matmul_f32, &kernels_amx::matmul_f16, &kernels_amx::matmul_bf16,
-                           &kernels_amx::prepare_x_tiles>();
-  if (p == CpuPath::Amx && cpu_features().amx_bf16) return amx;
-  return p >= CpuPath::Avx512 ? avx512 : avx2;
+      with_amx_tiles<&packed::amx::run_range, &kernels_amx::matmul_f32, &kernels_amx::matmul_f16,
+                     &kernels_amx::matmul_bf16, &kernels_amx::prepare_x_tiles>();
+  switch (p) {
+    case CpuPath::Amx: return cpu_features().amx_bf16 ? amx : amx_int8;
+    case CpuPath::Avx512: return avx512;
+    case CpuPath::Avx2: break;
+  }
+  return avx2;
 }
 
 const KernelTable* amx_model_float_table() {
   namespace m = kernels_amx_model;
-  static const KernelTable table =
-      with_amx_float_tiles<&m::matmul_f32, &m::matmul_f16, &m::matmul_bf16, &m::prepare_x_tiles>();
+  static const KernelTable table = with_amx_tiles<&packed::amx_model::run_range, &m::matmul_f32, &m::matmul_f16,
+                                                  &m::matmul_bf16, &m::prepare_x_tiles>();
   static const bool runs = runs_avx512();
   return runs ? &table : nullptr;
 }

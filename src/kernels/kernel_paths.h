@@ -1,12 +1,13 @@
 #pragma once
 // The kernels that exist once per CPU path, as one table of function pointers
 // per path (ggml's CPU variants, one table chosen once): the float matmul's
-// tiles, activation quantization and the element-wise ops. The AVX-512
+// tiles, the packed quantized matmul's tiles, activation quantization and
+// the element-wise ops. The AVX-512
 // entries live in their own translation units (*_avx512.cpp), compiled for
 // AVX-512 after a target pragma, in namespace kernels_avx512, which
 // scripts/check_isa_isolation allows; the rest of the binary stays AVX2.
-// (The packed quantized tiles and the attention kernel keep their own
-// per-path entry points: packed_tiles.h, attention_kernel_paths.h.)
+// The attention kernel reads KV pages, a layer above this one: its variants
+// are registered the same way, in attention/attention_kernel_paths.h.
 // The AMX path's table is the AVX-512 one with float tiles on the tile unit
 // where the CPU has AMX-BF16 (bf16 dot products of exact weight terms and
 // activation terms, f32 sums: f32 rounding from the AVX2 result).
@@ -20,6 +21,7 @@
 #include "core/cpu_features.h"
 #include "core/tensor.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/packed_tiles.h"
 #include "kernels/quant_act.h"
 
 namespace stride {
@@ -52,6 +54,7 @@ using FloatRangeFn = void (*)(const FloatMatmul& p, const detail::WorkRange& wr)
 
 struct KernelTable {
   FloatRangeFn matmul_f32, matmul_f16, matmul_bf16;
+  packed::RunRangeFn packed_tiles;  // the quantized matmul's tiles (packed_tiles.h)
   bool bf16_terms;  // matmul_bf16 reads FloatMatmul::x_bf16
   // quantize_acts_rows (quant_act.h) of rows [t_begin, t_end); out already sized.
   void (*quantize_act_rows)(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);
@@ -88,9 +91,9 @@ inline const KernelTable& active_kernels() { return kernel_table(active_cpu_path
 // tested and benchmarked for CPUs where that balance differs.
 const KernelTable* avx512_bf16_dot_table();
 
-// The AMX path's table with its float tiles run by the software model of
-// the tile unit (tmul_model.h), or null where the CPU lacks AVX-512: for
-// tests on machines without AMX.
+// The AMX path's table with its tiles (float and packed) run by the software
+// model of the tile unit (tmul_model.h), or null where the CPU lacks AVX-512:
+// for tests on machines without AMX.
 const KernelTable* amx_model_float_table();
 
 // A thread's scratch for the AMX float tiles' staged weights, at least n bf16

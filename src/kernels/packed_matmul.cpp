@@ -91,7 +91,7 @@ void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float
 
 void matmul_packed_multi(const PackedMatrix* const* ws, float* const* ys, int n_mats,
                          const float* x, int64_t n_tok, ThreadPool& pool) {
-  multi_on(packed::run_range_for(active_cpu_path()), ws, ys, n_mats, x, n_tok, pool);
+  multi_on(kernels::active_kernels().packed_tiles, ws, ys, n_mats, x, n_tok, pool);
 }
 
 void packed::matmul_packed_on(RunRangeFn run_range, const PackedMatrix& w, const float* x, float* y,
@@ -109,7 +109,7 @@ void packed::matmul_packed_on(RunRangeFn run_range, const PackedMatrix& w, const
 
 void matmul_packed(const PackedMatrix& w, const float* x, float* y, int64_t n_tok,
                    ThreadPool& pool) {
-  packed::matmul_packed_on(packed::run_range_for(active_cpu_path()), w, x, y, n_tok, pool);
+  packed::matmul_packed_on(kernels::active_kernels().packed_tiles, w, x, y, n_tok, pool);
 }
 
 }  // namespace stride

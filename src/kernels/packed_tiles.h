@@ -1,7 +1,7 @@
 #pragma once
 // The packed matmul's tiles, one set per CPU path (packed_tiles.inc compiled
 // by packed_tiles_avx2.cpp, packed_tiles_avx512.cpp and packed_tiles_amx.cpp),
-// chosen at run time.
+// registered in the path's KernelTable (kernel_paths.h).
 #include "core/cpu_features.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/packed_matrix.h"
@@ -48,10 +48,6 @@ void run_range(const Problem& p, const detail::WorkRange& wr);
 // machines with AVX-512 (needed) but without AMX.
 namespace amx_model {
 void run_range(const Problem& p, const detail::WorkRange& wr);
-}
-
-inline RunRangeFn run_range_for(CpuPath path) {
-  return path == CpuPath::Amx ? &amx::run_range : path == CpuPath::Avx512 ? &avx512::run_range : &avx2::run_range;
 }
 
 // matmul_packed (kernels/matmul.h) through the tiles of run_range.

@@ -70,9 +70,14 @@ Status rotate_model_key_into(const std::string& path, const ModelKey& old_key, c
 Expected<MappedFile> decrypt_to_memory(const std::string& path, const ModelKey& key);
 
 // The key for encrypted models: set by the caller (stride serve's
-// model_key / model_key_file), else STRIDE_MODEL_KEY (hex) or
-// STRIDE_MODEL_KEY_FILE from the environment.
+// model_key / model_key_file), else the fallback (the command line reads
+// STRIDE_MODEL_KEY and STRIDE_MODEL_KEY_FILE into it at start).
 void set_model_key(const ModelKey& key);
+struct ModelKeyFallback {
+  std::string hex;   // the key in hex, checked when first needed
+  std::string file;  // a key file, used when hex is empty
+};
+void set_model_key_fallback(ModelKeyFallback fallback);
 Expected<ModelKey> model_key_for(const std::string& path);
 
 }  // namespace stride

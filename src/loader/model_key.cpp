@@ -24,6 +24,7 @@ int hex_value(char c) {
 
 std::mutex g_key_mu;
 std::optional<ModelKey> g_key;
+ModelKeyFallback g_fallback;
 
 }  // namespace
 
@@ -75,17 +76,24 @@ void set_model_key(const ModelKey& key) {
   g_key = key;
 }
 
+void set_model_key_fallback(ModelKeyFallback fallback) {
+  std::lock_guard<std::mutex> lock(g_key_mu);
+  g_fallback = std::move(fallback);
+}
+
 Expected<ModelKey> model_key_for(const std::string& path) {
+  ModelKeyFallback fallback;
   {
     std::lock_guard<std::mutex> lock(g_key_mu);
     if (g_key) return *g_key;
+    fallback = g_fallback;
   }
-  if (const char* hex = std::getenv("STRIDE_MODEL_KEY"); hex && *hex) {
-    auto key = parse_model_key_hex(hex);
+  if (!fallback.hex.empty()) {
+    auto key = parse_model_key_hex(fallback.hex);
     if (!key) return InvalidArgument("STRIDE_MODEL_KEY: " + key.status().message());
     return key;
   }
-  if (const char* file = std::getenv("STRIDE_MODEL_KEY_FILE"); file && *file) return read_model_key_file(file);
+  if (!fallback.file.empty()) return read_model_key_file(fallback.file);
   return InvalidArgument(path + " is encrypted: give a key (model_key_file in the config, STRIDE_MODEL_KEY or "
                          "STRIDE_MODEL_KEY_FILE)");
 }

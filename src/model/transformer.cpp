@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels/matmul.h"
@@ -30,8 +29,7 @@ Expected<std::unique_ptr<Transformer>> Transformer::create(std::unique_ptr<Model
   if (!source) return InvalidArgument("no model source");
   std::unique_ptr<Transformer> t(new Transformer());
   STRIDE_ASSIGN_OR_RETURN(t->w_, bind_weights(*source));
-  const char* no_repack = std::getenv("STRIDE_NO_REPACK");
-  if (repack_weights && !(no_repack && std::strcmp(no_repack, "1") == 0)) {
+  if (repack_weights) {
     STRIDE_ASSIGN_OR_RETURN(t->packed_, pack_weights(t->w_, source.get(), pool));
   }
   const TensorView& e = t->w_.tok_embd;

@@ -41,8 +41,7 @@ class Transformer {
  public:
   // Takes ownership of the source (the mmap must outlive the weight views).
   // Quantized projections are repacked for the fast kernels unless
-  // repack_weights is false (the environment variable STRIDE_NO_REPACK=1 also
-  // turns it off, so that benchmarks can compare both layouts). pool, when
+  // repack_weights is false (EngineOptions::repack_weights). pool, when
   // given, repacks several matrices at once.
   static Expected<std::unique_ptr<Transformer>> create(std::unique_ptr<ModelSource> source,
                                                        bool repack_weights = true, ThreadPool* pool = nullptr);

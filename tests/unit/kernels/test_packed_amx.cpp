@@ -174,7 +174,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, AmxModelTypes,
 
 // A tile path that writes wrong rows, for the start-up check to catch.
 void broken_run_range(const packed::Problem& p, const detail::WorkRange& wr) {
-  packed::run_range_for(CpuPath::Avx2)(p, wr);
+  kernels::kernel_table(CpuPath::Avx2).packed_tiles(p, wr);
   if (wr.t0 == 0 && wr.r0 == 0) p.y[0] += 1.0f;
 }
 
@@ -184,9 +184,9 @@ TEST(AmxStartupCheck, PassesTheModelRunTilesAndCatchesWrongOnes) {
     return;
   }
   const uint64_t dots = tmul_model::dots_run();
-  EXPECT_TRUE(kernels::check_tile_path(&packed::amx_model::run_range, packed::run_range_for(CpuPath::Avx512)).ok());
+  EXPECT_TRUE(kernels::check_tile_path(&packed::amx_model::run_range, kernels::kernel_table(CpuPath::Avx512).packed_tiles).ok());
   EXPECT_GT(tmul_model::dots_run(), dots);
-  const Status bad = kernels::check_tile_path(&broken_run_range, packed::run_range_for(CpuPath::Avx512));
+  const Status bad = kernels::check_tile_path(&broken_run_range, kernels::kernel_table(CpuPath::Avx512).packed_tiles);
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("Q4_K"), std::string::npos) << bad.message();
   // The float tiles: the model's pass; f16 tiles off by 1e-3 of an output
