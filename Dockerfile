@@ -15,7 +15,7 @@ FROM ${DEBIAN_IMAGE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config libboost1.81-dev nlohmann-json3-dev libpcre2-dev libicu-dev \
-      libspdlog-dev libfmt-dev libcli11-dev libssl-dev libyaml-cpp-dev \
+      libcli11-dev libssl-dev libyaml-cpp-dev \
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libhiredis-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
