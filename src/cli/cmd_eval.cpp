@@ -17,7 +17,7 @@
 #include "eval/ruler_reference.h"
 #include "eval/ruler_score.h"
 #include "eval/ruler_suite.h"
-#include "loader/sha256.h"
+#include "core/sha256.h"
 #include "serving/chat_template.h"
 
 namespace stride::cli {

@@ -20,7 +20,7 @@
 #include "loader/chat_template_source.h"
 #include "loader/model_versions.h"
 #include "loader/encrypted_file.h"
-#include "loader/sha256.h"
+#include "core/sha256.h"
 #include "server/api.h"
 #include "server/http_server.h"
 #include "server/log.h"

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "encoder/encoder_forward.h"
-#include "loader/sha256.h"
+#include "core/sha256.h"
 #include "server/log.h"
 
 namespace stride::cli {

@@ -1,8 +1,8 @@
 #include "cli/serve_shared_tier.h"
 
 #include "cli/cli_common.h"
-#include "kv/shared/redis_url.h"
 #include "redis/redis_tier.h"
+#include "redis/redis_url.h"
 #include "server/log.h"
 
 namespace stride::cli {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "eval/ruler_score.h"
-#include "loader/sha256.h"
+#include "core/sha256.h"
 
 namespace stride {
 

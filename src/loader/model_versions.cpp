@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/sha256.h"
 #include "loader/encrypted_file.h"
-#include "loader/sha256.h"
 
 namespace stride {
 

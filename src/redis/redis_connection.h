@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "kv/shared/redis_url.h"
+#include "redis/redis_url.h"
 
 struct redisContext;
 struct redisReply;

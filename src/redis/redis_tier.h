@@ -16,8 +16,8 @@
 #include <string>
 
 #include "core/status.h"
-#include "kv/shared/redis_url.h"
 #include "kv/shared/shared_page_store.h"
+#include "redis/redis_url.h"
 
 namespace stride {
 

@@ -1,6 +1,6 @@
 #include "serving/config.h"
 
-#include "kv/shared/redis_url.h"
+#include "redis/redis_url.h"
 
 #include "loader/model_versions.h"
 

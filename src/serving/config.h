@@ -17,7 +17,7 @@ struct ServeConfig {
   std::string model_sha256;           // when set, the file is verified before loading
   std::vector<std::string> served_model_names;  // names clients pass as "model"; the first is reported; empty: the file name
   int64_t max_context_length = 131072;
-  double sparsity = 0.9;              // accepted; the engine's policies are window/rswa (no top-k yet)
+  double sparsity = 0.9;              // a topk `attention` that names neither sparsity= nor mass= gets sparsity=this
   bool cache_reuse = true;            // prefix cache: reuse KV pages of shared prompt prefixes
   std::string attention = "dense";    // policy of global layers
   std::vector<std::string> layer_attention;  // "A-B=POLICY"

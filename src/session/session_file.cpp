@@ -3,7 +3,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "loader/sha256.h"
+#include "core/sha256.h"
 
 namespace stride {
 

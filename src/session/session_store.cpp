@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "core/atomic_file.h"
-#include "loader/sha256.h"
+#include "core/sha256.h"
 
 namespace stride {
 

@@ -18,7 +18,7 @@
 #include "attention/attention_reference.h"
 #include "attention/plan.h"
 #include "attention/policy.h"
-#include "cache_test_util.h"
+#include "../kv/cache_test_util.h"
 #include "core/cpu_features.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "attention/policy.h"
-#include "cache_test_util.h"
+#include "../kv/cache_test_util.h"
 #include "core/thread_pool.h"
 #include "kv/store/kv_pool.h"
 

@@ -6,7 +6,7 @@
 
 #include "attention/policy.h"
 #include "attention/rope_shift.h"
-#include "cache_test_util.h"
+#include "../kv/cache_test_util.h"
 #include "core/thread_pool.h"
 
 namespace stride {

@@ -8,7 +8,7 @@
 
 #include "attention/plan.h"
 #include "attention/policy.h"
-#include "cache_test_util.h"
+#include "../kv/cache_test_util.h"
 #include "core/thread_pool.h"
 
 namespace stride {

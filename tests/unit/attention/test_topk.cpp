@@ -12,7 +12,7 @@
 #include "attention/plan.h"
 #include "attention/policy.h"
 #include "attention/topk_selector.h"
-#include "cache_test_util.h"
+#include "../kv/cache_test_util.h"
 #include "topk_oracle.h"
 #include "core/thread_pool.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attention/policy.h"
-#include "cache_test_util.h"
+#include "../kv/cache_test_util.h"
 
 namespace stride::testing_util {
 

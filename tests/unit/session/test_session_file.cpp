@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "loader/sha256.h"
+#include "core/sha256.h"
 #include "session/session_file.h"
 
 namespace stride {

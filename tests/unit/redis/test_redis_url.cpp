@@ -1,7 +1,7 @@
 // The shared tier's address: redis://[[user]:password@]host[:port][/db].
 #include <gtest/gtest.h>
 
-#include "kv/shared/redis_url.h"
+#include "redis/redis_url.h"
 
 namespace stride {
 namespace {

@@ -1,4 +1,4 @@
-#include "loader/sha256.h"
+#include "core/sha256.h"
 
 #include <openssl/evp.h>
 

@@ -1,4 +1,4 @@
-#include "kv/shared/redis_url.h"
+#include "redis/redis_url.h"
 
 #include <cctype>
 #include <charconv>

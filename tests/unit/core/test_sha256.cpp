@@ -1,8 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "gguf_test_util.h"
-#include "loader/model_info.h"
-#include "loader/sha256.h"
+#include "../loader/gguf_test_util.h"
+#include "core/sha256.h"
 
 namespace stride {
 namespace {
@@ -21,12 +20,6 @@ TEST(Sha256, KnownDigests) {
                 .value(),
             "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53");
   EXPECT_EQ(sha256_file(dir.path() + "/missing").status().code(), StatusCode::kNotFound);
-}
-
-TEST(ModelInfo, LayerRanges) {
-  EXPECT_EQ(format_layer_ranges({0, 1, 2, 4, 6, 7}), "0-2,4,6-7");
-  EXPECT_EQ(format_layer_ranges({5}), "5");
-  EXPECT_EQ(format_layer_ranges({}), "");
 }
 
 }  // namespace

@@ -25,7 +25,7 @@
 #include "cache_test_util.h"
 #include "kv/store/kv_pool.h"
 #include "kv/store/page_summary.h"
-#include "topk_oracle.h"
+#include "../attention/topk_oracle.h"
 
 namespace stride {
 
