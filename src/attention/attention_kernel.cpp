@@ -1,5 +1,5 @@
 // The fused paged attention kernel's table of variants: the CPU path in use
-// (core/cpu_features.h) runs attention_kernel.inc as compiled for it.
+// (core/cpu_features.h) runs isa/attention_kernel.cpp as compiled for it.
 #include "attention/attention_kernel.h"
 
 #include <algorithm>
@@ -27,10 +27,10 @@ void softmax_merge(SoftmaxPartial& a, float* o, const SoftmaxPartial& b, const f
 AttentionPagedFn attention_paged_for(CpuPath p) {
   switch (p) {
     case CpuPath::Amx:
-    case CpuPath::Avx512: return &attn_avx512::attention_paged_path;
+    case CpuPath::Avx512: return &isa::avx512::attention_paged;
     case CpuPath::Avx2: break;
   }
-  return &attn_avx2::attention_paged_path;
+  return &isa::avx2::attention_paged;
 }
 
 Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,

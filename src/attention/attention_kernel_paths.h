@@ -1,7 +1,8 @@
 #pragma once
-// attention_paged as compiled for each CPU path (attention_kernel.inc),
-// registered by path like the kernels' table (kernels/kernel_paths.h), which
-// cannot hold it: this kernel reads KV pages, a layer above kernels/.
+// attention_paged as compiled for each CPU target (isa/attention_kernel.cpp,
+// a kernel variant in namespace stride::isa::<target>), registered by path
+// like the kernels' table (kernels/kernel_paths.h), which cannot hold it:
+// this kernel reads KV pages, a layer above kernels/.
 #include "attention/attention_kernel.h"
 #include "core/cpu_features.h"
 
@@ -11,12 +12,13 @@ using AttentionPagedFn = Status (*)(const KvPool& pool, const AttentionPlan& pla
 // The variant of path p (which the CPU must run); AMX adds nothing to attention.
 AttentionPagedFn attention_paged_for(CpuPath p);
 
-namespace attn_avx2 {
-Status attention_paged_path(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
-                            const AttentionParams& p, const float* q, float* out, ThreadPool& threads);
+namespace isa::avx2 {
+Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+                       const AttentionParams& p, const float* q, float* out, ThreadPool& threads);
 }
-namespace attn_avx512 {
-Status attention_paged_path(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
-                            const AttentionParams& p, const float* q, float* out, ThreadPool& threads);
+namespace isa::avx512 {
+Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+                       const AttentionParams& p, const float* q, float* out, ThreadPool& threads);
 }
+
 }  // namespace stride

@@ -3,7 +3,7 @@
 // history of faults in other engines, so before the first request the
 // packed matmul runs a few small problems on both the candidate tiles and
 // the AVX-512 path and requires identical bytes (the paths are bit-identical
-// by construction, kernels/packed_tiles_amx.inc).
+// by construction, kernels/isa/packed_tiles_amx.h).
 #include "core/status.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/packed_tiles.h"

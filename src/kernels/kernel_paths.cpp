@@ -3,24 +3,26 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/kernel_entries.h"
+
 namespace stride::kernels {
 
 namespace {
 
 KernelTable avx2_table() {
-  namespace k = kernels_avx2;
+  namespace k = isa::avx2;
   return {.matmul_f32 = k::matmul_f32, .matmul_f16 = k::matmul_f16, .matmul_bf16 = k::matmul_bf16,
-          .packed_tiles = &packed::avx2::run_range, .bf16_terms = false, .quantize_act_rows = k::quantize_act_rows, .rmsnorm = k::rmsnorm,
+          .packed_tiles = k::packed_run_range, .bf16_terms = false, .quantize_act_rows = k::quantize_act_rows, .rmsnorm = k::rmsnorm,
           .silu_mul = k::silu_mul, .gelu_tanh_mul = k::gelu_tanh_mul, .softmax = k::softmax,
           .add_inplace = k::add_inplace, .softcap = k::softcap, .rotate_adjacent = k::rotate_adjacent,
           .rotate_neox = k::rotate_neox};
 }
 
 KernelTable avx512_table(bool bf16_dot) {
-  namespace k = kernels_avx512;
+  namespace k = isa::avx512;
   return {.matmul_f32 = k::matmul_f32, .matmul_f16 = k::matmul_f16,
           .matmul_bf16 = bf16_dot ? k::matmul_bf16_dot : k::matmul_bf16,
-          .packed_tiles = &packed::avx512::run_range, .bf16_terms = bf16_dot,
+          .packed_tiles = k::packed_run_range, .bf16_terms = bf16_dot,
           .quantize_act_rows = k::quantize_act_rows, .rmsnorm = k::rmsnorm, .silu_mul = k::silu_mul,
           .gelu_tanh_mul = k::gelu_tanh_mul, .softmax = k::softmax, .add_inplace = k::add_inplace,
           .softcap = k::softcap, .rotate_adjacent = k::rotate_adjacent, .rotate_neox = k::rotate_neox};
@@ -58,10 +60,10 @@ bool runs_avx512() {
 const KernelTable& kernel_table(CpuPath p) {
   static const KernelTable avx2 = avx2_table();
   static const KernelTable avx512 = avx512_table(false);
-  static const KernelTable amx_int8 = with_amx_int8_tiles<&packed::amx::run_range>();
+  namespace x = isa::amx;
+  static const KernelTable amx_int8 = with_amx_int8_tiles<&x::packed_run_range>();
   static const KernelTable amx =
-      with_amx_tiles<&packed::amx::run_range, &kernels_amx::matmul_f32, &kernels_amx::matmul_f16,
-                     &kernels_amx::matmul_bf16, &kernels_amx::prepare_x_tiles>();
+      with_amx_tiles<&x::packed_run_range, &x::matmul_f32, &x::matmul_f16, &x::matmul_bf16, &x::prepare_x_tiles>();
   switch (p) {
     case CpuPath::Amx: return cpu_features().amx_bf16 ? amx : amx_int8;
     case CpuPath::Avx512: return avx512;
@@ -71,9 +73,9 @@ const KernelTable& kernel_table(CpuPath p) {
 }
 
 const KernelTable* amx_model_float_table() {
-  namespace m = kernels_amx_model;
-  static const KernelTable table = with_amx_tiles<&packed::amx_model::run_range, &m::matmul_f32, &m::matmul_f16,
-                                                  &m::matmul_bf16, &m::prepare_x_tiles>();
+  namespace m = isa::amx_model;
+  static const KernelTable table =
+      with_amx_tiles<&m::packed_run_range, &m::matmul_f32, &m::matmul_f16, &m::matmul_bf16, &m::prepare_x_tiles>();
   static const bool runs = runs_avx512();
   return runs ? &table : nullptr;
 }

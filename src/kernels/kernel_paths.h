@@ -2,10 +2,11 @@
 // The kernels that exist once per CPU path, as one table of function pointers
 // per path (ggml's CPU variants, one table chosen once): the float matmul's
 // tiles, the packed quantized matmul's tiles, activation quantization and
-// the element-wise ops. The AVX-512
-// entries live in their own translation units (*_avx512.cpp), compiled for
-// AVX-512 after a target pragma, in namespace kernels_avx512, which
-// scripts/check_isa_isolation allows; the rest of the binary stays AVX2.
+// the element-wise ops. Each target's entries (kernel_entries.h) live in
+// namespace stride::isa::<target>; all but the AVX2 baseline's are kernel
+// variants in kernels/isa/, compiled for their target after their headers
+// (stride_isa_variant in CMakeLists.txt), which scripts/check_isa_isolation
+// allows; the rest of the binary stays AVX2.
 // The attention kernel reads KV pages, a layer above this one: its variants
 // are registered the same way, in attention/attention_kernel_paths.h.
 // The AMX path's table is the AVX-512 one with float tiles on the tile unit
@@ -41,7 +42,7 @@ struct FloatMatmul {
   float* y;  // [n_tok, n_out]
   int64_t n_in, n_out;
   // [ceil(n_tok / 16), kBf16Terms, ceil(n_in / 32), 16, 16, 2] the same terms as
-  // AMX B tiles (matmul_float_amx.inc); set only when the table's x_tiles.
+  // AMX B tiles (isa/matmul_float_amx.cpp); set only when the table's x_tiles.
   const uint16_t* x_tiles = nullptr;
   // The same weights repacked (packed_matrix.h: [n_groups, n_in / 8, 8 rows,
   // 8]); the tiles then read one sequential stream per 8 rows instead of 8.
@@ -114,28 +115,3 @@ void matmul_float_packed_on(const kernels::KernelTable& k, const PackedMatrix& w
                             int64_t n_tok, ThreadPool& pool);
 }  // namespace stride::detail
 
-// Each path's entries (kernel_paths.cpp gathers them into the tables).
-namespace stride::kernels_avx2 {
-#include "kernels/kernel_path_entries.inc"
-}  // namespace stride::kernels_avx2
-
-namespace stride::kernels_avx512 {
-#include "kernels/kernel_path_entries.inc"
-void matmul_bf16_dot(const kernels::FloatMatmul& p, const detail::WorkRange& wr);  // vdpbf16ps on x_bf16
-}  // namespace stride::kernels_avx512
-
-// The AMX float tiles (matmul_float_amx.inc): on the tile unit, and on its model.
-namespace stride::kernels_amx {
-void matmul_f32(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void matmul_f16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void prepare_x_tiles(const float* x, int64_t n_tok, int64_t n_in, uint16_t* out, int64_t tile_begin,
-                     int64_t tile_end);
-}  // namespace stride::kernels_amx
-namespace stride::kernels_amx_model {
-void matmul_f32(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void matmul_f16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr);
-void prepare_x_tiles(const float* x, int64_t n_tok, int64_t n_in, uint16_t* out, int64_t tile_begin,
-                     int64_t tile_end);
-}  // namespace stride::kernels_amx_model

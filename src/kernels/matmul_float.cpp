@@ -10,13 +10,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/kernel_entries.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/matmul_float_rows.h"
 #include "kernels/matmul_impl.h"
 
 namespace stride {
 
-namespace kernels_avx2 {
+namespace isa::avx2 {
 namespace {
 
 using kernels::FloatMatmul;
@@ -118,7 +119,7 @@ void matmul_f32(const FloatMatmul& p, const WorkRange& wr) { run_range<detail::f
 void matmul_f16(const FloatMatmul& p, const WorkRange& wr) { run_range<detail::float_rows::F16>(p, wr); }
 void matmul_bf16(const FloatMatmul& p, const WorkRange& wr) { run_range<detail::float_rows::BF16>(p, wr); }
 
-}  // namespace kernels_avx2
+}  // namespace isa::avx2
 
 namespace detail {
 namespace {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/kernel_entries.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/ops.h"
 #include "kernels/ops_vec.h"
@@ -28,7 +29,7 @@ void silu_mul_ref(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
-void kernels_avx2::silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+void isa::avx2::silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   int64_t i = 0;
 #ifdef STRIDE_OPS_AVX2
   const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
@@ -50,7 +51,7 @@ void gelu_tanh_mul_ref(const float* gate, const float* up, float* out, int64_t n
   }
 }
 
-void kernels_avx2::gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+void isa::avx2::gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
   int64_t i = 0;
 #ifdef STRIDE_OPS_AVX2
   const __m256 one = _mm256_set1_ps(1.0f);
@@ -82,7 +83,7 @@ void softmax_ref(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = (float)((double)x[i] * inv);
 }
 
-void kernels_avx2::softmax(float* x, int64_t n) {
+void isa::avx2::softmax(float* x, int64_t n) {
   if (n <= 0) return;
   int64_t i = 0;
   float mx = x[0];

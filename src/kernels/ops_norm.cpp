@@ -3,6 +3,7 @@
 // (kernel_paths.h; AVX-512: ops_avx512.cpp).
 #include <cmath>
 
+#include "kernels/kernel_entries.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/ops.h"
 #include "kernels/ops_vec.h"
@@ -28,7 +29,7 @@ void rmsnorm_ref(const float* x, const float* w, float* y, int64_t n_rows, int64
   }
 }
 
-void kernels_avx2::rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
+void isa::avx2::rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* xr = x + r * n;  // [n]
     float* yr = y + r * n;        // [n]
@@ -65,7 +66,7 @@ void kernels_avx2::rmsnorm(const float* x, const float* w, float* y, int64_t n_r
   }
 }
 
-void kernels_avx2::add_inplace(float* y, const float* x, int64_t n) {
+void isa::avx2::add_inplace(float* y, const float* x, int64_t n) {
   int64_t i = 0;
 #ifdef STRIDE_OPS_AVX2
   for (; i + 8 <= n; i += 8) {
@@ -75,7 +76,7 @@ void kernels_avx2::add_inplace(float* y, const float* x, int64_t n) {
   for (; i < n; ++i) y[i] += x[i];
 }
 
-void kernels_avx2::softcap(float* x, int64_t n, float cap) {
+void isa::avx2::softcap(float* x, int64_t n, float cap) {
   const float inv = 1.0f / cap;
   int64_t i = 0;
 #ifdef STRIDE_OPS_AVX2

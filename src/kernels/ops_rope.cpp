@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/kernel_entries.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/ops.h"
 #include "kernels/ops_vec.h"
@@ -20,7 +21,7 @@ int clamp_rot_dim(const RopeTable& t, int head_dim) { return std::min(t.rot_dim(
 // The AVX2 rotations (kernel_paths.h; AVX-512: ops_avx512.cpp).
 // Adjacent pairs (2i, 2i+1). cs/sn are expanded per lane: cs = [c0 c0 c1 c1 ..],
 // sn = [-s0 s0 -s1 s1 ..], so out = v * cs + swap_pairs(v) * sn.
-void kernels_avx2::rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim) {
+void isa::avx2::rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim) {
   int j = 0;
 #ifdef STRIDE_OPS_AVX2
   for (; j + 8 <= rot_dim; j += 8) {
@@ -35,7 +36,7 @@ void kernels_avx2::rotate_adjacent(float* v, const float* cs, const float* sn, i
 }
 
 // NeoX pairs (i, i + half). cs/sn have `half` entries.
-void kernels_avx2::rotate_neox(float* v, const float* cs, const float* sn, int half) {
+void isa::avx2::rotate_neox(float* v, const float* cs, const float* sn, int half) {
   int i = 0;
 #ifdef STRIDE_OPS_AVX2
   for (; i + 8 <= half; i += 8) {

@@ -1,7 +1,6 @@
 #pragma once
-// The packed matmul's tiles, one set per CPU path (packed_tiles.inc compiled
-// by packed_tiles_avx2.cpp, packed_tiles_avx512.cpp and packed_tiles_amx.cpp),
-// registered in the path's KernelTable (kernel_paths.h).
+// The packed matmul's tiles, one set per CPU target (isa/packed_tiles.cpp,
+// compiled per target), registered in the path's KernelTable (kernel_paths.h).
 #include "core/cpu_features.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/packed_matrix.h"
@@ -35,20 +34,6 @@ ActStage act_stage(int64_t n_blocks);
 // y of row groups [wr.r0, wr.r1) x tokens [wr.t0, wr.t1) of p.
 using RunRangeFn = void (*)(const Problem& p, const detail::WorkRange& wr);
 
-namespace avx2 {
-void run_range(const Problem& p, const detail::WorkRange& wr);
-}
-namespace avx512 {
-void run_range(const Problem& p, const detail::WorkRange& wr);
-}
-namespace amx {
-void run_range(const Problem& p, const detail::WorkRange& wr);
-}
-// The AMX path's kernel on the software model of the tiles: for tests on
-// machines with AVX-512 (needed) but without AMX.
-namespace amx_model {
-void run_range(const Problem& p, const detail::WorkRange& wr);
-}
 
 // matmul_packed (kernels/matmul.h) through the tiles of run_range.
 void matmul_packed_on(RunRangeFn run_range, const PackedMatrix& w, const float* x, float* y, int64_t n_tok,

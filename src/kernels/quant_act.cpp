@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "kernels/kernel_entries.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/quant_act_block.h"
 
@@ -72,7 +73,7 @@ void quantize_acts_rows(const float* x, int64_t t_begin, int64_t t_end, Quantize
   kernels::active_kernels().quantize_act_rows(x, t_begin, t_end, out);
 }
 
-void kernels_avx2::quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out) {
+void isa::avx2::quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out) {
   const int64_t n_in = out.n_blocks * kActBlock;
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t t = t_begin; t < t_end; ++t) {

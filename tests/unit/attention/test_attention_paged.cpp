@@ -109,7 +109,7 @@ void check_case(const Case& c) {
           << "threads=" << threads << " differs from threads=1";
     }
   }
-  // Every kernel path this CPU runs (attention_kernel_avx2/avx512.cpp): the same bits.
+  // Every kernel path this CPU runs (the variants of isa/attention_kernel.cpp): the same bits.
   const std::vector<CpuPath> paths = supported_cpu_paths();
   for (const CpuPath path : paths) {
     ASSERT_TRUE(set_cpu_path(path).ok());

@@ -16,6 +16,7 @@
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "kernels/amx_check.h"
+#include "kernels/kernel_entries.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_reference.h"
 #include "kernels/packed_matrix.h"
@@ -146,7 +147,7 @@ TEST_P(AmxModelTypes, MatchesTheAvx512PathBitForBitAndTheReference) {
         ASSERT_TRUE(set_cpu_path(CpuPath::Avx512).ok());
         matmul_packed(pm.value(), x.data(), wide.data(), n_tok, pool);
         const uint64_t dots = tmul_model::dots_run();
-        packed::matmul_packed_on(&packed::amx_model::run_range, pm.value(), x.data(), tiles.data(), n_tok, pool);
+        packed::matmul_packed_on(&isa::amx_model::packed_run_range, pm.value(), x.data(), tiles.data(), n_tok, pool);
         // One thread: the tile unit ran wherever 16 tokens meet a pair of row groups.
         if (n_tok >= 16 && n_out > 8) EXPECT_GT(tmul_model::dots_run(), dots);
         else EXPECT_EQ(tmul_model::dots_run(), dots);
@@ -154,7 +155,7 @@ TEST_P(AmxModelTypes, MatchesTheAvx512PathBitForBitAndTheReference) {
             << "the tile path differs from the AVX-512 path";
         // Two threads split the tokens and groups otherwise: the same rows.
         std::vector<float> tiles2(ref.size(), NAN);
-        packed::matmul_packed_on(&packed::amx_model::run_range, pm.value(), x.data(), tiles2.data(), n_tok, pool2);
+        packed::matmul_packed_on(&isa::amx_model::packed_run_range, pm.value(), x.data(), tiles2.data(), n_tok, pool2);
         EXPECT_EQ(std::memcmp(tiles2.data(), wide.data(), tiles2.size() * sizeof(float)), 0)
             << "the tile path on two threads differs from the AVX-512 path";
         double scale = 0;
@@ -184,7 +185,7 @@ TEST(AmxStartupCheck, PassesTheModelRunTilesAndCatchesWrongOnes) {
     return;
   }
   const uint64_t dots = tmul_model::dots_run();
-  EXPECT_TRUE(kernels::check_tile_path(&packed::amx_model::run_range, kernels::kernel_table(CpuPath::Avx512).packed_tiles).ok());
+  EXPECT_TRUE(kernels::check_tile_path(&isa::amx_model::packed_run_range, kernels::kernel_table(CpuPath::Avx512).packed_tiles).ok());
   EXPECT_GT(tmul_model::dots_run(), dots);
   const Status bad = kernels::check_tile_path(&broken_run_range, kernels::kernel_table(CpuPath::Avx512).packed_tiles);
   EXPECT_FALSE(bad.ok());

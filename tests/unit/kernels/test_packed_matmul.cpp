@@ -54,7 +54,7 @@ TEST_P(PackedTypes, MatchesInt8Reference) {
   };
   std::vector<Case> cases;
   // n_in 1280: 40 blocks, two full chunks of staged blocks and a partial one
-  // (packed_tiles_staged.inc, packed_tiles_wide.inc stage 16 at a time).
+  // (isa/packed_tiles_staged.h, isa/packed_tiles_wide.h stage 16 at a time).
   for (int64_t n_in : {32, 96, 256, 640, 1280, 1536}) {
     if (n_in % blk != 0) continue;
     for (int64_t n_out : {1, 3, 8, 13, 37, 257}) {

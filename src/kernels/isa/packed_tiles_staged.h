@@ -1,3 +1,4 @@
+#pragma once
 // The AVX2 path's staged prefill tiles: for one 8-row group and a token block,
 // the weight vectors of a chunk of blocks are unpacked once (nibble masks,
 // shifts, the high planes, the grid lookups) into a buffer that stays in L1,
@@ -8,10 +9,14 @@
 // block. Decode (fewer than kStageMinToks tokens) keeps the streaming tile,
 // which prefetches and reads each weight byte once anyway.
 //
-// Included by packed_tiles.inc inside its anonymous namespace, on the maddubs
-// path only. Every lane does the integer and float operations of `tile` in
+// The avx2 variant's (level 0). Every lane does the integer and float operations of `tile` in
 // the same order, so the results are bit-identical to it (and to the VNNI
 // path and the int8 reference, which the kernel tests check).
+#include "kernels/isa/packed_tiles_core.h"
+
+#if STRIDE_ISA_LEVEL == 0
+namespace stride::isa::STRIDE_ISA_NS {
+namespace {
 
 // One block of a group, ready for maddubs: 8 rows in every vector.
 struct StagedBlock256 {
@@ -192,3 +197,7 @@ void run_group_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, const
     }
   }
 }
+
+}  // namespace
+}  // namespace stride::isa::STRIDE_ISA_NS
+#endif

@@ -1,8 +1,8 @@
+#pragma once
 // The AVX-512 path's wide tile: two 8-row groups side by side in each 512-bit
 // register (rows of group g in the low half, of group g + 1 in the high half),
 // so one vpdpbusd serves 16 rows and the float epilogue runs once per 16 rows.
-// Included by packed_tiles.inc inside its anonymous namespace, on the VNNI
-// path only. Every lane does the integer and float operations of the 256-bit
+// The variants of level 1 and up (VNNI). Every lane does the integer and float operations of the 256-bit
 // tile in the same order, so the results are bit-identical to it.
 //
 // Staging: the weight vectors of a chunk of blocks of the pair are unpacked
@@ -12,6 +12,11 @@
 // integer and float operations on the same two ports as vpdpbusd, the unpack
 // and scale conversions otherwise take a quarter of those ports' slots in
 // every 8-token tile.
+#include "kernels/isa/packed_tiles_core.h"
+
+#if STRIDE_ISA_LEVEL >= 1
+namespace stride::isa::STRIDE_ISA_NS {
+namespace {
 
 inline __m512i pair512(__m256i lo, __m256i hi) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
@@ -204,38 +209,6 @@ void tile_wide(const Problem& p, int64_t grp, int64_t t0, const StagedBlock* st,
   store_tile_rows<T>(p, grp, t0, acc, acc_io, last);
 }
 
-#if STRIDE_PACKED_AMX
-#include "kernels/packed_tiles_amx.inc"
+}  // namespace
+}  // namespace stride::isa::STRIDE_ISA_NS
 #endif
-
-// Tokens [tb, te) (at most kTokenBlock) of groups g and g + 1, a chunk of
-// staged blocks at a time; the token tiles' sums wait in acc between chunks.
-template <const Layout& L>
-void run_group_pair_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, const packed::ActStage& as) {
-  alignas(64) StagedBlock st[kStageBlocks];
-  alignas(64) float acc[kTokenBlock * 2 * kPackRows];  // [te - tb, 16]
-  const int64_t n_blocks = p.w->n_in / 32;
-  for (int64_t b0 = 0; b0 < n_blocks; b0 += kStageBlocks) {
-    const int nb = (int)std::min<int64_t>(kStageBlocks, n_blocks - b0);
-    stage_blocks<L>(*p.w, g, b0, nb, st);
-    const bool first = b0 == 0, last = b0 + nb == n_blocks;
-    int64_t t = tb;
-#if STRIDE_PACKED_AMX
-    for (; t + kAmxToks <= te; t += kAmxToks)
-      tile_amx<L>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 16, first, last);
-#endif
-    for (; t + kTileToks <= te; t += kTileToks)
-      tile_wide<L, kTileToks>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 16, first, last);
-    float* rest = acc + (t - tb) * 16;
-    switch (te - t) {
-      case 7: tile_wide<L, 7>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
-      case 6: tile_wide<L, 6>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
-      case 5: tile_wide<L, 5>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
-      case 4: tile_wide<L, 4>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
-      case 3: tile_wide<L, 3>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
-      case 2: tile_wide<L, 2>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
-      case 1: tile_wide<L, 1>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
-      default: break;
-    }
-  }
-}

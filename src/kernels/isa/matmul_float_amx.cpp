@@ -1,8 +1,8 @@
 // The float matmul (f32, f16, bf16 weights) on the AMX tile unit: bf16 tile
-// dot products summed in f32. Included by matmul_float_amx.cpp (the tile
-// instructions) and matmul_float_amx_model.cpp (their software model, so
-// machines without AMX test this code), inside each one's namespace, after
-// the TMUL_* macros.
+// dot products summed in f32. A kernel variant of the amx target (chosen
+// where the CPU has AMX-BF16 and Linux granted the process tile data, after
+// the start-up check, amx_check.h) and of amx_model (the tile instructions
+// run by their software model, so machines without AMX test this code).
 //
 // Every token goes through the same 16-token tiles (unused columns are
 // zero), decode as well as prefill, so an output does not depend on the
@@ -16,6 +16,22 @@
 //   C [16 rows, 16 tokens] f32, summed over s, then i, then j.
 // Only the products with i + j <= 2 are taken: each one left out is below
 // 2^-24 |w x|.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/kernel_entries.h"
+#include "kernels/kernel_paths.h"
+#include "kernels/matmul_float_rows.h"
+#include "kernels/tmul_config.h"
+#include "kernels/tmul_model.h"
+
+#include "kernels/isa/begin.h"
+#include "kernels/isa/tile_unit.h"
+
+namespace stride::isa::STRIDE_ISA_NS {
 
 namespace {
 
@@ -158,34 +174,34 @@ inline tmul::TileConfig float_tile_config() {
 }
 inline void zero_c(int c) {
   switch (c) {
-    case 0: TMUL_ZERO(0); break;
-    case 1: TMUL_ZERO(1); break;
-    case 2: TMUL_ZERO(2); break;
-    default: TMUL_ZERO(3); break;
+    case 0: Tiles::zero<0>(); break;
+    case 1: Tiles::zero<1>(); break;
+    case 2: Tiles::zero<2>(); break;
+    default: Tiles::zero<3>(); break;
   }
 }
 inline void store_c(int c, float* out) {
   switch (c) {
-    case 0: TMUL_STORE(0, out, 64); break;
-    case 1: TMUL_STORE(1, out, 64); break;
-    case 2: TMUL_STORE(2, out, 64); break;
-    default: TMUL_STORE(3, out, 64); break;
+    case 0: Tiles::store<0>(out, 64); break;
+    case 1: Tiles::store<1>(out, 64); break;
+    case 2: Tiles::store<2>(out, 64); break;
+    default: Tiles::store<3>(out, 64); break;
   }
 }
 inline void load_a(int rb, const void* p, int64_t stride) {
-  if (rb == 0) TMUL_LOAD(4, p, stride);
-  else TMUL_LOAD(5, p, stride);
+  if (rb == 0) Tiles::load<4>(p, stride);
+  else Tiles::load<5>(p, stride);
 }
 inline void load_b(int tt, const void* p) {
-  if (tt == 0) TMUL_LOAD(6, p, 64);
-  else TMUL_LOAD(7, p, 64);
+  if (tt == 0) Tiles::load<6>(p, 64);
+  else Tiles::load<7>(p, 64);
 }
 inline void dot(int rb, int tt) {
   switch (2 * rb + tt) {
-    case 0: TMUL_DOT_BF16(0, 4, 6); break;
-    case 1: TMUL_DOT_BF16(1, 4, 7); break;
-    case 2: TMUL_DOT_BF16(2, 5, 6); break;
-    default: TMUL_DOT_BF16(3, 5, 7); break;
+    case 0: Tiles::dot_bf16<0, 4, 6>(); break;
+    case 1: Tiles::dot_bf16<1, 4, 7>(); break;
+    case 2: Tiles::dot_bf16<2, 5, 6>(); break;
+    default: Tiles::dot_bf16<3, 5, 7>(); break;
   }
 }
 
@@ -230,7 +246,7 @@ void run_range(const FloatMatmul& p, const WorkRange& wr) {
   const int64_t tile0 = wr.t0 / 16, tile1 = (wr.t1 + 15) / 16;
   const int64_t tile_step = kActTerms * n_slices * kTileHalves;
   const tmul::TileConfig cfg = float_tile_config();
-  TMUL_LOAD_CONFIG(&cfg);
+  Tiles::load_config(cfg);
   alignas(64) float c[4 * 256];
   for (int64_t r = wr.r0; r < wr.r1; r += 32) {
     const int rbs = wr.r1 - r > 16 ? 2 : 1;
@@ -254,7 +270,7 @@ void run_range(const FloatMatmul& p, const WorkRange& wr) {
         }
     }
   }
-  TMUL_RELEASE();
+  Tiles::release();
 }
 
 }  // namespace
@@ -262,3 +278,6 @@ void run_range(const FloatMatmul& p, const WorkRange& wr) {
 void matmul_f32(const FloatMatmul& p, const WorkRange& wr) { run_range<frows::F32>(p, wr); }
 void matmul_f16(const FloatMatmul& p, const WorkRange& wr) { run_range<frows::F16>(p, wr); }
 void matmul_bf16(const FloatMatmul& p, const WorkRange& wr) { run_range<frows::BF16>(p, wr); }
+
+}  // namespace stride::isa::STRIDE_ISA_NS
+#include "kernels/isa/end.h"

@@ -1,12 +1,18 @@
-// The tiles of the packed matmul, written once and compiled once per CPU
-// path: packed_tiles_avx2.cpp (maddubs), packed_tiles_avx512.cpp (VNNI,
-// under #pragma GCC target) and packed_tiles_amx.cpp (VNNI and AMX tiles;
-// packed_tiles_amx_model.cpp runs those on the tile model). The including
-// file defines STRIDE_PACKED_VNNI and STRIDE_PACKED_AMX (0 or 1; with AMX,
-// the TMUL_* macros) and opens the path's namespace; everything here but
-// run_range is in an anonymous namespace, so no inline copy can leak to
-// another path.
-// Integer sums are exact on both paths, so they produce identical results.
+#pragma once
+// The packed matmul's tiles that every kernel variant shares (isa/packed_tiles.cpp,
+// compiled once per CPU target): one block's integer dots (maddubs; VNNI
+// from level 1), the streaming tile that decode runs, and the staging of the
+// activations' per-block factors. Include after isa/begin.h. Integer sums
+// are exact on every path, so every variant produces identical results.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/packed_format.h"
+#include "kernels/packed_tiles.h"
+
+namespace stride::isa::STRIDE_ISA_NS {
 namespace {
 
 using packed::Layout;
@@ -20,7 +26,7 @@ using packed::Layout;
 // the staged tiles of packed_tiles_staged.inc (weights unpacked once per
 // group and token block; all layouts but Q8_0); decode keeps the streaming
 // tile below.
-#if STRIDE_PACKED_VNNI
+#if STRIDE_ISA_LEVEL >= 1
 constexpr int kTileToks = 8;
 constexpr int kVnniMinToks = 4;  // narrower tiles take the maddubs path
 #else
@@ -33,7 +39,7 @@ constexpr int kPrefetchAhead = 2048;      // bytes ahead in the group's stream
 
 using packed::Problem;
 
-#if STRIDE_PACKED_VNNI
+#if STRIDE_ISA_LEVEL >= 1
 // idot[t] = per-row Σ q * x over block b (Q6_K: Σ sc * q * x, the -32 not yet
 // applied), as the AVX2 path computes it.
 template <const Layout& L, int T>
@@ -136,7 +142,7 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
         for (int off = 0; off < L.sub; off += 64) _mm_prefetch((const char*)(sub + kPrefetchAhead + off), _MM_HINT_T0);
       }
       __m256i idot[T];
-#if STRIDE_PACKED_VNNI
+#if STRIDE_ISA_LEVEL >= 1
       // With few tokens each vpdpbusd chain waits on its own latency; the
       // maddubs path keeps more independent work in flight (decode).
       if constexpr (T >= kVnniMinToks) {
@@ -215,7 +221,7 @@ constexpr bool kSignedStaged = L.is_signed || kQuantOffset<L> > 0;
 // vpdpbusd then multiplies them with the signed staged weights, and the
 // staged block's -128 * Σ q per row starts each sum (StagedBlock::bias).
 template <const Layout& L>
-constexpr bool kUnsignedActs = STRIDE_PACKED_VNNI && kSignedStaged<L>;
+constexpr bool kUnsignedActs = STRIDE_ISA_LEVEL >= 1 && kSignedStaged<L>;
 
 // The factors of tokens [tb, te) (at most kActStageToks) that layout L's
 // tiles read, copied block-major into as.
@@ -246,90 +252,5 @@ void stage_acts(const QuantizedActs& a, int64_t n_blocks, int64_t tb, int64_t te
   }
 }
 
-#if STRIDE_PACKED_VNNI
-#include "kernels/packed_tiles_wide.inc"
-#else
-#include "kernels/packed_tiles_staged.inc"
-#endif
-
-// Tokens [tb, te) of group g.
-template <const Layout& L>
-void run_group(const Problem& p, int64_t g, int64_t tb, int64_t te) {
-  int64_t t = tb;
-  for (; t + kTileToks <= te; t += kTileToks) tile<L, kTileToks>(p, g, t);
-  switch (te - t) {
-#if STRIDE_PACKED_VNNI
-    case 7: tile<L, 7>(p, g, t); break;
-    case 6: tile<L, 6>(p, g, t); break;
-    case 5: tile<L, 5>(p, g, t); break;
-    case 4: tile<L, 4>(p, g, t); break;
-#endif
-    case 3: tile<L, 3>(p, g, t); break;
-    case 2: tile<L, 2>(p, g, t); break;
-    case 1: tile<L, 1>(p, g, t); break;
-    default: break;
-  }
-}
-
-// Groups [g0, g1) x tokens [t0, t1): token blocks outermost so their int8
-// activations stay cached while the groups stream past; each group's
-// weights stay in L1 across the token tiles of a block.
-template <const Layout& L>
-void run_range_of(const Problem& p, const detail::WorkRange& wr) {
-  for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
-    const int64_t te = std::min(wr.t1, tb + kTokenBlock);
-    int64_t g = wr.r0;
-#if STRIDE_PACKED_VNNI
-    if (te - tb >= kVnniMinToks && g + 1 < wr.r1) {
-      const int64_t n_blocks = p.w->n_in / 32;
-      const packed::ActStage as = packed::act_stage(n_blocks);
-      stage_acts<L>(*p.a, n_blocks, tb, te, as);
-      for (; g + 1 < wr.r1; g += 2) run_group_pair_staged<L>(p, g, tb, te, as);
-    }
-#else
-    if (kStaged<L> && te - tb >= kStageMinToks) {
-      const int64_t n_blocks = p.w->n_in / 32;
-      const packed::ActStage as = packed::act_stage(n_blocks);
-      stage_acts<L>(*p.a, n_blocks, tb, te, as);
-      for (; g < wr.r1; ++g) run_group_staged<L>(p, g, tb, te, as);
-    }
-#endif
-    for (; g < wr.r1; ++g) run_group<L>(p, g, tb, te);
-  }
-}
-
-// run_range_of for the layout of p.w's type.
-void run_range_typed(const Problem& p, const detail::WorkRange& wr) {
-  switch (p.w->type) {
-    case DType::Q4_0: return run_range_of<packed::kQ4_0>(p, wr);
-    case DType::Q4_1: return run_range_of<packed::kQ4_1>(p, wr);
-    case DType::Q5_0: return run_range_of<packed::kQ5_0>(p, wr);
-    case DType::Q5_1: return run_range_of<packed::kQ5_1>(p, wr);
-    case DType::Q8_0: return run_range_of<packed::kQ8_0>(p, wr);
-    case DType::Q4_K: return run_range_of<packed::kQ4_K>(p, wr);
-    case DType::Q5_K: return run_range_of<packed::kQ5_K>(p, wr);
-    case DType::Q6_K: return run_range_of<packed::kQ6_K>(p, wr);
-    case DType::Q2_K: return run_range_of<packed::kQ2_K>(p, wr);
-    case DType::Q3_K: return run_range_of<packed::kQ3_K>(p, wr);
-    case DType::IQ4_NL: return run_range_of<packed::kIQ4_NL>(p, wr);
-    case DType::IQ4_XS: return run_range_of<packed::kIQ4_XS>(p, wr);
-    case DType::MXFP4: return run_range_of<packed::kMXFP4>(p, wr);
-    default: return;  // pack_matrix produces only the types above
-  }
-}
-
 }  // namespace
-
-void run_range(const Problem& p, const detail::WorkRange& wr) {
-#if STRIDE_PACKED_AMX
-  // Tile shapes are per thread, and only token blocks of 16+ use tiles.
-  if (wr.t1 - wr.t0 >= kAmxToks) {
-    const tmul::TileConfig cfg = amx_tile_config();
-    TMUL_LOAD_CONFIG(&cfg);
-    run_range_typed(p, wr);
-    TMUL_RELEASE();
-    return;
-  }
-#endif
-  run_range_typed(p, wr);
-}
+}  // namespace stride::isa::STRIDE_ISA_NS

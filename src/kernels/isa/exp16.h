@@ -1,6 +1,12 @@
+#pragma once
 // simd::exp_ps on 16 lanes: the same steps and constants (simd/exp.h), so
-// the same bits in every lane. Included inside an AVX-512 path's namespace,
-// after its target pragma (ops_avx512.cpp).
+// the same bits in every lane. For AVX-512 kernel variants: include after
+// isa/begin.h.
+#include <immintrin.h>
+
+#include "kernels/simd/exp.h"
+
+namespace stride::isa::STRIDE_ISA_NS {
 
 inline __m512 exp16(__m512 x) {
   const __mmask16 underflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(simd::kExpLo), _CMP_LT_OQ);
@@ -16,3 +22,5 @@ inline __m512 exp16(__m512 x) {
   const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_maskz_mov_ps((__mmask16)~underflow, _mm512_mul_ps(p, _mm512_castsi512_ps(e)));
 }
+
+}  // namespace stride::isa::STRIDE_ISA_NS

@@ -1,9 +1,31 @@
-// The fused paged attention kernel's code (see attention_kernel.h), written
-// once and compiled once per CPU path: attention_kernel_avx2.cpp and
-// attention_kernel_avx512.cpp include it inside their own namespace, after
-// a namespace `tiles` of their target. Everything here but
-// attention_paged_path has internal linkage, so no copy compiled for one
-// path can be linked into another. No includes: the includer brings them.
+// The fused paged attention kernel (attention_kernel.h), a kernel variant
+// compiled once per CPU target (stride_isa_variant in CMakeLists.txt): avx2
+// (16 ymm registers: 2-wide quad tiles) and avx512 (32 registers: 4-wide quad
+// tiles, 512-bit dot and value tiles; attention_tiles.h). Everything here but
+// attention_paged has internal linkage; attention_kernel.cpp registers the
+// variants by path.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "attention/attention_kernel.h"
+#include "attention/attention_kernel_paths.h"
+#include "attention/rope_shift.h"
+#include "attention/work_partition.h"
+#include "kernels/simd/exp.h"
+#include "kernels/simd/loaders.h"
+#include "kernels/simd/reduce.h"
+
+#include "kernels/isa/begin.h"
+#include "attention/attention_tiles.h"
+
+namespace stride::isa::STRIDE_ISA_NS {
 namespace {
 
 // Per-thread buffers, reused across calls so decode does not allocate.
@@ -318,7 +340,7 @@ void fold_segments(const AttentionPlan& plan, const AttentionParams& p, const Ge
 
 }  // namespace
 
-Status attention_paged_path(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
                             const AttentionParams& p, const float* q, float* out, ThreadPool& threads) {
   const KvPoolShape& shape = pool.shape();
   if (p.n_head <= 0 || p.n_head % shape.n_kv_heads != 0)
@@ -385,3 +407,6 @@ Status attention_paged_path(const KvPool& pool, const AttentionPlan& plan, const
   fold_segments(plan, p, g, w, part_md, part_o, out);
   return Status::Ok();
 }
+
+}  // namespace stride::isa::STRIDE_ISA_NS
+#include "kernels/isa/end.h"

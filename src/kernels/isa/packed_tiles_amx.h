@@ -1,7 +1,7 @@
+#pragma once
 // The AMX path's prefill tile: 16 tokens x 16 rows (a pair of 8-row groups)
-// per tile instruction. Included by packed_tiles_wide.inc on the AMX path
-// only (packed_tiles_amx.cpp, and packed_tiles_amx_model.cpp, where the
-// TMUL_* macros run the software model of the tiles instead).
+// per tile instruction, for the level-2 variants (amx on the tile unit,
+// amx_model on its software model: isa/tile_unit.h).
 //
 // The staged block of a group pair (StagedBlock::v, 8 x 64 bytes: row g holds
 // q[r][4g + i] at byte 4r + i, rows of the second group in bytes 32-63) is
@@ -12,6 +12,11 @@
 // [16 tokens, 16 rows] int32 sums the 512-bit tile gets from 128 vpdpbusd,
 // and the float epilogue is the wide tile's, lane for lane (finish_block):
 // results are bit-identical to the AVX-512 path.
+#include "kernels/isa/packed_tiles_wide.h"
+#include "kernels/isa/tile_unit.h"
+
+namespace stride::isa::STRIDE_ISA_NS {
+namespace {
 
 // Tile registers and their shapes (amx_tile_config).
 enum AmxTile : int {
@@ -57,28 +62,28 @@ void tile_amx(const Problem& p, int64_t grp, int64_t t0, const StagedBlock* st, 
     const StagedBlock& sb = st[i];
     const int8_t* xb = x0 + b * 32;
     if constexpr (L.q6) {
-      TMUL_ZERO(2);
-      TMUL_ZERO(7);
-      TMUL_LOAD(3, xb, x_stride);
-      TMUL_LOAD(4, xb + 16, x_stride);
-      TMUL_LOAD(5, &sb.v[0], 64);
-      TMUL_LOAD(6, &sb.v[4], 64);
+      Tiles::zero<2>();
+      Tiles::zero<7>();
+      Tiles::load<3>(xb, x_stride);
+      Tiles::load<4>(xb + 16, x_stride);
+      Tiles::load<5>(&sb.v[0], 64);
+      Tiles::load<6>(&sb.v[4], 64);
       if constexpr (kSignedStaged<L>) {
-        TMUL_DOT_SS(2, 3, 5);
-        TMUL_DOT_SS(7, 4, 6);
+        Tiles::dot_ss<2, 3, 5>();
+        Tiles::dot_ss<7, 4, 6>();
       } else {
-        TMUL_DOT_SU(2, 3, 5);
-        TMUL_DOT_SU(7, 4, 6);
+        Tiles::dot_su<2, 3, 5>();
+        Tiles::dot_su<7, 4, 6>();
       }
-      TMUL_STORE(2, c, 64);
-      TMUL_STORE(7, c_hi, 64);
+      Tiles::store<2>(c, 64);
+      Tiles::store<7>(c_hi, 64);
     } else {
-      TMUL_ZERO(2);
-      TMUL_LOAD(0, xb, x_stride);
-      TMUL_LOAD(1, &sb.v[0], 64);
-      if constexpr (kSignedStaged<L>) TMUL_DOT_SS(2, 0, 1);
-      else TMUL_DOT_SU(2, 0, 1);
-      TMUL_STORE(2, c, 64);
+      Tiles::zero<2>();
+      Tiles::load<0>(xb, x_stride);
+      Tiles::load<1>(&sb.v[0], 64);
+      if constexpr (kSignedStaged<L>) Tiles::dot_ss<2, 0, 1>();
+      else Tiles::dot_su<2, 0, 1>();
+      Tiles::store<2>(c, 64);
     }
     const int64_t k = b * packed::kActStageToks + tt0;
     for (int t = 0; t < kAmxToks; ++t) {
@@ -95,3 +100,6 @@ void tile_amx(const Problem& p, int64_t grp, int64_t t0, const StagedBlock* st, 
   }
   store_tile_rows<kAmxToks>(p, grp, t0, acc, acc_io, last);
 }
+
+}  // namespace
+}  // namespace stride::isa::STRIDE_ISA_NS

@@ -2,9 +2,8 @@
 // 8-lane group where the AVX2 kernel has one, then the same scalar tail, with
 // the AVX2 kernels' per-lane operations (exp and tanh are the same
 // polynomials in the same order) and their double-precision summation trees,
-// so every result equals the AVX2 path's bit for bit. Only the code after
-// the pragma is compiled for AVX-512 (see packed_tiles_avx512.cpp for why
-// the headers come first).
+// so every result equals the AVX2 path's bit for bit. A kernel variant of
+// the avx512 target (isa/begin.h).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -12,23 +11,18 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/kernel_entries.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/ops_vec.h"
 #include "kernels/simd/exp.h"
 #include "kernels/simd/reduce.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq")
-// GCC 12's 512-bit intrinsics pass undefined merge sources, which
-// -W(maybe-)uninitialized reports at -O3 (GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-namespace stride::kernels_avx512 {
+#include "kernels/isa/begin.h"
+#include "kernels/isa/exp16.h"
+namespace stride::isa::STRIDE_ISA_NS {
 namespace {
 
 using namespace ops_detail;
-#include "kernels/simd/exp16.inc"
 
 constexpr __mmask16 kAll = 0xFFFF, kLow8 = 0x00FF;
 
@@ -195,6 +189,5 @@ void rotate_neox(float* v, const float* cs, const float* sn, int half) {
   rotate_neox_tail(v, cs, sn, (int)i, half);
 }
 
-}  // namespace stride::kernels_avx512
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
+}  // namespace stride::isa::STRIDE_ISA_NS
+#include "kernels/isa/end.h"

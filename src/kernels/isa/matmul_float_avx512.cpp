@@ -5,27 +5,21 @@
 // while the 32 registers hold tiles of 8 rows x 6 tokens. matmul_bf16_dot
 // (AVX512-BF16, not the default: kernel_paths.h) runs bf16 weights through
 // vdpbf16ps against the activations' bf16 terms (f32-accurate, summed in
-// another order).
-// Only the code after the pragma is compiled for AVX-512 (see
-// packed_tiles_avx512.cpp for why the headers come first).
+// another order). A kernel variant of the avx512 target (isa/begin.h).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/kernel_entries.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/matmul_float_rows.h"
 #include "kernels/simd/reduce.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")
-// GCC 12's 512-bit intrinsics pass undefined merge sources, which
-// -W(maybe-)uninitialized reports at -O3 (GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-namespace stride::kernels_avx512 {
+#include "kernels/isa/begin.h"
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx512bf16")  // vdpbf16ps (matmul_bf16_dot)
+namespace stride::isa::STRIDE_ISA_NS {
 namespace {
 
 using detail::WorkRange;
@@ -155,6 +149,5 @@ void matmul_bf16_dot(const FloatMatmul& p, const WorkRange& wr) {
   });
 }
 
-}  // namespace stride::kernels_avx512
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
+}  // namespace stride::isa::STRIDE_ISA_NS
+#include "kernels/isa/end.h"

@@ -3,23 +3,18 @@
 // 128-bit quarter per block), narrowed with saturation straight to int8.
 // Scale, inverse scale (IEEE division, as the scalar code), rounding (cvtps
 // under the default MXCSR: half to even) and sums are the reference's, so
-// the bytes are identical on every path. Only the code after the pragma is
-// compiled for AVX-512 (see packed_tiles_avx512.cpp).
+// the bytes are identical on every path. A kernel variant of the avx512
+// target (isa/begin.h).
 #include <immintrin.h>
 
 #include <cstdint>
 
+#include "kernels/kernel_entries.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/quant_act_block.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq")
-// GCC 12's 512-bit intrinsics pass undefined merge sources, which
-// -W(maybe-)uninitialized reports at -O3 (GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-namespace stride::kernels_avx512 {
+#include "kernels/isa/begin.h"
+namespace stride::isa::STRIDE_ISA_NS {
 namespace {
 
 constexpr int kGroup = 4;  // blocks per step
@@ -103,6 +98,5 @@ void quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, Quantized
   }
 }
 
-}  // namespace stride::kernels_avx512
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
+}  // namespace stride::isa::STRIDE_ISA_NS
+#include "kernels/isa/end.h"

@@ -1,0 +1,152 @@
+// The packed matmul's tiles, a kernel variant compiled once per CPU target
+// (stride_isa_variant in CMakeLists.txt): avx2 (maddubs, the staged prefill
+// tiles of isa/packed_tiles_staged.h), avx512 (VNNI with 32 vector registers,
+// so a tile holds 8 tokens, and 512-bit tiles over two row groups where there
+// are enough tokens: isa/packed_tiles_wide.h), amx (prefill's 16-token tiles
+// on the int8 tile unit: isa/packed_tiles_amx.h) and amx_model (the same on
+// the tile unit's software model). Everything but packed_run_range has
+// internal linkage. Integer sums are exact on every path, so they produce
+// identical results.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/kernel_entries.h"
+#include "kernels/packed_format.h"
+#include "kernels/packed_tiles.h"
+#include "kernels/tmul_config.h"
+#include "kernels/tmul_model.h"
+
+#include "kernels/isa/begin.h"
+#include "kernels/isa/packed_tiles_core.h"
+#if STRIDE_ISA_LEVEL == 0
+#include "kernels/isa/packed_tiles_staged.h"
+#else
+#include "kernels/isa/packed_tiles_wide.h"
+#endif
+#if STRIDE_ISA_LEVEL >= 2
+#include "kernels/isa/packed_tiles_amx.h"
+#endif
+
+namespace stride::isa::STRIDE_ISA_NS {
+namespace {
+
+#if STRIDE_ISA_LEVEL >= 1
+// Tokens [tb, te) (at most kTokenBlock) of groups g and g + 1, a chunk of
+// staged blocks at a time; the token tiles' sums wait in acc between chunks.
+template <const Layout& L>
+void run_group_pair_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, const packed::ActStage& as) {
+  alignas(64) StagedBlock st[kStageBlocks];
+  alignas(64) float acc[kTokenBlock * 2 * kPackRows];  // [te - tb, 16]
+  const int64_t n_blocks = p.w->n_in / 32;
+  for (int64_t b0 = 0; b0 < n_blocks; b0 += kStageBlocks) {
+    const int nb = (int)std::min<int64_t>(kStageBlocks, n_blocks - b0);
+    stage_blocks<L>(*p.w, g, b0, nb, st);
+    const bool first = b0 == 0, last = b0 + nb == n_blocks;
+    int64_t t = tb;
+#if STRIDE_ISA_LEVEL >= 2
+    for (; t + kAmxToks <= te; t += kAmxToks)
+      tile_amx<L>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 16, first, last);
+#endif
+    for (; t + kTileToks <= te; t += kTileToks)
+      tile_wide<L, kTileToks>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 16, first, last);
+    float* rest = acc + (t - tb) * 16;
+    switch (te - t) {
+      case 7: tile_wide<L, 7>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
+      case 6: tile_wide<L, 6>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
+      case 5: tile_wide<L, 5>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
+      case 4: tile_wide<L, 4>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
+      case 3: tile_wide<L, 3>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
+      case 2: tile_wide<L, 2>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
+      case 1: tile_wide<L, 1>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
+      default: break;
+    }
+  }
+}
+#endif
+
+// Tokens [tb, te) of group g.
+template <const Layout& L>
+void run_group(const Problem& p, int64_t g, int64_t tb, int64_t te) {
+  int64_t t = tb;
+  for (; t + kTileToks <= te; t += kTileToks) tile<L, kTileToks>(p, g, t);
+  switch (te - t) {
+#if STRIDE_ISA_LEVEL >= 1
+    case 7: tile<L, 7>(p, g, t); break;
+    case 6: tile<L, 6>(p, g, t); break;
+    case 5: tile<L, 5>(p, g, t); break;
+    case 4: tile<L, 4>(p, g, t); break;
+#endif
+    case 3: tile<L, 3>(p, g, t); break;
+    case 2: tile<L, 2>(p, g, t); break;
+    case 1: tile<L, 1>(p, g, t); break;
+    default: break;
+  }
+}
+
+// Groups [g0, g1) x tokens [t0, t1): token blocks outermost so their int8
+// activations stay cached while the groups stream past; each group's
+// weights stay in L1 across the token tiles of a block.
+template <const Layout& L>
+void run_range_of(const Problem& p, const detail::WorkRange& wr) {
+  for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
+    const int64_t te = std::min(wr.t1, tb + kTokenBlock);
+    int64_t g = wr.r0;
+#if STRIDE_ISA_LEVEL >= 1
+    if (te - tb >= kVnniMinToks && g + 1 < wr.r1) {
+      const int64_t n_blocks = p.w->n_in / 32;
+      const packed::ActStage as = packed::act_stage(n_blocks);
+      stage_acts<L>(*p.a, n_blocks, tb, te, as);
+      for (; g + 1 < wr.r1; g += 2) run_group_pair_staged<L>(p, g, tb, te, as);
+    }
+#else
+    if (kStaged<L> && te - tb >= kStageMinToks) {
+      const int64_t n_blocks = p.w->n_in / 32;
+      const packed::ActStage as = packed::act_stage(n_blocks);
+      stage_acts<L>(*p.a, n_blocks, tb, te, as);
+      for (; g < wr.r1; ++g) run_group_staged<L>(p, g, tb, te, as);
+    }
+#endif
+    for (; g < wr.r1; ++g) run_group<L>(p, g, tb, te);
+  }
+}
+
+// run_range_of for the layout of p.w's type.
+void run_range_typed(const Problem& p, const detail::WorkRange& wr) {
+  switch (p.w->type) {
+    case DType::Q4_0: return run_range_of<packed::kQ4_0>(p, wr);
+    case DType::Q4_1: return run_range_of<packed::kQ4_1>(p, wr);
+    case DType::Q5_0: return run_range_of<packed::kQ5_0>(p, wr);
+    case DType::Q5_1: return run_range_of<packed::kQ5_1>(p, wr);
+    case DType::Q8_0: return run_range_of<packed::kQ8_0>(p, wr);
+    case DType::Q4_K: return run_range_of<packed::kQ4_K>(p, wr);
+    case DType::Q5_K: return run_range_of<packed::kQ5_K>(p, wr);
+    case DType::Q6_K: return run_range_of<packed::kQ6_K>(p, wr);
+    case DType::Q2_K: return run_range_of<packed::kQ2_K>(p, wr);
+    case DType::Q3_K: return run_range_of<packed::kQ3_K>(p, wr);
+    case DType::IQ4_NL: return run_range_of<packed::kIQ4_NL>(p, wr);
+    case DType::IQ4_XS: return run_range_of<packed::kIQ4_XS>(p, wr);
+    case DType::MXFP4: return run_range_of<packed::kMXFP4>(p, wr);
+    default: return;  // pack_matrix produces only the types above
+  }
+}
+
+}  // namespace
+
+void packed_run_range(const Problem& p, const detail::WorkRange& wr) {
+#if STRIDE_ISA_LEVEL >= 2
+  // Tile shapes are per thread, and only token blocks of 16+ use tiles.
+  if (wr.t1 - wr.t0 >= kAmxToks) {
+    const tmul::TileConfig cfg = amx_tile_config();
+    Tiles::load_config(cfg);
+    run_range_typed(p, wr);
+    Tiles::release();
+    return;
+  }
+#endif
+  run_range_typed(p, wr);
+}
+
+}  // namespace stride::isa::STRIDE_ISA_NS
+#include "kernels/isa/end.h"
