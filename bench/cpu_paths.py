@@ -6,9 +6,11 @@ STRIDE_CPU=avx512 (each path the CPU supports), and optionally a second
 binary (e.g. a -march=native build) on its best path, alternating the
 configurations rep by rep so that drift on a shared machine hits all of
 them alike. Reports the median tok/s of each and the ratio to the AVX2
-path. Writes bench/out/cpu_paths.json and .png.
+path. With --baseline-bin, an earlier build runs on every path too
+("baseline-<path>"), and each path's new/baseline ratio is reported (a
+refactor must not slow any path). Writes bench/out/cpu_paths.json and .png.
 
-  bench/cpu_paths.py [--native-bin build-native/stride] [--reps 3]
+  bench/cpu_paths.py [--native-bin build-native/stride] [--baseline-bin OLD/stride] [--reps 3]
 """
 import argparse
 import json
@@ -49,6 +51,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=str(ROOT / "build" / "stride"))
     ap.add_argument("--native-bin", default="", help="a -march=native build to compare as well")
+    ap.add_argument("--baseline-bin", default="", help="an earlier build, run on every path alongside")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
@@ -60,6 +63,8 @@ def main():
     configs = [(p, a.bin, p) for p in paths]
     if a.native_bin:
         configs.append(("native", a.native_bin, None))
+    if a.baseline_bin:
+        configs += [(f"baseline-{p}", a.baseline_bin, p) for p in paths]
     results = {}
     for model in MODELS:
         samples = {c[0]: {"prefill": [], "decode": []} for c in configs}
@@ -73,11 +78,17 @@ def main():
         results[model] = {n: {**m, "prefill_ratio": m["prefill"] / base["prefill"],
                               "decode_ratio": m["decode"] / base["decode"]} for n, m in med.items()}
         for n, m in results[model].items():
-            print(f"{model:36s} {n:8s} prefill {m['prefill']:8.1f} tok/s ({m['prefill_ratio']:.2f}x)  "
+            print(f"{model:36s} {n:16s} prefill {m['prefill']:8.1f} tok/s ({m['prefill_ratio']:.2f}x)  "
                   f"decode {m['decode']:7.1f} tok/s ({m['decode_ratio']:.2f}x)")
+        if a.baseline_bin:
+            for p in paths:
+                new, old = med[p], med[f"baseline-{p}"]
+                results[model][p]["vs_baseline"] = {k: new[k] / old[k] for k in ("prefill", "decode")}
+                print(f"{model:36s} {p:16s} new/baseline: prefill {new['prefill'] / old['prefill']:.3f}x  "
+                      f"decode {new['decode'] / old['decode']:.3f}x")
 
     report = {"cpu": brand, "threads": a.threads, "prompt_tokens": a.prompt_tokens, "gen_tokens": a.gen_tokens,
-              "reps": a.reps, "baseline": paths[0], "results": results}
+              "reps": a.reps, "baseline": paths[0], "baseline_bin": a.baseline_bin, "results": results}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out + ".json").write_text(json.dumps(report, indent=1) + "\n")
     try:
