@@ -8,6 +8,7 @@
 #include <map>
 
 #include "loader/model_versions.h"
+#include "server/error_body.h"
 #include "server/openai_request.h"
 #include "server/log.h"
 #include "server/openai_response.h"
@@ -17,27 +18,6 @@ namespace stride::server {
 
 using json = nlohmann::json;
 using serving::Clock;
-
-int http_status_for(const Status& st) {
-  switch (st.code()) {
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kResourceExhausted: return 503;
-    case StatusCode::kUnsupported: return 503;
-    default: return 500;
-  }
-}
-
-const char* error_type_for(int s) {
-  switch (s) {
-    case 400: case 404: case 405: case 413: case 422: return "invalid_request_error";
-    case 401: return "authentication_error";
-    case 403: return "permission_error";
-    case 429: return "rate_limit_error";
-    case 503: return "service_unavailable";
-    default: return "server_error";
-  }
-}
 
 Api::Api(const serving::ServeConfig& cfg, serving::Metrics& metrics, AuditLog* audit, std::vector<Cidr> allowlist)
     : cfg_(cfg), metrics_(metrics), audit_(audit), allowlist_(std::move(allowlist)) {}
@@ -94,11 +74,7 @@ void Api::json(Responder& res, Call& call, int status, const std::string& body) 
 
 void Api::error(Responder& res, Call& call, int status, const std::string& message, const std::string& param,
                 const std::string& code, const Headers& extra) {
-  nlohmann::json e = {{"message", message},
-                      {"type", error_type_for(status)},
-                      {"param", param.empty() ? nlohmann::json() : nlohmann::json(param)},
-                      {"code", code.empty() ? nlohmann::json() : nlohmann::json(code)}};
-  res.send(status, "application/json", dump(nlohmann::json{{"error", e}}), extra);
+  res.send(status, "application/json", dump(error_body(status, message, param, code)), extra);
 }
 
 void Api::handle(const HttpRequest& req, Responder& res) {

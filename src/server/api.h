@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "server/access.h"
 #include "server/audit_log.h"
+#include "server/error_body.h"
 #include "server/http_server.h"
 #include "serving/chat_template.h"
 #include "serving/config.h"
@@ -172,9 +173,5 @@ class Api {
   std::map<std::string, Bucket> buckets_;
   std::unique_ptr<SessionStore> sessions_;
 };
-
-// HTTP status and OpenAI error "type" for a Status from the engine.
-int http_status_for(const Status& st);
-const char* error_type_for(int http_status);
 
 }  // namespace stride::server

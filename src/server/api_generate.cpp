@@ -152,9 +152,7 @@ void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan
     if (ev->kind == serving::EventKind::Error) {
       const int status = http_status_for(Status(ev->code, ev->message));
       if (!streaming) return error(res, call, status, ev->message);
-      nlohmann::json err = {{"error", {{"message", ev->message}, {"type", error_type_for(status)},
-                                       {"param", nullptr}, {"code", status}}}};
-      res.write_chunk(sse(err));
+      res.write_chunk(sse(error_body(status, ev->message)));
       res.write_chunk("data: [DONE]\n\n");
       res.end_stream();
       return;

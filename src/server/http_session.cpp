@@ -12,6 +12,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "server/error_body.h"
 #include "server/log.h"
 
 namespace stride::server {
@@ -27,9 +28,8 @@ std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
 
-std::string error_json(const char* message, const char* type, const char* code) {
-  return std::string(R"({"error":{"message":")") + message + R"(","type":")" + type + R"(","param":null,"code":)" +
-         (code ? std::string("\"") + code + "\"" : std::string("null")) + "}}";
+std::string error_json(int http_status, const char* message, const char* code = "") {
+  return error_body(http_status, message, "", code).dump();
 }
 
 template <bool kTls>
@@ -140,7 +140,7 @@ class Session final : public ResponseSink, public Closable, public std::enable_s
     request_ = parser_->release();
     keep_alive_ = request_.keep_alive() && !ctx_.stopping.load() && served_ < ctx_.opts.keepalive_max_requests;
     if (!ctx_.threads.spawn([self = self()] { self->handle(); })) {
-      respond_and_close(503, error_json("the server is handling too many requests", "service_unavailable", "busy"));
+      respond_and_close(503, error_json(503, "the server is handling too many requests", "busy"));
     }
   }
 
@@ -158,7 +158,7 @@ class Session final : public ResponseSink, public Closable, public std::enable_s
       failure = "internal error while handling the request";
     }
     if (!r.started()) {
-      r.send(500, "application/json", error_json(failure ? failure : "no response", "server_error", nullptr));
+      r.send(500, "application/json", error_json(500, failure ? failure : "no response"));
     } else if (failure && r.streaming()) {
       r.end_stream();
     }
@@ -184,18 +184,18 @@ class Session final : public ResponseSink, public Closable, public std::enable_s
 
   void on_read_error(error_code ec) {
     if (ec == http::error::body_limit) {
-      return respond_and_close(413, error_json("request body too large", "invalid_request_error", "body_too_large"),
+      return respond_and_close(413, error_json(413, "request body too large", "body_too_large"),
                                /*drain=*/true);
     }
     if (ec == http::error::header_limit) {
-      return respond_and_close(431, error_json("request headers too large", "invalid_request_error", nullptr));
+      return respond_and_close(431, error_json(431, "request headers too large"));
     }
     const bool parse_error = ec.category() == http::make_error_code(http::error::bad_method).category();
     const bool quiet = ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
                        ec == net::error::operation_aborted || ec == net::error::connection_reset ||
                        ec == http::error::partial_message;
     if (parse_error && !quiet && !closed_) {
-      return respond_and_close(400, error_json("malformed HTTP request", "invalid_request_error", nullptr));
+      return respond_and_close(400, error_json(400, "malformed HTTP request"));
     }
     close();
   }

@@ -49,3 +49,25 @@ def test_preemption_keeps_greedy_output():
         except openai.APIStatusError as e:
             assert e.status_code == 503 and "KV pool" in str(e)
         assert complete(s.url, prompts[0], 48, logprobs=2).tokens == alone[0].tokens
+
+
+def test_an_error_mid_stream_is_openai_error_object():
+    """A request that outgrows the pool while streaming has sent its 200 and
+    tokens already: the error comes as an SSE event, in OpenAI's error object
+    (the official client raises it as APIError with that body)."""
+    with StrideServer(SMOL, extra_args=["--kv-budget", "3M"]) as s:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=300)
+        chunks = 0
+        try:
+            for _ in c.completions.create(model=MODEL, prompt="Go on:", max_tokens=400, temperature=0, stream=True,
+                                          extra_body={"ignore_eos": True}):
+                chunks += 1
+            raise AssertionError("expected an error")
+        except openai.APIStatusError:
+            raise AssertionError("the error came before the stream, not in it")
+        except openai.APIError as e:
+            body = e.body
+        assert chunks > 0
+        assert set(body) == {"message", "type", "param", "code"}, body
+        assert body["type"] == "service_unavailable" and "KV pool" in body["message"], body
+        assert body["param"] is None and (body["code"] is None or isinstance(body["code"], str)), body
