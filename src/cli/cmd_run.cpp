@@ -6,6 +6,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "serving/kv_metrics.h"
 
 namespace stride::cli {
 
@@ -118,7 +119,7 @@ int run(const RunArgs& a) {
     j["threads"] = engine->pool().size();
     // Every KV counter, under its metric name (the rows /metrics publishes).
     nlohmann::json kv;
-    for_each_kv_counter(engine->kv().stats(), [&](const char* name, const char*, const char*, int64_t value) {
+    serving::for_each_kv_metric(engine->kv().stats(), [&](const char* name, const char*, const char*, int64_t value) {
       kv[name] = value;
     });
     j["kv"] = kv;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "engine/step_runner.h"
+#include "serving/kv_metrics.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "eval/memory_plan.h"
@@ -125,7 +126,7 @@ Expected<std::unique_ptr<Engine>> stream_engine(const StreamArgs& a, int64_t con
   return Engine::create(*opts);
 }
 
-// One checkpoint's figures; the KV counters come from the registry (kv_stats.h).
+// One checkpoint's figures; the KV counters under their metric names (serving/kv_metrics.h).
 nlohmann::json checkpoint_row(Engine& engine, int64_t depth, double decode_tok_s, double prefill_tok_s) {
   const KvStats ks = engine.kv().stats();
   nlohmann::json row;
@@ -136,7 +137,7 @@ nlohmann::json checkpoint_row(Engine& engine, int64_t depth, double decode_tok_s
   row["peak_rss_bytes"] = peak_rss_bytes();
   row["decode_tok_s"] = decode_tok_s;
   row["prefill_tok_s"] = prefill_tok_s;
-  for_each_kv_counter(ks, [&](const char* name, const char*, const char*, int64_t value) { row["kv"][name] = value; });
+  serving::for_each_kv_metric(ks, [&](const char* name, const char*, const char*, int64_t value) { row["kv"][name] = value; });
   return row;
 }
 

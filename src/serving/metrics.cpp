@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/process_memory.h"
+#include "serving/kv_metrics.h"
 
 namespace stride::serving {
 
@@ -136,7 +137,7 @@ std::string Metrics::render() const {
     }
   }
   const KvStats ks = kv();
-  for_each_kv_counter(ks, [&](const char* name, const char* kind, const char* help, int64_t value) {
+  for_each_kv_metric(ks, [&](const char* name, const char* kind, const char* help, int64_t value) {
     scalar(out, name, kind, help, (double)value);
   });
   scalar(out, "stride_kv_cache_usage_perc", "gauge", "Fraction of KV pages in use (1 = full).",

@@ -58,7 +58,7 @@ class Metrics {
   std::atomic<int> ready{0};
 
   // The KV manager's counters (kv/kv_stats.h), published whole: /metrics
-  // renders every row of STRIDE_KV_COUNTERS from the latest snapshot.
+  // renders every metric of kv_metrics.h from the latest snapshot.
   void set_kv(const KvStats& st);
   KvStats kv() const;
 

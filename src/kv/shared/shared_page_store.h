@@ -14,7 +14,7 @@
 
 namespace stride {
 
-// Read by /metrics from any thread (kv/kv_stats.h rows stride_kv_shared_tier_*).
+// Read by /metrics from any thread (serving/kv_metrics.h: stride_kv_shared_tier_*).
 struct SharedTierCounters {
   std::atomic<int64_t> up{0};         // 1 while the store answers
   std::atomic<int64_t> hits{0};       // pages imported from the store
