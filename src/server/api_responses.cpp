@@ -103,7 +103,7 @@ void Api::responses(const HttpRequest& req, Responder& res, Call& call) {
   ApiError e = parse_responses(body, parse_context(req, call), rc);
   if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   GenerationCall& g = rc.gen;
-  InflightSlot slot(*this, call.key_id != "-" ? call.key_id : call.client_ip);
+  serving::Admission::Slot slot(admission_, client_key(call));
   auto ch = submit_generation(res, call, slot, g);
   if (!ch) return;
 
