@@ -156,13 +156,11 @@ grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::Gene
   auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
   if (auto r = admission.submit(*model->scheduler, ch)) return rec.finish(to_grpc(*r));
   for (;;) {
-    auto ev = ch->pop(std::chrono::milliseconds(50));
-    if (ctx->IsCancelled()) {
-      ch->cancel();
+    auto ev = ch->wait_next([&] { return ctx->IsCancelled(); });
+    if (!ev) {
       rec.r.finish_reason = "client_disconnected";
       return rec.finish({grpc::StatusCode::CANCELLED, "the client cancelled the call"});
     }
-    if (!ev) continue;
     v1::GenerateResponse out;
     if (ev->kind == serving::EventKind::Token) {
       if (ev->token_ids.empty() && ev->text.empty()) continue;

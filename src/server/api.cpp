@@ -305,15 +305,9 @@ void Api::detokenize(const HttpRequest& req, Responder& res, Call& call) {
 }
 
 std::optional<serving::Event> Api::wait_event(Responder& res, Call& call, serving::RequestChannel& ch) {
-  for (;;) {
-    auto ev = ch.pop(std::chrono::milliseconds(50));
-    if (res.client_gone()) {
-      ch.cancel();
-      call.finish_reason = "client_disconnected";
-      return std::nullopt;
-    }
-    if (ev) return ev;
-  }
+  auto ev = ch.wait_next([&] { return res.client_gone(); });
+  if (!ev) call.finish_reason = "client_disconnected";
+  return ev;
 }
 
 }  // namespace stride::server

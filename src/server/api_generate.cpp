@@ -100,19 +100,13 @@ void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan
   }
   // A client that hung up is noticed within ~50 ms whether or not tokens are
   // flowing; the scheduler then frees its pages at its next step.
-  auto next_check = Clock::now();
   for (;;) {
-    auto ev = ch->pop(std::chrono::milliseconds(50));
-    if (Clock::now() >= next_check) {
-      next_check = Clock::now() + std::chrono::milliseconds(50);
-      if (res.client_gone()) {
-        ch->cancel();
-        call.finish_reason = "client_disconnected";
-        call.completion_tokens = delivered_tokens;
-        return;
-      }
+    auto ev = ch->wait_next([&] { return res.client_gone(); });
+    if (!ev) {
+      call.finish_reason = "client_disconnected";
+      call.completion_tokens = delivered_tokens;
+      return;
     }
-    if (!ev) continue;
     if (ev->kind == serving::EventKind::Token) {
       pending_tokens += ev->tokens;
       if (!streaming) {
