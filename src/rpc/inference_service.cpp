@@ -29,6 +29,10 @@ grpc::Status to_grpc(const server::ApiError& e) {
   return {grpc_code_for(e.status), e.param.empty() ? e.message : e.param + ": " + e.message};
 }
 
+grpc::Status to_grpc(const serving::Refusal& r) {
+  return {r.exhausted() ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::UNAVAILABLE, r.message};
+}
+
 // "ipv4:127.0.0.1:5000" / "ipv6:[::1]:5000" -> the address.
 std::string peer_ip(const std::string& peer) {
   std::string p = peer.substr(peer.find(':') + 1);
@@ -114,7 +118,7 @@ grpc::Status InferenceService::admit(grpc::ServerContext* ctx, CallRecord& rec, 
     rec.r.key_id = "key#" + std::to_string(idx);
   }
   model = api_.model();
-  if (!api_.ready() || !model) return {grpc::StatusCode::UNAVAILABLE, "the model is still loading"};
+  if (auto r = api_.admission().check_ready(model != nullptr)) return to_grpc(*r);
   rec.model_version = model->version;
   return grpc::Status::OK;
 }
@@ -126,13 +130,10 @@ grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::Gene
   if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return rec.finish(st);
   if (grpc::Status st = needs_generator(*model); !st.ok()) return rec.finish(st);
   const serving::ServeConfig& cfg = api_.config();
+  serving::Admission& admission = api_.admission();
   const std::string who = rec.r.key_id != "-" ? rec.r.key_id : rec.r.client_ip;
-  double retry = 0;
-  if (!api_.take_rate_token(who, &retry)) {
-    return rec.finish({grpc::StatusCode::RESOURCE_EXHAUSTED,
-                       "rate limit exceeded (" + std::to_string((int)cfg.rate_limit_rpm) + " requests/minute)"});
-  }
-  if (api_.draining()) return rec.finish({grpc::StatusCode::UNAVAILABLE, "the server is shutting down"});
+  if (auto r = admission.take_rate_token(who)) return rec.finish(to_grpc(*r));
+  if (auto r = admission.check_draining()) return rec.finish(to_grpc(*r));
 
   server::ParseContext pc;
   pc.cfg = &cfg;
@@ -148,28 +149,18 @@ grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::Gene
   }
   rec.r.prompt_tokens = (int)g.req.prompt.size();
   if (cfg.audit_log_prompts) rec.r.prompt = g.prompt_text;
-  server::Api::InflightSlot slot(api_, who);
-  if (!slot.held()) {
-    return rec.finish({grpc::StatusCode::RESOURCE_EXHAUSTED,
-                       "too many requests in flight for this key (max_requests_per_key: " +
-                           std::to_string(cfg.max_requests_per_key) + ")"});
-  }
+  serving::Admission::Slot slot(admission, who);
+  if (auto r = slot.refusal()) return rec.finish(to_grpc(*r));
   g.req.id = rec.r.request_id;
   g.req.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg.request_timeout_s * 1e6));
   auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
-  if (Status st = model->scheduler->submit(ch); !st.ok()) {
-    return rec.finish({st.code() == StatusCode::kResourceExhausted ? grpc::StatusCode::RESOURCE_EXHAUSTED
-                                                                   : grpc::StatusCode::UNAVAILABLE,
-                       st.message()});
-  }
+  if (auto r = admission.submit(*model->scheduler, ch)) return rec.finish(to_grpc(*r));
   for (;;) {
-    auto ev = ch->pop(std::chrono::milliseconds(50));
-    if (ctx->IsCancelled()) {
-      ch->cancel();
+    auto ev = ch->wait_next([&] { return ctx->IsCancelled(); });
+    if (!ev) {
       rec.r.finish_reason = "client_disconnected";
       return rec.finish({grpc::StatusCode::CANCELLED, "the client cancelled the call"});
     }
-    if (!ev) continue;
     v1::GenerateResponse out;
     if (ev->kind == serving::EventKind::Token) {
       if (ev->token_ids.empty() && ev->text.empty()) continue;

@@ -20,14 +20,14 @@ using json = nlohmann::json;
 using serving::Clock;
 
 Api::Api(const serving::ServeConfig& cfg, serving::Metrics& metrics, AuditLog* audit, std::vector<Cidr> allowlist)
-    : cfg_(cfg), metrics_(metrics), audit_(audit), allowlist_(std::move(allowlist)) {}
+    : cfg_(cfg), metrics_(metrics), audit_(audit), allowlist_(std::move(allowlist)), admission_(cfg) {}
 
 void Api::set_model(std::shared_ptr<ModelHandle> m) {
   {
     std::lock_guard<std::mutex> lock(model_mu_);
     model_ = std::move(m);
   }
-  ready_ = true;
+  admission_.set_ready();
   metrics_.ready = 1;
 }
 
@@ -139,8 +139,8 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
   }
   if (path == "/health") return json(res, call, 200, R"({"status":"ok"})");
   if (path == "/ready") {
-    if (ready_ && !draining_) return json(res, call, 200, R"({"status":"ready"})");
-    return json(res, call, 503, draining_ ? R"({"status":"draining"})" : R"({"status":"loading"})");
+    if (ready() && !draining()) return json(res, call, 200, R"({"status":"ready"})");
+    return json(res, call, 503, draining() ? R"({"status":"draining"})" : R"({"status":"loading"})");
   }
   if (path == "/admin/model") return admin_model(req, res, call);
   // Everything below needs a key when keys are configured.
@@ -157,15 +157,13 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
     call.key_id = "key#" + std::to_string(idx);
   }
   if (path == "/metrics") return res.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render());
-  if (!ready_ || !call.model) return error(res, call, 503, "the model is still loading", "", "not_ready");
+  if (auto r = admission_.check_ready(call.model != nullptr)) return refuse(res, call, *r);
   if (path == "/v1/models") return models(res, call);
-  double retry = 0;
-  if (!take_rate_token(call.key_id != "-" ? call.key_id : call.client_ip, &retry)) {
-    return error(res, call, 429, "rate limit exceeded (" + std::to_string((int)cfg_.rate_limit_rpm) + " requests/minute)",
-                 "", "rate_limit_exceeded", {{"Retry-After", std::to_string((int)std::ceil(retry))}});
+  if (auto r = admission_.take_rate_token(client_key(call))) return refuse(res, call, *r);
+  if (path == "/v1/embeddings") {
+    if (auto r = admission_.check_draining()) return refuse(res, call, *r);
+    return embeddings(req, res, call);
   }
-  if (path == "/v1/embeddings") return draining_ ? error(res, call, 503, "the server is shutting down", "", "draining")
-                                                 : embeddings(req, res, call);
   if (!call.model->engine) {
     return error(res, call, 400, "the model '" + call.model->id + "' is an embedding model: it serves /v1/embeddings only",
                  "model", "embedding_model");
@@ -173,7 +171,7 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
   if (session_path) return sessions(req, res, call);
   if (path == "/tokenize") return tokenize(req, res, call);
   if (path == "/detokenize") return detokenize(req, res, call);
-  if (draining_) return error(res, call, 503, "the server is shutting down", "", "draining");
+  if (auto r = admission_.check_draining()) return refuse(res, call, *r);
   if (path == "/v1/responses") return responses(req, res, call);
   generate(req, res, call, path == "/v1/chat/completions");
 }
@@ -244,35 +242,12 @@ void Api::admin_model(const HttpRequest& req, Responder& res, Call& call) {
                                            {"switch_seconds", *secs}, {"recorded_active", recorded}}));
 }
 
-Api::InflightSlot::InflightSlot(Api& api, std::string who) : api_(api), who_(std::move(who)) {
-  const int cap = api_.cfg_.max_requests_per_key;
-  std::lock_guard<std::mutex> lock(api_.inflight_mu_);
-  int& n = api_.inflight_[who_];
-  if (cap > 0 && n >= cap) return;
-  ++n;
-  held_ = true;
-}
+std::string Api::client_key(const Call& call) { return call.key_id != "-" ? call.key_id : call.client_ip; }
 
-Api::InflightSlot::~InflightSlot() {
-  std::lock_guard<std::mutex> lock(api_.inflight_mu_);
-  auto it = api_.inflight_.find(who_);
-  if (it == api_.inflight_.end()) return;
-  if (held_) --it->second;
-  if (it->second <= 0) api_.inflight_.erase(it);
-}
-
-void Api::refuse_in_flight(Responder& res, Call& call) {
-  error(res, call, 429,
-        "too many requests in flight for this key (max_requests_per_key: " + std::to_string(cfg_.max_requests_per_key) +
-            ")",
-        "", "too_many_requests", {{"Retry-After", "1"}});
-}
-
-void Api::refuse_submit(Responder& res, Call& call, const Status& st) {
-  if (st.code() == StatusCode::kResourceExhausted) {
-    return error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
-  }
-  error(res, call, 503, st.message(), "", "unavailable");
+void Api::refuse(Responder& res, Call& call, const serving::Refusal& r) {
+  Headers extra;
+  if (r.retry_after_s > 0) extra.push_back({"Retry-After", std::to_string((int)std::ceil(r.retry_after_s))});
+  error(res, call, r.exhausted() ? 429 : 503, r.message, "", r.code, extra);
 }
 
 void Api::audit_event(const std::string& kind, const Call& call, const std::string& detail,
@@ -287,24 +262,6 @@ void Api::audit_event(const std::string& kind, const Call& call, const std::stri
   e.fields["endpoint"] = call.endpoint;
   e.fields["request_id"] = call.id;
   if (Status st = audit_->write_event(e); !st.ok()) log(LogLevel::Error, "audit log write failed", {{"error", st.message()}});
-}
-
-bool Api::take_rate_token(const std::string& who, double* retry_after_s) {
-  if (cfg_.rate_limit_rpm <= 0) return true;
-  const double per_s = cfg_.rate_limit_rpm / 60.0;
-  const double burst = std::max(1.0, cfg_.rate_limit_rpm / 60.0 * 10);  // ten seconds' worth
-  const auto now = Clock::now();
-  std::lock_guard<std::mutex> lock(rate_mu_);
-  auto [it, fresh] = buckets_.try_emplace(who, Bucket{burst, now});
-  Bucket& b = it->second;
-  b.tokens = std::min(burst, b.tokens + std::chrono::duration<double>(now - b.last).count() * per_s);
-  b.last = now;
-  if (b.tokens >= 1.0) {
-    b.tokens -= 1.0;
-    return true;
-  }
-  *retry_after_s = (1.0 - b.tokens) / per_s;
-  return false;
 }
 
 // One entry per served name (aliases of the same weights), as vLLM lists them.
@@ -348,15 +305,9 @@ void Api::detokenize(const HttpRequest& req, Responder& res, Call& call) {
 }
 
 std::optional<serving::Event> Api::wait_event(Responder& res, Call& call, serving::RequestChannel& ch) {
-  for (;;) {
-    auto ev = ch.pop(std::chrono::milliseconds(50));
-    if (res.client_gone()) {
-      ch.cancel();
-      call.finish_reason = "client_disconnected";
-      return std::nullopt;
-    }
-    if (ev) return ev;
-  }
+  auto ev = ch.wait_next([&] { return res.client_gone(); });
+  if (!ev) call.finish_reason = "client_disconnected";
+  return ev;
 }
 
 }  // namespace stride::server

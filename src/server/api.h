@@ -15,6 +15,7 @@
 #include "server/audit_log.h"
 #include "server/error_body.h"
 #include "server/http_server.h"
+#include "serving/admission.h"
 #include "serving/chat_template.h"
 #include "serving/config.h"
 #include "serving/metrics.h"
@@ -86,28 +87,15 @@ class Api {
   void set_model_dir(const std::string& dir);
   // Saved sessions (session_dir); without a store the session endpoints answer 404.
   void set_session_store(std::unique_ptr<SessionStore> store) { sessions_ = std::move(store); }
-  void set_draining() { draining_ = true; }
-  bool ready() const { return ready_.load(); }
-  bool draining() const { return draining_.load(); }
-  // What other front ends (gRPC) share with HTTP.
+  void set_draining() { admission_.set_draining(); }
+  bool ready() const { return admission_.ready(); }
+  bool draining() const { return admission_.draining(); }
+  // What other front ends (gRPC) share with HTTP: one admission (rate and
+  // in-flight limits count a key's requests over both), config, audit log.
+  serving::Admission& admission() { return admission_; }
   const serving::ServeConfig& config() const { return cfg_; }
   AuditLog* audit() const { return audit_; }
   const std::vector<Cidr>& allowlist() const { return allowlist_; }
-
-  // A generation request counted against its key's max_requests_per_key while it lives.
-  class InflightSlot {
-   public:
-    InflightSlot(Api& api, std::string who);
-    ~InflightSlot();
-    bool held() const { return held_; }
-
-   private:
-    Api& api_;
-    std::string who_;
-    bool held_ = false;
-  };
-  // Token bucket per key (or client IP): false when the caller is over rate_limit_rpm.
-  bool take_rate_token(const std::string& who, double* retry_after_s);
 
  private:
   struct Call;  // one request's context (id, key, timing)
@@ -117,8 +105,8 @@ class Api {
   ParseContext parse_context(const HttpRequest& req, const Call& call) const;
   // Hands a parsed request to the scheduler; null when it was refused (the
   // error response is sent: 429 over the key's in-flight limit or a full queue, 503).
-  std::shared_ptr<serving::RequestChannel> submit_generation(Responder& res, Call& call, const InflightSlot& slot,
-                                                             GenerationCall& g);
+  std::shared_ptr<serving::RequestChannel> submit_generation(Responder& res, Call& call,
+                                                             const serving::Admission::Slot& slot, GenerationCall& g);
   // The next event of a submitted request, waiting as long as the client
   // stays; nullopt when it hung up (the request is then cancelled).
   std::optional<serving::Event> wait_event(Responder& res, Call& call, serving::RequestChannel& ch);
@@ -129,10 +117,11 @@ class Api {
                      bool streaming, ToolReplyStream* tools);
   // POST /v1/embeddings, through the scheduler or the encoder service (api_embeddings.cpp).
   void embeddings(const HttpRequest& req, Responder& res, Call& call);
-  // The answers when a request cannot start: over max_requests_per_key (429),
-  // and what submitting to the scheduler refused (429 queue full, else 503).
-  void refuse_in_flight(Responder& res, Call& call);
-  void refuse_submit(Responder& res, Call& call, const Status& st);
+  // The answer when admission refuses a request: 429 when the client is over a
+  // limit or the queue is full (with Retry-After), else 503.
+  void refuse(Responder& res, Call& call, const serving::Refusal& r);
+  // The key a client's limits count against: its API key, else its address.
+  static std::string client_key(const Call& call);
   // /v1/sessions[/{name}] (api_sessions.cpp).
   void sessions(const HttpRequest& req, Responder& res, Call& call);
   void save_session(const HttpRequest& req, Responder& res, Call& call, const std::string& name);
@@ -160,17 +149,8 @@ class Api {
   ModelLoader loader_;
   std::string model_dir_;  // guarded by model_mu_
   std::mutex switch_mu_;  // one switch at a time
-  std::atomic<bool> ready_{false};
-  std::atomic<bool> draining_{false};
+  serving::Admission admission_;  // ready, draining, rate and in-flight limits
   std::atomic<uint64_t> next_id_{1};
-  struct Bucket {
-    double tokens = 0;
-    serving::Clock::time_point last;
-  };
-  std::mutex inflight_mu_;
-  std::map<std::string, int> inflight_;  // running + queued generations per key
-  std::mutex rate_mu_;
-  std::map<std::string, Bucket> buckets_;
   std::unique_ptr<SessionStore> sessions_;
 };
 

@@ -66,12 +66,11 @@ void Api::embeddings(const HttpRequest& req, Responder& res, Call& call) {
   sr.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg_.request_timeout_s * 1e6));
   sr.embed = std::move(embed);
 
-  const std::string who = call.key_id != "-" ? call.key_id : call.client_ip;
-  InflightSlot slot(*this, who);
-  if (!slot.held()) return refuse_in_flight(res, call);
+  serving::Admission::Slot slot(admission_, client_key(call));
+  if (auto r = slot.refusal()) return refuse(res, call, *r);
   auto ch = std::make_shared<serving::RequestChannel>(std::move(sr));
-  Status st = m.encoder ? m.encoder->submit(ch) : m.scheduler->submit(ch);
-  if (!st.ok()) return refuse_submit(res, call, st);
+  auto refused = m.encoder ? admission_.submit(*m.encoder, ch) : admission_.submit(*m.scheduler, ch);
+  if (refused) return refuse(res, call, *refused);
 
   std::vector<std::vector<float>> vectors(n_inputs);
   size_t received = 0;

@@ -44,28 +44,21 @@ ParseContext Api::parse_context(const HttpRequest& req, const Call& call) const 
   return ctx;
 }
 
-std::shared_ptr<serving::RequestChannel> Api::submit_generation(Responder& res, Call& call, const InflightSlot& slot,
+std::shared_ptr<serving::RequestChannel> Api::submit_generation(Responder& res, Call& call,
+                                                                const serving::Admission::Slot& slot,
                                                                 GenerationCall& g) {
   call.prompt_tokens = (int)g.req.prompt.size();
   if (cfg_.audit_log_prompts) call.prompt = g.prompt_text;
   g.req.id = call.id;
   g.req.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg_.request_timeout_s * 1e6));
-  // Fairness: one key (or address) cannot fill the queue for everyone.
-  if (!slot.held()) {
-    error(res, call, 429,
-          "too many requests in flight for this key (max_requests_per_key: " +
-              std::to_string(cfg_.max_requests_per_key) + ")",
-          "", "too_many_requests", {{"Retry-After", "1"}});
+  auto refused = slot.refusal();
+  if (refused) {
+    refuse(res, call, *refused);
     return nullptr;
   }
   auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
-  Status st = call.model->scheduler->submit(ch);
-  if (st.code() == StatusCode::kResourceExhausted) {
-    error(res, call, 429, st.message(), "", "queue_full", {{"Retry-After", "1"}});
-    return nullptr;
-  }
-  if (!st.ok()) {
-    error(res, call, 503, st.message(), "", "unavailable");
+  if ((refused = admission_.submit(*call.model->scheduler, ch))) {
+    refuse(res, call, *refused);
     return nullptr;
   }
   return ch;
@@ -78,7 +71,7 @@ void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat
   ApiError e = parse_generation(body, chat, parse_context(req, call), g);
   if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   if (!g.session.empty() && !attach_session(res, call, g)) return;
-  InflightSlot slot(*this, call.key_id != "-" ? call.key_id : call.client_ip);
+  serving::Admission::Slot slot(admission_, client_key(call));
   auto ch = submit_generation(res, call, slot, g);
   if (!ch) return;
   relay_events(res, call, *ch, g, chat);
@@ -107,19 +100,13 @@ void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan
   }
   // A client that hung up is noticed within ~50 ms whether or not tokens are
   // flowing; the scheduler then frees its pages at its next step.
-  auto next_check = Clock::now();
   for (;;) {
-    auto ev = ch->pop(std::chrono::milliseconds(50));
-    if (Clock::now() >= next_check) {
-      next_check = Clock::now() + std::chrono::milliseconds(50);
-      if (res.client_gone()) {
-        ch->cancel();
-        call.finish_reason = "client_disconnected";
-        call.completion_tokens = delivered_tokens;
-        return;
-      }
+    auto ev = ch->wait_next([&] { return res.client_gone(); });
+    if (!ev) {
+      call.finish_reason = "client_disconnected";
+      call.completion_tokens = delivered_tokens;
+      return;
     }
-    if (!ev) continue;
     if (ev->kind == serving::EventKind::Token) {
       pending_tokens += ev->tokens;
       if (!streaming) {

@@ -11,7 +11,6 @@
 
 namespace stride::server {
 
-using serving::Clock;
 using json = nlohmann::json;
 
 namespace {
@@ -103,7 +102,7 @@ void Api::responses(const HttpRequest& req, Responder& res, Call& call) {
   ApiError e = parse_responses(body, parse_context(req, call), rc);
   if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   GenerationCall& g = rc.gen;
-  InflightSlot slot(*this, call.key_id != "-" ? call.key_id : call.client_ip);
+  serving::Admission::Slot slot(admission_, client_key(call));
   auto ch = submit_generation(res, call, slot, g);
   if (!ch) return;
 
@@ -126,14 +125,9 @@ void Api::responses(const HttpRequest& req, Responder& res, Call& call) {
     call.finish_reason = "client_disconnected";
     call.completion_tokens = delivered_tokens;
   };
-  auto next_check = Clock::now();
   for (;;) {
-    auto ev = ch->pop(std::chrono::milliseconds(50));
-    if (Clock::now() >= next_check) {
-      next_check = Clock::now() + std::chrono::milliseconds(50);
-      if (res.client_gone()) return hung_up();
-    }
-    if (!ev) continue;
+    auto ev = ch->wait_next([&] { return res.client_gone(); });
+    if (!ev) return hung_up();
     if (ev->kind == serving::EventKind::Token) {
       pending_tokens += ev->tokens;
       text += ev->text;

@@ -108,7 +108,7 @@ void Api::sessions(const HttpRequest& req, Responder& res, Call& call) {
     return json(res, call, 200, dump(Json{{"object", "session"}, {"name", name}, {"deleted", true}}));
   }
   if (method == http::verb::post) {
-    if (draining_) return error(res, call, 503, "the server is shutting down", "", "draining");
+    if (auto r = admission_.check_draining()) return refuse(res, call, *r);
     return save_session(req, res, call, name);
   }
   error(res, call, 405, "method not allowed on " + call.endpoint, "", "method_not_allowed", {{"Allow", "GET, POST, DELETE"}});
@@ -159,7 +159,7 @@ void Api::save_session(const HttpRequest& req, Responder& res, Call& call, const
   if (!key.ok()) return error(res, call, 500, key.status().message(), "", "model_key");
   g.req.save_session = true;
   const size_t n_tokens = g.req.prompt.size();
-  InflightSlot slot(*this, call.key_id != "-" ? call.key_id : call.client_ip);
+  serving::Admission::Slot slot(admission_, client_key(call));
   auto ch = submit_generation(res, call, slot, g);
   if (!ch) return;
   std::shared_ptr<const KvSnapshot> snapshot;

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -104,6 +105,24 @@ class RequestChannel {
     events_.pop_front();
     return e;
   }
+  // The next event, waiting as long as the client stays; nullopt once
+  // `gone()` says it left (the request is then cancelled). gone() is asked
+  // about every 50 ms, while events stream too, so a client that hung up is
+  // noticed soon without probing its connection for every token.
+  std::optional<Event> wait_next(const std::function<bool()>& gone) {
+    for (;;) {
+      auto ev = pop(std::chrono::milliseconds(50));
+      const auto now = Clock::now();
+      if (now >= next_gone_check_) {
+        next_gone_check_ = now + std::chrono::milliseconds(50);
+        if (gone()) {
+          cancel();
+          return std::nullopt;
+        }
+      }
+      if (ev) return ev;
+    }
+  }
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
 
@@ -115,6 +134,7 @@ class RequestChannel {
   std::condition_variable cv_;
   std::deque<Event> events_;
   std::atomic<bool> cancelled_{false};
+  Clock::time_point next_gone_check_;  // wait_next's; only the popping thread touches it
 };
 
 }  // namespace stride::serving
