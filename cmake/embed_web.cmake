@@ -3,7 +3,7 @@
 #   cmake -DROOT=<source dir> -DOUT=<file.cpp> -DFILES=web/a.html,web/b.js -P embed_web.cmake
 string(REPLACE "," ";" FILES "${FILES}")
 set(body "// Generated from the files in web/ by cmake/embed_web.cmake; do not edit.\n")
-string(APPEND body "#include \"server/web_assets.h\"\n\nnamespace stride::server {\n\nnamespace {\n")
+string(APPEND body "#include \"http/web_assets.h\"\n\nnamespace stride::server {\n\nnamespace {\n")
 set(table "")
 set(i 0)
 foreach(rel IN LISTS FILES)

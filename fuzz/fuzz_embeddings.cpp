@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/embeddings_request.h"
+#include "http/embeddings_request.h"
 #include "tokenizer/wordpiece_tokenizer.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/json_schema.h"
-#include "server/json_fields.h"
+#include "http/json_fields.h"
 
 namespace {
 

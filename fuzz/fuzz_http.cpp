@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "fuzz_support.h"
-#include "server/http_server.h"
+#include "http/http_server.h"
 
 namespace {
 

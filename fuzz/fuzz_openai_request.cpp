@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.h"
-#include "server/openai_request.h"
+#include "http/openai_request.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/tool_reply.h"
+#include "http/tool_reply.h"
 
 namespace {
 

@@ -21,9 +21,9 @@
 #include "loader/model_versions.h"
 #include "loader/encrypted_file.h"
 #include "core/sha256.h"
-#include "server/api.h"
-#include "server/http_server.h"
-#include "server/log.h"
+#include "http/api.h"
+#include "http/http_server.h"
+#include "http/log.h"
 #include "serving/config.h"
 #include "serving/scheduler.h"
 #ifdef STRIDE_WITH_GRPC

@@ -5,7 +5,7 @@
 
 #include "encoder/encoder_forward.h"
 #include "core/sha256.h"
-#include "server/log.h"
+#include "http/log.h"
 
 namespace stride::cli {
 

@@ -4,7 +4,7 @@
 // /v1/embeddings; no engine, KV pool or scheduler.
 #include <memory>
 
-#include "server/api.h"
+#include "http/api.h"
 #include "serving/config.h"
 #include "serving/metrics.h"
 

@@ -3,7 +3,7 @@
 #include "cli/cli_common.h"
 #include "redis/redis_tier.h"
 #include "redis/redis_url.h"
-#include "server/log.h"
+#include "http/log.h"
 
 namespace stride::cli {
 

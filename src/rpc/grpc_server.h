@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "core/status.h"
-#include "server/api.h"
+#include "http/api.h"
 
 namespace grpc {
 class Server;

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <cstdio>
 
-#include "server/access.h"
-#include "server/audit_log.h"
-#include "server/openai_request.h"
+#include "http/access.h"
+#include "http/audit_log.h"
+#include "http/openai_request.h"
 
 namespace stride::rpc {
 

@@ -3,7 +3,7 @@
 // HTTP twin (keys, allowlist, rate and in-flight limits, the request rules of
 // /v1/completions), submitted to the same scheduler and written to the same
 // audit log.
-#include "server/api.h"
+#include "http/api.h"
 #include "stride/v1/inference.grpc.pb.h"
 
 namespace stride::rpc {

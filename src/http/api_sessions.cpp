@@ -1,0 +1,230 @@
+// Saved sessions: POST /v1/sessions/{name} prefills a prompt and writes its
+// KV pages to session_dir; GET /v1/sessions lists them, GET and DELETE
+// /v1/sessions/{name} show and delete one; a completion or chat request
+// with "session": NAME starts from its pages (restored into the prefix
+// cache, kv/kv_session.cpp) and prefills only the rest of its prompt.
+#include <chrono>
+#include <optional>
+
+#include "loader/encrypted_file.h"
+#include "http/api.h"
+#include "http/api_call.h"
+#include "http/log.h"
+#include "http/openai_request.h"
+#include "http/openai_response.h"
+
+namespace stride::server {
+
+using Json = nlohmann::json;
+using serving::Clock;
+
+namespace {
+
+constexpr std::string_view kSessionsPrefix = "/v1/sessions/";
+
+SessionIdentity identity_of(const ModelHandle& m) {
+  Engine& e = *m.engine;
+  const KvManagerConfig& kc = e.kv().config();
+  SessionIdentity id;
+  id.model_sha256 = m.sha256;
+  id.model_version = m.version;
+  id.architecture = arch_name(e.config().arch);
+  id.n_vocab = e.config().n_vocab;
+  id.n_layer = kc.n_layer;
+  id.n_kv_heads = kc.n_kv_heads;
+  id.head_dim_k = kc.head_dim_k;
+  id.head_dim_v = kc.head_dim_v;
+  id.page_size = kc.page_size;
+  id.kv_storage = kv_storage_name(kc.storage);
+  for (const PolicySpec& p : kc.layer_policies) id.layer_policies.push_back(policy_to_string(p));
+  return id;
+}
+
+// The key session files of this model are sealed with: the model's own
+// when its file is encrypted, else none.
+Expected<std::optional<ModelKey>> key_of(const ModelHandle& m) {
+  if (!is_encrypted_model(m.path)) return std::optional<ModelKey>();
+  STRIDE_ASSIGN_OR_RETURN(ModelKey key, model_key_for(m.path));
+  return std::optional<ModelKey>(key);
+}
+
+int status_for_session(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kCorrupt: return 400;
+    case StatusCode::kResourceExhausted: return 413;
+    default: return 500;
+  }
+}
+
+const char* code_for_session(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kNotFound: return "session_not_found";
+    case StatusCode::kCorrupt: return "session_corrupt";
+    case StatusCode::kResourceExhausted: return "session_too_large";
+    case StatusCode::kInvalidArgument: return "session_mismatch";
+    default: return "session_io_error";
+  }
+}
+
+Json session_json(const SessionFile& s, const SessionEntry& e) {
+  return Json{{"object", "session"},
+              {"name", s.name},
+              {"n_tokens", s.kv.tokens.size()},
+              {"cached_tokens", s.kv.covered_tokens()},
+              {"bytes", e.bytes},
+              {"sha256", e.sha256},
+              {"created", s.created},
+              {"model_version", s.identity.model_version},
+              {"kv_type", s.identity.kv_storage},
+              {"page_size", s.identity.page_size},
+              {"attention", s.identity.layer_policies}};
+}
+
+}  // namespace
+
+void Api::sessions(const HttpRequest& req, Responder& res, Call& call) {
+  if (!sessions_)
+    return error(res, call, 404, "saved sessions are off: start the server with session_dir (--session-dir)", "",
+                 "sessions_disabled");
+  const auto method = req.method();
+  if (call.endpoint == "/v1/sessions") {
+    if (method != http::verb::get)
+      return error(res, call, 405, "method not allowed on /v1/sessions", "", "method_not_allowed", {{"Allow", "GET"}});
+    auto listed = sessions_->list();
+    if (!listed.ok()) return error(res, call, 500, listed.status().message(), "", "session_io_error");
+    Json data = Json::array();
+    for (const SessionEntry& e : *listed)
+      data.push_back({{"object", "session"}, {"name", e.name}, {"bytes", e.bytes}, {"created", e.created}});
+    return json(res, call, 200, dump(Json{{"object", "list"}, {"data", data}}));
+  }
+  const std::string name = call.endpoint.substr(kSessionsPrefix.size());
+  if (Status st = SessionStore::check_name(name); !st.ok()) return error(res, call, 400, st.message(), "name", "invalid_session_name");
+  if (method == http::verb::get) return show_session(res, call, name);
+  if (method == http::verb::delete_) {
+    if (Status st = sessions_->remove(name); !st.ok())
+      return error(res, call, status_for_session(st), st.message(), "name", code_for_session(st));
+    return json(res, call, 200, dump(Json{{"object", "session"}, {"name", name}, {"deleted", true}}));
+  }
+  if (method == http::verb::post) {
+    if (auto r = admission_.check_draining()) return refuse(res, call, *r);
+    return save_session(req, res, call, name);
+  }
+  error(res, call, 405, "method not allowed on " + call.endpoint, "", "method_not_allowed", {{"Allow", "GET, POST, DELETE"}});
+}
+
+void Api::show_session(Responder& res, Call& call, const std::string& name) {
+  auto key = key_of(*call.model);
+  if (!key.ok()) return error(res, call, 500, key.status().message(), "", "model_key");
+  auto s = sessions_->load(name, identity_of(*call.model), *key ? &**key : nullptr);
+  if (!s.ok()) return error(res, call, status_for_session(s.status()), s.status().message(), "name", code_for_session(s.status()));
+  auto e = sessions_->describe(name);
+  if (!e.ok()) return error(res, call, status_for_session(e.status()), e.status().message(), "name", code_for_session(e.status()));
+  json(res, call, 200, dump(session_json(*s, *e)));
+}
+
+void Api::save_session(const HttpRequest& req, Responder& res, Call& call, const std::string& name) {
+  Json body;
+  if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  // The prompt as a generation of one greedy token reads it: the same
+  // tokenization, chat template and limits as the request that continues it.
+  // A field sent as null is absent, as everywhere in the API.
+  auto has = [&](const char* key) { return body.contains(key) && !body[key].is_null(); };
+  const bool chat = has("messages");
+  const int sources = (int)has("prompt") + (int)chat + (int)has("prompt_token_ids");
+  if (sources != 1)
+    return error(res, call, 400, "give exactly one of 'prompt', 'messages' or 'prompt_token_ids'", "prompt");
+  Json gen = Json::object();
+  for (const char* key : {"model", "attention", "chat_template_kwargs", "parse_special", "add_generation_prompt"})
+    if (has(key)) gen[key] = body[key];
+  if (chat) {
+    gen["messages"] = body["messages"];
+    if (!gen.contains("add_generation_prompt")) gen["add_generation_prompt"] = false;
+  } else {
+    const Json& p = has("prompt") ? body["prompt"] : body["prompt_token_ids"];
+    if (has("prompt_token_ids") && !p.is_array())
+      return error(res, call, 400, "'prompt_token_ids' must be a list of token ids", "prompt_token_ids");
+    if (has("prompt") && !p.is_string())
+      return error(res, call, 400, "'prompt' must be a string (token ids go in 'prompt_token_ids')", "prompt");
+    gen["prompt"] = p;
+  }
+  gen["max_tokens"] = 1;
+  gen["temperature"] = 0;
+  gen["ignore_eos"] = true;
+  GenerationCall g;
+  ParseContext ctx = parse_context(req, call);
+  if (ApiError e = parse_generation(gen, chat, ctx, g); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  auto key = key_of(*call.model);
+  if (!key.ok()) return error(res, call, 500, key.status().message(), "", "model_key");
+  g.req.save_session = true;
+  const size_t n_tokens = g.req.prompt.size();
+  serving::Admission::Slot slot(admission_, client_key(call));
+  auto ch = submit_generation(res, call, slot, g);
+  if (!ch) return;
+  std::shared_ptr<const KvSnapshot> snapshot;
+  for (;;) {
+    auto ev = wait_event(res, call, *ch);
+    if (!ev) return;
+    if (ev->kind == serving::EventKind::Error) {
+      const Status st(ev->code, ev->message);
+      return error(res, call, http_status_for(st), "the session could not be saved: " + ev->message, "",
+                   "session_save_failed");
+    }
+    if (ev->kind != serving::EventKind::Finish) continue;
+    call.finish_reason = ev->finish_reason;
+    call.completion_tokens = 0;
+    snapshot = ev->snapshot;
+    break;
+  }
+  if (!snapshot)
+    return error(res, call, 503, "the session could not be saved: the request ended with '" + call.finish_reason + "'",
+                 "", "session_save_failed");
+  SessionFile file;
+  file.name = name;
+  file.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  file.identity = identity_of(*call.model);
+  file.kv = *snapshot;
+  auto saved = sessions_->save(file, *key ? &**key : nullptr);
+  if (!saved.ok())
+    return error(res, call, status_for_session(saved.status()), saved.status().message(), "", code_for_session(saved.status()));
+  log(LogLevel::Info, "session saved", {{"name", name}, {"tokens", std::to_string(n_tokens)}, {"bytes", std::to_string(saved->bytes)}});
+  json(res, call, 200, dump(session_json(file, *saved)));
+}
+
+bool Api::attach_session(Responder& res, Call& call, GenerationCall& g) {
+  if (!sessions_) {
+    error(res, call, 400, "'session' needs saved sessions, which are off (no session_dir)", "session", "sessions_disabled");
+    return false;
+  }
+  if (Status st = SessionStore::check_name(g.session); !st.ok()) {
+    error(res, call, 400, st.message(), "session", "invalid_session_name");
+    return false;
+  }
+  auto key = key_of(*call.model);
+  if (!key.ok()) {
+    error(res, call, 500, key.status().message(), "", "model_key");
+    return false;
+  }
+  auto s = sessions_->load(g.session, identity_of(*call.model), *key ? &**key : nullptr);
+  if (!s.ok()) {
+    const int status = s.status().code() == StatusCode::kNotFound ? 404 : status_for_session(s.status());
+    error(res, call, status, s.status().message(), "session", code_for_session(s.status()));
+    return false;
+  }
+  const std::vector<int32_t>& saved = s->kv.tokens;
+  const std::vector<int32_t>& prompt = g.req.prompt;
+  if (saved.size() > prompt.size() || !std::equal(saved.begin(), saved.end(), prompt.begin())) {
+    size_t same = 0;
+    while (same < saved.size() && same < prompt.size() && saved[same] == prompt[same]) ++same;
+    error(res, call, 400,
+          "the session's " + std::to_string(saved.size()) + " tokens are not a prefix of the prompt's " +
+              std::to_string(prompt.size()) + " tokens (they differ from token " + std::to_string(same) + ")",
+          "session", "session_prefix_mismatch");
+    return false;
+  }
+  g.req.restore = std::make_shared<const KvSnapshot>(std::move(s->kv));
+  return true;
+}
+
+}  // namespace stride::server
