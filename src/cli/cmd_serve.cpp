@@ -26,6 +26,7 @@
 #include "http/log.h"
 #include "serving/config.h"
 #include "serving/scheduler.h"
+#include "serving/tool_format.h"
 #ifdef STRIDE_WITH_GRPC
 #include "rpc/grpc_server.h"
 #endif
@@ -167,6 +168,10 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   so.speculative.draft_min = cfg.draft_min;
   so.speculative.ngram_min = cfg.lookup_ngram_min;
   so.speculative.ngram_max = cfg.lookup_ngram_max;
+  // The tool formats that write their calls or channels with control tokens.
+  for (serving::ToolFormat f : {serving::ToolFormat::MistralJson, serving::ToolFormat::MistralArgs,
+                                serving::ToolFormat::Harmony})
+    for (std::string& t : serving::tool_format_control_texts(f)) so.grammar_control_texts.push_back(std::move(t));
   m->owned_scheduler = std::make_unique<serving::Scheduler>(engine, so, metrics);
   m->owned_scheduler->start();
   m->engine = &engine;

@@ -8,7 +8,6 @@
 #include "grammar/grammar_matcher.h"
 #include "kv/kv_pages_needed.h"
 #include "serving/scheduler_sequence.h"
-#include "serving/tool_format.h"
 
 namespace stride::serving {
 
@@ -90,11 +89,8 @@ const std::shared_ptr<const grammar::TokenTrie>& Scheduler::token_trie() {
     const Tokenizer& tok = *engine_.tokenizer();
     std::vector<std::string> pieces((size_t)tok.n_vocab());
     std::vector<int32_t> ends;
-    // Control tokens are never allowed but those a tool format writes its
-    // calls with ([TOOL_CALLS], <|channel|>, ...): its grammar spells them.
-    std::set<std::string> markers;
-    for (ToolFormat f : {ToolFormat::MistralJson, ToolFormat::MistralArgs, ToolFormat::Harmony})
-      for (std::string& t : tool_format_control_texts(f)) markers.insert(std::move(t));
+    // Control tokens are never allowed but those a grammar may spell.
+    const std::set<std::string> markers(opts_.grammar_control_texts.begin(), opts_.grammar_control_texts.end());
     for (int32_t id = 0; id < tok.n_vocab(); ++id) {
       if (tok.is_eog(id)) {
         ends.push_back(id);

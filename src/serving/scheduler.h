@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct SchedulerOptions {
   int64_t max_context = 8192; // tokens one sequence may hold
   // Speculative decoding for requests that do not choose (docs/serving.md).
   SpeculativeOptions speculative;
+  // Control tokens a grammar may spell ([TOOL_CALLS], <|channel|>, ...: the
+  // tool formats', tool_format_control_texts); every other control token is
+  // never allowed under a grammar.
+  std::vector<std::string> grammar_control_texts;
 };
 
 class Scheduler {
