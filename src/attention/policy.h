@@ -60,7 +60,7 @@ struct PolicySpec {
   int64_t block = 0;
   // TopK: the most pages of one layer of one sequence kept in the KV pool
   // (0: all). With an offload tier the least recently read pages beyond it
-  // live in the tier and come back when selected (kv/kv_topk_hot_set.cpp).
+  // live in the tier and come back when selected (kv/topk_hot_set.cpp).
   int64_t resident = 0;
   // TopK adaptive (top-p): mass > 0 reads, per query (block) and kv head, the
   // fewest groups whose estimated share of the softmax mass reaches `mass`

@@ -51,7 +51,7 @@ TopkBlockBudget topk_block_budget(const PolicySpec& p, int page_size, int64_t n_
                                   int64_t q_first, int64_t q_last);
 
 // Pages outside the pool that selection still scores (the top-k hot set,
-// kv/kv_topk_hot_set.cpp): logical page L with page_table[L] < 0 and
+// kv/topk_hot_set.cpp): logical page L with page_table[L] < 0 and
 // tier_key[L] != 0 has its image in the offload tier and its summary here.
 struct TopkColdPages {
   const std::vector<uint64_t>* tier_key = nullptr;  // [logical pages] 0: not in the tier

@@ -90,6 +90,11 @@ KvManager::KvManager(const KvManagerConfig& cfg, std::unique_ptr<KvPool> pool,
     slot_image_.resize((size_t)tier_->slot_bytes());
     pages_.set_on_evict([this](const PrefixKey& key, int32_t page) { offload_page(key, page); });
   }
+  const bool hot_layer = std::any_of(cfg_.layer_policies.begin(), cfg_.layer_policies.end(),
+                                     [](const PolicySpec& p) { return TopkHotSet::applies(p); });
+  if (tier_ && summaries_ && hot_layer)
+    hot_ = std::make_unique<TopkHotSet>(TopkHotSetParts{cfg_.page_size, cfg_.n_kv_heads, cfg_.head_dim_k, *pool_,
+                                                        pages_, *summaries_, *tier_, counters_});
 }
 
 bool KvManager::valid(SeqId seq) const {
@@ -122,11 +127,12 @@ void KvManager::remove_sequence(SeqId seq) {
   // deep page is useless once a page before it is gone.
   std::vector<LayerState>& layers = seqs_[seq].layers;
   size_t n_logical = 0;
-  for (const LayerState& ls : layers) n_logical = std::max(n_logical, ls.table.size());
+  for (const LayerState& ls : layers) n_logical = std::max(n_logical, ls.pages.table.size());
   for (size_t i = n_logical; i-- > 0;)
     for (LayerState& ls : layers)
-      if (i < ls.table.size() && ls.table[i] >= 0) pages_.release(ls.table[i]);
-  for (LayerState& ls : layers) drop_topk_tier(ls);
+      if (i < ls.pages.table.size() && ls.pages.table[i] >= 0) pages_.release(ls.pages.table[i]);
+  if (hot_)
+    for (LayerState& ls : layers) hot_->drop_tier(ls.hot);
   seqs_[seq] = Sequence{};
 }
 
@@ -137,7 +143,7 @@ int64_t KvManager::length(SeqId seq) const {
 
 int64_t KvManager::capacity(const Sequence& s) const {
   size_t min_pages = std::numeric_limits<size_t>::max();
-  for (const LayerState& ls : s.layers) min_pages = std::min(min_pages, ls.table.size());
+  for (const LayerState& ls : s.layers) min_pages = std::min(min_pages, ls.pages.table.size());
   return s.layers.empty() ? 0 : (int64_t)min_pages * cfg_.page_size;
 }
 
@@ -180,11 +186,11 @@ KvStats KvManager::stats() const {
 }
 
 int64_t KvManager::pages_held(SeqId seq, int layer) const {
-  return valid(seq, layer) ? seqs_[seq].layers[layer].held : 0;
+  return valid(seq, layer) ? seqs_[seq].layers[layer].pages.held : 0;
 }
 
 const std::vector<int32_t>* KvManager::page_table(SeqId seq, int layer) const {
-  return valid(seq, layer) ? &seqs_[seq].layers[layer].table : nullptr;
+  return valid(seq, layer) ? &seqs_[seq].layers[layer].pages.table : nullptr;
 }
 
 }  // namespace stride

@@ -43,12 +43,14 @@
 #include "kv/kv_stats.h"
 #include "kv/store/kv_storage.h"
 #include "kv/page_manager.h"
+#include "kv/page_table.h"
 #include "kv/store/page_summary.h"
 #include "kv/prefix_chains.h"
 #include "kv/prefix_index.h"
 #include "kv/shared/shared_page_codec.h"
 #include "kv/shared/shared_page_store.h"
 #include "kv/step_plan.h"
+#include "kv/topk_hot_set.h"
 
 namespace stride {
 
@@ -155,20 +157,11 @@ class KvManager {
 
  private:
   friend class StepPlan;
+  // A layer of a sequence: its page table, which every part of the manager
+  // works on, and its top-k hot-set state, which only hot_ touches.
   struct LayerState {
-    std::vector<int32_t> table;  // [logical pages] physical id or -1
-    int64_t held = 0;            // entries != -1
-    int64_t scan_from = 0;       // pages before this are settled: released or kept for good
-    // Top-k hot set (kv_topk_hot_set.cpp); empty unless topk resident=N
-    // with a tier. A page in the tier has table[L] == -1.
-    std::vector<uint64_t> tier_key;    // [logical pages] owned tier slot with the page image, 0: none
-    std::vector<int64_t> last_pick;    // [logical pages] step that last read the page
-    std::vector<int64_t> prefetched;   // [logical pages] step that last prefetched it
-    std::vector<float> cold_sums;      // [logical pages, n_kv_heads, 2, head_dim_k] key summaries
-    std::vector<PrefixKey> prefix_key;  // [logical pages] its prefix-cache key, where prefix_known
-    std::vector<uint8_t> prefix_known;  // [logical pages] 1: left the prefix index when it moved out
-    int64_t pages_in_tier = 0;         // logical pages whose image is only in the tier
-    int64_t step = 0;                  // selections on this layer
+    PageTable pages;
+    HotSetLayer hot;
   };
   struct Sequence {
     bool active = false;
@@ -224,25 +217,10 @@ class KvManager {
   bool page_local(uint64_t chain, int64_t page, int64_t next_q) const;
   // Publishes logical page `index` of s (every layer) under its key.
   void publish_shared_page(const Sequence& s, int64_t index, std::span<const int32_t> tokens);
-  // Top-k hot set (kv_topk_hot_set.cpp): with resident=N and a tier, a
-  // top-k layer keeps at most N pages (or the step's picks, sinks and window
-  // if more) in the pool; the others live in owned tier slots.
-  bool topk_hot_set(const PolicySpec& p) const {
-    return p.kind == PolicyKind::TopK && p.resident > 0 && tier_ && summaries_;
-  }
-  // Selects, moves cold pages out, brings the picks in (pages from `spares`
-  // first), prefetches the next likely picks.
-  Expected<AttentionPlan> plan_topk_hot(int layer, SeqId seq, int64_t kv_len, const float* q,
-                                        int n_new, int n_head, float scale, std::vector<int32_t>& spares);
-  // What select() may need from the pool on a hot-set layer this step,
-  // bounded before the queries exist (prepare reserves it).
-  int64_t topk_spare_bound(const Sequence& s, int layer, int n_new, bool tier_may_refuse) const;
-  int64_t topk_held_after_reserve(const Sequence& s, int layer, int n_new) const;
-  // Moves one page out; *freed: its pool page went back to the pool (it was
-  // not shared with another sequence).
-  Status offload_topk_page(LayerState& ls, int64_t page, bool* freed = nullptr);  // by logical page
-  Status restore_topk_page(LayerState& ls, int64_t page, std::vector<int32_t>& spares);
-  void drop_topk_tier(LayerState& ls);  // frees the layer's owned tier slots
+  // Top-k hot set (topk_hot_set.h): with resident=N and a tier, a top-k
+  // layer keeps at most N pages (or the step's picks, sinks and window if
+  // more) in the pool; the others live in owned tier slots.
+  bool topk_hot_set(const PolicySpec& p) const { return hot_ && TopkHotSet::applies(p); }
 
   KvManagerConfig cfg_;
   std::unique_ptr<KvPool> pool_;
@@ -250,10 +228,11 @@ class KvManager {
   std::unique_ptr<PageSummaries> summaries_;  // key min/max per page; only with a TopK layer
   std::unique_ptr<HostTier> tier_;            // null: evicted pages are dropped
   std::vector<uint8_t> slot_image_;           // [tier slot bytes] scratch for offloading
-  uint64_t next_topk_key_ = 1;  // owned tier keys: a counter, 0 means none
   // The manager's own counters (offload, top-k hot set, prefix lookups, the
   // watermark); stats() adds the pool's and the tier's live figures.
   KvStats counters_;
+  // With a tier, summaries and a hot-set layer; works on the members above.
+  std::unique_ptr<TopkHotSet> hot_;
   std::vector<Sequence> seqs_;
   // Counters merged by commit(); stats() may be read from another thread.
   mutable std::mutex stats_mu_;

@@ -25,10 +25,10 @@ void KvManager::register_full_pages(Sequence& s, const int32_t* ids, int n_new) 
     s.chain = chains_.intern(s.chain, page_ids);
     // Shared only when this sequence computed the page the cache holds (a
     // page found cached was published by whoever computed it).
-    const bool computed_here = s.hashed_pages < (int64_t)s.layers[0].table.size() &&
+    const bool computed_here = s.hashed_pages < s.layers[0].pages.size() &&
                                pages_.lookup({s.chain, 0}) < 0;
     for (int l = 0; l < cfg_.n_layer; ++l) {
-      const std::vector<int32_t>& table = s.layers[l].table;
+      const std::vector<int32_t>& table = s.layers[l].pages.table;
       // A page shared from the cache is registered already; a duplicate
       // computed beside it keeps the first registration.
       if (s.hashed_pages < (int64_t)table.size() && table[s.hashed_pages] >= 0)
@@ -97,31 +97,31 @@ Status KvManager::take_prefix(Sequence& s, const std::vector<uint64_t>& chains, 
     if (pinned.size() != cold.size()) return Internal("offload tier: a prefix page vanished during lookup");
   }
   for (int l = 0; l < cfg_.n_layer; ++l) {
-    LayerState& ls = s.layers[l];
-    ls.table.assign((size_t)n_pages, -1);  // pages the policy no longer needs stay -1
-    ls.held = 0;
-    ls.scan_from = 0;
+    PageTable& pt = s.layers[l].pages;
+    pt.table.assign((size_t)n_pages, -1);  // pages the policy no longer needs stay -1
+    pt.held = 0;
+    pt.scan_from = 0;
     for (int64_t i = 0; i < n_pages; ++i) {
       if (!page_needed(l, i, next_q)) continue;
-      ++ls.held;
+      ++pt.held;  // cold ones too: filled below
       const int32_t page = pages_.lookup({chains[(size_t)i], l});
-      if (page < 0) continue;  // cold: filled below
-      pages_.retain(page);     // revives it if no sequence referenced it
-      ls.table[(size_t)i] = page;
+      if (page < 0) continue;
+      pages_.retain(page);  // revives it if no sequence referenced it
+      pt.table[(size_t)i] = page;
     }
   }
   std::vector<int32_t> fresh;
   const Status got = pages_.allocate((int32_t)cold.size(), fresh);  // fits: checked above
   if (!got.ok()) {
     for (LayerState& ls : s.layers)
-      for (int32_t& page : ls.table)
+      for (int32_t& page : ls.pages.table)
         if (page >= 0) pages_.release(page);
     s.layers.assign((size_t)cfg_.n_layer, LayerState{});
     return got;
   }
   for (size_t c = 0; c < cold.size(); ++c) {
     restore_page(cold[c], pinned[c], fresh[c]);
-    s.layers[cold_slot[c] / (size_t)n_pages].table[cold_slot[c] % (size_t)n_pages] = fresh[c];
+    s.layers[cold_slot[c] / (size_t)n_pages].pages.table[cold_slot[c] % (size_t)n_pages] = fresh[c];
   }
   s.length = next_q;
   s.chain = chains[(size_t)n_pages - 1];

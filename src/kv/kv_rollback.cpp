@@ -28,25 +28,24 @@ void KvManager::stash_for_rollback(StepPlan& plan, int i, int layer, const float
   lp.new_keys.assign(k, k + sp.n_new * k_row);
   lp.summary_before.clear();
   if (sp.pos0 % cfg_.page_size == 0) return;
-  const int32_t page = seqs_[sp.seq].layers[layer].table[(size_t)(sp.pos0 / cfg_.page_size)];
+  const int32_t page = seqs_[sp.seq].layers[layer].pages.table[(size_t)(sp.pos0 / cfg_.page_size)];
   const float* first = summaries_->min(page, 0);
   lp.summary_before.assign(first, first + (size_t)summaries_->page_bytes() / sizeof(float));
 }
 
 void KvManager::drop_pages_from(Sequence& s, int64_t first_logical) {
   for (LayerState& ls : s.layers) {
-    for (size_t L = ls.table.size(); L-- > (size_t)first_logical;) {
-      if (ls.table[L] >= 0) {
-        pages_.release(ls.table[L]);
-        --ls.held;
-      } else if (L < ls.tier_key.size() && ls.tier_key[L] != 0) {
-        tier_->erase(ls.tier_key[L], TierSpace::Owned);
-        ls.tier_key[L] = 0;
-        --ls.pages_in_tier;
+    PageTable& pt = ls.pages;
+    for (size_t L = pt.table.size(); L-- > (size_t)first_logical;) {
+      if (pt.table[L] >= 0) {
+        pages_.release(pt.table[L]);
+        --pt.held;
+      } else if (hot_) {
+        hot_->drop_cold_page(ls.hot, (int64_t)L);  // a page only in the tier
       }
     }
-    if ((int64_t)ls.table.size() > first_logical) ls.table.resize((size_t)first_logical);
-    ls.scan_from = std::min(ls.scan_from, first_logical);
+    if (pt.size() > first_logical) pt.table.resize((size_t)first_logical);
+    pt.scan_from = std::min(pt.scan_from, first_logical);
   }
 }
 
@@ -61,12 +60,12 @@ void KvManager::drop_step_tail(Sequence& s, const SeqStepPlan& sp, int kept) {
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const LayerStepPlan& lp = sp.layers[(size_t)l];
     if (cfg_.layer_policies[l].kind != PolicyKind::TopK || lp.new_keys.empty()) continue;
-    const LayerState& ls = s.layers[l];
+    const PageTable& pt = s.layers[l].pages;
     // Only the last kept page can hold a dropped key; a page the tail
     // reached alone was dropped above.
     if (end % ps == 0) continue;
     const int64_t L = end / ps;
-    const int32_t page = L < (int64_t)ls.table.size() ? ls.table[(size_t)L] : -1;
+    const int32_t page = L < pt.size() ? pt.table[(size_t)L] : -1;
     if (page < 0) continue;
     const int64_t page_first = L * ps;
     if (page_first < sp.pos0) {
@@ -91,13 +90,13 @@ Status KvManager::truncate(SeqId seq, int64_t length) {
     return Unsupported("KV manager: pages past the cut are in the prefix cache");
   const int64_t n_keep = ceil_div(length, ps);
   for (int l = 0; l < cfg_.n_layer; ++l) {
-    const LayerState& ls = s.layers[l];
+    const PageTable& pt = s.layers[l].pages;
     if (cfg_.layer_policies[l].kind == PolicyKind::TopK && length % ps != 0)
       return Unsupported("KV manager: a top-k page summary would cover cut keys");
-    for (int64_t L = 0; L < n_keep && L < (int64_t)ls.table.size(); ++L) {
+    for (int64_t L = 0; L < n_keep && L < pt.size(); ++L) {
       const bool open_page = L == length / ps;  // new keys will be written into it
-      const bool in_tier = (size_t)L < ls.tier_key.size() && ls.tier_key[(size_t)L] != 0;
-      if (ls.table[(size_t)L] < 0 && !in_tier && (open_page || page_needed(l, L, length)))
+      const bool in_tier = s.layers[l].hot.has_slot(L);
+      if (pt.table[(size_t)L] < 0 && !in_tier && (open_page || page_needed(l, L, length)))
         return Unsupported("KV manager: layer " + std::to_string(l) +
                                   " released a page the shorter sequence needs");
     }

@@ -109,7 +109,7 @@ void KvManager::publish_shared_page(const Sequence& s, int64_t index, std::span<
   SharedTierCounters& counters = shared_->counters();
   std::vector<int32_t> pages((size_t)cfg_.n_layer);
   for (int l = 0; l < cfg_.n_layer; ++l) {
-    const std::vector<int32_t>& table = s.layers[l].table;
+    const std::vector<int32_t>& table = s.layers[l].pages.table;
     pages[(size_t)l] = index < (int64_t)table.size() ? table[(size_t)index] : -1;
     if (pages[(size_t)l] < 0) return;  // a layer released it already: nothing whole to share
   }

@@ -70,7 +70,24 @@ void StepPlan::release_spares() {
 }
 
 int64_t KvManager::spare_pages_for(const Sequence& s, int layer, int n_new, bool tier_may_refuse) const {
-  return topk_hot_set(cfg_.layer_policies[layer]) ? topk_spare_bound(s, layer, n_new, tier_may_refuse) : 0;
+  const PolicySpec& p = cfg_.layer_policies[layer];
+  if (!topk_hot_set(p)) return 0;
+  const LayerState& ls = s.layers[layer];
+  return hot_->spare_bound(p, ls.pages, ls.hot, s.length, n_new, tier_may_refuse);
+}
+
+// Whether the hot set's tier may refuse a move this step. Decided for the
+// whole batch: at most every page its hot-set layers hold could need a slot.
+bool KvManager::tier_may_refuse(std::span<const StepRequest> batch) const {
+  if (!hot_) return false;
+  int64_t could_need = 0;
+  for (const StepRequest& r : batch) {
+    const Sequence& s = seqs_[r.seq];
+    for (int l = 0; l < cfg_.n_layer; ++l)
+      if (topk_hot_set(cfg_.layer_policies[l]))
+        could_need += hot_->held_after_reserve(s.layers[l].pages, s.length, r.n_new);
+  }
+  return hot_->tier_may_refuse(could_need);
 }
 
 // New pages for n_new more tokens on every layer, and the hot-set spares.
@@ -78,7 +95,7 @@ int64_t KvManager::step_pages(const Sequence& s, int n_new, bool tier_may_refuse
   const int64_t n_logical = ceil_div(s.length + n_new, cfg_.page_size);
   int64_t total = 0;
   for (int l = 0; l < cfg_.n_layer; ++l)
-    total += std::max<int64_t>(0, n_logical - (int64_t)s.layers[l].table.size()) +
+    total += std::max<int64_t>(0, n_logical - s.layers[l].pages.size()) +
              spare_pages_for(s, l, n_new, tier_may_refuse);
   return total;
 }
@@ -103,17 +120,17 @@ Status KvManager::check_batch(std::span<const StepRequest> batch) const {
 }
 
 void KvManager::plan_static_layer(const Sequence& s, int layer, SeqStepPlan& sp) const {
-  const LayerState& ls = s.layers[layer];
+  const PageTable& pt = s.layers[layer].pages;
   const PolicySpec& policy = cfg_.layer_policies[layer];
   LayerStepPlan& lp = sp.layers[layer];
   if (topk_selects(policy, sp.n_new, sp.may_truncate)) {
     lp.needs_selection = true;  // the lists come from this layer's queries
     return;
   }
-  const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, (int64_t)ls.table.size() * cfg_.page_size);
-  lp.pages = plan_attention(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new, default_q_block(sp.n_new));
+  const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, pt.size() * cfg_.page_size);
+  lp.pages = plan_attention(policy, pt.table, cfg_.page_size, kv_len, s.length, sp.n_new, default_q_block(sp.n_new));
   lp.pages.work = partition_work(lp.pages, cfg_.page_size, cfg_.n_kv_heads);
-  lp.pages_present = visible_held_pages(ls.table, lp.pages, cfg_.page_size);
+  lp.pages_present = visible_held_pages(pt.table, lp.pages, cfg_.page_size);
 #ifndef NDEBUG
   const Status plan_ok = check_plan(lp.pages, policy, cfg_.page_size, kv_len);
   assert(plan_ok.ok());
@@ -164,11 +181,8 @@ Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::v
       // Spares first: their count reads the layer before this step's pages join it.
       const int64_t spares = spare_pages_for(s, l, sp.n_new, refuse);
       for (int64_t k = 0; k < spares; ++k) sp.layers[(size_t)l].spare_pages.push_back(got[next++]);
-      LayerState& ls = s.layers[l];
-      while ((int64_t)ls.table.size() < n_logical) {
-        ls.table.push_back(got[next++]);
-        ++ls.held;
-      }
+      PageTable& pt = s.layers[l].pages;
+      while (pt.size() < n_logical) pt.push(got[next++]);
     }
     for (int l = 0; l < cfg_.n_layer; ++l) plan_static_layer(s, l, sp);
   }
@@ -183,9 +197,9 @@ Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const 
   const SeqStepPlan& sp = plan.seqs[(size_t)i];
   if (!valid(sp.seq) || seqs_[sp.seq].length != sp.pos0)
     return InvalidArgument("KV manager: write for a sequence that changed since prepare()");
-  LayerState& ls = seqs_[sp.seq].layers[layer];
+  const PageTable& pt = seqs_[sp.seq].layers[layer].pages;
   const int ps = cfg_.page_size;
-  if (sp.pos0 + sp.n_new > (int64_t)ls.table.size() * ps)
+  if (sp.pos0 + sp.n_new > pt.size() * ps)
     return Internal("KV manager: write beyond the pages prepare() reserved");
   const int64_t k_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_k;
   const int64_t v_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_v;
@@ -194,7 +208,7 @@ Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const 
     const int64_t pos = sp.pos0 + t;
     const int slot = (int)(pos % ps);
     const int run = std::min(sp.n_new - t, ps - slot);  // tokens that land in this page
-    const int32_t page = ls.table[(size_t)(pos / ps)];
+    const int32_t page = pt.table[(size_t)(pos / ps)];
     if (page < 0) return Internal("KV manager: write into a released page");
     pool_->store(page, slot, run, k + t * k_row, k_row, v + t * v_row, v_row, pos);
     if (summarize) {
@@ -217,19 +231,21 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
                            std::to_string(cfg_.n_kv_heads) + " kv heads");
   if (!valid(sp.seq) || seqs_[sp.seq].length != sp.pos0)
     return InvalidArgument("KV manager: select for a sequence that changed since prepare()");
-  const Sequence& s = seqs_[sp.seq];
-  const LayerState& ls = s.layers[layer];
+  Sequence& s = seqs_[sp.seq];
+  LayerState& ls = s.layers[layer];
+  const PageTable& pt = ls.pages;
   const PolicySpec& policy = cfg_.layer_policies[layer];
-  const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, (int64_t)ls.table.size() * cfg_.page_size);
+  const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, pt.size() * cfg_.page_size);
   if (topk_hot_set(policy)) {
-    STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk_hot(layer, sp.seq, kv_len, q, sp.n_new, n_head, scale, lp.spare_pages));
+    STRIDE_ASSIGN_OR_RETURN(lp.pages, hot_->plan(policy, ls.pages, ls.hot, s.length, kv_len, q, sp.n_new, n_head,
+                                                 scale, lp.spare_pages));
   } else {
-    STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, ls.table, cfg_.page_size, kv_len, s.length, sp.n_new,
+    STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, pt.table, cfg_.page_size, kv_len, s.length, sp.n_new,
                                                 policy_q_block(policy, sp.n_new), *summaries_, q, n_head,
                                                 cfg_.n_kv_heads, scale));
   }
   lp.pages.work = partition_work(lp.pages, cfg_.page_size, cfg_.n_kv_heads);
-  lp.pages_present = visible_held_pages(ls.table, lp.pages, cfg_.page_size);
+  lp.pages_present = visible_held_pages(pt.table, lp.pages, cfg_.page_size);
   lp.needs_selection = false;
 #ifndef NDEBUG
   const Status plan_ok = check_plan(lp.pages, policy, cfg_.page_size, kv_len);
@@ -291,13 +307,13 @@ void KvManager::return_spares(StepPlan& plan) {
 
 // Frees every full page none of whose slots policy_keeps for the next query.
 void KvManager::release_unseen(Sequence& s, int layer) {
-  LayerState& ls = s.layers[layer];
+  PageTable& pt = s.layers[layer].pages;
   const PolicySpec& policy = cfg_.layer_policies[layer];
   const int ps = cfg_.page_size;
-  const int64_t n_full = std::min<int64_t>(s.length / ps, (int64_t)ls.table.size());
+  const int64_t n_full = std::min<int64_t>(s.length / ps, pt.size());
   int64_t first_unsettled = -1;
-  for (int64_t L = ls.scan_from; L < n_full; ++L) {
-    const int32_t page = ls.table[(size_t)L];
+  for (int64_t L = pt.scan_from; L < n_full; ++L) {
+    const int32_t page = pt.table[(size_t)L];
     bool settled = true;
     if (page >= 0) {
       const int32_t* pos = pool_->positions(page);
@@ -308,15 +324,14 @@ void KvManager::release_unseen(Sequence& s, int layer) {
       }
       if (!kept_now) {
         pages_.release(page);
-        ls.table[(size_t)L] = -1;
-        --ls.held;
+        pt.unmap(L);
       } else {
         settled = kept_forever;
       }
     }
     if (!settled && first_unsettled < 0) first_unsettled = L;
   }
-  ls.scan_from = first_unsettled >= 0 ? first_unsettled : std::max(ls.scan_from, n_full);
+  pt.scan_from = first_unsettled >= 0 ? first_unsettled : std::max(pt.scan_from, n_full);
 }
 
 }  // namespace stride

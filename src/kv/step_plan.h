@@ -11,7 +11,7 @@
 // mid-forward; prepare() leaves them to KvManager::select(). With a hot set
 // it reserves (spare_pages) every pool page the restores can take beyond
 // what the layer's own moves free, bounded from the policy and shapes
-// (KvManager::topk_spare_bound): a step either fails in prepare() or its
+// (TopkHotSet::spare_bound): a step either fails in prepare() or its
 // selections find their pages.
 #include <cstdint>
 #include <vector>
