@@ -152,7 +152,9 @@ TEST_P(OffloadRoundTrip, RestoredPrefixGivesBitIdenticalAttention) {
   {
     auto cache = make_cache(20, tc.storage, {32, path});
     ASSERT_TRUE(cache);
-    if (tc.file) EXPECT_FALSE(std::filesystem::exists(path)) << "the tier file is unlinked once created";
+    if (tc.file) {
+      EXPECT_FALSE(std::filesystem::exists(path)) << "the tier file is unlinked once created";
+    }
     auto a = cache->add_sequence();
     ASSERT_TRUE(a.ok());
     ASSERT_TRUE(feed(*cache, *a, d, ids, 100).ok());
@@ -180,7 +182,9 @@ TEST_P(OffloadRoundTrip, RestoredPrefixGivesBitIdenticalAttention) {
     cache->remove_sequence(b->seq);
     EXPECT_EQ(cache->stats().pages_used, 0) << "accounting back to its baseline";
   }
-  if (tc.file) EXPECT_FALSE(std::filesystem::exists(path)) << "the tier file is scratch space";
+  if (tc.file) {
+    EXPECT_FALSE(std::filesystem::exists(path)) << "the tier file is scratch space";
+  }
   {
     // Reference: the same storage, no tier, no reuse; same chunks.
     auto cache = make_cache(20, tc.storage, {});
