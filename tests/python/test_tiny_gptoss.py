@@ -16,7 +16,12 @@ from conftest import GEN
 
 TINY = os.path.join(GEN, "tiny_gptoss")
 TOL = 1e-4        # f32 KV cache: stride equals transformers' f32 to this
-TOL_KVF16 = 2e-3  # f16 KV cache, against the oracle that rounds K and V to f16
+# f16 KV cache, against the oracle that rounds K and V to f16. An f32 K or V
+# element within the last bits of an f16 rounding boundary rounds either way,
+# and a flipped element moves the logits: measured 1.6e-3 with the FMA float
+# tiles and 2.1e-3 with the AMX bf16-term tiles (their f32 sums are ordered
+# otherwise), 2026-12-06 on a Xeon with AMX; rounding f16 itself moves them 1e-2.
+TOL_KVF16 = 3e-3
 FORMS = ["hf", "conv", "mxfp4"]  # HF folder; llama.cpp-converted GGUF; its experts in MXFP4
 # The MXFP4 file holds exactly the f32 model, but quantized weights multiply
 # int8-quantized activations (per block of 32, as llama.cpp's kernels do),
