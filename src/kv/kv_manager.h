@@ -49,6 +49,7 @@
 #include "kv/prefix_index.h"
 #include "kv/shared/shared_page_codec.h"
 #include "kv/shared/shared_page_store.h"
+#include "kv/step_kv.h"
 #include "kv/step_plan.h"
 #include "kv/topk_hot_set.h"
 
@@ -79,9 +80,8 @@ struct KvManagerConfig {
   std::string offload_file;   // empty: anonymous RAM; else a memory-mapped scratch file
 };
 
-class KvManager {
+class KvManager final : public StepKv {
  public:
-  using SeqId = int32_t;
 
   static Expected<std::unique_ptr<KvManager>> create(const KvManagerConfig& cfg);
   // Use create(); tier: the offload tier (slots of page image + summary bytes), or null.
@@ -108,14 +108,14 @@ class KvManager {
   Expected<StepPlan> prepare(std::span<const StepRequest> batch, std::vector<int>* unfit = nullptr);
   // k: [n_new, n_kv_heads, head_dim_k], v: [n_new, n_kv_heads, head_dim_v] f32
   // for plan.seqs[i]'s new positions; keys already carry RoPE.
-  Status write(StepPlan& plan, int i, int layer, const float* k, const float* v);
+  Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) override;
   // q: [n_new, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
   // hot set it first moves pages between the pool and the tier.
   // scale: the layer's softmax scale (top-k mass=P estimates mass with it; 0: 1/sqrt(head_dim)).
-  Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale = 0.f);
+  Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale = 0.f) override;
   // Whether select() on this layer changes shared state (so calls for
   // different sequences must not run at once).
-  bool select_is_serial(int layer) const { return topk_hot_set(cfg_.layer_policies[layer]); }
+  bool select_is_serial(int layer) const override { return topk_hot_set(cfg_.layer_policies[layer]); }
   Status commit(StepPlan& plan);
 
   // Cuts seq back to its first `length` tokens, as if the rest had never
@@ -148,7 +148,9 @@ class KvManager {
   // Pool pages prepare() would reserve now for n_new more tokens of seq.
   int64_t pages_to_reserve(SeqId seq, int n_new) const;
 
-  const KvPool& pool() const { return *pool_; }
+  const KvPool& pool() const override { return *pool_; }
+  const PolicySpec& layer_policy(int layer) const override { return cfg_.layer_policies[(size_t)layer]; }
+  int head_dim_k() const override { return cfg_.head_dim_k; }
   const KvManagerConfig& config() const { return cfg_; }
   KvStats stats() const;
   int64_t pages_held(SeqId seq, int layer) const;  // pages the sequence holds on this layer now

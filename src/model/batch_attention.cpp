@@ -24,16 +24,16 @@ ThreadPool& worker_pool() {
 
 }  // namespace
 
-Status attend_batch(KvManager& kv, StepPlan& plan, int layer, const AttentionParams& ap,
+Status attend_batch(StepKv& kv, StepPlan& plan, int layer, const AttentionParams& ap,
                     const BatchAttentionIO& io, ThreadPool& pool) {
   const int n_seqs = (int)plan.seqs.size();
-  const PolicySpec& policy = kv.config().layer_policies[(size_t)layer];
+  const PolicySpec& policy = kv.layer_policy(layer);
   std::vector<int64_t> row(n_seqs);  // first token row of each sequence
   for (int i = 0, r = 0; i < n_seqs; r += plan.seqs[(size_t)i].n_new, ++i) row[i] = r;
   // Writes, and selections that move pages, are serial like every other KV
   // mutation; afterwards each kernel call only reads its own sequence's pages.
   const bool serial_select = kv.select_is_serial(layer);
-  const float scale = attention_scale(ap, kv.config().head_dim_k);
+  const float scale = attention_scale(ap, kv.head_dim_k());
   for (int i = 0; i < n_seqs; ++i) {
     STRIDE_RETURN_IF_ERROR(kv.write(plan, i, layer, io.k + row[i] * io.k_row, io.v + row[i] * io.v_row));
     if (serial_select) STRIDE_RETURN_IF_ERROR(kv.select(plan, i, layer, io.q + row[i] * io.q_row, ap.n_head, scale));

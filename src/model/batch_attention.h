@@ -12,7 +12,7 @@
 #include "attention/attention_params.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
-#include "kv/kv_manager.h"
+#include "kv/step_kv.h"
 
 namespace stride {
 
@@ -29,7 +29,7 @@ struct BatchAttentionIO {
 };
 
 // Sets each sequence's layer plan `seconds`.
-Status attend_batch(KvManager& kv, StepPlan& plan, int layer, const AttentionParams& ap,
+Status attend_batch(StepKv& kv, StepPlan& plan, int layer, const AttentionParams& ap,
                     const BatchAttentionIO& io, ThreadPool& pool);
 
 }  // namespace stride

@@ -136,7 +136,7 @@ void Transformer::ensure_scratch(int n) {
   scratch_tokens_ = n;
 }
 
-Status Transformer::forward_batch(KvManager& kv, StepPlan& plan, const SequenceStep* steps, int n_steps,
+Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, const SequenceStep* steps, int n_steps,
                                   ThreadPool& pool) {
   const ModelConfig& c = config();
   int n = 0;

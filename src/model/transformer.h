@@ -15,7 +15,7 @@
 
 #include "attention/attention_params.h"
 #include "kernels/rope_table.h"
-#include "kv/kv_manager.h"
+#include "kv/step_kv.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "loader/model_source.h"
@@ -26,7 +26,7 @@ namespace stride {
 
 // One sequence's share of a batched step: n tokens continuing `seq`.
 struct SequenceStep {
-  KvManager::SeqId seq = -1;  // must match the plan's entry
+  StepKv::SeqId seq = -1;  // must match the plan's entry
   const int32_t* tokens = nullptr;  // [n]
   int n = 0;
   bool all_logits = false;  // logits for every token, else only the last
@@ -56,7 +56,7 @@ class Transformer {
   // sequence. steps[i] is plan.seqs[i]'s tokens and logits; the sum of n
   // must not exceed max_chunk(). Fills each layer plan's attention time;
   // the caller commits the plan (engine/step_runner.h runs the whole step).
-  Status forward_batch(KvManager& kv, StepPlan& plan, const SequenceStep* steps, int n_steps, ThreadPool& pool);
+  Status forward_batch(StepKv& kv, StepPlan& plan, const SequenceStep* steps, int n_steps, ThreadPool& pool);
 
   // Per-layer attention parameters (scale, softcap, RoPE) for the KV cache.
   // The RoPE table they point to lives as long as the model.

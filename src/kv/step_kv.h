@@ -1,0 +1,34 @@
+#pragma once
+// What a forward pass may do with the KV state of the step it runs, one layer
+// at a time: write the layer's new keys and values, select a top-k layer's
+// pages from the queries, and read the pool the page lists point into. The
+// model sees this view, not the KV manager (kv_manager.h), which implements it.
+#include <cstdint>
+
+#include "attention/policy.h"
+#include "core/status.h"
+#include "kv/step_plan.h"
+#include "kv/store/kv_pool.h"
+
+namespace stride {
+
+class StepKv {
+ public:
+  using SeqId = int32_t;
+  virtual ~StepKv() = default;
+
+  virtual const PolicySpec& layer_policy(int layer) const = 0;
+  virtual int head_dim_k() const = 0;
+  // k: [n_new, n_kv_heads, head_dim_k], v: [n_new, n_kv_heads, head_dim_v] f32
+  // for plan.seqs[i]'s new positions; keys already carry RoPE.
+  virtual Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) = 0;
+  // q: [n_new, n_head, head_dim_k]: fills a top-k layer's page lists (a no-op
+  // on other layers and once selected); scale: the layer's softmax scale.
+  virtual Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale) = 0;
+  // Whether select() on this layer changes shared state, so that calls for
+  // different sequences must not run at once.
+  virtual bool select_is_serial(int layer) const = 0;
+  virtual const KvPool& pool() const = 0;
+};
+
+}  // namespace stride
