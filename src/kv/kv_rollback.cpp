@@ -40,10 +40,11 @@ void KvManager::drop_pages_from(Sequence& s, int64_t first_logical) {
       if (pt.table[L] >= 0) {
         pages_.release(pt.table[L]);
         --pt.held;
-      } else if (hot_) {
-        hot_->drop_cold_page(ls.hot, (int64_t)L);  // a page only in the tier
       }
     }
+    // Cut pages with an owned tier slot (in the tier, or back in the pool
+    // with it) give it up.
+    if (hot_) hot_->drop_pages_from(pt, ls.hot, first_logical);
     if (pt.size() > first_logical) pt.table.resize((size_t)first_logical);
     pt.scan_from = std::min(pt.scan_from, first_logical);
   }

@@ -242,23 +242,36 @@ Status TopkHotSet::restore(PageTable& pt, HotSetLayer& hs, int64_t L, std::vecto
   return Status::Ok();
 }
 
-void TopkHotSet::drop_cold_page(HotSetLayer& hs, int64_t L) {
-  if (!hs.has_slot(L)) return;
-  tier_.erase(hs.tier_key[(size_t)L], TierSpace::Owned);
-  hs.tier_key[(size_t)L] = 0;
-  --hs.pages_in_tier;
+void TopkHotSet::release_slot(HotSetLayer& hs, size_t L) {
+  // A page that left the prefix index stays in the tier as a cached prefix
+  // page (evictable now), unless the pool holds that key again.
+  const bool keep = L < hs.prefix_known.size() && hs.prefix_known[L] && pages_.lookup(hs.prefix_key[L]) < 0;
+  if (!keep || !tier_.disown(hs.tier_key[L], prefix_key_id(hs.prefix_key[L])))
+    tier_.erase(hs.tier_key[L], TierSpace::Owned);
+  hs.tier_key[L] = 0;
+}
+
+void TopkHotSet::drop_pages_from(const PageTable& pt, HotSetLayer& hs, int64_t first) {
+  const size_t keep = (size_t)std::max<int64_t>(0, first);
+  for (size_t L = keep; L < hs.tier_key.size(); ++L) {
+    if (hs.tier_key[L] == 0) continue;
+    if (L >= pt.table.size() || pt.table[L] < 0) --hs.pages_in_tier;  // its image was only in the tier
+    release_slot(hs, L);
+  }
+  // plan() sizes these to the table again, with a page's state starting afresh.
+  if (hs.tier_key.size() > keep) {
+    hs.tier_key.resize(keep);
+    hs.last_pick.resize(keep);
+    hs.prefetched.resize(keep);
+    hs.cold_sums.resize(keep * summary_floats());
+    hs.prefix_key.resize(keep);
+    hs.prefix_known.resize(keep);
+  }
 }
 
 void TopkHotSet::drop_tier(HotSetLayer& hs) {
-  for (size_t L = 0; L < hs.tier_key.size(); ++L) {
-    if (hs.tier_key[L] == 0) continue;
-    // A page that left the prefix index stays in the tier as a cached prefix
-    // page (evictable now), unless the pool holds that key again.
-    const bool keep = L < hs.prefix_known.size() && hs.prefix_known[L] && pages_.lookup(hs.prefix_key[L]) < 0;
-    if (!keep || !tier_.disown(hs.tier_key[L], prefix_key_id(hs.prefix_key[L])))
-      tier_.erase(hs.tier_key[L], TierSpace::Owned);
-    hs.tier_key[L] = 0;
-  }
+  for (size_t L = 0; L < hs.tier_key.size(); ++L)
+    if (hs.tier_key[L] != 0) release_slot(hs, L);
   hs.pages_in_tier = 0;
 }
 

@@ -76,9 +76,12 @@ class TopkHotSet {
   Expected<AttentionPlan> plan(const PolicySpec& p, PageTable& pt, HotSetLayer& hs, int64_t length,
                                int64_t kv_len, const float* q, int n_new, int n_head, float scale,
                                std::vector<int32_t>& spares);
-  // Logical page L, not in the pool, is cut off the sequence: its owned
-  // slot (if any) is freed.
-  void drop_cold_page(HotSetLayer& hs, int64_t L);
+  // The sequence is cut back to its first `first` logical pages (truncate,
+  // a step's rejected tail), before pt's table is shortened: the owned slots
+  // of the pages past them go (as in drop_tier), whether those pages are in
+  // the tier or back in the pool, and their state is forgotten, so a page
+  // written again at such an index is saved afresh when it next moves out.
+  void drop_pages_from(const PageTable& pt, HotSetLayer& hs, int64_t first);
   // The sequence ends: frees the layer's owned slots (or hands those of
   // prefix pages to the tier's cache space).
   void drop_tier(HotSetLayer& hs);
@@ -88,6 +91,9 @@ class TopkHotSet {
   // not shared with another sequence).
   Status offload(PageTable& pt, HotSetLayer& hs, int64_t L, bool* freed);  // by logical page
   Status restore(PageTable& pt, HotSetLayer& hs, int64_t L, std::vector<int32_t>& spares);
+  // Frees logical page L's owned slot, or hands it to the tier's cache space
+  // when the page left the prefix index; L has a slot.
+  void release_slot(HotSetLayer& hs, size_t L);
   size_t summary_floats() const { return (size_t)n_kv_heads_ * 2 * head_dim_k_; }  // one page's
 
   int page_size_, n_kv_heads_, head_dim_k_;
