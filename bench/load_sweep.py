@@ -5,8 +5,12 @@ inter-token latency percentiles, errors. Runs `stride serve` and (with
 --llamacpp) llama-cpp-python's server on the same GGUF, one after the other
 on the same machine, and writes JSON and a PNG.
 
+With --baseline-bin, a second stride binary (an earlier build) serves beside
+this one and every level alternates between the two, --reps times each, so a
+change is compared under the same machine noise; the report adds the ratios.
+
   ~/.cache/stride/venv/bin/python bench/load_sweep.py --levels 1,2,4,8,16 \
-      [--llamacpp] [--max-tokens 32] [--out bench/out/load_sweep]
+      [--llamacpp] [--baseline-bin /tmp/stride-base --reps 3] [--max-tokens 32] [--out bench/out/load_sweep]
 """
 import argparse
 import http.client
@@ -96,6 +100,48 @@ def sweep(name, port, prompt, args, model):
     return out
 
 
+def merge_levels(runs):
+    """One level's repeated runs as one row: medians of the rates and latencies, sums of counts."""
+    def median(xs):
+        xs = sorted(x for x in xs if x is not None)
+        return xs[len(xs) // 2] if xs else None
+    row = {"concurrency": runs[0]["concurrency"], "reps": len(runs)}
+    for k in ("requests", "errors", "tokens"):
+        row[k] = sum(r[k] for r in runs)
+    row["error_examples"] = [e for r in runs for e in r["error_examples"]][:3]
+    for k in ("wall_s", "tokens_per_s", "ttft_p50", "ttft_p99", "itl_p50", "itl_p99"):
+        row[k] = median([r[k] for r in runs])
+    return row
+
+
+def sweep_interleaved(servers, prompt, args, model):
+    """servers: {name: port}. Each level runs on every server in turn, reps times."""
+    for port in servers.values():
+        run_level(port, prompt, 4, model, 1, 1)  # warm-up
+    out = {name: [] for name in servers}
+    for c in args.levels:
+        runs = {name: [] for name in servers}
+        for _ in range(args.reps):
+            for name, port in servers.items():
+                runs[name].append(run_level(port, prompt, args.max_tokens, model, c, args.rounds))
+        for name in servers:
+            r = merge_levels(runs[name])
+            print(f"[{name}] c={c:3d} {r['tokens_per_s']:8.1f} tok/s  ttft p50 {r['ttft_p50']}  "
+                  f"itl p50 {r['itl_p50']}  errors {r['errors']}", flush=True)
+            out[name].append(r)
+    return out
+
+
+def ratios(new_rows, base_rows):
+    out = []
+    for n, b in zip(new_rows, base_rows):
+        row = {"concurrency": n["concurrency"]}
+        for k in ("tokens_per_s", "ttft_p50", "itl_p50", "itl_p99"):
+            row[k] = n[k] / b[k] if n[k] and b[k] else None
+        out.append(row)
+    return out
+
+
 def wait_http(port, path, timeout=180):
     t0 = time.time()
     while time.time() - t0 < timeout:
@@ -118,6 +164,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1, help="requests per client per level")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--llamacpp", action="store_true", help="also sweep llama-cpp-python's server")
+    ap.add_argument("--baseline-bin", default=None, help="an earlier stride binary, swept interleaved with this one")
+    ap.add_argument("--reps", type=int, default=3, help="with --baseline-bin: alternations per level")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "load_sweep"))
     args = ap.parse_args()
     args.levels = [int(x) for x in args.levels.split(",")]
@@ -129,10 +177,26 @@ def main():
               "servers": {}}
 
     max_batch = max(args.levels)
-    with StrideServer(args.model, threads=args.threads,
-                      extra_args=["--max-batch", str(min(max_batch, 64)), "--max-queue", "1024",
-                                  "--kv-budget", "1G"]) as srv:
-        report["servers"]["stride"] = sweep("stride", srv.port, prompt, args, model_id)
+    serve_args = ["--max-batch", str(min(max_batch, 64)), "--max-queue", "1024", "--kv-budget", "1G"]
+    if args.baseline_bin:
+        own_bin = os.environ.get("STRIDE_BIN")
+        os.environ["STRIDE_BIN"] = os.path.abspath(args.baseline_bin)
+        with StrideServer(args.model, threads=args.threads, extra_args=serve_args) as base:
+            if own_bin is None:
+                del os.environ["STRIDE_BIN"]
+            else:
+                os.environ["STRIDE_BIN"] = own_bin
+            with StrideServer(args.model, threads=args.threads, extra_args=serve_args) as srv:
+                rows = sweep_interleaved({"stride-baseline": base.port, "stride": srv.port}, prompt, args, model_id)
+        report["servers"].update(rows)
+        report["baseline_bin"] = os.path.abspath(args.baseline_bin)
+        report["ratios_new_over_baseline"] = ratios(rows["stride"], rows["stride-baseline"])
+        for r in report["ratios_new_over_baseline"]:
+            print(f"[new/baseline] c={r['concurrency']:3d} tok/s {r['tokens_per_s']}  itl p50 {r['itl_p50']}  "
+                  f"itl p99 {r['itl_p99']}", flush=True)
+    else:
+        with StrideServer(args.model, threads=args.threads, extra_args=serve_args) as srv:
+            report["servers"]["stride"] = sweep("stride", srv.port, prompt, args, model_id)
 
     if args.llamacpp:
         port = free_port()
