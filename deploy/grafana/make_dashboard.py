@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes deploy/grafana/stride.json, the Grafana dashboard for stride replicas
 (the signals the Prometheus rules alert on, per replica). Edit this script, not
-the JSON; tests/python/test_deploy_monitoring.py checks that the two agree and
+the JSON; tests/python/deploy/test_deploy_monitoring.py checks that the two agree and
 that every query parses (promtool) and names metrics stride exports.
 
   python3 deploy/grafana/make_dashboard.py

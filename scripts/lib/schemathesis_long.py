@@ -10,7 +10,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The suite's helpers, and the schemathesis test whose command line and env this reuses.
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "python", "server"))
 from stride_server import SMOL, StrideServer, binary  # noqa: E402
 from test_openapi_schemathesis import ADMIN_KEY, OPERATIONS, schemathesis_cmd, schemathesis_env  # noqa: E402
 

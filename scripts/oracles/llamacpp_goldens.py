@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """llama.cpp reference outputs for the real models (greedy tokens, top-k log-probs,
-tokenizations), consumed by tests/python/test_real_models.py.
+tokenizations), consumed by tests/python/models/test_real_models.py.
 
 Usage:
   ~/.cache/stride/venv/bin/python scripts/oracles/llamacpp_goldens.py \

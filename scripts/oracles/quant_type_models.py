@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """SmolLM2 in the low-bit GGUF types (Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4) with
-their oracles, for tests/python/test_quant_types.py and the dequantization
+their oracles, for tests/python/models/test_quant_types.py and the dequantization
 unit test.
 
 Usage:

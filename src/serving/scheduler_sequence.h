@@ -1,5 +1,6 @@
 #pragma once
-// A request as the scheduler holds it (scheduler.cpp, scheduler_speculative.cpp).
+// A request as the scheduler holds it (scheduler.cpp, scheduler_events.cpp,
+// scheduler_speculative.cpp).
 #include <memory>
 #include <vector>
 

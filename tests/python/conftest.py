@@ -4,6 +4,11 @@
 The suite drives the `stride` binary (STRIDE_BIN, default build/stride) and
 compares it with oracles that scripts/setup generates into tests/data/generated.
 A missing binary or missing oracle data is a failure, never a skip.
+
+The tests sit in area folders (server, serving, kv, versions, models, kernels,
+cli, eval, deploy, grpc); the helpers they import (stride_server, stride_cli,
+stride_grpc, redis_proc, structured_schemas) stay here, on sys.path through
+this file, so bench/ and scripts/ find them at the same place.
 """
 import json
 import os
@@ -11,6 +16,7 @@ import sys
 
 import pytest
 
+# Test modules in the area folders import the helpers beside this file.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stride_cli  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The JSON schemas of tests/python/test_structured_output.py and bench/grammar_mask.py:
+"""The JSON schemas of tests/python/serving/test_structured_output.py and bench/grammar_mask.py:
 (name, schema, what to ask for). Nested objects, arrays with bounds, enums,
 anyOf/oneOf, patterns, formats, numbers with ranges, $ref/$defs and allOf."""
 

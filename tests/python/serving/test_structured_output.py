@@ -6,7 +6,7 @@ package (the oracle); grammar answers are checked with Python's `re`. A
 grammar that admits every text must leave greedy decoding token for token as
 it was, and malformed schemas or grammars get a 400 naming the problem.
 
-Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_structured_output.py
+Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/serving/test_structured_output.py
 """
 import concurrent.futures as cf
 import json

@@ -22,7 +22,9 @@ SPEC = os.path.join(ROOT, "docs", "openapi.yaml")
 ADMIN_KEY = "schemathesis-admin-key"
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
           "response_schema_conformance,response_headers_conformance")
-CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemathesis.toml")
+# The shared helpers (schemathesis.toml, schemathesis_hooks.py) sit at the suite's root, beside stride_server.py.
+HELPERS = os.path.join(ROOT, "tests", "python")
+CONFIG = os.path.join(HELPERS, "schemathesis.toml")
 OPERATIONS = {"POST /v1/completions", "POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /tokenize",
               "POST /detokenize", "GET /health", "GET /ready", "GET /metrics", "POST /admin/model",
               "POST /v1/embeddings", "GET /v1/sessions", "POST /v1/sessions/{name}", "GET /v1/sessions/{name}",
@@ -42,8 +44,7 @@ def schemathesis_cmd(url, report_dir, max_examples, seed, extra=()):
 
 def schemathesis_env():
     env = dict(os.environ)
-    here = os.path.dirname(os.path.abspath(__file__))
-    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = HELPERS + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["SCHEMATHESIS_HOOKS"] = "schemathesis_hooks"
     env.setdefault("STRIDE_ST_MAX_TOKENS", "4")
     return env

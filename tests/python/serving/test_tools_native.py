@@ -10,7 +10,7 @@ named function the model's <tool_call> blocks come back as `tool_calls`
 whose arguments validate under the tool's schema (jsonschema), through the
 official `openai` client, streamed deltas adding up to the same calls.
 
-Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_tools_native.py
+Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/serving/test_tools_native.py
 """
 import copy
 import json

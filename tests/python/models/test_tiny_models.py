@@ -1,6 +1,6 @@
 """stride vs HF transformers (eager, f32) on tiny random-weight models.
 
-Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_tiny_models.py -s
+Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/models/test_tiny_models.py -s
 Oracles come from scripts/oracles/make_tiny_models.py (via scripts/setup).
 """
 import json

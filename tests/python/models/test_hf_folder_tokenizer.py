@@ -4,7 +4,7 @@ gives Hugging Face tokenizers' ids, and `stride run` on a tiny HF model folder
 with a tokenizer.json generates what transformers generates from the same
 text prompt.
 
-Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_hf_folder_tokenizer.py
+Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/models/test_hf_folder_tokenizer.py
 """
 import json
 import os

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 STRIDE = ROOT / "build" / "stride"
 SMOL = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 VOCAB = ROOT.parent / "shared" / "fixtures" / "vocab" / "ggml-vocab-gpt-2.gguf"

@@ -10,7 +10,7 @@ Oracles (never stride's own output):
     transformers' last_hidden_state (after the final norm) on the HF folder,
     pooled the same way (last token or mean, normalized or not).
 
-Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_embeddings.py
+Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/server/test_embeddings.py
 """
 import base64
 import http.client

@@ -9,7 +9,7 @@ returns text or valid calls; streamed deltas, accumulated by the client's own
 stream helper, equal the non-streamed answer (greedy); a conversation with a
 tool result continues; malformed tool fields get a 400 naming the field.
 
-Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_tools.py
+Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/serving/test_tools.py
 """
 import concurrent.futures as cf
 import json

@@ -2,7 +2,7 @@
 types Q2_K, Q3_K, IQ4_NL, IQ4_XS (llama.cpp's quantizer) and MXFP4 (the `gguf`
 package's quantizer).
 
-Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_quant_types.py -s
+Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/models/test_quant_types.py -s
 Models and goldens come from scripts/oracles/quant_type_models.py (via
 scripts/setup): llama.cpp's greedy continuations and teacher-forced top-K
 log-probs. Each engine quantizes activations its own way (llama.cpp to 8 bits

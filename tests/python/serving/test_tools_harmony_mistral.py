@@ -13,7 +13,7 @@ Harmony channels: a reply forced by a `grammar` to be analysis then final
 comes back with the analysis in `reasoning_content` (never in `content`),
 whole and as `delta.reasoning_content`.
 
-Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_tools_harmony_mistral.py
+Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/serving/test_tools_harmony_mistral.py
 """
 import copy
 import json

@@ -12,7 +12,7 @@ import time
 import openai
 import pytest
 
-from stride_server import SMOL, StrideServer, binary
+from stride_server import ROOT, SMOL, StrideServer, binary
 
 KEY = "sk-test-0123456789"
 
@@ -133,8 +133,7 @@ def test_unknown_config_key():
 
 
 def test_example_config_parses():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    cfg = os.path.join(root, "configs", "stride.example.yaml")
+    cfg = os.path.join(ROOT, "configs", "stride.example.yaml")
     with StrideServer(SMOL, config=cfg, extra_args=["--kv-budget", "16M"]) as s:
         assert s.get("/ready")[0] == 200
         assert "start-up stage done" in s.logs()

@@ -1,7 +1,7 @@
 """Proves the tiny GGUF files follow llama.cpp's conventions: llama.cpp itself
 loads them and reproduces the HF logits. (This tests the oracle, not stride.)
 
-Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_tiny_gguf_llamacpp.py -s
+Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/models/test_tiny_gguf_llamacpp.py -s
 """
 import json
 import os

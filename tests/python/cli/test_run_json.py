@@ -6,7 +6,7 @@ import pathlib
 import subprocess
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 STRIDE = ROOT / "build" / "stride"
 SMOL = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 STRIDE = ROOT / "build" / "stride"
 TINY = ROOT / "tests" / "data" / "generated" / "tiny"
 

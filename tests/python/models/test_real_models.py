@@ -1,6 +1,6 @@
 """stride vs llama.cpp (llama-cpp-python) on the real quantized models.
 
-Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_real_models.py -s
+Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/models/test_real_models.py -s
 Goldens come from scripts/oracles/llamacpp_goldens.py (via scripts/setup):
 greedy llama.cpp continuations with top-K log-probs, and tokenizations; and
 from scripts/oracles/dequant_reference.py: the exact f32 evaluation of the

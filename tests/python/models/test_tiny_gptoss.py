@@ -1,6 +1,6 @@
 """stride vs transformers (eager, f32) on a tiny random-weight gpt-oss.
 
-Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/test_tiny_gptoss.py -s
+Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/models/test_tiny_gptoss.py -s
 Oracle: scripts/oracles/make_tiny_gptoss.py (via scripts/setup). The model has
 attention sinks, alternating 8-token windows and full layers, q/k/v/o biases,
 a biased top-k router, experts with biases and the clamped SwiGLU, and

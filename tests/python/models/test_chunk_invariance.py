@@ -25,7 +25,7 @@ import pytest
 
 from stride_server import GEMMA, SMOL, binary
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 N_TOKENS = 600
 CHUNKS = [1, 7, 33, 100, 256]
 
