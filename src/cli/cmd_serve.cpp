@@ -8,12 +8,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
 #include "engine/step_runner.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/rope_options.h"
 #include "cli/serve_encoder.h"
 #include "cli/serve_shared_tier.h"
 #include "encoder/encoder_model.h"
@@ -52,6 +54,7 @@ struct ServeArgs {
   std::string session_dir;
   std::string chat_template_file;
   std::string speculative, draft_model, draft_max, draft_min, lookup_ngram_min, lookup_ngram_max;
+  std::map<std::string, std::string> rope;  // --rope-scaling ... by config key
 };
 
 // Times one start-up stage and logs it.
@@ -133,6 +136,7 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   mo.page_size = cfg.page_size;
   mo.kv_type = cfg.cache_compression == "int8" ? "int8" : cfg.kv_type;
   mo.layer_policies = cfg.layer_attention;
+  mo.rope = cfg.rope;
   STRIDE_ASSIGN_OR_RETURN(EngineOptions eo, to_engine_options(mo, cfg.max_context_length));
   eo.prefill_chunk = cfg.prefill_chunk;
   eo.show_progress = false;
@@ -483,6 +487,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   flag("--draft-min", "draft_min", a->draft_min, "fewer drafts found: decode plainly (default 1)");
   flag("--lookup-ngram-min", "lookup_ngram_min", a->lookup_ngram_min, "prompt lookup: shortest n-gram (default 1)");
   flag("--lookup-ngram-max", "lookup_ngram_max", a->lookup_ngram_max, "prompt lookup: longest n-gram (default 3)");
+  add_rope_flags(cmd, a->rope, a->flags);
   cmd->callback([a, &exit_code] { exit_code = serve(*a); });
 }
 
