@@ -156,7 +156,8 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   const KvStats ks = engine.kv().stats();
   engine_stage.done({{"kv_pages", std::to_string(ks.pages_total)},
                      {"kv_bytes", std::to_string(ks.pages_total * ks.bytes_per_page)},
-                     {"threads", std::to_string(engine.pool().size())}});
+                     {"threads", std::to_string(engine.pool().size())},
+                     {"rope_scaling", rope_scaling_summary(engine.config().rope_scaling)}});
 
   Stage warm_stage("prepare kernels + warm-up");
   if (Status st = warm_up(engine); !st.ok()) return Internal("warm-up failed: " + st.message());

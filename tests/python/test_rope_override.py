@@ -152,3 +152,17 @@ def test_serve_config_keys_and_environment(stride, tmp_path):
     env = dict(os.environ, STRIDE_ROPE_SCALING="yarn", STRIDE_ROPE_SCALE="4")
     err = _error(stride, "serve", "--model", _gguf("qwen2"), "--port", "0", env=env)
     assert "needs --yarn-orig-ctx" in err, err
+
+
+def test_serve_applies_config_then_environment_then_flags(tmp_path):
+    """File < STRIDE_* < flags, as every serve key; the start-up log names the result."""
+    from stride_server import SMOL, StrideServer
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rope_scaling: yarn\nrope_scale: 2\nyarn_orig_ctx: 2048\n")
+    with StrideServer(SMOL, config=str(cfg), env={"STRIDE_ROPE_SCALE": "4"},
+                      extra_args=["--yarn-beta-fast", "16", "--kv-budget", "16M"]) as s:
+        status, _, body = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}],
+                                                          "max_tokens": 4})
+        assert status == 200, body
+        logs = s.logs()
+    assert '"rope_scaling":"yarn, factor 4, original context 2048, beta fast 16 slow 1"' in logs, logs[-2000:]
