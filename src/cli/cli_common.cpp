@@ -55,6 +55,7 @@ int fail(const Status& status) { return fail(status.message()); }
 Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t tokens_needed) {
   EngineOptions e;
   e.model_path = o.model;
+  e.rope_override = o.rope;
   STRIDE_ASSIGN_OR_RETURN(e.attention, parse_policy(o.attention));
   e.threads = o.threads;
   e.page_size = o.page_size;

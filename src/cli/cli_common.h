@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "engine/engine.h"
+#include "loader/rope_override.h"
 
 namespace stride::cli {
 
@@ -32,6 +33,7 @@ struct ModelRunOptions {
   std::vector<std::string> layer_policies;  // "A-B=POLICY"
   std::string kv_offload;       // offload tier bytes, empty: no tier
   std::string kv_offload_file;  // empty: the tier is anonymous RAM
+  RopeOverride rope;            // --rope-scaling, --rope-scale, --yarn-orig-ctx ...
 };
 Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t tokens_needed);
 

@@ -13,6 +13,7 @@
 
 #include "loader/chat_template_source.h"
 #include "cli/cli_common.h"
+#include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "eval/ruler_reference.h"
 #include "eval/ruler_score.h"
@@ -301,6 +302,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "eval", "RULER-style long-context quality suite: dense and each policy on seeded retrieval tasks");
   cmd->add_option("--model,-m", args->model.model, "GGUF file")->required();
+  add_rope_options(cmd, args->model.rope);
   cmd->add_option("--attention,-a", args->policies, "policy to score against dense (repeatable)");
   cmd->add_option("--tasks", args->tasks,
                   "comma-separated: niah_single, niah_multikey, niah_multivalue, niah_multiquery, vt, cwe, "

@@ -5,6 +5,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/rope_options.h"
 #include "core/cpu_features.h"
 #include "kernels/kernel_paths.h"
 #include "loader/model_info.h"
@@ -56,12 +57,14 @@ std::string build_text() {
 void add_info_command(CLI::App& app, int& exit_code) {
   struct InfoArgs {
     std::string model;
+    RopeOverride rope;
     bool json = false;
   };
   auto args = std::make_shared<InfoArgs>();
   CLI::App* cmd = app.add_subcommand("info", "Architecture, layers, window per layer, tensor types, size");
   cmd->add_option("--model,-m", args->model, "GGUF file or HF folder (without: only the CPU and kernel path)");
   cmd->add_flag("--json", args->json, "print JSON");
+  add_rope_options(cmd, args->rope);
   cmd->callback([args, &exit_code] {
     if (args->model.empty()) {
       if (args->json) std::printf("%s\n", nlohmann::json{{"cpu", cpu_json()}, {"build", build_json()}}.dump(2).c_str());
@@ -69,7 +72,7 @@ void add_info_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
-    auto src = open_model(args->model);
+    auto src = open_model(args->model, args->rope);
     if (!src) {
       exit_code = fail(src.status());
       return;

@@ -7,6 +7,7 @@
 
 #include "attention/layer_policies.h"
 #include "cli/cli_common.h"
+#include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "eval/memory_plan.h"
 #include "kv/store/kv_pool.h"
@@ -39,7 +40,7 @@ int plan(const PlanArgs& a) {
   if (a.context < 1 || a.batch < 1) return fail("--context and --batch must be >= 1");
   auto policy = parse_policy(a.model.attention);
   if (!policy) return fail(policy.status());
-  auto source = open_model(a.model.model);
+  auto source = open_model(a.model.model, a.model.rope);
   if (!source) return fail(source.status());
   const ModelConfig& c = (*source)->config;
   LayerPolicyOverrides overrides;
@@ -121,6 +122,7 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "Memory needed at a context and batch under a policy");
   cmd->add_option("--model,-m", args->model.model, "GGUF file or HF folder")->required();
+  add_rope_options(cmd, args->model.rope);
   cmd->add_option("--attention,-a", args->model.attention, "attention policy")->capture_default_str();
   cmd->add_option("--layer-attention", args->model.layer_policies, "per-layer policy A-B=POLICY");
   cmd->add_option("--context,-c", args->context, "tokens per sequence")->capture_default_str();

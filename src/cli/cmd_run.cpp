@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "serving/kv_metrics.h"
 
@@ -134,6 +135,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
   cmd->add_option("--model,-m", args->model.model, "GGUF file or HF folder")->required();
+  add_rope_options(cmd, args->model.rope);
   cmd->add_option("--prompt,-p", args->prompt, "prompt text");
   cmd->add_option("--prompt-ids", args->prompt_ids, "prompt as token ids (\"1 2 3\"); no BOS is added");
   cmd->add_option("--max-tokens,-n", args->max_tokens, "tokens to generate")->capture_default_str();

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "model/reference_forward.h"
 
@@ -62,6 +63,7 @@ void add_score_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ScoreArgs>();
   CLI::App* cmd = app.add_subcommand("score", "Write the logits of every position of a token sequence");
   cmd->add_option("--model,-m", args->model.model, "GGUF file or HF folder")->required();
+  add_rope_options(cmd, args->model.rope);
   cmd->add_option("--ids", args->ids, "token ids, \"1 2 3\"");
   cmd->add_option("--ids-file", args->ids_file, "file of token ids");
   cmd->add_option("--out,-o", args->out, "output file (f32 [n_tokens, n_vocab])")->required();

@@ -16,6 +16,7 @@
 #include "engine/step_runner.h"
 #include "serving/kv_metrics.h"
 #include "cli/cli_common.h"
+#include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "eval/memory_plan.h"
 #include "loader/model_source.h"
@@ -96,7 +97,7 @@ Expected<std::vector<int64_t>> parse_checkpoints(const StreamArgs& a) {
 Expected<std::unique_ptr<Engine>> stream_engine(const StreamArgs& a, int64_t context) {
   auto policy = parse_policy(a.model.attention);
   if (!policy) return policy.status();
-  auto source = open_model(a.model.model);
+  auto source = open_model(a.model.model, a.model.rope);
   if (!source) return source.status();
   const ModelConfig c = (*source)->config;
   LayerPolicyOverrides overrides;
@@ -226,6 +227,7 @@ void add_stream_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "stream", "Stream a long text (to 1M+ tokens) through one sequence; KV bytes, RSS, decode tok/s and perplexity at checkpoints");
   cmd->add_option("--model,-m", args->model.model, "GGUF file")->required();
+  add_rope_options(cmd, args->model.rope);
   cmd->add_option("--attention,-a", args->model.attention, "policy for global layers, e.g. rswa:sinks=4,window=1020")
       ->capture_default_str();
   cmd->add_option("--tokens,-n", args->tokens, "tokens to stream")->capture_default_str();

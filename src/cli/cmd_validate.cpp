@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli_common.h"
+#include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "eval/fidelity.h"
 #include "eval/passkey.h"
@@ -201,6 +202,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "validate", "Compare a sparse policy with dense attention (fidelity or passkey retrieval)");
   cmd->add_option("--model,-m", args->model.model, "GGUF file")->required();
+  add_rope_options(cmd, args->model.rope);
   cmd->add_option("--attention,-a", args->policies, "policy to compare with dense (repeatable)")
       ->required();
   cmd->add_option("--lengths", args->lengths, "comma-separated token counts")->capture_default_str();

@@ -1,5 +1,6 @@
 #include "cli/serve_config.h"
 
+#include "cli/rope_options.h"
 #include "loader/encrypted_file.h"
 #include "loader/model_versions.h"
 
@@ -52,6 +53,7 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
   flag("--draft-min", "draft_min", a.draft_min, "fewer drafts found: decode plainly (default 1)");
   flag("--lookup-ngram-min", "lookup_ngram_min", a.lookup_ngram_min, "prompt lookup: shortest n-gram (default 1)");
   flag("--lookup-ngram-max", "lookup_ngram_max", a.lookup_ngram_max, "prompt lookup: longest n-gram (default 3)");
+  add_rope_flags(&cmd, a.rope, a.flags);
 }
 
 Expected<serving::ServeConfig> read_config(const ServeArgs& a) {

@@ -3,6 +3,7 @@
 // layer over (config file < environment < flags), and the model and key the
 // result names. Read at start-up and again on SIGHUP.
 #include <CLI/CLI.hpp>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,7 @@ struct ServeArgs {
   std::string session_dir;
   std::string chat_template_file;
   std::string speculative, draft_model, draft_max, draft_min, lookup_ngram_min, lookup_ngram_max;
+  std::map<std::string, std::string> rope;  // --rope-scaling ... by config key
 };
 
 // Registers --config and every flag on `cmd`; `a` must outlive the app.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/cli_common.h"
+#include "cli/rope_options.h"
 #include "cli/serve_encoder.h"
 #include "cli/serve_shared_tier.h"
 #include "cli/serve_stage.h"
@@ -86,6 +87,7 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   mo.page_size = cfg.page_size;
   mo.kv_type = cfg.cache_compression == "int8" ? "int8" : cfg.kv_type;
   mo.layer_policies = cfg.layer_attention;
+  mo.rope = cfg.rope;
   STRIDE_ASSIGN_OR_RETURN(EngineOptions eo, to_engine_options(mo, cfg.max_context_length));
   eo.prefill_chunk = cfg.prefill_chunk;
   eo.show_progress = false;
@@ -105,7 +107,8 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   const KvStats ks = engine.kv().stats();
   engine_stage.done({{"kv_pages", std::to_string(ks.pages_total)},
                      {"kv_bytes", std::to_string(ks.pages_total * ks.bytes_per_page)},
-                     {"threads", std::to_string(engine.pool().size())}});
+                     {"threads", std::to_string(engine.pool().size())},
+                     {"rope_scaling", rope_scaling_summary(engine.config().rope_scaling)}});
 
   Stage warm_stage("prepare kernels + warm-up");
   if (Status st = warm_up(engine); !st.ok()) return Internal("warm-up failed: " + st.message());

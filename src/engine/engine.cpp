@@ -46,7 +46,7 @@ int64_t peak_rss_bytes() { return process_status_bytes("VmHWM"); }
 Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   std::unique_ptr<Engine> e(new Engine());
   e->opts_ = opts;
-  STRIDE_ASSIGN_OR_RETURN(auto source, open_model(opts.model_path));
+  STRIDE_ASSIGN_OR_RETURN(auto source, open_model(opts.model_path, opts.rope_override));
   if (source->gguf()) {
     STRIDE_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::from_gguf(*source->gguf()));
   } else {

@@ -15,6 +15,7 @@
 #include "engine/speculative.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "loader/rope_override.h"
 #include "model/transformer.h"
 #include "sampler/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -23,6 +24,7 @@ namespace stride {
 
 struct EngineOptions {
   std::string model_path;
+  RopeOverride rope_override;      // replaces the file's RoPE settings (--rope-scaling ...)
   PolicySpec attention;             // user policy for the global layers
   std::vector<std::string> layer_policies;  // "A-B=POLICY" per-layer overrides
   int threads = 0;                  // 0: all cores

@@ -81,10 +81,13 @@ Expected<std::unique_ptr<ModelSource>> open_gguf_model(const std::string& path) 
   return src;
 }
 
-Expected<std::unique_ptr<ModelSource>> open_model(const std::string& path) {
+Expected<std::unique_ptr<ModelSource>> open_model(const std::string& path, const RopeOverride& rope) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return open_hf_folder(path);
-  return open_gguf_model(path);
+  auto src = std::filesystem::is_directory(path, ec) ? open_hf_folder(path) : open_gguf_model(path);
+  if (!src) return src;
+  const Status st = apply_rope_override(rope, (*src)->config);
+  if (!st.ok()) return Status(st.code(), st.message() + " [" + path + "]");
+  return src;
 }
 
 }  // namespace stride

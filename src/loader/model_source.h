@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "loader/gguf_file.h"
 #include "loader/model_config.h"
+#include "loader/rope_override.h"
 
 namespace stride {
 
@@ -51,8 +52,9 @@ class ModelSource {
   std::vector<std::unique_ptr<uint8_t[]>> buffers_;
 };
 
-// Opens a .gguf file or an HF folder (config.json + *.safetensors).
-Expected<std::unique_ptr<ModelSource>> open_model(const std::string& path);
+// Opens a .gguf file or an HF folder (config.json + *.safetensors); `rope`
+// replaces the RoPE settings the file gives.
+Expected<std::unique_ptr<ModelSource>> open_model(const std::string& path, const RopeOverride& rope = {});
 
 // Exposed for tests and `stride info`.
 Expected<ModelConfig> config_from_gguf(const GGUFFile& f);

@@ -3,6 +3,7 @@
 #include "redis/redis_url.h"
 
 #include "loader/model_versions.h"
+#include "loader/rope_override_keys.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -66,6 +67,7 @@ Status one_of(const std::string& key, const std::string& v, std::initializer_lis
 #define BOOL(key, field) [](ServeConfig& c, const std::string& v) { return parse_bool(key, v, c.field); }
 #define NUM(key, field, T, lo, hi) \
   [](ServeConfig& c, const std::string& v) { return parse_num<T>(key, v, c.field, lo, hi); }
+#define ROPE(key) [](ServeConfig& c, const std::string& v) { return set_rope_override_value(c.rope, key, v); }
 
 const std::map<std::string, Setter>& setters() {
   static const std::map<std::string, Setter> m = {
@@ -109,6 +111,14 @@ const std::map<std::string, Setter>& setters() {
          return Status::Ok();
        }},
       {"threads", NUM("threads", threads, int, 0, 1024)},
+      {"rope_scaling", ROPE("rope_scaling")},
+      {"rope_scale", ROPE("rope_scale")},
+      {"rope_freq_scale", ROPE("rope_freq_scale")},
+      {"rope_freq_base", ROPE("rope_freq_base")},
+      {"yarn_orig_ctx", ROPE("yarn_orig_ctx")},
+      {"yarn_attn_factor", ROPE("yarn_attn_factor")},
+      {"yarn_beta_fast", ROPE("yarn_beta_fast")},
+      {"yarn_beta_slow", ROPE("yarn_beta_slow")},
       {"page_size", NUM("page_size", page_size, int, 1, 4096)},
       {"prefill_chunk", NUM("prefill_chunk", prefill_chunk, int, 1, 65536)},
       {"max_batch", NUM("max_batch", max_batch, int, 1, 1024)},

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "loader/rope_override.h"
 
 namespace stride::serving {
 
@@ -43,6 +44,7 @@ struct ServeConfig {
   int page_size = 32;
   int prefill_chunk = 256;            // tokens per engine step (decode + prefill)
   std::string chat_template_file;     // Jinja chat template replacing the GGUF's (empty: the GGUF's)
+  RopeOverride rope;                  // rope_scaling, rope_scale, yarn_orig_ctx ...: replace the file's RoPE
   // Speculative decoding (docs/serving.md): the default for requests that do not choose.
   std::string speculative = "off";    // off | prompt-lookup | draft
   std::string draft_model;            // GGUF of the same vocabulary; needed by "draft"
