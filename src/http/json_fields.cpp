@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "serving/generation_checks.h"
+
 namespace stride::server {
 
 using json = nlohmann::json;
@@ -64,7 +66,7 @@ ApiError Fields::opt_int(const char* key, int64_t lo, int64_t hi, int64_t& out) 
   const json* v = find(key);
   if (!v) return {};
   if (!v->is_number_integer()) return type_error(key, "an integer");
-  const std::string range = "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  const std::string range = serving::int_range_text(lo, hi);
   if (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t)INT64_MAX) return type_error(key, range.c_str());
   const int64_t x = v->get<int64_t>();
   if (x < lo || x > hi) return type_error(key, range.c_str());
@@ -78,11 +80,7 @@ ApiError Fields::opt_number(const char* key, double lo, double hi, float& out, b
   if (!v->is_number()) return type_error(key, "a number");
   const double x = v->get<double>();
   const bool below = lo_open ? !(x > lo) : !(x >= lo);
-  if (!std::isfinite(x) || below || x > hi) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "a finite number in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
-    return type_error(key, buf);
-  }
+  if (!std::isfinite(x) || below || x > hi) return type_error(key, serving::number_range_text(lo, hi, lo_open).c_str());
   out = (float)x;
   return {};
 }

@@ -1,7 +1,8 @@
 #pragma once
-// Parses and validates OpenAI request bodies into serving::ServeRequest.
-// Every field is type- and range-checked (server/json_fields.h); nothing
-// here throws.
+// Parses and validates OpenAI request bodies into the plain
+// serving::GenerationRequest, which serving/prepare_generation.h turns into
+// a ServeRequest. Every field is type- and range-checked
+// (http/json_fields.h); nothing here throws.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -11,16 +12,16 @@
 #include "http/openai_tools.h"
 #include "serving/chat_template.h"
 #include "serving/config.h"
+#include "serving/generation_request.h"
+#include "serving/prepare_generation.h"
 #include "serving/request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace stride::server {
 
-// Stop strings: at most this many, each at most this long. Matching is linear
-// in the generated text whatever their length (engine/stop_text.h).
-constexpr size_t kMaxStopStrings = 16;
-constexpr size_t kMaxStopBytes = 32 * 1024;
-constexpr size_t kMaxMessages = 4096;
+using serving::kMaxMessages;
+using serving::kMaxStopBytes;
+using serving::kMaxStopStrings;
 
 struct ParseContext {
   const serving::ServeConfig* cfg = nullptr;
@@ -31,6 +32,8 @@ struct ParseContext {
   PolicySpec attention;  // the engine's policy
   int n_vocab = 0;
   std::string_view body;  // the request's JSON text (a schema's property order is read from it)
+
+  serving::PrepareContext prepare() const { return {cfg, tok, chat, n_vocab}; }
 };
 
 struct GenerationCall {
@@ -48,6 +51,15 @@ struct GenerationCall {
 // lists them, as a client that typed a wrong alias needs to see the right ones.
 ApiError check_model_name(const std::string& model, const std::vector<std::string>& served);
 
+// The body as a plain request; `out` gets what only the API reads (stream,
+// include_usage, tools, session).
+ApiError read_generation(const nlohmann::json& body, bool chat, const ParseContext& ctx,
+                         serving::GenerationRequest& g, GenerationCall& out);
+
+// A serving::RequestError as the API reports it (400, or 413 for a prompt too long).
+ApiError api_error(const serving::RequestError& e);
+
+// read_generation, then serving::prepare_generation into out.req.
 ApiError parse_generation(const nlohmann::json& body, bool chat, const ParseContext& ctx, GenerationCall& out);
 
 // POST /tokenize: {"prompt"|"content": str, "add_special_tokens"|"add_special": bool,

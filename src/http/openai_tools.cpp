@@ -1,6 +1,5 @@
 #include "http/openai_tools.h"
 
-#include "serving/tool_format_mistral.h"
 #include "serving/tool_template_values.h"
 
 namespace stride::server {
@@ -148,30 +147,22 @@ ApiError read_tools(const json& b, std::string_view body_text, ToolsRequest& out
   return read_tool_choice(b, out);
 }
 
-ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& msg, ToolCallNames& names,
-                           serving::ToolFormat format) {
-  const bool native = format != serving::ToolFormat::Generic;
-  // Mistral templates accept only 9-character call ids.
-  const bool mistral = format == serving::ToolFormat::MistralJson || format == serving::ToolFormat::MistralArgs;
+serving::ToolsOffer tools_offer(const ToolsRequest& t) {
+  serving::ToolsOffer o;
+  o.tools = t.tools;
+  o.choice = t.choice;
+  // tool_choice 'none' offers no tools: no template sees them.
+  if (t.active()) o.template_value = serving::tools_template_value(t.raw_tools);
+  return o;
+}
+
+ApiError read_tool_parts(const json& m, size_t index, serving::ClientMessage& msg) {
   const std::string path = "messages[" + std::to_string(index) + "]";
-  Fields f(m);
   if (msg.role == "tool") {
-    std::string id, name;
-    STRIDE_API_TRY(string_at(m, path, "tool_call_id", 256, true, id));
-    STRIDE_API_TRY(string_at(m, path, "name", 256, false, name));
-    if (name.empty()) {
-      if (auto it = names.find(id); it != names.end()) name = it->second;
-    }
-    if (native) {
-      msg.tool_call_id = mistral ? serving::mistral_call_id(id) : id;
-      msg.name = name;
-      return {};
-    }
-    msg.role = "user";
-    msg.content = serving::tool_result_text(id, name, msg.content);
-    return {};
+    STRIDE_API_TRY(string_at(m, path, "tool_call_id", 256, true, msg.tool_call_id));
+    return string_at(m, path, "name", 256, false, msg.name);
   }
-  const json* tc = f.find("tool_calls");
+  const json* tc = Fields(m).find("tool_calls");
   if (!tc) return {};
   const std::string tpath = path + ".tool_calls";
   if (msg.role != "assistant") return bad_field(tpath, "only assistant messages carry 'tool_calls'");
@@ -179,8 +170,8 @@ ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& ms
     return bad_field(tpath, "'" + tpath + "' must be a list of at most " + std::to_string(kMaxToolCallsPerMessage) +
                                 " calls");
   }
-  if (tc->empty()) return {};
-  std::vector<serving::ToolCall> calls(tc->size());
+  std::vector<serving::ToolCall>& calls = msg.tool_calls;
+  calls.resize(tc->size());
   for (size_t i = 0; i < tc->size(); ++i) {
     const json& c = (*tc)[i];
     const std::string cpath = tpath + "[" + std::to_string(i) + "]";
@@ -206,26 +197,21 @@ ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& ms
     if (json_nesting_depth(calls[i].arguments, kMaxJsonDepth) > kMaxJsonDepth) {
       return bad_field(apath, "'" + apath + "' nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     }
-    if (!calls[i].id.empty()) names[calls[i].id] = calls[i].name;
-    if (mistral) calls[i].id = serving::mistral_call_id(calls[i].id);
   }
-  if (native) {
-    msg.tool_calls = serving::tool_calls_template_value(calls);
-    return {};
-  }
-  const std::string calls_text = serving::tool_calls_text(calls);
-  msg.content = msg.content.empty() ? calls_text : msg.content + "\n\n" + calls_text;
+  return {};
+}
+
+ApiError read_tool_message(const json& m, size_t index, serving::ChatMessage& msg, ToolCallNames& names,
+                           serving::ToolFormat format) {
+  serving::ClientMessage parts;
+  parts.role = msg.role;
+  STRIDE_API_TRY(read_tool_parts(m, index, parts));
+  serving::add_tool_parts(parts, format, names, msg);
   return {};
 }
 
 void add_tools_system_text(std::vector<serving::ChatMessage>& messages, const ToolsRequest& tools) {
-  const std::string text = serving::tools_system_text(tools.tools, tools.choice);
-  if (text.empty()) return;
-  if (!messages.empty() && (messages[0].role == "system" || messages[0].role == "developer")) {
-    messages[0].content = messages[0].content.empty() ? text : messages[0].content + "\n\n" + text;
-  } else {
-    messages.insert(messages.begin(), serving::ChatMessage{"system", text});
-  }
+  serving::add_tools_system_text(messages, tools.tools, tools.choice);
 }
 
 }  // namespace stride::server

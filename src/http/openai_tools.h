@@ -5,13 +5,14 @@
 // (serving/tool_calls.h). Every field is type-checked; errors name it the way
 // OpenAI does ("tools[2].function.name").
 #include <nlohmann/json.hpp>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "http/json_fields.h"
 #include "serving/chat_template.h"
+#include "serving/conversation.h"
+#include "serving/generation_request.h"
 #include "serving/tool_calls.h"
 
 namespace stride::server {
@@ -35,14 +36,17 @@ struct ToolsRequest {
 // body (a schema's property order is read from it).
 ApiError read_tools(const nlohmann::json& body, std::string_view body_text, ToolsRequest& out);
 
-// Names of the calls made so far in a conversation, by id (a tool result
-// without a `name` takes its call's).
-using ToolCallNames = std::map<std::string, std::string>;
+// The plain offer serving prepares (the template value only when it may be rendered).
+serving::ToolsOffer tools_offer(const ToolsRequest& t);
 
-// The tool parts of message `index` (its role and text content already read
-// into `msg`). Generic format: an assistant's tool_calls become the calls'
-// text, a tool result becomes a user turn. A native format keeps them as
-// they are for the template (msg.tool_calls, role "tool" with tool_call_id).
+using serving::ToolCallNames;
+
+// The tool parts of message `index` (its role already read into `msg`): a
+// tool result's tool_call_id and name, an assistant's tool_calls.
+ApiError read_tool_parts(const nlohmann::json& m, size_t index, serving::ClientMessage& msg);
+
+// read_tool_parts, then the parts written into `msg` (its role and text
+// content already read) for `format` (serving/conversation.h).
 ApiError read_tool_message(const nlohmann::json& m, size_t index, serving::ChatMessage& msg, ToolCallNames& names,
                            serving::ToolFormat format = serving::ToolFormat::Generic);
 

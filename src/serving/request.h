@@ -1,6 +1,7 @@
 #pragma once
 // The plain structs that cross between HTTP threads and the scheduler thread.
-// No JSON here: the server turns JSON into a ServeRequest and events back into JSON.
+// No JSON here: serving/prepare_generation.h makes a ServeRequest of a plain
+// GenerationRequest, and the front ends turn events back into their wire formats.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
