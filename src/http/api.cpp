@@ -78,7 +78,9 @@ void Api::error(Responder& res, Call& call, int status, const std::string& messa
 }
 
 void Api::handle(const HttpRequest& req, Responder& res) {
-  Call call;
+  auto owned = std::make_unique<Call>(*this);
+  Call& call = *owned;
+  res.set_epilogue(std::move(owned));  // recorded however the request ends
   char buf[32];
   std::snprintf(buf, sizeof buf, "req-%08llx", (unsigned long long)next_id_.fetch_add(1));
   call.id = buf;
@@ -93,6 +95,9 @@ void Api::handle(const HttpRequest& req, Responder& res) {
     log(LogLevel::Error, "request failed", {{"request_id", call.id}, {"endpoint", call.endpoint}, {"error", e.what()}});
     if (!res.started()) error(res, call, 500, "internal error while handling the request");
   }
+}
+
+void Api::record(const Call& call, const Responder& res) {
   metrics_.count_http(res.status());
   const bool api_call = call.endpoint.rfind("/v1/", 0) == 0 || call.endpoint == "/tokenize" ||
                         call.endpoint == "/detokenize";
@@ -302,12 +307,6 @@ void Api::detokenize(const HttpRequest& req, Responder& res, Call& call) {
   if (e.ok()) e = parse_detokenize(b, tok.n_vocab(), (size_t)cfg_.max_context_length, ids);
   if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   json(res, call, 200, dump(nlohmann::json{{"prompt", tok.decode(ids)}}));
-}
-
-std::optional<serving::Event> Api::wait_event(Responder& res, Call& call, serving::RequestChannel& ch) {
-  auto ev = ch.wait_next([&] { return res.client_gone(); });
-  if (!ev) call.finish_reason = "client_disconnected";
-  return ev;
 }
 
 }  // namespace stride::server

@@ -107,14 +107,13 @@ class Api {
   // error response is sent: 429 over the key's in-flight limit or a full queue, 503).
   std::shared_ptr<serving::RequestChannel> submit_generation(Responder& res, Call& call,
                                                              const serving::Admission::Slot& slot, GenerationCall& g);
-  // The next event of a submitted request, waiting as long as the client
-  // stays; nullopt when it hung up (the request is then cancelled).
-  std::optional<serving::Event> wait_event(Responder& res, Call& call, serving::RequestChannel& ch);
-  // Relays a submitted request's events as one JSON body or as SSE (api_generate.cpp).
-  void relay_events(Responder& res, Call& call, serving::RequestChannel& ch, const GenerationCall& g, bool chat);
-  void finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
-                     const GenerationCall& g, const std::string& text, const std::vector<serving::TokenLogprob>& lps,
-                     bool streaming, ToolReplyStream* tools);
+  // What relays a submitted request's events into its response (see http/event_relay.h).
+  class CompletionRelay;   // completions and chat completions, one JSON body or SSE (api_generate.cpp)
+  class ResponsesRelay;    // /v1/responses (api_responses.cpp)
+  class EmbeddingsRelay;   // /v1/embeddings (api_embeddings.cpp)
+  class SessionSaveRelay;  // POST /v1/sessions/{name} (api_sessions.cpp)
+  // The metrics and the audit line of a request, once its response is over.
+  void record(const Call& call, const Responder& res);
   // POST /v1/embeddings, through the scheduler or the encoder service (api_embeddings.cpp).
   void embeddings(const HttpRequest& req, Responder& res, Call& call);
   // The answer when admission refuses a request: 429 when the client is over a

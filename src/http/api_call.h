@@ -1,13 +1,18 @@
 #pragma once
 // One request's context inside the API (id, key, timing, what the audit log
-// records); private to server/api*.cpp.
+// records); private to server/api*.cpp. The Responder holds it until the
+// response is over (its relay, if any, updates it), then it is recorded.
 #include <string>
 
 #include "http/api.h"
 
 namespace stride::server {
 
-struct Api::Call {
+struct Api::Call final : ResponseEpilogue {
+  explicit Call(Api& a) : api(a) {}
+  void done(const Responder& res) override { api.record(*this, res); }
+
+  Api& api;
   std::string id;
   std::string key_id = "-";
   std::string endpoint;

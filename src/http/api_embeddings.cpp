@@ -39,6 +39,60 @@ EmbeddingsContext embeddings_context(const ModelHandle& m, const serving::ServeC
 
 }  // namespace
 
+// Gathers one vector per input, then answers with all of them.
+class Api::EmbeddingsRelay final : public EventRelay {
+ public:
+  EmbeddingsRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot,
+                  std::shared_ptr<serving::RequestChannel> ch, size_t n_inputs, bool base64, int prompt_tokens)
+      : api_(api), call_(call), slot_(std::move(slot)), ch_(std::move(ch)), vectors_(n_inputs), base64_(base64),
+        prompt_tokens_(prompt_tokens) {}
+
+  bool on_event(serving::Event& ev, Responder& res) override {
+    const size_t n_inputs = vectors_.size();
+    if (ev.kind == serving::EventKind::Embedding) {
+      if (ev.index < 0 || (size_t)ev.index >= n_inputs || !vectors_[(size_t)ev.index].empty()) return true;
+      vectors_[(size_t)ev.index] = std::move(ev.embedding);
+      if (++received_ < n_inputs) return true;
+      call_.finish_reason = "stop";
+      api_.json(res, call_, 200, dump(embeddings_json(vectors_, base64_, call_.model->id, prompt_tokens_)));
+      return false;
+    }
+    if (ev.kind == serving::EventKind::Error) {
+      ch_->cancel();  // the other inputs stop too
+      const Status failed(ev.code, ev.message);
+      call_.finish_reason = "error";
+      api_.error(res, call_, http_status_for(failed), ev.message, "", "embedding_failed");
+      return false;
+    }
+    if (ev.kind == serving::EventKind::Finish) {
+      ch_->cancel();
+      call_.finish_reason = ev.finish_reason;
+      if (ev.finish_reason == "timeout") {
+        api_.error(res, call_, 503,
+                   "the request did not finish within request_timeout_s (" +
+                       std::to_string(api_.cfg_.request_timeout_s) + " s)",
+                   "", "timeout");
+      } else {
+        api_.error(res, call_, 503, "the request was cancelled (" + ev.finish_reason + ")", "", "cancelled");
+      }
+      return false;
+    }
+    return true;
+  }
+
+  void on_client_gone() override { call_.finish_reason = "client_disconnected"; }
+
+ private:
+  Api& api_;
+  Call& call_;
+  std::unique_ptr<serving::Admission::Slot> slot_;  // counted against the key while the request runs
+  std::shared_ptr<serving::RequestChannel> ch_;
+  std::vector<std::vector<float>> vectors_;
+  const bool base64_;
+  const int prompt_tokens_;
+  size_t received_ = 0;
+};
+
 void Api::embeddings(const HttpRequest& req, Responder& res, Call& call) {
   nlohmann::json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
@@ -66,39 +120,12 @@ void Api::embeddings(const HttpRequest& req, Responder& res, Call& call) {
   sr.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg_.request_timeout_s * 1e6));
   sr.embed = std::move(embed);
 
-  serving::Admission::Slot slot(admission_, client_key(call));
-  if (auto r = slot.refusal()) return refuse(res, call, *r);
+  auto slot = std::make_unique<serving::Admission::Slot>(admission_, client_key(call));
+  if (auto r = slot->refusal()) return refuse(res, call, *r);
   auto ch = std::make_shared<serving::RequestChannel>(std::move(sr));
   auto refused = m.encoder ? admission_.submit(*m.encoder, ch) : admission_.submit(*m.scheduler, ch);
   if (refused) return refuse(res, call, *refused);
-
-  std::vector<std::vector<float>> vectors(n_inputs);
-  size_t received = 0;
-  while (received < n_inputs) {
-    auto ev = wait_event(res, call, *ch);
-    if (!ev) return;
-    if (ev->kind == serving::EventKind::Embedding) {
-      if (ev->index < 0 || (size_t)ev->index >= n_inputs || !vectors[(size_t)ev->index].empty()) continue;
-      vectors[(size_t)ev->index] = std::move(ev->embedding);
-      ++received;
-    } else if (ev->kind == serving::EventKind::Error) {
-      ch->cancel();  // the other inputs stop too
-      const Status failed(ev->code, ev->message);
-      call.finish_reason = "error";
-      return error(res, call, http_status_for(failed), ev->message, "", "embedding_failed");
-    } else if (ev->kind == serving::EventKind::Finish) {
-      ch->cancel();
-      call.finish_reason = ev->finish_reason;
-      if (ev->finish_reason == "timeout") {
-        return error(res, call, 503,
-                     "the request did not finish within request_timeout_s (" + std::to_string(cfg_.request_timeout_s) + " s)",
-                     "", "timeout");
-      }
-      return error(res, call, 503, "the request was cancelled (" + ev->finish_reason + ")", "", "cancelled");
-    }
-  }
-  call.finish_reason = "stop";
-  json(res, call, 200, dump(embeddings_json(vectors, ec.base64, m.id, prompt_tokens)));
+  res.relay(ch, std::make_unique<EmbeddingsRelay>(*this, call, std::move(slot), ch, n_inputs, ec.base64, prompt_tokens));
 }
 
 }  // namespace stride::server

@@ -64,6 +64,124 @@ std::shared_ptr<serving::RequestChannel> Api::submit_generation(Responder& res, 
   return ch;
 }
 
+// The events of one completion, turned into its response: accumulated into
+// one JSON body, or streamed as chunks as they arrive.
+class Api::CompletionRelay final : public EventRelay {
+ public:
+  CompletionRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, GenerationCall g, bool chat)
+      : api_(api),
+        call_(call),
+        slot_(std::move(slot)),
+        g_(std::move(g)),
+        tok_(*call.model->engine->tokenizer()),
+        ids_{(chat ? "chatcmpl-" : "cmpl-") + call.id.substr(4), call.model->id,
+             (int64_t)std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch()).count(),
+             chat} {
+    // Tools offered (the reply may be calls) or a format with channels (reasoning apart).
+    const bool channels = g_.tools.format == serving::ToolFormat::Harmony;
+    if (chat && (g_.tools.active() || channels)) tool_stream_.emplace(g_.tools.format, g_.tools.active());
+  }
+
+  // The stream's head, before any event.
+  void open(Responder& res) {
+    if (!g_.stream) return;
+    res.begin_stream({{"X-Request-Id", call_.id}});
+    if (ids_.chat) res.write_chunk(sse(chunk_json(ids_, "", "", nullptr, true)));
+  }
+
+  bool on_event(serving::Event& ev, Responder& res) override {
+    if (ev.kind == serving::EventKind::Token) {
+      on_token(ev, res);
+      return true;
+    }
+    if (ev.kind == serving::EventKind::Error) {
+      const int status = http_status_for(Status(ev.code, ev.message));
+      if (!g_.stream) {
+        api_.error(res, call_, status, ev.message);
+        return false;
+      }
+      res.write_chunk(sse(error_body(status, ev.message)));
+      res.write_chunk("data: [DONE]\n\n");
+      res.end_stream();
+      return false;
+    }
+    write_finish(ev, res);
+    return false;
+  }
+
+  void on_client_gone() override {
+    call_.finish_reason = "client_disconnected";
+    call_.completion_tokens = delivered_tokens_;
+  }
+
+ private:
+  void on_token(const serving::Event& ev, Responder& res) {
+    pending_tokens_ += ev.tokens;
+    if (!g_.stream) {
+      text_ += ev.text;
+      lps_.insert(lps_.end(), ev.logprobs.begin(), ev.logprobs.end());
+      return;
+    }
+    if (ev.text.empty() && ev.logprobs.empty()) return;
+    bool sent = true;
+    if (tool_stream_) {
+      // Log-probs ride on the next delta that goes out (text may be held back).
+      lps_.insert(lps_.end(), ev.logprobs.begin(), ev.logprobs.end());
+      text_ += ev.text;
+      sent = write_deltas(res, ids_, tool_stream_->update(text_), g_.logprobs ? &lps_ : nullptr, tok_);
+    } else {
+      const nlohmann::json lp = g_.logprobs ? logprobs_json(ev.logprobs, tok_, ids_.chat, text_.size()) : nlohmann::json();
+      text_ += ev.text;
+      sent = res.write_chunk(sse(chunk_json(ids_, ev.text, "", lp)));
+    }
+    if (!sent) return;  // the client is gone: the session ends the request
+    delivered_tokens_ += pending_tokens_;
+    pending_tokens_ = 0;
+  }
+
+  void write_finish(const serving::Event& ev, Responder& res) {
+    const bool chat = ids_.chat;
+    call_.completion_tokens = ev.completion_tokens;
+    call_.finish_reason = ev.finish_reason;
+    if (!g_.stream) {
+      const nlohmann::json lp = g_.logprobs ? logprobs_json(lps_, tok_, chat, 0) : nlohmann::json();
+      nlohmann::json body = completion_json(ids_, text_, ev.finish_reason, lp,
+                                            usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
+      if (chat && (g_.tools.active() || g_.tools.format == serving::ToolFormat::Harmony)) {
+        apply_tool_calls(body, text_, g_.tools.format, g_.tools.active());
+      }
+      return api_.json(res, call_, 200, dump(body));
+    }
+    std::string finish = ev.finish_reason;
+    if (tool_stream_) {
+      std::vector<serving::TokenLogprob> held = lps_;
+      write_deltas(res, ids_, tool_stream_->finish(text_, finish), g_.logprobs ? &held : nullptr, tok_);
+    }
+    res.write_chunk(sse(chunk_json(ids_, "", finish, nullptr)));
+    if (g_.include_usage) {
+      nlohmann::json u = chunk_json(ids_, "", "", nullptr);
+      u["choices"] = nlohmann::json::array();
+      u["usage"] = usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens);
+      res.write_chunk(sse(u));
+    }
+    res.write_chunk("data: [DONE]\n\n");
+    res.end_stream();
+  }
+
+  Api& api_;
+  Call& call_;
+  std::unique_ptr<serving::Admission::Slot> slot_;  // counted against the key while the request runs
+  const GenerationCall g_;
+  const Tokenizer& tok_;
+  const ResponseIds ids_;
+  std::string text_;
+  std::vector<serving::TokenLogprob> lps_;
+  std::optional<ToolReplyStream> tool_stream_;
+  int delivered_tokens_ = 0;  // written to the client (the audit log's count when it hangs up)
+  int pending_tokens_ = 0;    // generated, text held back
+};
+
 void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat) {
   nlohmann::json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
@@ -71,113 +189,12 @@ void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat
   ApiError e = parse_generation(body, chat, parse_context(req, call), g);
   if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   if (!g.session.empty() && !attach_session(res, call, g)) return;
-  serving::Admission::Slot slot(admission_, client_key(call));
-  auto ch = submit_generation(res, call, slot, g);
+  auto slot = std::make_unique<serving::Admission::Slot>(admission_, client_key(call));
+  auto ch = submit_generation(res, call, *slot, g);
   if (!ch) return;
-  relay_events(res, call, *ch, g, chat);
-}
-
-void Api::relay_events(Responder& res, Call& call, serving::RequestChannel& chan, const GenerationCall& g,
-                       bool chat) {
-  serving::RequestChannel* ch = &chan;
-  const Tokenizer& tok = *call.model->engine->tokenizer();
-  ResponseIds ids{(chat ? "chatcmpl-" : "cmpl-") + call.id.substr(4), call.model->id,
-                  (int64_t)std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count(),
-                  chat};
-  std::string text;
-  std::vector<serving::TokenLogprob> lps;
-  bool streaming = g.stream;
-  // Tools offered (the reply may be calls) or a format with channels (reasoning apart).
-  std::optional<ToolReplyStream> tool_stream;
-  const bool channels = g.tools.format == serving::ToolFormat::Harmony;
-  if (chat && (g.tools.active() || channels)) tool_stream.emplace(g.tools.format, g.tools.active());
-  int delivered_tokens = 0;  // written to the client (the audit log's count when it hangs up)
-  int pending_tokens = 0;    // generated, text held back
-  if (streaming) {
-    if (!res.begin_stream({{"X-Request-Id", call.id}})) return ch->cancel();
-    if (chat) res.write_chunk(sse(chunk_json(ids, "", "", nullptr, true)));
-  }
-  // A client that hung up is noticed within ~50 ms whether or not tokens are
-  // flowing; the scheduler then frees its pages at its next step.
-  for (;;) {
-    auto ev = ch->wait_next([&] { return res.client_gone(); });
-    if (!ev) {
-      call.finish_reason = "client_disconnected";
-      call.completion_tokens = delivered_tokens;
-      return;
-    }
-    if (ev->kind == serving::EventKind::Token) {
-      pending_tokens += ev->tokens;
-      if (!streaming) {
-        text += ev->text;
-        lps.insert(lps.end(), ev->logprobs.begin(), ev->logprobs.end());
-        continue;
-      }
-      if (ev->text.empty() && ev->logprobs.empty()) continue;
-      bool sent = true;
-      if (tool_stream) {
-        // Log-probs ride on the next delta that goes out (text may be held back).
-        lps.insert(lps.end(), ev->logprobs.begin(), ev->logprobs.end());
-        text += ev->text;
-        sent = write_deltas(res, ids, tool_stream->update(text), g.logprobs ? &lps : nullptr, tok);
-      } else {
-        const nlohmann::json lp = g.logprobs ? logprobs_json(ev->logprobs, tok, chat, text.size()) : nlohmann::json();
-        text += ev->text;
-        sent = res.write_chunk(sse(chunk_json(ids, ev->text, "", lp)));
-      }
-      if (!sent) {
-        ch->cancel();
-        call.finish_reason = "client_disconnected";
-        call.completion_tokens = delivered_tokens;
-        return;
-      }
-      delivered_tokens += pending_tokens;
-      pending_tokens = 0;
-      continue;
-    }
-    if (ev->kind == serving::EventKind::Error) {
-      const int status = http_status_for(Status(ev->code, ev->message));
-      if (!streaming) return error(res, call, status, ev->message);
-      res.write_chunk(sse(error_body(status, ev->message)));
-      res.write_chunk("data: [DONE]\n\n");
-      res.end_stream();
-      return;
-    }
-    return finish_events(res, call, *ev, ids, g, text, lps, streaming, tool_stream ? &*tool_stream : nullptr);
-  }
-}
-
-void Api::finish_events(Responder& res, Call& call, const serving::Event& ev, const ResponseIds& ids,
-                        const GenerationCall& g, const std::string& text,
-                        const std::vector<serving::TokenLogprob>& lps, bool streaming, ToolReplyStream* tools) {
-  const bool chat = ids.chat;
-  const Tokenizer& tok = *call.model->engine->tokenizer();
-  call.completion_tokens = ev.completion_tokens;
-  call.finish_reason = ev.finish_reason;
-  if (!streaming) {
-    const nlohmann::json lp = g.logprobs ? logprobs_json(lps, tok, chat, 0) : nlohmann::json();
-    nlohmann::json body = completion_json(ids, text, ev.finish_reason, lp,
-                                          usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
-    if (chat && (g.tools.active() || g.tools.format == serving::ToolFormat::Harmony)) {
-      apply_tool_calls(body, text, g.tools.format, g.tools.active());
-    }
-    return json(res, call, 200, dump(body));
-  }
-  std::string finish = ev.finish_reason;
-  if (tools) {
-    std::vector<serving::TokenLogprob> held = lps;
-    write_deltas(res, ids, tools->finish(text, finish), g.logprobs ? &held : nullptr, tok);
-  }
-  res.write_chunk(sse(chunk_json(ids, "", finish, nullptr)));
-  if (g.include_usage) {
-    nlohmann::json u = chunk_json(ids, "", "", nullptr);
-    u["choices"] = nlohmann::json::array();
-    u["usage"] = usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens);
-    res.write_chunk(sse(u));
-  }
-  res.write_chunk("data: [DONE]\n\n");
-  res.end_stream();
+  auto relay = std::make_unique<CompletionRelay>(*this, call, std::move(slot), std::move(g), chat);
+  relay->open(res);
+  res.relay(std::move(ch), std::move(relay));
 }
 
 }  // namespace stride::server

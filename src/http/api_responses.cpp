@@ -95,75 +95,101 @@ class ResponseStream {
 
 }  // namespace
 
+// The events of one Responses request, turned into the response object or
+// its typed event stream.
+class Api::ResponsesRelay final : public EventRelay {
+ public:
+  ResponsesRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, const ResponsesCall& rc)
+      : api_(api), call_(call), slot_(std::move(slot)), rs_(rc, call.id, call.model->id), streaming_(rc.gen.stream) {}
+
+  // The stream's head, before any event.
+  void open(Responder& res) {
+    if (!streaming_) return;
+    res.begin_stream({{"X-Request-Id", call_.id}});
+    res.write_chunk(rs_.event("response.created", {{"response", rs_.response()}}));
+    res.write_chunk(rs_.event("response.in_progress", {{"response", rs_.response()}}));
+    res.write_chunk(rs_.event("response.output_item.added",
+                              {{"output_index", 0}, {"item", rs_.message_item("", "in_progress")}}));
+    nlohmann::json added = rs_.at_part();
+    added["part"] = ResponseStream::text_part("");
+    res.write_chunk(rs_.event("response.content_part.added", added));
+  }
+
+  bool on_event(serving::Event& ev, Responder& res) override {
+    if (ev.kind == serving::EventKind::Token) {
+      pending_tokens_ += ev.tokens;
+      text_ += ev.text;
+      if (!streaming_ || ev.text.empty()) return true;
+      nlohmann::json delta = rs_.at_part();
+      delta["delta"] = ev.text;
+      delta["logprobs"] = nlohmann::json::array();
+      if (!res.write_chunk(rs_.event("response.output_text.delta", delta))) return true;  // gone: the session ends it
+      delivered_tokens_ += pending_tokens_;
+      pending_tokens_ = 0;
+      return true;
+    }
+    if (ev.kind == serving::EventKind::Error) {
+      const int status = http_status_for(Status(ev.code, ev.message));
+      if (!streaming_) {
+        api_.error(res, call_, status, ev.message);
+        return false;
+      }
+      rs_.fail(status, ev.message);
+      res.write_chunk(rs_.event("response.failed", {{"response", rs_.response()}}));
+      res.end_stream();
+      return false;
+    }
+    write_finish(ev, res);
+    return false;
+  }
+
+  void on_client_gone() override {
+    call_.finish_reason = "client_disconnected";
+    call_.completion_tokens = delivered_tokens_;
+  }
+
+ private:
+  void write_finish(const serving::Event& ev, Responder& res) {
+    call_.completion_tokens = ev.completion_tokens;
+    call_.finish_reason = ev.finish_reason;
+    rs_.finish(ev, text_);
+    if (!streaming_) return api_.json(res, call_, 200, dump(rs_.response()));
+    nlohmann::json done = rs_.at_part();
+    done["text"] = text_;
+    done["logprobs"] = nlohmann::json::array();
+    res.write_chunk(rs_.event("response.output_text.done", done));
+    nlohmann::json part_done = rs_.at_part();
+    part_done["part"] = ResponseStream::text_part(text_);
+    res.write_chunk(rs_.event("response.content_part.done", part_done));
+    res.write_chunk(rs_.event("response.output_item.done",
+                              {{"output_index", 0}, {"item", rs_.response()["output"][0]}}));
+    const bool complete = rs_.response()["status"] == "completed";
+    res.write_chunk(rs_.event(complete ? "response.completed" : "response.incomplete", {{"response", rs_.response()}}));
+    res.end_stream();
+  }
+
+  Api& api_;
+  Call& call_;
+  std::unique_ptr<serving::Admission::Slot> slot_;  // counted against the key while the request runs
+  ResponseStream rs_;
+  const bool streaming_;
+  std::string text_;
+  int delivered_tokens_ = 0;
+  int pending_tokens_ = 0;
+};
+
 void Api::responses(const HttpRequest& req, Responder& res, Call& call) {
   nlohmann::json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   ResponsesCall rc;
   ApiError e = parse_responses(body, parse_context(req, call), rc);
   if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
-  GenerationCall& g = rc.gen;
-  serving::Admission::Slot slot(admission_, client_key(call));
-  auto ch = submit_generation(res, call, slot, g);
+  auto slot = std::make_unique<serving::Admission::Slot>(admission_, client_key(call));
+  auto ch = submit_generation(res, call, *slot, rc.gen);
   if (!ch) return;
-
-  ResponseStream rs(rc, call.id, call.model->id);
-  const bool streaming = g.stream;
-  if (streaming) {
-    if (!res.begin_stream({{"X-Request-Id", call.id}})) return ch->cancel();
-    res.write_chunk(rs.event("response.created", {{"response", rs.response()}}));
-    res.write_chunk(rs.event("response.in_progress", {{"response", rs.response()}}));
-    res.write_chunk(rs.event("response.output_item.added",
-                             {{"output_index", 0}, {"item", rs.message_item("", "in_progress")}}));
-    nlohmann::json added = rs.at_part();
-    added["part"] = ResponseStream::text_part("");
-    res.write_chunk(rs.event("response.content_part.added", added));
-  }
-  std::string text;
-  int delivered_tokens = 0, pending_tokens = 0;
-  auto hung_up = [&] {
-    ch->cancel();
-    call.finish_reason = "client_disconnected";
-    call.completion_tokens = delivered_tokens;
-  };
-  for (;;) {
-    auto ev = ch->wait_next([&] { return res.client_gone(); });
-    if (!ev) return hung_up();
-    if (ev->kind == serving::EventKind::Token) {
-      pending_tokens += ev->tokens;
-      text += ev->text;
-      if (!streaming || ev->text.empty()) continue;
-      nlohmann::json delta = rs.at_part();
-      delta["delta"] = ev->text;
-      delta["logprobs"] = nlohmann::json::array();
-      if (!res.write_chunk(rs.event("response.output_text.delta", delta))) return hung_up();
-      delivered_tokens += pending_tokens;
-      pending_tokens = 0;
-      continue;
-    }
-    if (ev->kind == serving::EventKind::Error) {
-      const int status = http_status_for(Status(ev->code, ev->message));
-      if (!streaming) return error(res, call, status, ev->message);
-      rs.fail(status, ev->message);
-      res.write_chunk(rs.event("response.failed", {{"response", rs.response()}}));
-      return res.end_stream();
-    }
-    call.completion_tokens = ev->completion_tokens;
-    call.finish_reason = ev->finish_reason;
-    rs.finish(*ev, text);
-    if (!streaming) return json(res, call, 200, dump(rs.response()));
-    nlohmann::json done = rs.at_part();
-    done["text"] = text;
-    done["logprobs"] = nlohmann::json::array();
-    res.write_chunk(rs.event("response.output_text.done", done));
-    nlohmann::json part_done = rs.at_part();
-    part_done["part"] = ResponseStream::text_part(text);
-    res.write_chunk(rs.event("response.content_part.done", part_done));
-    res.write_chunk(rs.event("response.output_item.done",
-                             {{"output_index", 0}, {"item", rs.response()["output"][0]}}));
-    const bool complete = rs.response()["status"] == "completed";
-    res.write_chunk(rs.event(complete ? "response.completed" : "response.incomplete", {{"response", rs.response()}}));
-    return res.end_stream();
-  }
+  auto relay = std::make_unique<ResponsesRelay>(*this, call, std::move(slot), rc);
+  relay->open(res);
+  res.relay(std::move(ch), std::move(relay));
 }
 
 }  // namespace stride::server

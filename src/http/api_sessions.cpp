@@ -124,6 +124,63 @@ void Api::show_session(Responder& res, Call& call, const std::string& name) {
   json(res, call, 200, dump(session_json(*s, *e)));
 }
 
+// Waits for the prompt's pages, then writes them to the store; the write is
+// disk work, so it runs off the network threads.
+class Api::SessionSaveRelay final : public EventRelay {
+ public:
+  SessionSaveRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, std::string name,
+                   size_t n_tokens, std::optional<ModelKey> key)
+      : api_(api), call_(call), slot_(std::move(slot)), name_(std::move(name)), n_tokens_(n_tokens),
+        key_(std::move(key)) {}
+
+  bool on_event(serving::Event& ev, Responder& res) override {
+    if (ev.kind == serving::EventKind::Error) {
+      const Status st(ev.code, ev.message);
+      api_.error(res, call_, http_status_for(st), "the session could not be saved: " + ev.message, "",
+                 "session_save_failed");
+      return false;
+    }
+    if (ev.kind != serving::EventKind::Finish) return true;
+    call_.finish_reason = ev.finish_reason;
+    call_.completion_tokens = 0;
+    snapshot_ = ev.snapshot;
+    if (!snapshot_) {
+      api_.error(res, call_, 503,
+                 "the session could not be saved: the request ended with '" + call_.finish_reason + "'", "",
+                 "session_save_failed");
+    }
+    return false;
+  }
+  void on_client_gone() override { call_.finish_reason = "client_disconnected"; }
+  bool finishes_off_strand() const override { return snapshot_ != nullptr; }
+
+  void finish(Responder& res) override {
+    SessionFile file;
+    file.name = name_;
+    file.created =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    file.identity = identity_of(*call_.model);
+    file.kv = *snapshot_;
+    auto saved = api_.sessions_->save(file, key_ ? &*key_ : nullptr);
+    if (!saved.ok()) {
+      return api_.error(res, call_, status_for_session(saved.status()), saved.status().message(), "",
+                        code_for_session(saved.status()));
+    }
+    log(LogLevel::Info, "session saved",
+        {{"name", name_}, {"tokens", std::to_string(n_tokens_)}, {"bytes", std::to_string(saved->bytes)}});
+    api_.json(res, call_, 200, dump(session_json(file, *saved)));
+  }
+
+ private:
+  Api& api_;
+  Call& call_;
+  std::unique_ptr<serving::Admission::Slot> slot_;  // counted against the key while the request runs
+  const std::string name_;
+  const size_t n_tokens_;
+  const std::optional<ModelKey> key_;
+  std::shared_ptr<const KvSnapshot> snapshot_;
+};
+
 void Api::save_session(const HttpRequest& req, Responder& res, Call& call, const std::string& name) {
   Json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
@@ -159,37 +216,11 @@ void Api::save_session(const HttpRequest& req, Responder& res, Call& call, const
   if (!key.ok()) return error(res, call, 500, key.status().message(), "", "model_key");
   g.req.save_session = true;
   const size_t n_tokens = g.req.prompt.size();
-  serving::Admission::Slot slot(admission_, client_key(call));
-  auto ch = submit_generation(res, call, slot, g);
+  auto slot = std::make_unique<serving::Admission::Slot>(admission_, client_key(call));
+  auto ch = submit_generation(res, call, *slot, g);
   if (!ch) return;
-  std::shared_ptr<const KvSnapshot> snapshot;
-  for (;;) {
-    auto ev = wait_event(res, call, *ch);
-    if (!ev) return;
-    if (ev->kind == serving::EventKind::Error) {
-      const Status st(ev->code, ev->message);
-      return error(res, call, http_status_for(st), "the session could not be saved: " + ev->message, "",
-                   "session_save_failed");
-    }
-    if (ev->kind != serving::EventKind::Finish) continue;
-    call.finish_reason = ev->finish_reason;
-    call.completion_tokens = 0;
-    snapshot = ev->snapshot;
-    break;
-  }
-  if (!snapshot)
-    return error(res, call, 503, "the session could not be saved: the request ended with '" + call.finish_reason + "'",
-                 "", "session_save_failed");
-  SessionFile file;
-  file.name = name;
-  file.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  file.identity = identity_of(*call.model);
-  file.kv = *snapshot;
-  auto saved = sessions_->save(file, *key ? &**key : nullptr);
-  if (!saved.ok())
-    return error(res, call, status_for_session(saved.status()), saved.status().message(), "", code_for_session(saved.status()));
-  log(LogLevel::Info, "session saved", {{"name", name}, {"tokens", std::to_string(n_tokens)}, {"bytes", std::to_string(saved->bytes)}});
-  json(res, call, 200, dump(session_json(file, *saved)));
+  res.relay(std::move(ch), std::make_unique<SessionSaveRelay>(*this, call, std::move(slot), name, n_tokens,
+                                                              std::move(*key)));
 }
 
 bool Api::attach_session(Responder& res, Call& call, GenerationCall& g) {

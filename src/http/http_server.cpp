@@ -15,7 +15,7 @@ HttpServer::HttpServer(HttpServerOptions opts, Handler handler)
     : opts_(std::move(opts)),
       handler_(std::move(handler)),
       registry_(opts_.max_connections, opts_.max_connections_per_ip),
-      threads_(opts_.max_request_threads) {}
+      in_flight_(opts_.max_requests_in_flight) {}
 
 HttpServer::~HttpServer() { shutdown(); }
 
@@ -34,7 +34,8 @@ Status HttpServer::start() {
   if (!ec) acceptor_->listen(4096, ec);
   if (ec) return IoError("cannot listen on " + opts_.host + ":" + std::to_string(opts_.port) + ": " + ec.message());
   port_ = acceptor_->local_endpoint().port();
-  session_ctx_ = std::make_unique<SessionContext>(SessionContext{opts_, handler_, registry_, threads_, stopping_});
+  workers_.emplace((std::size_t)std::max(1, opts_.handler_threads));
+  session_ctx_ = std::make_unique<SessionContext>(SessionContext{opts_, handler_, registry_, in_flight_, *workers_, stopping_});
   work_.emplace(io_.get_executor());
   do_accept();
   for (int i = 0; i < std::max(1, opts_.io_threads); ++i) {
@@ -94,7 +95,8 @@ void HttpServer::shutdown() {
   shut_down_ = true;
   stop();
   registry_.close_idle();
-  threads_.join_all();        // handlers finish their writes through the network threads
+  in_flight_.wait_idle(-1);   // requests finish their responses on the network threads
+  if (workers_) workers_->join();
   registry_.close_idle();     // connections that went back to waiting meanwhile
   work_.reset();
   // Give sessions a moment to finish closing, then stop whatever is left.

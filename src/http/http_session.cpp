@@ -8,12 +8,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <future>
 #include <optional>
 #include <type_traits>
 
 #include "http/error_body.h"
 #include "http/log.h"
+#include "http/reply.h"
 
 namespace stride::server {
 
@@ -53,26 +53,20 @@ class Session final : public ResponseSink, public Closable, public std::enable_s
     });
   }
 
-  // ResponseSink: called on the request thread, performed on the network threads.
-  bool write_response(http::response<http::string_body>& res) override {
-    return wait_for([&](auto done) { http::async_write(stream_, res, done); });
-  }
-  bool write_stream_header(http::response<http::empty_body>& res) override {
-    http::response_serializer<http::empty_body> sr{res};
-    return wait_for([&](auto done) { http::async_write_header(stream_, sr, done); });
-  }
-  bool write_raw(const std::string& bytes, bool as_chunk) override {
-    if (as_chunk) return wait_for([&](auto done) { net::async_write(stream_, http::make_chunk(net::buffer(bytes)), done); });
-    return wait_for([&](auto done) { net::async_write(stream_, net::buffer(bytes), done); });
-  }
-  bool write_last_chunk() override {
-    return wait_for([&](auto done) { net::async_write(stream_, http::make_chunk_last(), done); });
+  // ResponseSink: on the strand, while a reply runs.
+  void write(const std::string& bytes, std::function<void(bool ok)> done) override {
+    if (closed_) return net::post(stream_.get_executor(), [done = std::move(done)] { done(false); });
+    lowest().expires_after(seconds(ctx_.opts.write_timeout_s));
+    net::async_write(stream_, net::buffer(bytes), [self = self(), done = std::move(done)](error_code ec, std::size_t) {
+      self->lowest().expires_never();  // the request may run a long time before its next write
+      done(!ec);
+    });
   }
   // While a request runs nothing reads the socket, and it is closed only
-  // after a failed write (which the Responder remembers), so polling the
-  // descriptor from the request thread is safe.
+  // after its reply, so polling the descriptor is safe.
   bool peer_reset() override { return poll_events() & (POLLHUP | POLLERR); }
   bool peer_half_closed() override { return poll_events() & POLLRDHUP; }
+  void reply_done(bool reuse) override { reuse ? read_request() : close(); }
 
  private:
   static Stream make_stream(tcp::socket&& socket, net::ssl::context* tls) {
@@ -137,49 +131,13 @@ class Session final : public ResponseSink, public Closable, public std::enable_s
     if (ec) return on_read_error(ec);
     lowest().expires_never();
     ++served_;
-    request_ = parser_->release();
-    keep_alive_ = request_.keep_alive() && !ctx_.stopping.load() && served_ < ctx_.opts.keepalive_max_requests;
-    if (!ctx_.threads.spawn([self = self()] { self->handle(); })) {
-      respond_and_close(503, error_json(503, "the server is handling too many requests", "busy"));
-    }
-  }
-
-  // On the request thread.
-  void handle() {
-    Responder r(*this, request_.version(), keep_alive_, ip_);
-    const char* failure = nullptr;
-    try {
-      ctx_.handler(request_, r);
-    } catch (const std::exception& e) {
-      log(LogLevel::Error, "request handler failed", {{"error", e.what()}, {"client", ip_}});
-      failure = "internal error while handling the request";
-    } catch (...) {
-      log(LogLevel::Error, "request handler failed", {{"client", ip_}});
-      failure = "internal error while handling the request";
-    }
-    if (!r.started()) {
-      r.send(500, "application/json", error_json(500, failure ? failure : "no response"));
-    } else if (failure && r.streaming()) {
-      r.end_stream();
-    }
-    const bool again = keep_alive_ && !r.failed() && !failure;
-    net::post(stream_.get_executor(), [self = self(), again] { again ? self->read_request() : self->close(); });
-  }
-
-  template <class StartOp>
-  bool wait_for(StartOp start) {
-    std::promise<error_code> done;
-    auto result = done.get_future();
-    net::post(stream_.get_executor(), [&] {
-      if (closed_) return done.set_value(net::error::not_connected);
-      lowest().expires_after(seconds(ctx_.opts.write_timeout_s));
-      start([this, &done](error_code ec, std::size_t) {
-        lowest().expires_never();  // the handler may compute for a long time before its next write
-        done.set_value(ec);
-      });
-    });
-    const error_code ec = result.get();
-    return !ec;
+    HttpRequest request = parser_->release();
+    keep_alive_ = request.keep_alive() && !ctx_.stopping.load() && served_ < ctx_.opts.keepalive_max_requests;
+    auto ticket = ctx_.in_flight.acquire();
+    if (!ticket) return respond_and_close(503, error_json(503, "the server is handling too many requests", "busy"));
+    auto reply = std::make_shared<Reply>(self(), stream_.get_executor(), ctx_, std::move(request), keep_alive_, ip_,
+                                         std::move(*ticket));
+    reply->start();
   }
 
   void on_read_error(error_code ec) {
@@ -245,7 +203,6 @@ class Session final : public ResponseSink, public Closable, public std::enable_s
   int fd_ = -1;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  HttpRequest request_;
   std::optional<http::response<http::empty_body>> interim_;
   std::optional<http::response<http::string_body>> early_;
   std::array<char, 16384> drain_buf_;

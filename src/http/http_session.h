@@ -1,14 +1,15 @@
 #pragma once
-// One connection: reads requests with deadlines, hands each to a request
-// thread, writes what the handler sends (server/responder.h) and then reads
-// the next one (keep-alive). Plain TCP or TLS.
+// One connection: reads requests with deadlines, answers each (http/reply.h)
+// and then reads the next one (keep-alive). Plain TCP or TLS.
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/ssl.hpp>
 #include <cstdint>
 #include <string>
 
 #include "http/http_server.h"
+#include "http/in_flight.h"
 
 namespace stride::server {
 
@@ -17,7 +18,8 @@ struct SessionContext {
   const HttpServerOptions& opts;
   const Handler& handler;
   ConnectionRegistry& registry;
-  RequestThreads& threads;
+  InFlight& in_flight;
+  boost::asio::thread_pool& workers;  // where handlers run (http/reply.h)
   const std::atomic<bool>& stopping;
 };
 

@@ -70,7 +70,7 @@ struct ServeConfig {
   // Network and security.
   std::string host = "127.0.0.1";
   int port = 8080;
-  int io_threads = 2;                 // threads doing network I/O (requests run on their own threads)
+  int io_threads = 2;                 // threads doing network I/O (and relaying the scheduler's events)
   int max_connections = 1024;         // open connections in total; beyond it the oldest idle one is closed
   int max_connections_per_ip = 256;   // per client address; beyond it that address's oldest idle one is closed
   double header_timeout_s = 30;       // to receive a request's headers

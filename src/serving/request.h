@@ -1,5 +1,5 @@
 #pragma once
-// The plain structs that cross between HTTP threads and the scheduler thread.
+// The plain structs that cross between the front ends (HTTP, gRPC) and the scheduler thread.
 // No JSON here: serving/prepare_generation.h makes a ServeRequest of a plain
 // GenerationRequest, and the front ends turn events back into their wire formats.
 #include <atomic>
@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -84,19 +85,46 @@ struct Event {
   std::vector<float> embedding;         // Embedding: its vector
 };
 
-// One request's mailbox: the scheduler pushes events, the HTTP thread pops
-// them. `cancelled` goes the other way (client gone): the scheduler frees the
+// One request's mailbox: the scheduler pushes events; a front end either
+// waits for them (pop, wait_next) or is notified and takes them (set_notify,
+// take_all). `cancelled` goes the other way (client gone): the scheduler frees the
 // request's pages at its next step.
 class RequestChannel {
  public:
   explicit RequestChannel(ServeRequest r) : request(std::move(r)) {}
 
+  // The notification, when one is set, runs on the pushing thread only when
+  // the mailbox was empty: the consumer takes everything at once (take_all),
+  // so events that arrive while it is busy ride along with the next batch.
   void push(Event e) {
+    bool was_empty = false;
+    std::function<void()> notify;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      was_empty = events_.empty();
       events_.push_back(std::move(e));
+      if (was_empty) notify = notify_;
     }
     cv_.notify_one();
+    if (notify) notify();
+  }
+  // For a consumer that does not wait: `fn` is called (from the scheduler's
+  // thread) when events arrive, and at once if some are already waiting. It
+  // must be quick; it typically posts to the consumer's own executor.
+  void set_notify(std::function<void()> fn) {
+    bool pending = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      notify_ = std::move(fn);
+      pending = !events_.empty();
+      if (pending) fn = notify_;
+    }
+    if (pending && fn) fn();
+  }
+  // Every event queued so far, without waiting.
+  std::deque<Event> take_all() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(events_, {});
   }
   // Waits up to `timeout` for the next event.
   std::optional<Event> pop(std::chrono::milliseconds timeout) {
@@ -134,6 +162,7 @@ class RequestChannel {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Event> events_;
+  std::function<void()> notify_;  // guarded by mu_
   std::atomic<bool> cancelled_{false};
   Clock::time_point next_gone_check_;  // wait_next's; only the popping thread touches it
 };
