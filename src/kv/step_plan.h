@@ -40,7 +40,7 @@ struct LayerStepPlan {
   std::vector<int32_t> spare_pages;  // pool pages reserved for select()'s restores
   int64_t pages_present = 0;        // pages the sequence held on the layer x query blocks
   double seconds = 0;               // attention wall time, set by whoever runs the layer
-  // Rollback of a may_truncate step on a top-k layer (kv_rollback.cpp):
+  // Rollback of a may_truncate step on a top-k layer (step_rollback.h):
   std::vector<float> summary_before;  // [n_kv_heads, 2, head_dim_k] the first page's summary before the step
   std::vector<float> new_keys;        // [n_new, n_kv_heads, head_dim_k] the keys write() stored
 };
@@ -53,7 +53,7 @@ struct SeqStepPlan {
   bool may_truncate = false;         // from the StepRequest
   // Tokens commit() keeps, a prefix of the n_new (-1: all). Only a
   // may_truncate step may keep fewer; the rest are rolled back as if they
-  // had never been sent (kv_rollback.cpp).
+  // had never been sent (step_rollback.h).
   int n_keep = -1;
   std::vector<LayerStepPlan> layers;  // [n_layer]
 };
