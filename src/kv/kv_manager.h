@@ -87,14 +87,15 @@ class KvManager final : public StepKv {
   void remove_sequence(SeqId seq);  // frees every page it holds
   int64_t length(SeqId seq) const;  // tokens committed
 
-  // The step (see the top of this file). On ResourceExhausted, *unfit (when
+  // The step (see the top of this file). The plan refers to `batch`, which
+  // the caller keeps alive until commit(). On ResourceExhausted, *unfit (when
   // given) lists the batch indices that do not fit: taken in batch order,
-  // each request that fits beside the earlier fitting ones is kept.
-  Expected<StepPlan> prepare(std::span<const StepRequest> batch, std::vector<int>* unfit = nullptr);
-  // k: [n_new, n_kv_heads, head_dim_k], v: [n_new, n_kv_heads, head_dim_v] f32
-  // for plan.seqs[i]'s new positions; keys already carry RoPE.
+  // each step that fits beside the earlier fitting ones is kept.
+  Expected<StepPlan> prepare(std::span<const SequenceStep> batch, std::vector<int>* unfit = nullptr);
+  // k: [n, n_kv_heads, head_dim_k], v: [n, n_kv_heads, head_dim_v] f32
+  // for plan.steps[i]'s new positions; keys already carry RoPE.
   Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) override;
-  // q: [n_new, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
+  // q: [n, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
   // hot set it first moves pages between the pool and the tier.
   // scale: the layer's softmax scale (top-k mass=P estimates mass with it; 0: 1/sqrt(head_dim)).
   Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale = 0.f) override;

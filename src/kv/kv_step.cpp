@@ -14,11 +14,16 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-StepPlan::StepPlan(StepPlan&& o) noexcept : seqs(std::move(o.seqs)), owner_(o.owner_) { o.owner_ = nullptr; }
+StepPlan::StepPlan(StepPlan&& o) noexcept : steps(o.steps), seqs(std::move(o.seqs)), owner_(o.owner_) {
+  o.steps = {};
+  o.owner_ = nullptr;
+}
 
 StepPlan& StepPlan::operator=(StepPlan&& o) noexcept {
   if (this != &o) {
     release_spares();
+    steps = o.steps;
+    o.steps = {};
     seqs = std::move(o.seqs);
     owner_ = o.owner_;
     o.owner_ = nullptr;
@@ -35,12 +40,14 @@ void StepPlan::release_spares() {
 
 int64_t KvManager::pages_to_reserve(SeqId seq, int n_new) const {
   if (!seqs_.valid(seq) || n_new <= 0) return 0;
-  const StepRequest r{seq, n_new, nullptr};
+  SequenceStep step;
+  step.seq = seq;
+  step.n = n_new;
   return reservation_.step_pages(seqs_[seq], n_new,
-                                 reservation_.tier_may_refuse(seqs_, std::span<const StepRequest>(&r, 1)));
+                                 reservation_.tier_may_refuse(seqs_, std::span<const SequenceStep>(&step, 1)));
 }
 
-Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::vector<int>* unfit) {
+Expected<StepPlan> KvManager::prepare(std::span<const SequenceStep> batch, std::vector<int>* unfit) {
   if (unfit) unfit->clear();
   STRIDE_RETURN_IF_ERROR(reservation_.check(seqs_, batch));
   // The tier's room is shared by the batch, so whether it may refuse a move is decided once.
@@ -48,7 +55,7 @@ Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::v
   std::vector<int64_t> need(batch.size());
   int64_t total = 0;
   for (size_t i = 0; i < batch.size(); ++i)
-    total += need[i] = reservation_.step_pages(seqs_[batch[i].seq], batch[i].n_new, refuse);
+    total += need[i] = reservation_.step_pages(seqs_[batch[i].seq], batch[i].n, refuse);
   const int64_t free_pages = pages_.n_free();
   if (total > free_pages) {
     std::string names;
@@ -69,28 +76,26 @@ Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::v
   STRIDE_RETURN_IF_ERROR(pages_.allocate((int32_t)total, got));  // all or nothing
   StepPlan plan;
   plan.owner_ = this;
+  plan.steps = batch;
   plan.seqs.resize(batch.size());
   size_t next = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
-    KvSequence& s = seqs_[batch[i].seq];
+    const SequenceStep& step = batch[i];
+    KvSequence& s = seqs_[step.seq];
     SeqStepPlan& sp = plan.seqs[i];
-    sp.seq = batch[i].seq;
-    sp.n_new = batch[i].n_new;
     sp.pos0 = s.length;
-    sp.tokens = batch[i].tokens;
-    sp.may_truncate = batch[i].may_truncate;
     sp.layers.resize((size_t)cfg_.n_layer);
-    const int64_t n_logical = ceil_div(s.length + sp.n_new, cfg_.page_size);
+    const int64_t n_logical = ceil_div(s.length + step.n, cfg_.page_size);
     for (int l = 0; l < cfg_.n_layer; ++l) {
       // Spares first: their count reads the layer before this step's pages join it.
-      const int64_t spares = reservation_.spare_pages(s, l, sp.n_new, refuse);
+      const int64_t spares = reservation_.spare_pages(s, l, step.n, refuse);
       for (int64_t k = 0; k < spares; ++k) sp.layers[(size_t)l].spare_pages.push_back(got[next++]);
       PageTable& pt = s.layers[(size_t)l].pages;
       while (pt.size() < n_logical) pt.push(got[next++]);
     }
     for (int l = 0; l < cfg_.n_layer; ++l)
       plan_static_layer(s.layers[(size_t)l].pages, cfg_.layer_policies[(size_t)l], cfg_.page_size, cfg_.n_kv_heads,
-                        s.length, sp.n_new, sp.may_truncate, sp.layers[(size_t)l]);
+                        s.length, step.n, step.may_truncate, sp.layers[(size_t)l]);
   }
   assert(next == got.size());
   counters_.peak_pages_used = std::max<int64_t>(counters_.peak_pages_used, pages_.n_used());
@@ -100,25 +105,26 @@ Expected<StepPlan> KvManager::prepare(std::span<const StepRequest> batch, std::v
 Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const float* v) {
   if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
     return InvalidArgument("KV manager: write outside the step plan");
+  const SequenceStep& step = plan.steps[(size_t)i];
   SeqStepPlan& sp = plan.seqs[(size_t)i];
-  if (!seqs_.valid(sp.seq) || seqs_[sp.seq].length != sp.pos0)
+  if (!seqs_.valid(step.seq) || seqs_[step.seq].length != sp.pos0)
     return InvalidArgument("KV manager: write for a sequence that changed since prepare()");
-  const KvSequence& s = seqs_[sp.seq];
+  const KvSequence& s = seqs_[step.seq];
   const PageTable& pt = s.layers[(size_t)layer].pages;
   const int ps = cfg_.page_size;
-  if (sp.pos0 + sp.n_new > pt.size() * ps) return Internal("KV manager: write beyond the pages prepare() reserved");
+  if (sp.pos0 + step.n > pt.size() * ps) return Internal("KV manager: write beyond the pages prepare() reserved");
   const int64_t k_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_k;
   const int64_t v_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_v;
   const bool summarize = summaries_ && cfg_.layer_policies[(size_t)layer].kind == PolicyKind::TopK;
-  for (int t = 0; t < sp.n_new;) {
+  for (int t = 0; t < step.n;) {
     const int64_t pos = sp.pos0 + t;
     const int slot = (int)(pos % ps);
-    const int run = std::min(sp.n_new - t, ps - slot);  // tokens that land in this page
+    const int run = std::min(step.n - t, ps - slot);  // tokens that land in this page
     const int32_t page = pt.table[(size_t)(pos / ps)];
     if (page < 0) return Internal("KV manager: write into a released page");
     pool_->store(page, slot, run, k + t * k_row, k_row, v + t * v_row, v_row, pos);
     if (summarize) {
-      if (t == 0 && sp.may_truncate) rollback_.stash(s, sp, sp.layers[(size_t)layer], layer, k);
+      if (t == 0 && step.may_truncate) rollback_.stash(s, sp.pos0, step.n, sp.layers[(size_t)layer], layer, k);
       summaries_->update(page, slot, run, k + t * k_row, k_row);
     }
     t += run;
@@ -129,25 +135,26 @@ Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const 
 Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale) {
   if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
     return InvalidArgument("KV manager: select outside the step plan");
+  const SequenceStep& step = plan.steps[(size_t)i];
   SeqStepPlan& sp = plan.seqs[(size_t)i];
   LayerStepPlan& lp = sp.layers[(size_t)layer];
   if (!lp.needs_selection) return Status::Ok();
   if (n_head <= 0 || n_head % cfg_.n_kv_heads != 0)
     return InvalidArgument("KV manager: " + std::to_string(n_head) + " query heads for " +
                            std::to_string(cfg_.n_kv_heads) + " kv heads");
-  if (!seqs_.valid(sp.seq) || seqs_[sp.seq].length != sp.pos0)
+  if (!seqs_.valid(step.seq) || seqs_[step.seq].length != sp.pos0)
     return InvalidArgument("KV manager: select for a sequence that changed since prepare()");
-  KvSequence& s = seqs_[sp.seq];
+  KvSequence& s = seqs_[step.seq];
   KvLayerState& ls = s.layers[(size_t)layer];
   const PageTable& pt = ls.pages;
   const PolicySpec& policy = cfg_.layer_policies[(size_t)layer];
-  const int64_t kv_len = std::min<int64_t>(s.length + sp.n_new, pt.size() * cfg_.page_size);
+  const int64_t kv_len = std::min<int64_t>(s.length + step.n, pt.size() * cfg_.page_size);
   if (topk_hot_set(policy)) {
-    STRIDE_ASSIGN_OR_RETURN(lp.pages, hot_->plan(policy, ls.pages, ls.hot, s.length, kv_len, q, sp.n_new, n_head,
+    STRIDE_ASSIGN_OR_RETURN(lp.pages, hot_->plan(policy, ls.pages, ls.hot, s.length, kv_len, q, step.n, n_head,
                                                  scale, lp.spare_pages));
   } else {
-    STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, pt.table, cfg_.page_size, kv_len, s.length, sp.n_new,
-                                                policy_q_block(policy, sp.n_new), *summaries_, q, n_head,
+    STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, pt.table, cfg_.page_size, kv_len, s.length, step.n,
+                                                policy_q_block(policy, step.n), *summaries_, q, n_head,
                                                 cfg_.n_kv_heads, scale));
   }
   finish_layer_plan(pt, cfg_.page_size, cfg_.n_kv_heads, lp);
@@ -162,23 +169,25 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
 Status KvManager::commit(StepPlan& plan) {
   if (plan.owner_ != this) return InvalidArgument("KV manager: commit of a plan it did not prepare");
   Status result = Status::Ok();
-  for (const SeqStepPlan& sp : plan.seqs) {
-    if (!seqs_.valid(sp.seq) || seqs_[sp.seq].length != sp.pos0) {
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const SequenceStep& step = plan.steps[i];
+    const SeqStepPlan& sp = plan.seqs[i];
+    if (!seqs_.valid(step.seq) || seqs_[step.seq].length != sp.pos0) {
       result = InvalidArgument("KV manager: commit for a sequence that changed since prepare()");
       continue;
     }
-    KvSequence& s = seqs_[sp.seq];
+    KvSequence& s = seqs_[step.seq];
     const int64_t before = s.length;
-    const int kept = sp.n_keep < 0 ? sp.n_new : sp.n_keep;
-    if (kept > sp.n_new || (kept < sp.n_new && !sp.may_truncate)) {
+    const int kept = sp.n_keep < 0 ? step.n : sp.n_keep;
+    if (kept > step.n || (kept < step.n && !step.may_truncate)) {
       result = InvalidArgument("KV manager: commit keeps " + std::to_string(kept) + " of " +
-                               std::to_string(sp.n_new) + " tokens of a step that may not be cut");
+                               std::to_string(step.n) + " tokens of a step that may not be cut");
       continue;
     }
-    if (kept < sp.n_new) rollback_.drop_step_tail(s, sp, kept);
+    if (kept < step.n) rollback_.drop_step_tail(s, sp, kept);
     s.length = std::min<int64_t>(s.length + kept, seqs_.capacity(s));
     // Registered before the release below, so released pages stay cached.
-    prefix_.register_full_pages(s, sp.tokens, (int)(s.length - before), shared_.get());
+    prefix_.register_full_pages(s, step.tokens, (int)(s.length - before), shared_.get());
     for (int l = 0; l < cfg_.n_layer; ++l) {
       const PolicySpec& policy = cfg_.layer_policies[(size_t)l];
       release_unseen(s.layers[(size_t)l].pages, policy, cfg_.page_size, s.length, *pool_, pages_);

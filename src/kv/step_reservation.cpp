@@ -16,12 +16,12 @@ bool StepReservation::hot_layer(int layer) const {
   return hot_ && TopkHotSet::applies(cfg_.layer_policies[(size_t)layer]);
 }
 
-Status StepReservation::check(const SequenceTable& seqs, std::span<const StepRequest> batch) const {
+Status StepReservation::check(const SequenceTable& seqs, std::span<const SequenceStep> batch) const {
   for (size_t i = 0; i < batch.size(); ++i) {
-    const StepRequest& r = batch[i];
+    const SequenceStep& r = batch[i];
     if (!seqs.valid(r.seq)) return InvalidArgument("KV manager: unknown sequence " + std::to_string(r.seq));
-    if (r.n_new <= 0) return InvalidArgument("KV manager: a step request has no tokens");
-    if (seqs[r.seq].length + r.n_new > std::numeric_limits<int32_t>::max())
+    if (r.n <= 0) return InvalidArgument("KV manager: a step request has no tokens");
+    if (seqs[r.seq].length + r.n > std::numeric_limits<int32_t>::max())
       return InvalidArgument("KV manager: positions beyond int32 range");
     for (size_t j = 0; j < i; ++j)
       if (batch[j].seq == r.seq)
@@ -37,13 +37,13 @@ int64_t StepReservation::spare_pages(const KvSequence& s, int layer, int n_new, 
 }
 
 // At most every page the batch's hot-set layers hold could need a slot.
-bool StepReservation::tier_may_refuse(const SequenceTable& seqs, std::span<const StepRequest> batch) const {
+bool StepReservation::tier_may_refuse(const SequenceTable& seqs, std::span<const SequenceStep> batch) const {
   if (!hot_) return false;
   int64_t could_need = 0;
-  for (const StepRequest& r : batch) {
+  for (const SequenceStep& r : batch) {
     const KvSequence& s = seqs[r.seq];
     for (int l = 0; l < cfg_.n_layer; ++l)
-      if (hot_layer(l)) could_need += hot_->held_after_reserve(s.layers[(size_t)l].pages, s.length, r.n_new);
+      if (hot_layer(l)) could_need += hot_->held_after_reserve(s.layers[(size_t)l].pages, s.length, r.n);
   }
   return hot_->tier_may_refuse(could_need);
 }

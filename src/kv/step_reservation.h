@@ -22,9 +22,9 @@ class StepReservation {
 
   // InvalidArgument for an unknown sequence, an empty request, positions
   // past int32 or a sequence twice in the batch.
-  Status check(const SequenceTable& seqs, std::span<const StepRequest> batch) const;
+  Status check(const SequenceTable& seqs, std::span<const SequenceStep> batch) const;
   // Whether the hot set's tier may refuse a move this step (decided once for the batch).
-  bool tier_may_refuse(const SequenceTable& seqs, std::span<const StepRequest> batch) const;
+  bool tier_may_refuse(const SequenceTable& seqs, std::span<const SequenceStep> batch) const;
   // New pages for n_new more tokens of s on every layer, and the hot-set spares.
   int64_t step_pages(const KvSequence& s, int n_new, bool tier_may_refuse) const;
   // The hot-set spares of one layer (0 elsewhere).

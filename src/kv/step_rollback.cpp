@@ -14,13 +14,13 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-void StepRollback::stash(const KvSequence& s, const SeqStepPlan& sp, LayerStepPlan& lp, int layer,
+void StepRollback::stash(const KvSequence& s, int64_t pos0, int n, LayerStepPlan& lp, int layer,
                          const float* k) const {
   const int64_t k_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_k;
-  lp.new_keys.assign(k, k + sp.n_new * k_row);
+  lp.new_keys.assign(k, k + n * k_row);
   lp.summary_before.clear();
-  if (sp.pos0 % cfg_.page_size == 0) return;
-  const int32_t page = s.layers[(size_t)layer].pages.table[(size_t)(sp.pos0 / cfg_.page_size)];
+  if (pos0 % cfg_.page_size == 0) return;
+  const int32_t page = s.layers[(size_t)layer].pages.table[(size_t)(pos0 / cfg_.page_size)];
   const float* first = summaries_->min(page, 0);
   lp.summary_before.assign(first, first + (size_t)summaries_->page_bytes() / sizeof(float));
 }

@@ -29,8 +29,8 @@ class StepRollback {
   // layer, before the summaries change: keeps in lp the first page's summary
   // (when the step starts inside a page) and every key of the step, so that
   // drop_step_tail() can rebuild the summaries from the kept keys alone.
-  // k: [sp.n_new, n_kv_heads, head_dim_k]
-  void stash(const KvSequence& s, const SeqStepPlan& sp, LayerStepPlan& lp, int layer, const float* k) const;
+  // The step's n tokens start at pos0; k: [n, n_kv_heads, head_dim_k].
+  void stash(const KvSequence& s, int64_t pos0, int n, LayerStepPlan& lp, int layer, const float* k) const;
   // Cuts the step's tokens past the first `kept` (commit()).
   void drop_step_tail(KvSequence& s, const SeqStepPlan& sp, int kept);
   // Cuts s back to its first `length` tokens. Unsupported, with nothing
