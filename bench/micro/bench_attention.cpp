@@ -36,16 +36,16 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
 
 // Writes n tokens of keys/values (the same rows each time) and commits them.
 void fill(KvManager& cache, KvManager::SeqId seq, const std::vector<float>& kv, int n, benchmark::State& state) {
-  const StepRequest r{seq, n, nullptr};
-  auto plan = cache.prepare(std::span<const StepRequest>(&r, 1));
+  const SequenceStep r{seq, nullptr, n};
+  auto plan = cache.prepare(std::span<const SequenceStep>(&r, 1));
   if (!plan.ok() || !cache.write(*plan, 0, 0, kv.data(), kv.data()).ok() || !cache.commit(*plan).ok())
     state.SkipWithError("prepare, write or commit failed");
 }
 
-// The plan of one more step of n tokens, written but not committed.
-StepPlan open_step(KvManager& cache, KvManager::SeqId seq, const std::vector<float>& kv, int n, benchmark::State& state) {
-  const StepRequest r{seq, n, nullptr};
-  auto plan = cache.prepare(std::span<const StepRequest>(&r, 1));
+// The plan of one more step, written but not committed; it refers to
+// `step`, which the caller keeps alive.
+StepPlan open_step(KvManager& cache, const SequenceStep& step, const std::vector<float>& kv, benchmark::State& state) {
+  auto plan = cache.prepare(std::span<const SequenceStep>(&step, 1));
   if (!plan.ok() || !cache.write(*plan, 0, 0, kv.data(), kv.data()).ok()) {
     state.SkipWithError("prepare or write failed");
     return StepPlan{};
@@ -66,6 +66,7 @@ void attend(KvManager& cache, StepPlan& plan, const float* q, const AttentionPar
 // tokens (written in chunks, not attended), and the open step of the next.
 struct DecodeSetup {
   std::unique_ptr<KvManager> cache;
+  std::unique_ptr<SequenceStep> request;  // what `step` refers to; a stable address
   StepPlan step;
 };
 DecodeSetup decode_setup(const PolicySpec& policy, int ctx, int chunk, benchmark::State& state) {
@@ -76,7 +77,7 @@ DecodeSetup decode_setup(const PolicySpec& policy, int ctx, int chunk, benchmark
   cfg.page_size = kPage;
   cfg.layer_policies = {policy};
   cfg.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 2 * 2;
-  DecodeSetup d{std::move(KvManager::create(cfg)).value(), {}};
+  DecodeSetup d{std::move(KvManager::create(cfg)).value(), nullptr, {}};
   const auto seq = *d.cache->add_sequence();
   const auto kv = random_vec((size_t)chunk * kKvHeads * kHeadDim, 1);
   for (int done = 0; done < ctx - 1;) {
@@ -84,7 +85,8 @@ DecodeSetup decode_setup(const PolicySpec& policy, int ctx, int chunk, benchmark
     fill(*d.cache, seq, kv, n, state);
     done += n;
   }
-  d.step = open_step(*d.cache, seq, kv, 1, state);
+  d.request = std::make_unique<SequenceStep>(SequenceStep{seq, nullptr, 1});
+  d.step = open_step(*d.cache, *d.request, kv, state);
   return d;
 }
 
@@ -96,7 +98,7 @@ void BM_DecodeAttention(benchmark::State& state) {
   DecodeSetup d = decode_setup(policy, ctx, 1024, state);
   KvManager* cache = d.cache.get();
   StepPlan& step = d.step;
-  const KvManager::SeqId seq = step.seqs.empty() ? 0 : step.seqs[0].seq;
+  const KvManager::SeqId seq = d.request->seq;
   const auto q = random_vec((size_t)kHeads * kHeadDim, 2);
   std::vector<float> out((size_t)kHeads * kHeadDim);
   AttentionParams p;
@@ -132,7 +134,7 @@ void BM_TopkSelection(benchmark::State& state) {
   DecodeSetup d = decode_setup(policy, (int)state.range(1), 4096, state);
   KvManager* cache = d.cache.get();
   StepPlan& step = d.step;
-  const KvManager::SeqId seq = step.seqs.empty() ? 0 : step.seqs[0].seq;
+  const KvManager::SeqId seq = d.request->seq;
   const auto q = random_vec((size_t)kHeads * kHeadDim, 2);
   for (auto _ : state) {
     step.seqs[0].layers[0].needs_selection = true;
@@ -170,7 +172,8 @@ void BM_PrefillChunkAttention(benchmark::State& state) {
   for (int done = 0; done < ctx - chunk; done += chunk) {
     fill(*cache, seq, kv, chunk, state);
   }
-  StepPlan step = open_step(*cache, seq, kv, chunk, state);
+  const SequenceStep request{seq, nullptr, chunk};
+  StepPlan step = open_step(*cache, request, kv, state);
   const auto q = random_vec((size_t)chunk * kHeads * kHeadDim, 2);
   std::vector<float> out((size_t)chunk * kHeads * kHeadDim);
   AttentionParams p;

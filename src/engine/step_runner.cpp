@@ -6,11 +6,8 @@ namespace stride {
 
 Status run_step(Transformer& model, KvManager& kv, const SequenceStep* steps, int n_steps, ThreadPool& pool,
                 std::vector<int>* unfit, const BeforeCommit& before_commit) {
-  std::vector<StepRequest> batch((size_t)n_steps);
-  for (int i = 0; i < n_steps; ++i)
-    batch[(size_t)i] = {steps[i].seq, steps[i].n, steps[i].tokens, steps[i].may_truncate};
-  STRIDE_ASSIGN_OR_RETURN(StepPlan plan, kv.prepare(batch, unfit));
-  STRIDE_RETURN_IF_ERROR(model.forward_batch(kv, plan, steps, n_steps, pool));
+  STRIDE_ASSIGN_OR_RETURN(StepPlan plan, kv.prepare(std::span<const SequenceStep>(steps, (size_t)n_steps), unfit));
+  STRIDE_RETURN_IF_ERROR(model.forward_batch(kv, plan, pool));
   if (before_commit) {
     std::vector<int> keep((size_t)n_steps);
     for (int i = 0; i < n_steps; ++i) keep[(size_t)i] = steps[i].n;

@@ -2,7 +2,7 @@
 // KV pages to session_dir; GET /v1/sessions lists them, GET and DELETE
 // /v1/sessions/{name} show and delete one; a completion or chat request
 // with "session": NAME starts from its pages (restored into the prefix
-// cache, kv/kv_session.cpp) and prefills only the rest of its prompt.
+// cache, kv/session_pages.cpp) and prefills only the rest of its prompt.
 #include <chrono>
 #include <optional>
 

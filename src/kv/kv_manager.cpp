@@ -68,83 +68,107 @@ Expected<std::unique_ptr<KvManager>> KvManager::create(const KvManagerConfig& cf
   return std::make_unique<KvManager>(cfg, std::move(pool), std::move(tier));
 }
 
-KvManager::KvManager(const KvManagerConfig& cfg, std::unique_ptr<KvPool> pool,
-                     std::unique_ptr<HostTier> tier)
-    : cfg_(cfg), pool_(std::move(pool)), pages_(pool_->n_pages()), tier_(std::move(tier)) {
-  for (const PolicySpec& p : cfg_.layer_policies)
-    if (p.kind == PolicyKind::TopK && !summaries_)
-      summaries_ = std::make_unique<PageSummaries>(pool_->n_pages(), cfg_.n_kv_heads, cfg_.head_dim_k);
-  // A layer's K/V depend on the policies of the layers below it too: all go in.
-  std::string salt = cfg_.cache_salt + "|page=" + std::to_string(cfg_.page_size) +
-                     "|" + kv_storage_name(cfg_.storage);
-  for (const PolicySpec& p : cfg_.layer_policies) salt += "|" + policy_to_string(p);
-  salt_ = prefix_salt(salt);
-  kv_identity_ = salt + "|layers=" + std::to_string(cfg_.n_layer) + "|kv_heads=" + std::to_string(cfg_.n_kv_heads) +
-                 "|dk=" + std::to_string(cfg_.head_dim_k) + "|dv=" + std::to_string(cfg_.head_dim_v);
-  // Room for a prefix entry per resident or offloaded page, and as many again
-  // for the ancestors of windowed layers' pages (their own pages released).
-  const size_t tier_slots = tier_ ? (size_t)tier_->stats().slots_total : 0;
-  chains_ = PrefixChains(std::max<size_t>(size_t(1) << 16, 4 * ((size_t)pool_->n_pages() + tier_slots)), salt_,
-                         cfg_.prefix_hash);
-  if (tier_) {
-    slot_image_.resize((size_t)tier_->slot_bytes());
-    pages_.set_on_evict([this](const PrefixKey& key, int32_t page) { offload_page(key, page); });
-  }
-  const bool hot_layer = std::any_of(cfg_.layer_policies.begin(), cfg_.layer_policies.end(),
+namespace {
+
+// Key min/max per page, kept only when a layer selects top-k.
+std::unique_ptr<PageSummaries> make_summaries(const KvManagerConfig& cfg, int32_t n_pages) {
+  for (const PolicySpec& p : cfg.layer_policies)
+    if (p.kind == PolicyKind::TopK) return std::make_unique<PageSummaries>(n_pages, cfg.n_kv_heads, cfg.head_dim_k);
+  return nullptr;
+}
+
+// Room for a prefix entry per resident or offloaded page, and as many again
+// for the ancestors of windowed layers' pages (their own pages released).
+size_t chain_capacity(int32_t n_pages, const OffloadTier& offload) {
+  return std::max<size_t>(size_t(1) << 16, 4 * ((size_t)n_pages + (size_t)offload.slots_total()));
+}
+
+// The top-k hot set, with a tier, summaries and a layer with topk resident=N.
+std::unique_ptr<TopkHotSet> make_hot_set(const KvManagerConfig& cfg, KvPool& pool, PageManager& pages,
+                                         PageSummaries* summaries, const OffloadTier& offload, KvStats& counters) {
+  const bool hot_layer = std::any_of(cfg.layer_policies.begin(), cfg.layer_policies.end(),
                                      [](const PolicySpec& p) { return TopkHotSet::applies(p); });
-  if (tier_ && summaries_ && hot_layer)
-    hot_ = std::make_unique<TopkHotSet>(TopkHotSetParts{cfg_.page_size, cfg_.n_kv_heads, cfg_.head_dim_k, *pool_,
-                                                        pages_, *summaries_, *tier_, counters_});
+  if (!offload.host() || !summaries || !hot_layer) return nullptr;
+  return std::make_unique<TopkHotSet>(TopkHotSetParts{cfg.page_size, cfg.n_kv_heads, cfg.head_dim_k, pool, pages,
+                                                      *summaries, *offload.host(), counters});
 }
 
-bool KvManager::valid(SeqId seq) const {
-  return seq >= 0 && seq < (SeqId)seqs_.size() && seqs_[seq].active;
-}
+}  // namespace
 
-bool KvManager::valid(SeqId seq, int layer) const {
-  return valid(seq) && layer >= 0 && layer < cfg_.n_layer;
-}
+KvManager::KvManager(const KvManagerConfig& cfg, std::unique_ptr<KvPool> pool, std::unique_ptr<HostTier> tier)
+    : cfg_(cfg),
+      pool_(std::move(pool)),
+      pages_(pool_->n_pages()),
+      summaries_(make_summaries(cfg_, pool_->n_pages())),
+      offload_(std::move(tier), *pool_, pages_, summaries_.get()),
+      prefix_(cfg_, pages_, offload_, chain_capacity(pool_->n_pages(), offload_)),
+      hot_(make_hot_set(cfg_, *pool_, pages_, summaries_.get(), offload_, counters_)),
+      seqs_(cfg_.n_layer, cfg_.page_size),
+      reservation_(cfg_, hot_.get()),
+      rollback_(cfg_, pages_, summaries_.get(), hot_.get()),
+      sessions_(cfg_, *pool_, pages_, summaries_.get(), offload_, prefix_.chains()),
+      reads_(cfg_.page_size, cfg_.n_kv_heads) {}
 
-Expected<KvManager::SeqId> KvManager::add_sequence() {
-  // Reuse the lowest free id; a reused id starts from a clean state.
-  SeqId id = 0;
-  while (id < (SeqId)seqs_.size() && seqs_[id].active) ++id;
-  if (id == (SeqId)seqs_.size()) {
-    if (seqs_.size() >= (size_t)std::numeric_limits<SeqId>::max())
-      return ResourceExhausted("KV manager: too many sequences");
-    seqs_.emplace_back();
+Expected<KvManager::SeqId> KvManager::add_sequence() { return seqs_.add(); }
+
+Expected<KvManager::PrefixHit> KvManager::add_sequence_with_prefix(std::span<const int32_t> prompt) {
+  STRIDE_ASSIGN_OR_RETURN(const SeqId id, add_sequence());
+  PrefixHit hit;
+  hit.seq = id;
+  if (!prefix_.enabled()) return hit;
+  prefix_.count_query((int64_t)prompt.size());
+  // The last prompt token is always computed: its logits are needed.
+  const int64_t max_pages = prompt.empty() ? 0 : ((int64_t)prompt.size() - 1) / cfg_.page_size;
+  std::vector<uint64_t> chains = prefix_.find_chains(prompt, max_pages);
+  std::vector<PageDigest> shared_keys;
+  if (shared_ && max_pages > 0) {
+    shared_keys = shared_->keys_of(prompt, max_pages);
+    shared_->import_pages(prompt, chains, shared_keys);
   }
-  Sequence& s = seqs_[id];
-  s = Sequence{};
-  s.active = true;
-  s.layers.resize(cfg_.n_layer);
-  return id;
+  prefix_.count_tier_misses(chains, max_pages);
+  const Expected<int64_t> taken = prefix_.take_longest(seqs_[id], chains);
+  if (!taken.ok()) {
+    seqs_.reset(id);  // the new sequence goes again; nothing else changed
+    return taken.status();
+  }
+  if (*taken > 0) {
+    if (shared_) seqs_[id].shared_chain = shared_keys[(size_t)*taken - 1];
+    hit.reused_tokens = *taken * cfg_.page_size;
+    counters_.peak_pages_used = std::max<int64_t>(counters_.peak_pages_used, pages_.n_used());
+  }
+  return hit;
 }
 
 void KvManager::remove_sequence(SeqId seq) {
-  if (!valid(seq)) return;  // removing twice is harmless
+  if (!seqs_.valid(seq)) return;  // removing twice is harmless
   // Deepest pages first: cached pages are evicted in release order, and a
   // deep page is useless once a page before it is gone.
-  std::vector<LayerState>& layers = seqs_[seq].layers;
+  std::vector<KvLayerState>& layers = seqs_[seq].layers;
   size_t n_logical = 0;
-  for (const LayerState& ls : layers) n_logical = std::max(n_logical, ls.pages.table.size());
+  for (const KvLayerState& ls : layers) n_logical = std::max(n_logical, ls.pages.table.size());
   for (size_t i = n_logical; i-- > 0;)
-    for (LayerState& ls : layers)
+    for (KvLayerState& ls : layers)
       if (i < ls.pages.table.size() && ls.pages.table[i] >= 0) pages_.release(ls.pages.table[i]);
   if (hot_)
-    for (LayerState& ls : layers) hot_->drop_tier(ls.hot);
-  seqs_[seq] = Sequence{};
+    for (KvLayerState& ls : layers) hot_->drop_tier(ls.hot);
+  seqs_.reset(seq);
 }
 
 int64_t KvManager::length(SeqId seq) const {
-  assert(valid(seq));
-  return valid(seq) ? seqs_[seq].length : 0;
+  assert(seqs_.valid(seq));
+  return seqs_.valid(seq) ? seqs_[seq].length : 0;
 }
 
-int64_t KvManager::capacity(const Sequence& s) const {
-  size_t min_pages = std::numeric_limits<size_t>::max();
-  for (const LayerState& ls : s.layers) min_pages = std::min(min_pages, ls.pages.table.size());
-  return s.layers.empty() ? 0 : (int64_t)min_pages * cfg_.page_size;
+Status KvManager::truncate(SeqId seq, int64_t length) {
+  if (!seqs_.valid(seq)) return InvalidArgument("KV manager: unknown sequence " + std::to_string(seq));
+  return rollback_.truncate(seqs_[seq], length);
+}
+
+Status KvManager::attach_shared_tier(std::unique_ptr<SharedPageStore> store, const std::string& secret,
+                                     const std::string& key_prefix) {
+  const SharedTierParts parts{cfg_, *pool_, pages_, summaries_.get(), offload_, prefix_.chains()};
+  STRIDE_ASSIGN_OR_RETURN(shared_, SharedTier::create(parts, std::move(store), secret, key_prefix));
+  return Status::Ok();
 }
 
 KvStats KvManager::stats() const {
@@ -152,45 +176,14 @@ KvStats KvManager::stats() const {
   st.pages_total = pages_.n_total();
   st.pages_used = pages_.n_used();
   st.bytes_per_page = pool_->shape().bytes_per_page();
-  {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    st.pages_read = pages_read_ + head_pages_read_ / cfg_.n_kv_heads;
-    st.pages_present = pages_present_;
-    st.attention_seconds = attention_seconds_;
-    st.pages_read_by_policy = pages_read_by_policy_;
-    st.pages_present_by_policy = pages_present_by_policy_;
-    st.window_pages_read = window_pages_read_ + head_window_pages_read_ / cfg_.n_kv_heads;
-  }
+  reads_.add_to(st);
   st.pages_cached = pages_.n_cached();
   st.pages_reclaimable = pages_.n_reclaimable();
   st.pages_evicted = pages_.n_evicted();
-  if (tier_) {
-    const HostTierStats ts = tier_->stats();
-    st.tier_slots_used = ts.slots_used;
-    st.tier_slots_total = ts.slots_total;
-    st.tier_hits = ts.hits;
-    st.tier_slots_owned = ts.slots_owned;
-  }
-  if (shared_) {
-    SharedTierCounters& c = shared_->counters();
-    st.shared_tier_up = c.up;
-    st.shared_tier_hits = c.hits;
-    st.shared_tier_misses = c.misses;
-    st.shared_tier_errors = c.errors;
-    st.shared_tier_published = c.published;
-    st.shared_tier_dropped = c.dropped;
-    st.shared_tier_bytes_in = c.bytes_in;
-    st.shared_tier_bytes_out = c.bytes_out;
-  }
+  prefix_.add_to(st);
+  offload_.add_to(st);
+  if (shared_) shared_->add_to(st);
   return st;
-}
-
-int64_t KvManager::pages_held(SeqId seq, int layer) const {
-  return valid(seq, layer) ? seqs_[seq].layers[layer].pages.held : 0;
-}
-
-const std::vector<int32_t>* KvManager::page_table(SeqId seq, int layer) const {
-  return valid(seq, layer) ? &seqs_[seq].layers[layer].pages.table : nullptr;
 }
 
 }  // namespace stride

@@ -47,6 +47,14 @@ int64_t pages_kept(const PolicySpec& p, int page_size, int64_t q0) {
 
 }  // namespace
 
+bool page_needed(const PolicySpec& p, int page_size, int64_t page, int64_t next_q) {
+  const int64_t first = page * page_size;
+  // Latest slots first: the ones most likely kept.
+  for (int64_t pos = first + page_size - 1; pos >= first; --pos)
+    if (policy_keeps(p, pos, next_q)) return true;
+  return false;
+}
+
 int64_t layer_pages_for_growth(const PolicySpec& p, int page_size, int64_t from, int64_t n, int chunk) {
   if (n <= 0 || page_size <= 0) return 0;
   chunk = std::max(chunk, 1);

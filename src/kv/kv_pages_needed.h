@@ -19,6 +19,11 @@ namespace stride {
 // O(pages x page_size) per start (64 starts at most).
 int64_t layer_pages_for_growth(const PolicySpec& p, int page_size, int64_t from, int64_t n, int chunk);
 
+// Whether a layer with policy p keeps any slot of logical page `page` for
+// the query at next_q: the pages a prefix hit, a saved session or a cut
+// sequence must still have.
+bool page_needed(const PolicySpec& p, int page_size, int64_t page, int64_t next_q);
+
 // The same summed over the layers.
 int64_t pages_for_growth(std::span<const PolicySpec> layers, int page_size, int64_t from, int64_t n, int chunk);
 

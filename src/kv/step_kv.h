@@ -19,10 +19,10 @@ class StepKv {
 
   virtual const PolicySpec& layer_policy(int layer) const = 0;
   virtual int head_dim_k() const = 0;
-  // k: [n_new, n_kv_heads, head_dim_k], v: [n_new, n_kv_heads, head_dim_v] f32
-  // for plan.seqs[i]'s new positions; keys already carry RoPE.
+  // k: [n, n_kv_heads, head_dim_k], v: [n, n_kv_heads, head_dim_v] f32
+  // for plan.steps[i]'s new positions; keys already carry RoPE.
   virtual Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) = 0;
-  // q: [n_new, n_head, head_dim_k]: fills a top-k layer's page lists (a no-op
+  // q: [n, n_head, head_dim_k]: fills a top-k layer's page lists (a no-op
   // on other layers and once selected); scale: the layer's softmax scale.
   virtual Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale) = 0;
   // Whether select() on this layer changes shared state, so that calls for

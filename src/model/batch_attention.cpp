@@ -12,7 +12,7 @@ namespace stride {
 namespace {
 
 // Attention work of a sequence's step, in query-key pairs before the policy prunes any.
-int64_t attend_cost(const SeqStepPlan& sp) { return (int64_t)sp.n_new * (sp.pos0 + sp.n_new); }
+int64_t attend_cost(const SequenceStep& step, const SeqStepPlan& sp) { return (int64_t)step.n * (sp.pos0 + step.n); }
 
 // The calling worker alone, as a pool: the kernel's work partition is a rule
 // of the plan, not of the pool size (attention_kernel.cpp), so a sequence run
@@ -29,7 +29,7 @@ Status attend_batch(StepKv& kv, StepPlan& plan, int layer, const AttentionParams
   const int n_seqs = (int)plan.seqs.size();
   const PolicySpec& policy = kv.layer_policy(layer);
   std::vector<int64_t> row(n_seqs);  // first token row of each sequence
-  for (int i = 0, r = 0; i < n_seqs; r += plan.seqs[(size_t)i].n_new, ++i) row[i] = r;
+  for (int i = 0, r = 0; i < n_seqs; r += plan.steps[(size_t)i].n, ++i) row[i] = r;
   // Writes, and selections that move pages, are serial like every other KV
   // mutation; afterwards each kernel call only reads its own sequence's pages.
   const bool serial_select = kv.select_is_serial(layer);
@@ -61,7 +61,7 @@ Status attend_batch(StepKv& kv, StepPlan& plan, int layer, const AttentionParams
   // the others idle as one task: it runs first, split over the whole pool.
   std::vector<int64_t> cost(n_seqs);
   int64_t total = 0;
-  for (int i = 0; i < n_seqs; ++i) total += cost[i] = attend_cost(plan.seqs[(size_t)i]);
+  for (int i = 0; i < n_seqs; ++i) total += cost[i] = attend_cost(plan.steps[(size_t)i], plan.seqs[(size_t)i]);
   std::vector<int> group;  // sequences run side by side
   group.reserve(n_seqs);
   for (int i = 0; i < n_seqs; ++i) {

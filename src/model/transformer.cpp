@@ -136,9 +136,10 @@ void Transformer::ensure_scratch(int n) {
   scratch_tokens_ = n;
 }
 
-Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, const SequenceStep* steps, int n_steps,
-                                  ThreadPool& pool) {
+Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool) {
   const ModelConfig& c = config();
+  const SequenceStep* steps = plan.steps.data();
+  const int n_steps = (int)plan.steps.size();
   int n = 0;
   for (int i = 0; i < n_steps; ++i) {
     if (steps[i].n <= 0) return InvalidArgument("forward: a sequence step has no tokens");
@@ -153,10 +154,6 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, const SequenceStep
   }
   if (n == 0) return InvalidArgument("forward: no tokens");
   if (n > max_chunk_) return InvalidArgument("forward: batch of " + std::to_string(n) + " tokens exceeds the chunk size");
-  if ((int)plan.seqs.size() != n_steps) return InvalidArgument("forward: the steps do not match the plan");
-  for (int i = 0; i < n_steps; ++i)
-    if (plan.seqs[(size_t)i].seq != steps[i].seq || plan.seqs[(size_t)i].n_new != steps[i].n)
-      return InvalidArgument("forward: step " + std::to_string(i) + " does not match the plan");
   ensure_scratch(n);
 
   const int64_t E = c.n_embd;

@@ -24,19 +24,6 @@
 
 namespace stride {
 
-// One sequence's share of a batched step: n tokens continuing `seq`.
-struct SequenceStep {
-  StepKv::SeqId seq = -1;  // must match the plan's entry
-  const int32_t* tokens = nullptr;  // [n]
-  int n = 0;
-  bool all_logits = false;  // logits for every token, else only the last
-  float* logits = nullptr;  // [n, n_vocab] or [n_vocab]; null: none wanted
-  // [n, n_embd]: every token's final hidden state (after the output norm,
-  // what the output head reads), for embeddings; null: none wanted.
-  float* hidden = nullptr;
-  bool may_truncate = false;  // its tail may be rolled back at commit (speculative verification)
-};
-
 class Transformer {
  public:
   // Takes ownership of the source (the mmap must outlive the weight views).
@@ -53,10 +40,10 @@ class Transformer {
 
   // One step over several sequences at once (continuous batching): the
   // matmuls run over all their tokens together, attention runs per
-  // sequence. steps[i] is plan.seqs[i]'s tokens and logits; the sum of n
+  // sequence: plan.steps, the SequenceSteps prepare() planned; the sum of n
   // must not exceed max_chunk(). Fills each layer plan's attention time;
   // the caller commits the plan (engine/step_runner.h runs the whole step).
-  Status forward_batch(StepKv& kv, StepPlan& plan, const SequenceStep* steps, int n_steps, ThreadPool& pool);
+  Status forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool);
 
   // Per-layer attention parameters (scale, softcap, RoPE) for the KV cache.
   // The RoPE table they point to lives as long as the model.

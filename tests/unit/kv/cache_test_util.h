@@ -80,10 +80,14 @@ class StepDriver {
 
   Status reserve(KvManager::SeqId seq, int n) {
     plans_.erase(seq);  // a plan prepared again gives its unused pages back first
-    const StepRequest r{seq, n, nullptr};
-    auto plan = kv_.prepare(std::span<const StepRequest>(&r, 1));
-    if (!plan.ok()) return plan.status();
-    plans_.emplace(seq, std::move(plan).value());
+    Open& open = plans_[seq];
+    open.step = SequenceStep{seq, nullptr, n};
+    auto plan = kv_.prepare(std::span<const SequenceStep>(&open.step, 1));
+    if (!plan.ok()) {
+      plans_.erase(seq);
+      return plan.status();
+    }
+    open.plan = std::move(plan).value();
     return Status::Ok();
   }
   void write(int layer, KvManager::SeqId seq, const float* k, const float* v, int n) {
@@ -101,13 +105,13 @@ class StepDriver {
     EXPECT_TRUE(ran.ok()) << ran.to_string();
   }
   // The plan of the last reserve() (its per-layer page lists), for inspection.
-  const StepPlan& plan(KvManager::SeqId seq) { return plans_.at(seq); }
+  const StepPlan& plan(KvManager::SeqId seq) { return plans_.at(seq).plan; }
   void commit(KvManager::SeqId seq, int n, const int32_t* ids = nullptr) {
     auto it = plans_.find(seq);
     ASSERT_TRUE(it != plans_.end()) << "commit without reserve";
-    it->second.seqs[0].n_new = n;
-    it->second.seqs[0].tokens = ids;
-    const Status st = kv_.commit(it->second);
+    it->second.step.n = n;
+    it->second.step.tokens = ids;
+    const Status st = kv_.commit(it->second.plan);
     EXPECT_TRUE(st.ok()) << st.to_string();
     plans_.erase(it);
   }
@@ -116,11 +120,16 @@ class StepDriver {
   StepPlan& plan_of(KvManager::SeqId seq, int n) {
     auto it = plans_.find(seq);
     EXPECT_TRUE(it != plans_.end()) << "write or attend without reserve";
-    EXPECT_EQ(it->second.seqs[0].n_new, n);
-    return it->second;
+    EXPECT_EQ(it->second.step.n, n);
+    return it->second.plan;
   }
+  // A prepared step: the plan refers to its step, so both live in the map node.
+  struct Open {
+    SequenceStep step;
+    StepPlan plan;
+  };
   KvManager& kv_;
-  std::map<KvManager::SeqId, StepPlan> plans_;
+  std::map<KvManager::SeqId, Open> plans_;
 };
 
 inline std::unique_ptr<KvManager> make_cache(const Shape& s, std::vector<PolicySpec> pols,

@@ -153,7 +153,7 @@ TEST(KVCachePages, SequenceIdsAreReusedCleanAndInvalidIdsAreErrors) {
   EXPECT_EQ(steps.reserve(*c, -5).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(steps.reserve(*c, 0).code(), StatusCode::kInvalidArgument);
   // One sequence twice in one step.
-  const StepRequest twice[2] = {{*c, 1, nullptr}, {*c, 1, nullptr}};
+  const SequenceStep twice[2] = {{*c, nullptr, 1}, {*c, nullptr, 1}};
   EXPECT_EQ(cache->prepare(twice).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(cache->pages_held(99, 0), 0);
   EXPECT_EQ(cache->pages_held(*c, 7), 0);

@@ -32,8 +32,8 @@ int64_t measured_peak(const PolicySpec& p, int64_t n, int chunk) {
   int64_t peak = 0;
   for (int64_t done = 0; done < n;) {
     const int c = (int)std::min<int64_t>(chunk, n - done);
-    const StepRequest r{*seq, c, nullptr};
-    auto plan = (*kv)->prepare(std::span<const StepRequest>(&r, 1));
+    const SequenceStep r{*seq, nullptr, c};
+    auto plan = (*kv)->prepare(std::span<const SequenceStep>(&r, 1));
     EXPECT_TRUE(plan.ok()) << plan.status().to_string();
     if (!plan.ok()) return -1;
     peak = std::max(peak, (*kv)->pages_held(*seq, 0));  // what the step holds

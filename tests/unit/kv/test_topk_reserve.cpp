@@ -79,9 +79,9 @@ bool feed(KvManager& kv, KvManager::SeqId seq, int64_t from, const std::vector<i
   for (const int want : chunks) {
     const int c = (int)std::min<int64_t>(want, kTok - pos);
     if (c <= 0) break;
-    const StepRequest r{seq, c, d.ids.data() + pos};
+    const SequenceStep r{seq, d.ids.data() + pos, c};
     const int64_t used = kv.stats().pages_used;
-    auto plan = kv.prepare(std::span<const StepRequest>(&r, 1));
+    auto plan = kv.prepare(std::span<const SequenceStep>(&r, 1));
     if (!plan.ok()) {
       EXPECT_EQ(plan.status().code(), StatusCode::kResourceExhausted) << plan.status().to_string();
       EXPECT_EQ(kv.stats().pages_used, used) << "a refused prepare changed the pool";

@@ -1,14 +1,14 @@
-// Saved sessions: a prompt's pages leave through the prefix cache and come
-// back into it. Going through the cache (rather than into one sequence's
-// page tables) means a restored session is an ordinary prefix hit: the
-// request that continues it is admitted, shares the pages by reference
-// count and prefills only its suffix, exactly as after an earlier request
-// with the same prompt, so its outputs are bit-identical to recomputing
-// (docs/architecture.md, "Same input, same bits").
+#include "kv/session_pages.h"
+
 #include <algorithm>
 #include <cstring>
 
-#include "kv/kv_manager.h"
+#include "kv/kv_pages_needed.h"
+#include "kv/offload_tier.h"
+#include "kv/page_manager.h"
+#include "kv/prefix_chains.h"
+#include "kv/store/kv_pool.h"
+#include "kv/store/page_summary.h"
 
 namespace stride {
 
@@ -25,18 +25,18 @@ std::vector<int64_t> hit_starts(int64_t n_tokens, int64_t n_pages, int page_size
 
 }  // namespace
 
-int64_t KvManager::snapshot_page_bytes() const {
-  return pool_->page_image_bytes() + (summaries_ ? summaries_->page_bytes() : 0);
+int64_t SessionPages::page_bytes() const {
+  return pool_.page_image_bytes() + (summaries_ ? summaries_->page_bytes() : 0);
 }
 
-Expected<KvSnapshot> KvManager::export_prefix(std::span<const int32_t> tokens) {
+Expected<KvSnapshot> SessionPages::export_prefix(std::span<const int32_t> tokens) {
   if (!cfg_.prefix_cache) return Unsupported("saving a session needs the prefix cache (cache_reuse)");
   const int ps = cfg_.page_size;
   KvSnapshot snap;
   snap.tokens.assign(tokens.begin(), tokens.end());
   snap.page_size = ps;
   snap.n_pages = (int64_t)tokens.size() / ps;
-  snap.image_bytes = snapshot_page_bytes();
+  snap.image_bytes = page_bytes();
   std::vector<uint64_t> chains((size_t)snap.n_pages);
   uint64_t chain = kPrefixChainRoot;
   for (int64_t i = 0; i < snap.n_pages; ++i) {
@@ -45,19 +45,19 @@ Expected<KvSnapshot> KvManager::export_prefix(std::span<const int32_t> tokens) {
     chains[(size_t)i] = chain;
   }
   const std::vector<int64_t> starts = hit_starts((int64_t)tokens.size(), snap.n_pages, ps);
-  const int64_t page_bytes = pool_->page_image_bytes();
+  const int64_t image_bytes = pool_.page_image_bytes();
   for (int l = 0; l < cfg_.n_layer; ++l)
     for (int64_t i = 0; i < snap.n_pages; ++i) {
-      const bool needed = std::any_of(starts.begin(), starts.end(), [&](int64_t q) { return page_needed(l, i, q); });
+      const bool needed = std::any_of(starts.begin(), starts.end(), [&](int64_t q) { return page_needed(cfg_.layer_policies[(size_t)l], ps, i, q); });
       if (!needed) continue;
       const PrefixKey key{chains[(size_t)i], l};
       const size_t at = snap.images.size();
       snap.images.resize(at + (size_t)snap.image_bytes);
       const std::span<uint8_t> image(snap.images.data() + at, (size_t)snap.image_bytes);
       if (const int32_t page = pages_.lookup(key); page >= 0) {
-        pool_->save_page(page, image.first((size_t)page_bytes));
-        if (summaries_) summaries_->save_page(page, image.subspan((size_t)page_bytes));
-      } else if (std::optional<PinnedPage> slot = tier_ ? tier_->pin(prefix_key_id(key)) : std::nullopt) {
+        pool_.save_page(page, image.first((size_t)image_bytes));
+        if (summaries_) summaries_->save_page(page, image.subspan((size_t)image_bytes));
+      } else if (std::optional<PinnedPage> slot = offload_.pin(key)) {
         const std::span<const uint8_t> bytes = slot->bytes();
         if ((int64_t)bytes.size() < snap.image_bytes) return Internal("offload tier slot smaller than a page image");
         std::memcpy(image.data(), bytes.data(), (size_t)snap.image_bytes);
@@ -70,11 +70,11 @@ Expected<KvSnapshot> KvManager::export_prefix(std::span<const int32_t> tokens) {
   return snap;
 }
 
-Expected<int64_t> KvManager::import_prefix(const KvSnapshot& snap) {
+Expected<int64_t> SessionPages::import_prefix(const KvSnapshot& snap) {
   if (!cfg_.prefix_cache) return int64_t{0};
   const int ps = cfg_.page_size;
   if (snap.page_size != ps) return InvalidArgument("the session was saved with another KV page size");
-  if (snap.image_bytes != snapshot_page_bytes()) return InvalidArgument("the session's page images have another size");
+  if (snap.image_bytes != page_bytes()) return InvalidArgument("the session's page images have another size");
   if (snap.n_pages < 0 || snap.n_pages > (int64_t)snap.tokens.size() / ps ||
       (int64_t)snap.images.size() != (int64_t)snap.pages.size() * snap.image_bytes)
     return InvalidArgument("the session's page list does not match its tokens");
@@ -96,20 +96,20 @@ Expected<int64_t> KvManager::import_prefix(const KvSnapshot& snap) {
     if (const int32_t page = pages_.lookup(key); page >= 0) {
       pages_.retain(page);
       held.push_back(page);
-    } else if (!in_tier(key)) {
+    } else if (!offload_.contains(key)) {
       missing.push_back(r);
     }
   }
   std::vector<int32_t> fresh;
   const Status got = pages_.allocate((int32_t)missing.size(), fresh);
   if (got.ok()) {
-    const int64_t page_bytes = pool_->page_image_bytes();
+    const int64_t image_bytes = pool_.page_image_bytes();
     for (size_t m = 0; m < missing.size(); ++m) {
       const KvSnapshot::PageRef& r = snap.pages[missing[m]];
       const std::span<const uint8_t> image(snap.images.data() + missing[m] * (size_t)snap.image_bytes,
                                            (size_t)snap.image_bytes);
-      pool_->load_page(fresh[m], image.first((size_t)page_bytes));
-      if (summaries_) summaries_->load_page(fresh[m], image.subspan((size_t)page_bytes));
+      pool_.load_page(fresh[m], image.first((size_t)image_bytes));
+      if (summaries_) summaries_->load_page(fresh[m], image.subspan((size_t)image_bytes));
       // A duplicate entry keeps the first registration; its page is freed below.
       pages_.register_page({chains[(size_t)r.page], r.layer}, fresh[m]);
     }

@@ -1,14 +1,12 @@
-// Rolling KV state back (speculative decoding): the rejected tail of a
-// verification step, cut inside commit() before anything is released or
-// cached, and truncate() for a draft model's own sequence. Either way the
-// state afterwards is the one a run without the cut tokens would have:
-// the same length, page tables, prefix chain and top-k summaries; slots
-// past the length keep stale keys that the next write overwrites and no
-// plan reads (page_valid stops at the length).
+#include "kv/step_rollback.h"
+
 #include <algorithm>
 #include <string>
 
-#include "kv/kv_manager.h"
+#include "kv/kv_pages_needed.h"
+#include "kv/page_manager.h"
+#include "kv/store/page_summary.h"
+#include "kv/topk_hot_set.h"
 
 namespace stride {
 
@@ -16,25 +14,19 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-// Called by write() for the first run of a may_truncate step on a top-k
-// layer, before the summaries change: the first page's summary (when the
-// step starts inside a page) and every key of the step, so that commit()
-// can rebuild the summaries from the kept keys alone, in the same order a
-// run without the tail folds them.
-void KvManager::stash_for_rollback(StepPlan& plan, int i, int layer, const float* k) {
-  SeqStepPlan& sp = plan.seqs[(size_t)i];
-  LayerStepPlan& lp = sp.layers[(size_t)layer];
+void StepRollback::stash(const KvSequence& s, int64_t pos0, int n, LayerStepPlan& lp, int layer,
+                         const float* k) const {
   const int64_t k_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_k;
-  lp.new_keys.assign(k, k + sp.n_new * k_row);
+  lp.new_keys.assign(k, k + n * k_row);
   lp.summary_before.clear();
-  if (sp.pos0 % cfg_.page_size == 0) return;
-  const int32_t page = seqs_[sp.seq].layers[layer].pages.table[(size_t)(sp.pos0 / cfg_.page_size)];
+  if (pos0 % cfg_.page_size == 0) return;
+  const int32_t page = s.layers[(size_t)layer].pages.table[(size_t)(pos0 / cfg_.page_size)];
   const float* first = summaries_->min(page, 0);
   lp.summary_before.assign(first, first + (size_t)summaries_->page_bytes() / sizeof(float));
 }
 
-void KvManager::drop_pages_from(Sequence& s, int64_t first_logical) {
-  for (LayerState& ls : s.layers) {
+void StepRollback::drop_pages_from(KvSequence& s, int64_t first_logical) {
+  for (KvLayerState& ls : s.layers) {
     PageTable& pt = ls.pages;
     for (size_t L = pt.table.size(); L-- > (size_t)first_logical;) {
       if (pt.table[L] >= 0) {
@@ -50,7 +42,7 @@ void KvManager::drop_pages_from(Sequence& s, int64_t first_logical) {
   }
 }
 
-void KvManager::drop_step_tail(Sequence& s, const SeqStepPlan& sp, int kept) {
+void StepRollback::drop_step_tail(KvSequence& s, const SeqStepPlan& sp, int kept) {
   const int ps = cfg_.page_size;
   const int64_t end = sp.pos0 + kept;
   // Pages that only the dropped tokens reached go back to the pool: the
@@ -79,9 +71,7 @@ void KvManager::drop_step_tail(Sequence& s, const SeqStepPlan& sp, int kept) {
   }
 }
 
-Status KvManager::truncate(SeqId seq, int64_t length) {
-  if (!valid(seq)) return InvalidArgument("KV manager: unknown sequence " + std::to_string(seq));
-  Sequence& s = seqs_[seq];
+Status StepRollback::truncate(KvSequence& s, int64_t length) {
   if (length < 0 || length > s.length)
     return InvalidArgument("KV manager: cannot truncate a sequence of " + std::to_string(s.length) + " tokens to " +
                            std::to_string(length));
@@ -97,7 +87,7 @@ Status KvManager::truncate(SeqId seq, int64_t length) {
     for (int64_t L = 0; L < n_keep && L < pt.size(); ++L) {
       const bool open_page = L == length / ps;  // new keys will be written into it
       const bool in_tier = s.layers[l].hot.has_slot(L);
-      if (pt.table[(size_t)L] < 0 && !in_tier && (open_page || page_needed(l, L, length)))
+      if (pt.table[(size_t)L] < 0 && !in_tier && (open_page || page_needed(cfg_.layer_policies[(size_t)l], ps, L, length)))
         return Unsupported("KV manager: layer " + std::to_string(l) +
                                   " released a page the shorter sequence needs");
     }
