@@ -17,6 +17,7 @@ ThreadPool::ThreadPool(int n_threads) {
   const int cores = (int)std::max(1u, std::thread::hardware_concurrency());
   spin_iterations_ = n_threads_ <= cores ? kSpinIterations : 0;
   slots_ = std::make_unique<Slot[]>((size_t)std::max(1, n_threads_ - 1));
+  scratch_ = std::make_unique<WorkerScratch[]>((size_t)n_threads_);
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i - 1); });
 }
@@ -30,14 +31,14 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::drain() {
-  for (int c; (c = next_.fetch_add(1, std::memory_order_relaxed)) < job_chunks_;) (*job_)(c, job_chunks_);
+void ThreadPool::drain(int worker) {
+  for (int c; (c = next_.fetch_add(1, std::memory_order_relaxed)) < job_chunks_;) (*job_)(c, job_chunks_, worker);
 }
 
-void ThreadPool::run_chunks(int n_chunks, const std::function<void(int, int)>& fn) {
+void ThreadPool::run_chunks(int n_chunks, const std::function<void(int, int, int)>& fn) {
   if (n_chunks <= 0) return;
   if (n_threads_ == 1 || n_chunks == 1) {
-    for (int c = 0; c < n_chunks; ++c) fn(c, n_chunks);
+    for (int c = 0; c < n_chunks; ++c) fn(c, n_chunks, 0);
     return;
   }
   job_ = &fn;
@@ -51,7 +52,7 @@ void ThreadPool::run_chunks(int n_chunks, const std::function<void(int, int)>& f
     std::lock_guard<std::mutex> lock(mu_);
     cv_.notify_all();
   }
-  drain();
+  drain(0);
   // Every chunk is claimed: revoke posts nobody picked up, wait for the rest.
   for (int i = 0; i < helpers; ++i) {
     int expected = kPosted;
@@ -102,7 +103,7 @@ void ThreadPool::worker_loop(int index) {
     }
     int expected = kPosted;
     if (!slot.state.compare_exchange_strong(expected, kRunning)) continue;  // revoked
-    drain();
+    drain(index + 1);
     slot.state.store(kIdle, std::memory_order_release);
   }
 }

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/worker_scratch.h"
+
 namespace stride {
 
 class ThreadPool {
@@ -31,10 +33,20 @@ class ThreadPool {
   // (one after the other) when a worker is slow to wake. Not re-entrant.
   void run(const std::function<void(int, int)>& fn) { run_chunks(n_threads_, fn); }
 
-  // Calls fn(chunk, n_chunks) once for every chunk in [0, n_chunks), claimed
-  // dynamically by whichever threads are running. More chunks than threads
-  // balance the load when a thread is preempted. Not re-entrant.
-  void run_chunks(int n_chunks, const std::function<void(int, int)>& fn);
+  // Calls fn(chunk, n_chunks, worker) once for every chunk in [0, n_chunks),
+  // claimed dynamically by whichever threads are running. More chunks than
+  // threads balance the load when a thread is preempted. worker, in
+  // [0, size()), names the thread that runs the call (0: the caller) for the
+  // whole dispatch: the index of its scratch. Not re-entrant.
+  void run_chunks(int n_chunks, const std::function<void(int, int, int)>& fn);
+  // The same without the worker index.
+  void run_chunks(int n_chunks, const std::function<void(int, int)>& fn) {
+    run_chunks(n_chunks, [&fn](int c, int nc, int) { fn(c, nc); });
+  }
+
+  // The scratch of worker index `worker` (worker_scratch.h); the caller's,
+  // outside a dispatch, is worker 0's.
+  WorkerScratch& scratch(int worker) { return scratch_[worker]; }
 
   // Splits [0, n) into about one contiguous chunk per thread (each at least
   // `grain` long) and calls fn(begin, end) for each non-empty chunk.
@@ -50,7 +62,7 @@ class ThreadPool {
   };
 
   void worker_loop(int index);
-  void drain();
+  void drain(int worker);
 
   int n_threads_;
   // Spinning only pays when every thread has a core of its own; with more
@@ -58,7 +70,8 @@ class ThreadPool {
   int spin_iterations_ = 0;
   std::vector<std::thread> workers_;
   std::unique_ptr<Slot[]> slots_;  // [n_threads - 1]
-  const std::function<void(int, int)>* job_ = nullptr;
+  std::unique_ptr<WorkerScratch[]> scratch_;  // [n_threads]
+  const std::function<void(int, int, int)>* job_ = nullptr;
   int job_chunks_ = 0;
   alignas(64) std::atomic<int> next_{0};
   std::atomic<bool> stop_{false};

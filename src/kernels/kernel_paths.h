@@ -21,6 +21,7 @@
 
 #include "core/cpu_features.h"
 #include "core/tensor.h"
+#include "core/worker_scratch.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/packed_tiles.h"
 #include "kernels/quant_act.h"
@@ -51,7 +52,8 @@ struct FloatMatmul {
   const PackedMatrix* packed = nullptr;
 };
 inline constexpr int kBf16Terms = 3;
-using FloatRangeFn = void (*)(const FloatMatmul& p, const detail::WorkRange& wr);
+// ws: the scratch of the worker running the range (thread_pool.h).
+using FloatRangeFn = void (*)(const FloatMatmul& p, const detail::WorkRange& wr, WorkerScratch& ws);
 
 struct KernelTable {
   FloatRangeFn matmul_f32, matmul_f16, matmul_bf16;
@@ -97,9 +99,9 @@ const KernelTable* avx512_bf16_dot_table();
 // for tests on machines without AMX.
 const KernelTable* amx_model_float_table();
 
-// A thread's scratch for the AMX float tiles' staged weights, at least n bf16
+// A worker's buffer for the AMX float tiles' staged weights, at least n bf16
 // (grown in the baseline-ISA translation unit matmul_float.cpp).
-uint16_t* amx_weight_stage(int64_t n);
+uint16_t* amx_weight_stage(WorkerScratch& ws, int64_t n);
 
 }  // namespace stride::kernels
 

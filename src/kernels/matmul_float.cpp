@@ -58,14 +58,19 @@ void group_lanes(const uint8_t* group, int64_t elem_bytes, int64_t r0, const uin
   for (int r = 0; r < R; ++r) rows[r] = group + ((r0 + r) % kPackRows) * 8 * elem_bytes;
 }
 
+// A worker's widened group (run_packed_staged), reused across calls.
+struct StagedGroup {
+  std::vector<float> f32;  // [n_in / 8, 8 rows, 8]
+};
+
 // Packed F16 / BF16 weights in prefill: each group is widened once per token
 // block into an f32 copy (same layout) that the f32 tiles read, instead of
 // being widened again for every 3 tokens (on this path the widening costs
 // about as much as the FMAs). Widening is exact: the sums do not change.
 template <typename L>
-void run_packed_staged(const FloatMatmul& p, const WorkRange& wr) {
+void run_packed_staged(const FloatMatmul& p, const WorkRange& wr, WorkerScratch& ws) {
   const PackedMatrix& w = *p.packed;
-  thread_local std::vector<float> staged;  // [n_in / 8, 8 rows, 8]
+  std::vector<float>& staged = ws.get<StagedGroup>().f32;
   staged.resize((size_t)(kPackRows * p.n_in));
   constexpr int64_t kTokenBlock = 64;
   const int64_t r_end = (wr.r1 + kPackRows - 1) / kPackRows * kPackRows;
@@ -86,7 +91,7 @@ void run_packed_staged(const FloatMatmul& p, const WorkRange& wr) {
 }
 
 template <typename L>
-void run_range(const FloatMatmul& p, const WorkRange& wr) {
+void run_range(const FloatMatmul& p, const WorkRange& wr, WorkerScratch& ws) {
   using Elem = typename L::Elem;
   if (p.packed && wr.t1 - wr.t0 < 3) {  // decode: one tile per group, one pass over its stream
     detail::float_rows::for_packed_tiles<8, 1>(wr, [&](auto, int64_t r, int64_t t) {
@@ -96,7 +101,7 @@ void run_range(const FloatMatmul& p, const WorkRange& wr) {
     });
     return;
   }
-  if (p.packed && !std::is_same_v<Elem, float>) return run_packed_staged<L>(p, wr);
+  if (p.packed && !std::is_same_v<Elem, float>) return run_packed_staged<L>(p, wr, ws);
   if (p.packed) {
     detail::float_rows::for_packed_tiles<4, 3>(wr, [&](auto toks, int64_t r, int64_t t) {
       const uint8_t* rows[4];
@@ -115,9 +120,15 @@ void run_range(const FloatMatmul& p, const WorkRange& wr) {
 
 }  // namespace
 
-void matmul_f32(const FloatMatmul& p, const WorkRange& wr) { run_range<detail::float_rows::F32>(p, wr); }
-void matmul_f16(const FloatMatmul& p, const WorkRange& wr) { run_range<detail::float_rows::F16>(p, wr); }
-void matmul_bf16(const FloatMatmul& p, const WorkRange& wr) { run_range<detail::float_rows::BF16>(p, wr); }
+void matmul_f32(const FloatMatmul& p, const WorkRange& wr, WorkerScratch& ws) {
+  run_range<detail::float_rows::F32>(p, wr, ws);
+}
+void matmul_f16(const FloatMatmul& p, const WorkRange& wr, WorkerScratch& ws) {
+  run_range<detail::float_rows::F16>(p, wr, ws);
+}
+void matmul_bf16(const FloatMatmul& p, const WorkRange& wr, WorkerScratch& ws) {
+  run_range<detail::float_rows::BF16>(p, wr, ws);
+}
 
 }  // namespace isa::avx2
 
@@ -156,6 +167,12 @@ void split_bf16_terms(const float* x, int64_t n_tok, int64_t n_in, std::vector<u
   }
 }
 
+// The caller's activations in the forms the tiles read, reused across calls.
+struct CallerActs {
+  std::vector<uint16_t> terms;  // [n_tok, kBf16Terms, n_in]
+  std::vector<uint16_t> tiles;  // FloatMatmul::x_tiles
+};
+
 // One float matmul p (w or packed set) of weight type `type` on the tiles of k.
 void run_float(const kernels::KernelTable& k, DType type, kernels::FloatMatmul p, int64_t n_tok, ThreadPool& pool) {
   kernels::FloatRangeFn range = nullptr;
@@ -165,16 +182,15 @@ void run_float(const kernels::KernelTable& k, DType type, kernels::FloatMatmul p
     case DType::BF16: range = k.matmul_bf16; break;
     default: return;
   }
-  thread_local std::vector<uint16_t> terms;  // [n_tok, kBf16Terms, n_in]
+  CallerActs& acts = pool.scratch(0).get<CallerActs>();
   if (type == DType::BF16 && k.bf16_terms) {
-    split_bf16_terms(p.x, n_tok, p.n_in, terms);
-    p.x_bf16 = terms.data();
+    split_bf16_terms(p.x, n_tok, p.n_in, acts.terms);
+    p.x_bf16 = acts.terms.data();
   }
-  thread_local std::vector<uint16_t> tiles;  // FloatMatmul::x_tiles
   if (k.x_tiles) {
     const int64_t n_tiles = (n_tok + 15) / 16, n_slices = (p.n_in + 31) / 32;
-    tiles.resize((size_t)(n_tiles * kernels::kBf16Terms * n_slices * 16 * 32));
-    uint16_t* out = tiles.data();  // this thread's buffer (the name means the worker's in the lambda)
+    acts.tiles.resize((size_t)(n_tiles * kernels::kBf16Terms * n_slices * 16 * 32));
+    uint16_t* out = acts.tiles.data();
     const float* x = p.x;
     pool.run_chunks((int)std::max<int64_t>(1, std::min<int64_t>(n_tiles, pool.size())), [&](int ci, int nc) {
       k.prepare_x_tiles(x, n_tok, p.n_in, out, n_tiles * ci / nc, n_tiles * (ci + 1) / nc);
@@ -182,9 +198,9 @@ void run_float(const kernels::KernelTable& k, DType type, kernels::FloatMatmul p
     p.x_tiles = out;
   }
   const int64_t align = p.packed ? std::max<int64_t>(k.row_align, kPackRows) : k.row_align;
-  pool.run_chunks(work_chunks(p.n_out, n_tok, align, pool.size()), [&](int ci, int nc) {
+  pool.run_chunks(work_chunks(p.n_out, n_tok, align, pool.size()), [&](int ci, int nc, int worker) {
     const WorkRange wr = split_work(p.n_out, n_tok, align, ci, nc);
-    if (wr.r0 < wr.r1 && wr.t0 < wr.t1) range(p, wr);
+    if (wr.r0 < wr.r1 && wr.t0 < wr.t1) range(p, wr, pool.scratch(worker));
   });
 }
 
@@ -208,8 +224,14 @@ void matmul_float(const TensorView& w, const float* x, float* y, int64_t n_tok, 
 
 }  // namespace detail
 
-uint16_t* kernels::amx_weight_stage(int64_t n) {
-  thread_local std::vector<uint16_t> stage;
+namespace {
+struct AmxWeightStage {
+  std::vector<uint16_t> bf16;
+};
+}  // namespace
+
+uint16_t* kernels::amx_weight_stage(WorkerScratch& ws, int64_t n) {
+  std::vector<uint16_t>& stage = ws.get<AmxWeightStage>().bf16;
   if ((int64_t)stage.size() < n) stage.resize((size_t)n);
   return stage.data();
 }

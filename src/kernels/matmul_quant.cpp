@@ -135,16 +135,11 @@ void run_range(const Problem& p, const WorkRange& wr) {
   }
 }
 
-// Reused across calls on this thread: no large allocation per decode step.
-QuantizedActs& scratch_acts() {
-  thread_local QuantizedActs acts;
-  return acts;
-}
-
 template <typename Dec>
 void run(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPool& pool) {
   const int64_t n_in = w.ne[0], n_out = w.rows();
-  QuantizedActs& acts = scratch_acts();
+  // The caller's, reused across calls: no large allocation per decode step.
+  QuantizedActs& acts = pool.scratch(0).get<QuantizedActs>();
   quantize_acts_prepare(n_tok, n_in, acts);
   if (n_tok >= 8 && pool.size() > 1) {
     pool.parallel_for(n_tok, 4, [&](int64_t t0, int64_t t1) { quantize_acts_rows(x, t0, t1, acts); });

@@ -2,6 +2,7 @@
 // Element-wise and row-wise kernels. Each fast kernel has a *_ref scalar twin
 // that the tests compare it against.
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 #include "kernels/rope_table.h"
@@ -17,11 +18,15 @@ void rmsnorm_ref(const float* x, const float* w, float* y, int64_t n_rows, int64
 //   rotates the first table.rot_dim() dims of each head: pair i by angle
 //   pos * table.inv_freq[i] (formed in double), scaled by table.magnitude.
 void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, const RopeTable& table);
+// The caller's buffers for rope_tokens, reused across calls.
+struct RopeScratch {
+  std::vector<float> cs, sn;  // [rot_dim] a token's cos/sin, laid out per pairing
+};
 // rope over tokens [t0, t1) of several tensors sharing pos and the table
 // (queries and keys): each token's cos/sin are computed once for all of them.
 //   xs[j]: [n_tok, n_heads[j], head_dim]
 void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* pos, int64_t t0,
-                 int64_t t1, int head_dim, const RopeTable& table);
+                 int64_t t1, int head_dim, const RopeTable& table, RopeScratch& scratch);
 void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, const RopeTable& table);
 
 // Gated activations: out[i] = act(gate[i]) * up[i]. out may alias gate.

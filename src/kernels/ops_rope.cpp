@@ -4,10 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/kernel_entries.h"
 #include "kernels/kernel_paths.h"
 #include "kernels/ops.h"
-#include "kernels/ops_vec.h"
 
 namespace stride {
 
@@ -18,46 +16,16 @@ int clamp_rot_dim(const RopeTable& t, int head_dim) { return std::min(t.rot_dim(
 
 }  // namespace
 
-// The AVX2 rotations (kernel_paths.h; AVX-512: ops_avx512.cpp).
-// Adjacent pairs (2i, 2i+1). cs/sn are expanded per lane: cs = [c0 c0 c1 c1 ..],
-// sn = [-s0 s0 -s1 s1 ..], so out = v * cs + swap_pairs(v) * sn.
-void isa::avx2::rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim) {
-  int j = 0;
-#ifdef STRIDE_OPS_AVX2
-  for (; j + 8 <= rot_dim; j += 8) {
-    const __m256 a = _mm256_loadu_ps(v + j);
-    const __m256 sw = _mm256_permute_ps(a, 0xB1);  // (1,0,3,2) within each 128-bit lane
-    const __m256 r = _mm256_fmadd_ps(sw, _mm256_loadu_ps(sn + j),
-                                     _mm256_mul_ps(a, _mm256_loadu_ps(cs + j)));
-    _mm256_storeu_ps(v + j, r);
-  }
-#endif
-  ops_detail::rotate_adjacent_tail(v, cs, sn, j, rot_dim);
-}
-
-// NeoX pairs (i, i + half). cs/sn have `half` entries.
-void isa::avx2::rotate_neox(float* v, const float* cs, const float* sn, int half) {
-  int i = 0;
-#ifdef STRIDE_OPS_AVX2
-  for (; i + 8 <= half; i += 8) {
-    const __m256 lo = _mm256_loadu_ps(v + i), hi = _mm256_loadu_ps(v + i + half);
-    const __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(sn + i);
-    _mm256_storeu_ps(v + i, _mm256_fnmadd_ps(hi, s, _mm256_mul_ps(lo, c)));
-    _mm256_storeu_ps(v + i + half, _mm256_fmadd_ps(lo, s, _mm256_mul_ps(hi, c)));
-  }
-#endif
-  ops_detail::rotate_neox_tail(v, cs, sn, i, half);
-}
-
 void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* pos, int64_t t0,
-                 int64_t t1, int head_dim, const RopeTable& table) {
+                 int64_t t1, int head_dim, const RopeTable& table, RopeScratch& scratch) {
   const int rot_dim = clamp_rot_dim(table, head_dim);
   if (rot_dim <= 0) return;
   const int half = rot_dim / 2;
   const bool neox = table.neox;
   const double mag = table.magnitude;
   const kernels::KernelTable& k = kernels::active_kernels();
-  thread_local std::vector<float> cs, sn;  // per-token cos/sin, layout per pairing
+  std::vector<float>& cs = scratch.cs;
+  std::vector<float>& sn = scratch.sn;
   cs.resize(rot_dim);
   sn.resize(rot_dim);
   for (int64_t t = t0; t < t1; ++t) {
@@ -89,7 +57,8 @@ void rope_tokens(float* const* xs, const int* n_heads, int n_x, const int32_t* p
 }
 
 void rope(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, const RopeTable& table) {
-  rope_tokens(&x, &n_heads, 1, pos, 0, n_tok, head_dim, table);
+  RopeScratch scratch;  // once per call, not per token
+  rope_tokens(&x, &n_heads, 1, pos, 0, n_tok, head_dim, table, scratch);
 }
 
 void rope_ref(float* x, const int32_t* pos, int64_t n_tok, int n_heads, int head_dim, const RopeTable& table) {

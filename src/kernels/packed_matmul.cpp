@@ -14,26 +14,26 @@
 namespace stride {
 namespace {
 
-QuantizedActs& scratch_acts() {
-  thread_local QuantizedActs acts;
-  return acts;
-}
+// The buffers behind packed::ActStage (packed_tiles.h).
+struct ActStageBuffers {
+  std::vector<float> d, s;
+  std::vector<int32_t> hs, qs;
+  std::vector<uint8_t> xu;
+};
 
 }  // namespace
 
-packed::ActStage packed::act_stage(int64_t n_blocks) {
-  thread_local std::vector<float> d, s;
-  thread_local std::vector<int32_t> hs, qs;
-  thread_local std::vector<uint8_t> xu;
+packed::ActStage packed::act_stage(WorkerScratch& ws, int64_t n_blocks) {
+  ActStageBuffers& b = ws.get<ActStageBuffers>();
   const size_t n = (size_t)(n_blocks * kActStageToks);
-  if (d.size() < n) {
-    d.resize(n);
-    s.resize(n);
-    hs.resize(n);
-    qs.resize(n);
-    xu.resize(n * 32);
+  if (b.d.size() < n) {
+    b.d.resize(n);
+    b.s.resize(n);
+    b.hs.resize(n);
+    b.qs.resize(n);
+    b.xu.resize(n * 32);
   }
-  return {d.data(), s.data(), hs.data(), qs.data(), xu.data()};
+  return {b.d.data(), b.s.data(), b.hs.data(), b.qs.data(), b.xu.data()};
 }
 
 namespace {
@@ -53,7 +53,7 @@ void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float
       return;
     }
   }
-  QuantizedActs& acts = scratch_acts();
+  QuantizedActs& acts = pool.scratch(0).get<QuantizedActs>();  // the caller's
   quantize_acts_prepare(n_tok, n_in, acts);
   if (n_tok >= 8 && pool.size() > 1) {
     // A few chunks per thread, claimed dynamically (see ThreadPool::run_chunks).
@@ -75,12 +75,12 @@ void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float
     first[i + 1] = first[i] + ws[i]->n_groups;
   }
   const int64_t units = first[n];
-  pool.run_chunks(detail::work_chunks(units, n_tok, 1, pool.size()), [&](int ci, int nc) {
+  pool.run_chunks(detail::work_chunks(units, n_tok, 1, pool.size()), [&](int ci, int nc, int worker) {
     const detail::WorkRange wr = detail::split_work(units, n_tok, 1, ci, nc);
     if (wr.r0 >= wr.r1 || wr.t0 >= wr.t1) return;
     for (int i = 0; i < n; ++i) {
       const int64_t g0 = std::max(wr.r0, first[i]), g1 = std::min(wr.r1, first[i + 1]);
-      if (g0 < g1) run_range(probs[i], {g0 - first[i], g1 - first[i], wr.t0, wr.t1});
+      if (g0 < g1) run_range(probs[i], {g0 - first[i], g1 - first[i], wr.t0, wr.t1}, pool.scratch(worker));
     }
   });
   // More matrices than one dispatch holds: the rest in further dispatches.

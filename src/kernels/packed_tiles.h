@@ -2,6 +2,7 @@
 // The packed matmul's tiles, one set per CPU target (isa/packed_tiles.cpp,
 // compiled per target), registered in the path's KernelTable (kernel_paths.h).
 #include "core/cpu_features.h"
+#include "core/worker_scratch.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/packed_matrix.h"
 #include "kernels/quant_act.h"
@@ -14,10 +15,11 @@ struct Problem {
   float* y;  // [n_tok, n_out]
 };
 
-// A thread's buffers for one token block's per-block activation factors,
+// A worker's buffers for one token block's per-block activation factors,
 // block-major ([n_blocks, kActStageToks]: the tokens of a block side by side),
-// so a tile addresses every token's factor from one pointer. Thread-local,
-// reused; grown (in this baseline-ISA translation unit) to n_blocks.
+// so a tile addresses every token's factor from one pointer. Kept in the
+// worker's scratch, reused; grown (in the baseline-ISA translation unit
+// packed_matmul.cpp) to n_blocks.
 constexpr int64_t kActStageToks = 64;
 struct ActStage {
   float* d;     // QuantizedActs::d
@@ -29,10 +31,11 @@ struct ActStage {
   // signed integers (the 512-bit tiles; see kUnsignedActs).
   uint8_t* xu;
 };
-ActStage act_stage(int64_t n_blocks);
+ActStage act_stage(WorkerScratch& ws, int64_t n_blocks);
 
-// y of row groups [wr.r0, wr.r1) x tokens [wr.t0, wr.t1) of p.
-using RunRangeFn = void (*)(const Problem& p, const detail::WorkRange& wr);
+// y of row groups [wr.r0, wr.r1) x tokens [wr.t0, wr.t1) of p, with the
+// scratch of the worker running it (thread_pool.h).
+using RunRangeFn = void (*)(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws);
 
 
 // matmul_packed (kernels/matmul.h) through the tiles of run_range.

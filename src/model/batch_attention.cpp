@@ -14,13 +14,13 @@ namespace {
 // Attention work of a sequence's step, in query-key pairs before the policy prunes any.
 int64_t attend_cost(const SequenceStep& step, const SeqStepPlan& sp) { return (int64_t)step.n * (sp.pos0 + step.n); }
 
-// The calling worker alone, as a pool: the kernel's work partition is a rule
-// of the plan, not of the pool size (attention_kernel.cpp), so a sequence run
-// on one worker gets the bits it gets over the whole pool.
-ThreadPool& worker_pool() {
-  thread_local ThreadPool p(1);
-  return p;
-}
+// A worker alone, as a pool (kept in the worker's scratch, with its own
+// scratch): the kernel's work partition is a rule of the plan, not of the
+// pool size (attention_kernel.cpp), so a sequence run on one worker gets the
+// bits it gets over the whole pool.
+struct SoloPool {
+  ThreadPool pool{1};
+};
 
 }  // namespace
 
@@ -75,7 +75,9 @@ Status attend_batch(StepKv& kv, StepPlan& plan, int layer, const AttentionParams
   if (group.size() < 2) return first_failure();
   // Largest first, claimed dynamically: the tail of the step stays short.
   std::stable_sort(group.begin(), group.end(), [&](int a, int b) { return cost[a] > cost[b]; });
-  pool.run_chunks((int)group.size(), [&](int c, int) { attend(group[c], worker_pool()); });
+  pool.run_chunks((int)group.size(), [&](int c, int, int worker) {
+    attend(group[c], pool.scratch(worker).get<SoloPool>().pool);
+  });
   return first_failure();
 }
 

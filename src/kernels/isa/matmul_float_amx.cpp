@@ -236,13 +236,13 @@ inline void store_rows(const FloatMatmul& p, const float* c, int64_t r0, int64_t
 }
 
 template <typename L>
-void run_range(const FloatMatmul& p, const WorkRange& wr) {
+void run_range(const FloatMatmul& p, const WorkRange& wr, WorkerScratch& ws) {
   constexpr int W = weight_terms<L>();
   const int64_t n_slices = (p.n_in + kSliceElems - 1) / kSliceElems;
   const int64_t stage_halves = W * n_slices * kTileHalves;
   // bf16 rows of whole slices are A tiles as they lie.
   const bool direct = std::is_same_v<L, frows::BF16> && p.n_in % kSliceElems == 0 && !p.packed;
-  uint16_t* stage = kernels::amx_weight_stage(2 * stage_halves);
+  uint16_t* stage = kernels::amx_weight_stage(ws, 2 * stage_halves);
   const int64_t tile0 = wr.t0 / 16, tile1 = (wr.t1 + 15) / 16;
   const int64_t tile_step = kActTerms * n_slices * kTileHalves;
   const tmul::TileConfig cfg = float_tile_config();
@@ -275,9 +275,9 @@ void run_range(const FloatMatmul& p, const WorkRange& wr) {
 
 }  // namespace
 
-void matmul_f32(const FloatMatmul& p, const WorkRange& wr) { run_range<frows::F32>(p, wr); }
-void matmul_f16(const FloatMatmul& p, const WorkRange& wr) { run_range<frows::F16>(p, wr); }
-void matmul_bf16(const FloatMatmul& p, const WorkRange& wr) { run_range<frows::BF16>(p, wr); }
+void matmul_f32(const FloatMatmul& p, const WorkRange& wr, WorkerScratch& ws) { run_range<frows::F32>(p, wr, ws); }
+void matmul_f16(const FloatMatmul& p, const WorkRange& wr, WorkerScratch& ws) { run_range<frows::F16>(p, wr, ws); }
+void matmul_bf16(const FloatMatmul& p, const WorkRange& wr, WorkerScratch& ws) { run_range<frows::BF16>(p, wr, ws); }
 
 }  // namespace stride::isa::STRIDE_ISA_NS
 #include "kernels/isa/end.h"

@@ -138,11 +138,11 @@ void dot_tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
 
 }  // namespace
 
-void matmul_f32(const FloatMatmul& p, const WorkRange& wr) { run_range<rows::F32>(p, wr); }
-void matmul_f16(const FloatMatmul& p, const WorkRange& wr) { run_range<rows::F16>(p, wr); }
-void matmul_bf16(const FloatMatmul& p, const WorkRange& wr) { run_range<rows::BF16>(p, wr); }
+void matmul_f32(const FloatMatmul& p, const WorkRange& wr, WorkerScratch&) { run_range<rows::F32>(p, wr); }
+void matmul_f16(const FloatMatmul& p, const WorkRange& wr, WorkerScratch&) { run_range<rows::F16>(p, wr); }
+void matmul_bf16(const FloatMatmul& p, const WorkRange& wr, WorkerScratch&) { run_range<rows::BF16>(p, wr); }
 
-void matmul_bf16_dot(const FloatMatmul& p, const WorkRange& wr) {
+void matmul_bf16_dot(const FloatMatmul& p, const WorkRange& wr, WorkerScratch&) {
   if (p.packed) return run_range<rows::BF16>(p, wr);  // these tiles read row-major weights
   rows::for_tiles<4, 1, 4>(wr, [&](auto rr, auto tt, int64_t r, int64_t t) {
     dot_tile<decltype(rr)::value, decltype(tt)::value>(p, r, t);

@@ -89,21 +89,21 @@ void run_group(const Problem& p, int64_t g, int64_t tb, int64_t te) {
 // activations stay cached while the groups stream past; each group's
 // weights stay in L1 across the token tiles of a block.
 template <const Layout& L>
-void run_range_of(const Problem& p, const detail::WorkRange& wr) {
+void run_range_of(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
   for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
     const int64_t te = std::min(wr.t1, tb + kTokenBlock);
     int64_t g = wr.r0;
 #if STRIDE_ISA_LEVEL >= 1
     if (te - tb >= kVnniMinToks && g + 1 < wr.r1) {
       const int64_t n_blocks = p.w->n_in / 32;
-      const packed::ActStage as = packed::act_stage(n_blocks);
+      const packed::ActStage as = packed::act_stage(ws, n_blocks);
       stage_acts<L>(*p.a, n_blocks, tb, te, as);
       for (; g + 1 < wr.r1; g += 2) run_group_pair_staged<L>(p, g, tb, te, as);
     }
 #else
     if (kStaged<L> && te - tb >= kStageMinToks) {
       const int64_t n_blocks = p.w->n_in / 32;
-      const packed::ActStage as = packed::act_stage(n_blocks);
+      const packed::ActStage as = packed::act_stage(ws, n_blocks);
       stage_acts<L>(*p.a, n_blocks, tb, te, as);
       for (; g < wr.r1; ++g) run_group_staged<L>(p, g, tb, te, as);
     }
@@ -113,39 +113,39 @@ void run_range_of(const Problem& p, const detail::WorkRange& wr) {
 }
 
 // run_range_of for the layout of p.w's type.
-void run_range_typed(const Problem& p, const detail::WorkRange& wr) {
+void run_range_typed(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
   switch (p.w->type) {
-    case DType::Q4_0: return run_range_of<packed::kQ4_0>(p, wr);
-    case DType::Q4_1: return run_range_of<packed::kQ4_1>(p, wr);
-    case DType::Q5_0: return run_range_of<packed::kQ5_0>(p, wr);
-    case DType::Q5_1: return run_range_of<packed::kQ5_1>(p, wr);
-    case DType::Q8_0: return run_range_of<packed::kQ8_0>(p, wr);
-    case DType::Q4_K: return run_range_of<packed::kQ4_K>(p, wr);
-    case DType::Q5_K: return run_range_of<packed::kQ5_K>(p, wr);
-    case DType::Q6_K: return run_range_of<packed::kQ6_K>(p, wr);
-    case DType::Q2_K: return run_range_of<packed::kQ2_K>(p, wr);
-    case DType::Q3_K: return run_range_of<packed::kQ3_K>(p, wr);
-    case DType::IQ4_NL: return run_range_of<packed::kIQ4_NL>(p, wr);
-    case DType::IQ4_XS: return run_range_of<packed::kIQ4_XS>(p, wr);
-    case DType::MXFP4: return run_range_of<packed::kMXFP4>(p, wr);
+    case DType::Q4_0: return run_range_of<packed::kQ4_0>(p, wr, ws);
+    case DType::Q4_1: return run_range_of<packed::kQ4_1>(p, wr, ws);
+    case DType::Q5_0: return run_range_of<packed::kQ5_0>(p, wr, ws);
+    case DType::Q5_1: return run_range_of<packed::kQ5_1>(p, wr, ws);
+    case DType::Q8_0: return run_range_of<packed::kQ8_0>(p, wr, ws);
+    case DType::Q4_K: return run_range_of<packed::kQ4_K>(p, wr, ws);
+    case DType::Q5_K: return run_range_of<packed::kQ5_K>(p, wr, ws);
+    case DType::Q6_K: return run_range_of<packed::kQ6_K>(p, wr, ws);
+    case DType::Q2_K: return run_range_of<packed::kQ2_K>(p, wr, ws);
+    case DType::Q3_K: return run_range_of<packed::kQ3_K>(p, wr, ws);
+    case DType::IQ4_NL: return run_range_of<packed::kIQ4_NL>(p, wr, ws);
+    case DType::IQ4_XS: return run_range_of<packed::kIQ4_XS>(p, wr, ws);
+    case DType::MXFP4: return run_range_of<packed::kMXFP4>(p, wr, ws);
     default: return;  // pack_matrix produces only the types above
   }
 }
 
 }  // namespace
 
-void packed_run_range(const Problem& p, const detail::WorkRange& wr) {
+void packed_run_range(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
 #if STRIDE_ISA_LEVEL >= 2
   // Tile shapes are per thread, and only token blocks of 16+ use tiles.
   if (wr.t1 - wr.t0 >= kAmxToks) {
     const tmul::TileConfig cfg = amx_tile_config();
     Tiles::load_config(cfg);
-    run_range_typed(p, wr);
+    run_range_typed(p, wr, ws);
     Tiles::release();
     return;
   }
 #endif
-  run_range_typed(p, wr);
+  run_range_typed(p, wr, ws);
 }
 
 }  // namespace stride::isa::STRIDE_ISA_NS

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -59,6 +60,52 @@ TEST(ThreadPool, ResultsMatchSerialUnderManyShortJobs) {
     for (int64_t v : part) sum += v;
     ASSERT_EQ(sum, (int64_t)120 * iter);
   }
+}
+
+// A worker index names one thread for the whole dispatch: never two at once
+// (so its scratch is that thread's alone), always in [0, size()), and 0 is
+// the caller.
+TEST(ThreadPool, WorkerIndexNamesOneThreadPerDispatch) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int iter = 0; iter < 300; ++iter) {
+      std::vector<std::thread::id> owner((size_t)threads);
+      std::vector<std::atomic<int>> busy((size_t)threads);
+      std::atomic<bool> ok{true};
+      pool.run_chunks(1 + iter % 13, [&](int, int, int worker) {
+        if (worker < 0 || worker >= threads || busy[(size_t)worker].fetch_add(1) != 0) {
+          ok = false;
+          return;
+        }
+        std::thread::id& id = owner[(size_t)worker];
+        if (id == std::thread::id()) id = std::this_thread::get_id();
+        if (id != std::this_thread::get_id()) ok = false;
+        busy[(size_t)worker].fetch_sub(1);
+      });
+      ASSERT_TRUE(ok.load()) << threads << " threads, iteration " << iter;
+      if (owner[0] != std::thread::id()) {
+        ASSERT_EQ(owner[0], std::this_thread::get_id());
+      }
+    }
+  }
+}
+
+// Each worker's scratch keeps one object per type across dispatches.
+TEST(ThreadPool, ScratchIsPerWorkerAndReused) {
+  struct Counter {
+    int n = 0;
+  };
+  struct Other {
+    std::vector<float> v;
+  };
+  ThreadPool pool(2);
+  for (int iter = 0; iter < 50; ++iter) {
+    pool.run_chunks(8, [&](int, int, int worker) { ++pool.scratch(worker).get<Counter>().n; });
+  }
+  EXPECT_EQ(pool.scratch(0).get<Counter>().n + pool.scratch(1).get<Counter>().n, 400);
+  pool.scratch(0).get<Other>().v.assign(3, 1.0f);
+  EXPECT_EQ(pool.scratch(0).get<Other>().v.size(), 3u);
+  EXPECT_TRUE(pool.scratch(1).get<Other>().v.empty());
 }
 
 }  // namespace

@@ -174,8 +174,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, AmxModelTypes,
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // A tile path that writes wrong rows, for the start-up check to catch.
-void broken_run_range(const packed::Problem& p, const detail::WorkRange& wr) {
-  kernels::kernel_table(CpuPath::Avx2).packed_tiles(p, wr);
+void broken_run_range(const packed::Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
+  kernels::kernel_table(CpuPath::Avx2).packed_tiles(p, wr, ws);
   if (wr.t0 == 0 && wr.r0 == 0) p.y[0] += 1.0f;
 }
 
@@ -196,8 +196,8 @@ TEST(AmxStartupCheck, PassesTheModelRunTilesAndCatchesWrongOnes) {
   ASSERT_NE(model, nullptr);
   EXPECT_TRUE(kernels::check_float_tiles(*model, kernels::kernel_table(CpuPath::Avx512)).ok());
   kernels::KernelTable off = *model;
-  off.matmul_f16 = [](const kernels::FloatMatmul& fm, const detail::WorkRange& wr) {
-    kernels::amx_model_float_table()->matmul_f16(fm, wr);
+  off.matmul_f16 = [](const kernels::FloatMatmul& fm, const detail::WorkRange& wr, WorkerScratch& ws) {
+    kernels::amx_model_float_table()->matmul_f16(fm, wr, ws);
     for (int64_t t = wr.t0; t < wr.t1; ++t)
       if (wr.r0 == 0) fm.y[t * fm.n_out] *= 1.0f + 1e-3f;
   };
