@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "attention/topk_bound.h"
+#include "core/worker_scratch.h"
 
 namespace stride {
 
@@ -127,7 +129,7 @@ int64_t topk_mass_picks(double P, const std::vector<float>& est_fixed,
 TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                          const TopkColdPages* cold, int n_next, float scale) {
+                          const TopkColdPages* cold, int n_next, float scale, WorkerScratch* scratch) {
   TopkSelection sel;
   sel.q_block = std::max(1, q_block);
   sel.n_q = n_q;
@@ -143,8 +145,8 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     return page_table[L] >= 0 || (cold && (*cold->tier_key)[L] != 0);
   };
   const float s = scale > 0.f ? scale : 1.f / std::sqrt((float)dim);
-  thread_local SelectScratch scratch;
-  SelectScratch& x = scratch;
+  std::optional<SelectScratch> own;
+  SelectScratch& x = scratch ? scratch->get<SelectScratch>() : own.emplace();
 
   for (int b = 0; b < n_blocks; ++b) {
     const int q_first = b * sel.q_block;
@@ -288,9 +290,9 @@ Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<in
 Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                        float scale) {
+                        float scale, WorkerScratch* scratch) {
   return topk_plan(select_topk(p, page_table, page_size, kv_len, q_pos0, n_q, q_block, sums, q,
-                               n_head, n_kv_heads, nullptr, 0, scale),
+                               n_head, n_kv_heads, nullptr, 0, scale, scratch),
                    page_table, page_size, kv_len);
 }
 

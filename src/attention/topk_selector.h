@@ -13,6 +13,10 @@
 #include "kv/store/page_summary.h"
 
 namespace stride {
+class WorkerScratch;
+}
+
+namespace stride {
 
 // How many selection groups of n_groups a TopK layer reads: at least the
 // fixed ones (sinks + local), else ceil((1 - sparsity) * n_groups).
@@ -76,10 +80,13 @@ struct TopkSelection {
 // q: [n_q, n_head, head_dim] (RoPE applied), for queries at q_pos0 + i.
 // cold: null, or pages in the tier to score as if present.
 // scale: the softmax scale, for mass=P's estimate (0: 1/sqrt(head_dim)).
+// scratch: the calling worker's (core/worker_scratch.h); null: buffers of this
+// call only (tests and tools).
 TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                          const TopkColdPages* cold = nullptr, int n_next = 0, float scale = 0.f);
+                          const TopkColdPages* cold = nullptr, int n_next = 0, float scale = 0.f,
+                          WorkerScratch* scratch = nullptr);
 
 // The plan of a selection over the current page table; a selected page not
 // in the pool is an Internal error (never skipped). The plan always carries
@@ -91,6 +98,6 @@ Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<in
 Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                        float scale = 0.f);
+                        float scale = 0.f, WorkerScratch* scratch = nullptr);
 
 }  // namespace stride

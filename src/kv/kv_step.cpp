@@ -132,7 +132,8 @@ Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const 
   return Status::Ok();
 }
 
-Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale) {
+Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale,
+                         WorkerScratch& scratch) {
   if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
     return InvalidArgument("KV manager: select outside the step plan");
   const SequenceStep& step = plan.steps[(size_t)i];
@@ -151,11 +152,11 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
   const int64_t kv_len = std::min<int64_t>(s.length + step.n, pt.size() * cfg_.page_size);
   if (topk_hot_set(policy)) {
     STRIDE_ASSIGN_OR_RETURN(lp.pages, hot_->plan(policy, ls.pages, ls.hot, s.length, kv_len, q, step.n, n_head,
-                                                 scale, lp.spare_pages));
+                                                 scale, lp.spare_pages, scratch));
   } else {
     STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, pt.table, cfg_.page_size, kv_len, s.length, step.n,
                                                 policy_q_block(policy, step.n), *summaries_, q, n_head,
-                                                cfg_.n_kv_heads, scale));
+                                                cfg_.n_kv_heads, scale, &scratch));
   }
   finish_layer_plan(pt, cfg_.page_size, cfg_.n_kv_heads, lp);
   lp.needs_selection = false;

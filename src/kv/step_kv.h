@@ -12,6 +12,8 @@
 
 namespace stride {
 
+class WorkerScratch;
+
 class StepKv {
  public:
   using SeqId = int32_t;
@@ -23,8 +25,10 @@ class StepKv {
   // for plan.steps[i]'s new positions; keys already carry RoPE.
   virtual Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) = 0;
   // q: [n, n_head, head_dim_k]: fills a top-k layer's page lists (a no-op
-  // on other layers and once selected); scale: the layer's softmax scale.
-  virtual Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale) = 0;
+  // on other layers and once selected); scale: the layer's softmax scale
+  // (0: 1/sqrt(head_dim)); scratch: the calling worker's.
+  virtual Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale,
+                        WorkerScratch& scratch) = 0;
   // Whether select() on this layer changes shared state, so that calls for
   // different sequences must not run at once.
   virtual bool select_is_serial(int layer) const = 0;

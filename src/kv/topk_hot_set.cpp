@@ -115,7 +115,7 @@ int64_t TopkHotSet::spare_bound(const PolicySpec& p, const PageTable& pt, const 
 
 Expected<AttentionPlan> TopkHotSet::plan(const PolicySpec& policy, PageTable& pt, HotSetLayer& hs, int64_t length,
                                          int64_t kv_len, const float* q, int n_new, int n_head, float scale,
-                                         std::vector<int32_t>& spares) {
+                                         std::vector<int32_t>& spares, WorkerScratch& scratch) {
   const int ps = page_size_;
   const size_t n_logical = pt.table.size();
   hs.tier_key.resize(n_logical, 0);
@@ -128,7 +128,8 @@ Expected<AttentionPlan> TopkHotSet::plan(const PolicySpec& policy, PageTable& pt
 
   const TopkColdPages cold{&hs.tier_key, hs.cold_sums.data()};
   const TopkSelection sel = select_topk(policy, pt.table, ps, kv_len, length, n_new, policy_q_block(policy, n_new),
-                                        summaries_, q, n_head, n_kv_heads_, &cold, kPrefetchGroups, scale);
+                                        summaries_, q, n_head, n_kv_heads_, &cold, kPrefetchGroups, scale,
+                                        &scratch);
 
   std::vector<uint8_t> picked(n_logical, 0);  // [logical pages]
   std::vector<int64_t> bring;                 // picked pages now in the tier

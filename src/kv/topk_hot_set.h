@@ -19,6 +19,7 @@
 namespace stride {
 
 class HostTier;
+class WorkerScratch;
 class KvPool;
 class PageManager;
 class PageSummaries;
@@ -75,7 +76,7 @@ class TopkHotSet {
   // first), prefetches the next likely picks. length: tokens committed.
   Expected<AttentionPlan> plan(const PolicySpec& p, PageTable& pt, HotSetLayer& hs, int64_t length,
                                int64_t kv_len, const float* q, int n_new, int n_head, float scale,
-                               std::vector<int32_t>& spares);
+                               std::vector<int32_t>& spares, WorkerScratch& scratch);
   // The sequence is cut back to its first `first` logical pages (truncate,
   // a step's rejected tail), before pt's table is shortened: the owned slots
   // of the pages past them go (as in drop_tier), whether those pages are in
