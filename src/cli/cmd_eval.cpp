@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unistd.h>
@@ -180,9 +181,9 @@ Status print_sweep_cost(Engine& dense, const std::vector<SweepRun>& runs, const 
     seconds_quadratic += probe.prefill_seconds((int64_t)t->ids.size()) +
                          probe.decode_seconds((int64_t)t->ids.size(), t->max_new_tokens);
   std::fprintf(stderr,
-               "eval: about %.1f h at dense's speed (probe: %.0f prompt tokens/s at %lld, %.1f decoded tokens/s); "
+               "eval: about %.0f min at dense's speed (probe: %.0f prompt tokens/s at %lld, %.1f decoded tokens/s); "
                "sparse policies are faster\n",
-               seconds_quadratic / 3600, (double)probe.probe_tokens / probe.prefill_seconds(probe.probe_tokens),
+               seconds_quadratic / 60, (double)probe.probe_tokens / probe.prefill_seconds(probe.probe_tokens),
                (long long)probe.probe_tokens, probe.per_decoded > 0 ? 1 / probe.per_decoded : 0.0);
   return Status::Ok();
 }
@@ -242,15 +243,19 @@ int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance
     std::fprintf(stderr, "eval: trial log %s: %zu trials recorded%s\n", a.resume.c_str(), log->size(),
                  log->skipped_lines() ? " (a line cut short skipped)" : "");
   }
+  // A report that cannot serve as the reference is refused before anything runs.
+  std::optional<PolicyRun> recorded;
+  if (!a.reference.empty()) {
+    auto r = recorded_dense_run(a, report["model_sha256"].get<std::string>(), instances);
+    if (!r) return fail(r.status());
+    recorded = std::move(*r);
+  }
   std::vector<SweepRun> sweep = {{"dense", run_key(reference, "dense", a.chunk), !a.reference.empty()}};
   for (const std::string& policy : a.policies) sweep.push_back({policy, run_key(a.model, policy, a.chunk)});
   if (Status st = print_sweep_cost(**dense, sweep, instances, log.get()); !st.ok()) return fail(st);
   if (a.dry_run) return 0;
 
-  if (!a.reference.empty()) {
-    (*dense).reset();  // its tokenizer built the prompts; the answers come from the report
-    auto recorded = recorded_dense_run(a, report["model_sha256"].get<std::string>(), instances);
-    if (!recorded) return fail(recorded.status());
+  if (recorded) {
     std::fprintf(stderr, "eval: dense: %zu trials from %s (recorded, not re-run)\n", recorded->trials.size(),
                  a.reference.c_str());
     report["reference"] = a.reference;
