@@ -23,11 +23,13 @@ QWEN = os.path.join(ROOT, "models", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
 QWEN_NAME = os.path.basename(QWEN)
 PROMPT = "The capital of France is"
 
-# Prompt log-probs against llama.cpp on the same quantized file: the kernels
-# differ (activation rounding, summation order), so they agree to a few
-# hundredths of a nat per token, not bit for bit.
-MAX_LOGPROB_DIFF = 0.15
-MAX_MEAN_LOGPROB_DIFF = 0.04
+# Prompt log-probs against llama.cpp on the same quantized file. The kernels
+# differ (activation quantization, summation order): on SmolLM2 Q4_1 a
+# token's log-prob differs by 0.1 nats on average and 0.5 at worst (the same
+# as `stride score`'s, so this is the model's arithmetic, not the scoring
+# path). A row taken from the wrong position would be off by nats.
+MAX_LOGPROB_DIFF = 0.75
+MAX_MEAN_LOGPROB_DIFF = 0.15
 
 
 def llama(path, logits_all=False):
@@ -166,7 +168,7 @@ def test_echo_prompt_logprobs_match_llama_cpp(client, smol_llama):
         # The best alternative is llama.cpp's best unless the two nearly tie there.
         best = max(tops, key=tops.get)
         gap = np.sort(ref)[-1] - np.sort(ref)[-2]
-        assert best == ref_top[0] or gap < 0.2, (i, tops, ref_top)
+        assert best == ref_top[0] or gap < 0.5, (i, tops, ref_top)
 
 
 def test_echo_then_generation_offsets_continue(client, smol_llama):
