@@ -215,6 +215,10 @@ def test_echo_is_completions_only(srv):
     param, _ = error_param(srv, "/v1/chat/completions",
                            {"messages": [{"role": "user", "content": "hi"}], "echo": True})
     assert param == "echo"
+    # max_tokens 0 is the prompt alone, a completions use; chat needs at least one token.
+    param, _ = error_param(srv, "/v1/chat/completions",
+                           {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0})
+    assert param == "max_tokens"
 
 
 def test_suffix_on_a_model_without_fim_tokens_is_400(srv):
