@@ -268,13 +268,15 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   // Decodes first (one token each, and the drafts of those that speculate
   // while the budget lasts), then prefill chunks under what is left.
   int decodes = 0;
-  for (auto& sp : running_) decodes += sp->remaining() == 1;
+  // A prompt being scored is prefilled to its last token (its rows are kept).
+  auto decoding = [](const Sequence& s) { return s.remaining() == 1 && !s.scoring_prompt(); };
+  for (auto& sp : running_) decodes += decoding(*sp);
   int draft_room = budget - decodes;
   for (int pass = 0; pass < 2; ++pass) {
     for (auto& sp : running_) {
       Sequence& s = *sp;
       const int64_t rem = s.remaining();
-      if ((pass == 0) != (rem == 1) || budget <= 0) continue;
+      if ((pass == 0) != decoding(s) || budget <= 0) continue;
       SequenceStep st;
       s.verifying = false;
       int n = 0;

@@ -106,6 +106,36 @@ TEST(SchedulerScoring, EveryPromptTokenOnceFirstWithoutValue) {
   EXPECT_EQ(engine->kv().stats().pages_used, 0);
 }
 
+// A prompt whose last token is alone in its chunk (65 = 64 + 1 tokens, and
+// 1 token) is still scored from its own rows, and what follows it is the
+// continuation an unscored request gets.
+TEST(SchedulerScoring, LastPromptTokenAloneInItsChunk) {
+  auto engine = smol(64 << 20);
+  ASSERT_TRUE(engine);
+  Metrics metrics;
+  Scheduler sched(*engine, SchedulerOptions{}, metrics);
+  sched.start();
+  const std::vector<int32_t> long_prompt = scoring(*engine, prompts()[1], 0, 0).prompt;
+  ASSERT_GE(long_prompt.size(), 65u);
+  for (const size_t n : {(size_t)65, (size_t)1}) {
+    ServeRequest r = scoring(*engine, "", 6, 1);
+    r.prompt.assign(long_prompt.begin(), long_prompt.begin() + (std::ptrdiff_t)n);
+    auto ch = std::make_shared<RequestChannel>(r);
+    ASSERT_TRUE(sched.submit(ch).ok());
+    const Outcome scored = drain(*ch);
+    ServeRequest plain = r;
+    plain.prompt_logprobs = -1;
+    auto pch = std::make_shared<RequestChannel>(plain);
+    ASSERT_TRUE(sched.submit(pch).ok());
+    const Outcome unscored = drain(*pch);
+    EXPECT_EQ(scored.finish, "length") << n;
+    ASSERT_EQ(scored.prompt.size(), n);
+    for (size_t i = 1; i < n; ++i) EXPECT_TRUE(std::isfinite(scored.prompt[i].logprob)) << n << ": " << i;
+    EXPECT_EQ(scored.generated, unscored.generated) << n;
+  }
+  sched.drain_and_stop();
+}
+
 TEST(SchedulerScoring, BatchedAndPreemptedScoringEqualsAlone) {
   auto engine = smol(4 << 20);  // room for about one prompt and its continuation
   ASSERT_TRUE(engine);
