@@ -113,6 +113,16 @@ def test_logit_bias_plus_100_forces_a_token(client, smol_llama):
     assert s.choices[0].text == " banana" * 2
 
 
+def test_logit_bias_does_not_override_the_grammar(client, smol_llama):
+    """+100 on a token the JSON grammar never allows at the start: the grammar's mask wins."""
+    banana = one_token(smol_llama, " banana")
+    r = client.chat.completions.create(model=SMOL_NAME, messages=[{"role": "user", "content": "Give me a JSON object."}],
+                                       max_tokens=24, temperature=0, response_format={"type": "json_object"},
+                                       logit_bias={str(banana): 100})
+    text = r.choices[0].message.content
+    assert text.lstrip().startswith("{") and "banana" not in text.split("{")[0], text
+
+
 @pytest.mark.parametrize("bias,needle", [
     ({"49152": 1}, "'49152'"),      # one past SmolLM2's last id
     ({"-1": 1}, "'-1'"),
