@@ -8,7 +8,8 @@ fetched here.
   assert_stream_event_valid(event)               # a /v1/responses SSE event, by its type
 
 Validation is JSON Schema Draft 2020-12 over the document's components, with
-every `$ref` resolved inside the same document.
+every `$ref` resolved inside the same document and OpenAPI 3.0's leftover
+`nullable: true` read as "or null".
 """
 import functools
 import os
@@ -37,17 +38,31 @@ def spec_path():
     return SPEC_PATH
 
 
+def _with_nullable_as_null(node):
+    """The spec still marks some members `nullable: true` (OpenAPI 3.0), which JSON Schema 2020-12 ignores;
+    OpenAI's SDKs read it as "or null", and so does this: such a schema becomes anyOf [itself, null]."""
+    if isinstance(node, list):
+        return [_with_nullable_as_null(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _with_nullable_as_null(v) for k, v in node.items() if not (k == "nullable" and v is True)}
+    if node.get("nullable") is True:
+        return {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def document():
-    """The parsed spec. YAML parsing takes seconds: the result is kept beside it, keyed by its size and mtime."""
+    """The parsed spec, `nullable` read as "or null". YAML parsing takes seconds: the result is kept beside
+    the file, keyed by its size and mtime."""
     path = spec_path()
     st = os.stat(path)
-    parsed = os.path.join(SPEC_DIR, f".parsed-{st.st_size}-{int(st.st_mtime)}.pickle")
+    parsed = os.path.join(SPEC_DIR, f".parsed-nullable-{st.st_size}-{int(st.st_mtime)}.pickle")
     if os.path.isfile(parsed):
         with open(parsed, "rb") as f:
             return pickle.load(f)
     with open(path) as f:
-        doc = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc = _with_nullable_as_null(yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     tmp = f"{parsed}.{os.getpid()}"
     try:
         with open(tmp, "wb") as f:
