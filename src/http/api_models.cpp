@@ -4,6 +4,7 @@
 
 #include "http/api.h"
 #include "http/api_call.h"
+#include "http/openai_request.h"
 #include "http/openai_response.h"
 
 namespace stride::server {
@@ -58,10 +59,11 @@ void Api::models(Responder& res, Call& call) {
 
 void Api::retrieve_model(Responder& res, Call& call, std::string_view escaped_name) {
   const std::string name = percent_decoded(escaped_name);
-  for (const std::string& served : call.model->names) {
-    if (served == name) return json(res, call, 200, dump(model_object(call, name)));
-  }
-  error(res, call, 404, "The model '" + name + "' does not exist", "model", "model_not_found");
+  if (name.empty()) return error(res, call, 404, "no model named: /v1/models/{model}", "model", "model_not_found");
+  // The same 404 as a generation naming another model: it lists the served names.
+  const ApiError e = check_model_name(name, call.model->names);
+  if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  json(res, call, 200, dump(model_object(call, name)));
 }
 
 }  // namespace stride::server

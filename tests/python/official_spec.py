@@ -6,12 +6,15 @@ fetched here.
   errors("CreateChatCompletionResponse", body)  # [] when body is valid
   assert_valid("Model", body)
   assert_stream_event_valid(event)               # a /v1/responses SSE event, by its type
+  assert_completion_chunk_valid(chunk)           # a streamed /v1/completions chunk
 
 Validation is JSON Schema Draft 2020-12 over the document's components, with
 every `$ref` resolved inside the same document and OpenAPI 3.0's leftover
 `nullable: true` read as "or null".
 """
+import copy
 import functools
+import json
 import os
 import pickle
 
@@ -127,6 +130,17 @@ def assert_stream_event_valid(event):
     assert_valid(name, event, f"the {event['type']} event")
 
 
+def assert_completion_chunk_valid(chunk):
+    """A streamed /v1/completions chunk. The spec documents no stream for this route; OpenAI streams
+    CreateCompletionResponse objects whose finish_reason is null until the last: so a null one is read
+    as absent-yet, and everything else must match."""
+    settled = copy.deepcopy(chunk)
+    for choice in settled.get("choices", []):
+        if isinstance(choice, dict) and choice.get("finish_reason", "") is None:
+            choice["finish_reason"] = "length"
+    assert_valid("CreateCompletionResponse", settled, f"the completion chunk {chunk}")
+
+
 def operation(method, path):
     return document()["paths"][path][method]
 
@@ -135,3 +149,20 @@ def response_schema_name(method, path, content_type="application/json"):
     """The component schema of an operation's 200 body."""
     ref = operation(method, path)["responses"]["200"]["content"][content_type]["schema"]["$ref"]
     return ref.rsplit("/", 1)[1]
+
+
+def write_claimed_operations(path):
+    """The spec reduced to the operations stride claims (what schemathesis runs), `nullable` read as above,
+    as JSON at `path`."""
+    doc = dict(document())
+    doc["paths"] = {}
+    for method, p in CLAIMED_OPERATIONS:
+        doc["paths"].setdefault(p, {})[method] = operation(method, p)
+        params = document()["paths"][p].get("parameters")
+        if params:
+            doc["paths"][p]["parameters"] = params
+    doc.pop("webhooks", None)
+    doc.pop("x-oaiMeta", None)
+    with open(path, "w") as f:
+        json.dump(doc, f, default=str)
+    return path
