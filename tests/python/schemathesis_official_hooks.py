@@ -7,7 +7,9 @@ lowered to it (chat and completions STRIDE_ST_MAX_TOKENS, default 4;
 without one, or with null, gets the cap; a string `model` becomes the served name
 (STRIDE_ST_MODEL). Both keep a valid request valid and an invalid one invalid.
 Embeddings asked as base64 are asked as float: OpenAI answers base64 with
-strings where its spec types a list of numbers.
+strings where its spec types a list of numbers. Completions are not streamed:
+the spec documents no stream for that route (OpenAI's chunks are checked in
+test_official_schemas.py instead).
 
 The check `openai_error_shape`: every 4xx body is OpenAI's error object.
 """
@@ -41,6 +43,8 @@ def before_call(context, case, kwargs):
         body["model"] = MODEL
     if path == "/embeddings" and body.get("encoding_format") == "base64":
         body["encoding_format"] = "float"
+    if path == "/completions" and body.get("stream") is True:
+        body["stream"] = False
     if path not in LIMITS:
         return
     keys, cap = LIMITS[path]
