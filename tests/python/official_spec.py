@@ -151,13 +151,27 @@ def response_schema_name(method, path, content_type="application/json"):
     return ref.rsplit("/", 1)[1]
 
 
+def _event_stream_items(op):
+    """The operation with each text/event-stream answer described per event, as OpenAPI 3.2's itemSchema
+    says it: its `data` is the JSON of the documented schema (or chat's closing "[DONE]"). Without it a
+    3.1 `schema` there would be read as describing the SSE event object itself."""
+    op = copy.deepcopy(op)
+    for answer in op.get("responses", {}).values():
+        media = answer.get("content", {}).get("text/event-stream")
+        if media and "schema" in media:
+            data = {"anyOf": [{"const": "[DONE]"}, {"type": "string", "contentMediaType": "application/json",
+                                                    "contentSchema": media.pop("schema")}]}
+            media["itemSchema"] = {"type": "object", "required": ["data"], "properties": {"data": data}}
+    return op
+
+
 def write_claimed_operations(path):
-    """The spec reduced to the operations stride claims (what schemathesis runs), `nullable` read as above,
-    as JSON at `path`."""
+    """The spec reduced to the operations stride claims (what schemathesis runs), `nullable` read as above
+    and event streams described per event, as JSON at `path`."""
     doc = dict(document())
     doc["paths"] = {}
     for method, p in CLAIMED_OPERATIONS:
-        doc["paths"].setdefault(p, {})[method] = operation(method, p)
+        doc["paths"].setdefault(p, {})[method] = _event_stream_items(operation(method, p))
         params = document()["paths"][p].get("parameters")
         if params:
             doc["paths"][p]["parameters"] = params
