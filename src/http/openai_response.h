@@ -23,7 +23,8 @@ nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_t
 // whole KV pages this request computed, which the prefix cache keeps for later
 // requests (none without the prefix cache).
 int cache_write_tokens(int prompt_tokens, int cached_tokens, int page_size, bool prefix_cache);
-// Log-probs of generated tokens in the completions or chat shape.
+// Log-probs of generated tokens in the completions or chat shape (a NaN
+// logprob, an echoed prompt's first token, is written as null).
 nlohmann::json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenizer& tok, bool chat,
                              size_t text_offset);
 // One full (non-streamed) response.
