@@ -9,8 +9,9 @@ fetched here.
   assert_completion_chunk_valid(chunk)           # a streamed /v1/completions chunk
 
 Validation is JSON Schema Draft 2020-12 over the document's components, with
-every `$ref` resolved inside the same document and OpenAPI 3.0's leftover
-`nullable: true` read as "or null".
+every `$ref` resolved inside the same document, OpenAPI 3.0's leftover
+`nullable: true` read as "or null", and the one place where OpenAI's API
+answers outside its schema widened to the answer (_apply_errata).
 """
 import copy
 import functools
@@ -54,18 +55,30 @@ def _with_nullable_as_null(node):
     return out
 
 
+def _apply_errata(doc):
+    """Where OpenAI's API answers outside its own schema, and clients rely on it: the schema is widened to
+    the API's answer, each place named here. A completion that echoes its prompt with log-probs has no
+    log-prob for the prompt's first token: OpenAI writes null in token_logprobs and top_logprobs there."""
+    choice = doc["components"]["schemas"]["CreateCompletionResponse"]["properties"]["choices"]["items"]
+    logprobs = next(a for a in choice["properties"]["logprobs"]["anyOf"] if a.get("type") == "object")
+    for name in ("token_logprobs", "top_logprobs"):
+        items = logprobs["properties"][name]["items"]
+        logprobs["properties"][name]["items"] = {"anyOf": [items, {"type": "null"}]}
+    return doc
+
+
 @functools.lru_cache(maxsize=1)
 def document():
     """The parsed spec, `nullable` read as "or null". YAML parsing takes seconds: the result is kept beside
     the file, keyed by its size and mtime."""
     path = spec_path()
     st = os.stat(path)
-    parsed = os.path.join(SPEC_DIR, f".parsed-nullable-{st.st_size}-{int(st.st_mtime)}.pickle")
+    parsed = os.path.join(SPEC_DIR, f".parsed-nullable-errata-{st.st_size}-{int(st.st_mtime)}.pickle")
     if os.path.isfile(parsed):
         with open(parsed, "rb") as f:
             return pickle.load(f)
     with open(path) as f:
-        doc = _with_nullable_as_null(yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        doc = _apply_errata(_with_nullable_as_null(yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))))
     tmp = f"{parsed}.{os.getpid()}"
     try:
         with open(tmp, "wb") as f:

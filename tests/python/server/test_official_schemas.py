@@ -101,7 +101,8 @@ def test_chat_stream_chunks(srv, variant):
 
 # ---- completions ----
 
-@pytest.mark.parametrize("extra", [{}, {"logprobs": 2}, {"stop": [" "], "seed": 1, "temperature": 0.9}])
+@pytest.mark.parametrize("extra", [{}, {"logprobs": 2}, {"stop": [" "], "seed": 1, "temperature": 0.9},
+                                   {"echo": True, "logprobs": 1}, {"echo": True, "logprobs": 0, "max_tokens": 0}])
 def test_completion_body(srv, extra):
     body = post_json(srv, "/v1/completions", dict({"model": MODEL, "prompt": "Once upon a", "max_tokens": 4}, **extra))
     spec.assert_valid("CreateCompletionResponse", body)
