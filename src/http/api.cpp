@@ -134,6 +134,10 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
   auto it = routes.find(path);
   // /v1/sessions and /v1/sessions/{name}: methods checked by sessions().
   const bool session_path = path == "/v1/sessions" || path.rfind("/v1/sessions/", 0) == 0;
+  // /v1/models/{model}: the name may hold '/' ("team/default"), so it is the rest of the path.
+  static constexpr std::string_view kModelPrefix = "/v1/models/";
+  const bool model_path = path.rfind(kModelPrefix, 0) == 0;
+  if (model_path) it = routes.find("/v1/models");  // the same method, key and readiness checks
   if (it == routes.end() && method == http::verb::get && cfg_.web_ui) {
     if (const WebAsset* asset = find_web_asset(path)) return web_asset(res, *asset);
   }
@@ -164,6 +168,7 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
   if (path == "/metrics") return res.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render());
   if (auto r = admission_.check_ready(call.model != nullptr)) return refuse(res, call, *r);
   if (path == "/v1/models") return models(res, call);
+  if (model_path) return retrieve_model(res, call, std::string_view(path).substr(kModelPrefix.size()));
   if (auto r = admission_.take_rate_token(client_key(call))) return refuse(res, call, *r);
   if (path == "/v1/embeddings") {
     if (auto r = admission_.check_draining()) return refuse(res, call, *r);
@@ -268,23 +273,6 @@ void Api::audit_event(const std::string& kind, const Call& call, const std::stri
   e.fields["endpoint"] = call.endpoint;
   e.fields["request_id"] = call.id;
   if (Status st = audit_->write_event(e); !st.ok()) log(LogLevel::Error, "audit log write failed", {{"error", st.message()}});
-}
-
-// One entry per served name (aliases of the same weights), as vLLM lists them.
-void Api::models(Responder& res, Call& call) {
-  nlohmann::json data = nlohmann::json::array();
-  for (const std::string& name : call.model->names) {
-    data.push_back({{"id", name},
-                    {"object", "model"},
-                    {"created", 0},
-                    {"owned_by", "stride"},
-                    {"root", call.model->id},
-                    {"max_model_len", call.model->encoder ? (int64_t)call.model->encoder->model().max_tokens()
-                                                          : cfg_.max_context_length},
-                    {"version", call.model->version},
-                    {"sha256", call.model->sha256}});
-  }
-  json(res, call, 200, dump(nlohmann::json{{"object", "list"}, {"data", data}}));
 }
 
 void Api::tokenize(const HttpRequest& req, Responder& res, Call& call) {

@@ -132,7 +132,10 @@ class Api {
   bool attach_session(Responder& res, Call& call, GenerationCall& g);
   void tokenize(const HttpRequest& req, Responder& res, Call& call);
   void detokenize(const HttpRequest& req, Responder& res, Call& call);
+  // GET /v1/models and /v1/models/{model} (api_models.cpp).
   void models(Responder& res, Call& call);
+  void retrieve_model(Responder& res, Call& call, std::string_view escaped_name);
+  nlohmann::json model_object(const Call& call, const std::string& name) const;
   void web_asset(Responder& res, const WebAsset& asset);
   void admin_model(const HttpRequest& req, Responder& res, Call& call);
   void error(Responder& res, Call& call, int status, const std::string& message, const std::string& param = "",

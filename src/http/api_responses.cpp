@@ -42,9 +42,9 @@ class ResponseStream {
                  {"tools", json::array()},
                  {"top_p", rc.top_p},
                  {"truncation", "disabled"},
-                 {"usage", nullptr},
-                 {"user", rc.user},
                  {"metadata", rc.metadata}};
+    // OpenAI types both as non-null: usage appears with the finished object, user only when given.
+    if (rc.user.is_string()) response_["user"] = rc.user;
   }
 
   const json& response() const { return response_; }
@@ -56,11 +56,12 @@ class ResponseStream {
     return {{"id", item_id_}, {"type", "message"}, {"status", status}, {"role", "assistant"}, {"content", content}};
   }
   static json text_part(const std::string& text) {
-    return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}};
+    // Log-probs are not offered on /v1/responses (top_logprobs and include are refused): always none.
+    return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", json::array()}};
   }
 
   // The finished object: status from the finish reason, usage, the one message.
-  void finish(const serving::Event& ev, const std::string& text) {
+  void finish(const serving::Event& ev, const std::string& text, int cache_write_tokens) {
     const bool complete = ev.finish_reason == "stop";
     response_["status"] = complete ? "completed" : "incomplete";
     if (!complete) {
@@ -69,14 +70,17 @@ class ResponseStream {
     }
     response_["output"] = json::array({message_item(text, complete ? "completed" : "incomplete")});
     response_["usage"] = {{"input_tokens", ev.prompt_tokens},
-                          {"input_tokens_details", {{"cached_tokens", ev.cached_tokens}}},
+                          {"input_tokens_details",
+                           {{"cached_tokens", ev.cached_tokens}, {"cache_write_tokens", cache_write_tokens}}},
                           {"output_tokens", ev.completion_tokens},
                           {"output_tokens_details", {{"reasoning_tokens", 0}}},
                           {"total_tokens", ev.prompt_tokens + ev.completion_tokens}};
   }
   void fail(int http_status, const std::string& message) {
     response_["status"] = "failed";
-    response_["error"] = {{"code", http_status >= 500 ? "server_error" : "invalid_request"}, {"message", message}};
+    // The codes OpenAI's ResponseErrorCode defines.
+    const char* code = http_status == 429 ? "rate_limit_exceeded" : http_status == 400 ? "invalid_prompt" : "server_error";
+    response_["error"] = {{"code", code}, {"message", message}};
   }
 
   // "event: TYPE\ndata: {...}\n\n" with the type and sequence number inside.
@@ -152,7 +156,8 @@ class Api::ResponsesRelay final : public EventRelay {
   void write_finish(const serving::Event& ev, Responder& res) {
     call_.completion_tokens = ev.completion_tokens;
     call_.finish_reason = ev.finish_reason;
-    rs_.finish(ev, text_);
+    const serving::ServeConfig& cfg = api_.config();
+    rs_.finish(ev, text_, cache_write_tokens(ev.prompt_tokens, ev.cached_tokens, cfg.page_size, cfg.cache_reuse));
     if (!streaming_) return api_.json(res, call_, 200, dump(rs_.response()));
     nlohmann::json done = rs_.at_part();
     done["text"] = text_;

@@ -17,6 +17,12 @@ json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
           {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
+int cache_write_tokens(int prompt_tokens, int cached_tokens, int page_size, bool prefix_cache) {
+  if (!prefix_cache || page_size <= 0) return 0;
+  const int whole_pages = prompt_tokens / page_size * page_size;
+  return whole_pages > cached_tokens ? whole_pages - cached_tokens : 0;
+}
+
 namespace {
 json bytes_of(const std::string& s) {
   json b = json::array();
@@ -37,7 +43,8 @@ json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenize
       }
       content.push_back({{"token", piece}, {"logprob", t.logprob}, {"bytes", bytes_of(piece)}, {"top_logprobs", top}});
     }
-    return {{"content", content}};
+    // No refusals are generated: OpenAI's schema still requires the member, as null.
+    return {{"content", content}, {"refusal", nullptr}};
   }
   json tokens = json::array(), token_lps = json::array(), tops = json::array(), offsets = json::array();
   size_t off = text_offset;
@@ -60,7 +67,7 @@ json completion_json(const ResponseIds& ids, const std::string& text, const std:
                      const json& usage) {
   json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", logprobs}};
   if (ids.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
   } else {
     choice["text"] = text;
   }

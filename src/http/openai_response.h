@@ -19,6 +19,10 @@ struct ResponseIds {
 // `cached_tokens`: the prompt tokens the prefix cache supplied (OpenAI's
 // prompt_tokens_details.cached_tokens).
 nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
+// OpenAI's input_tokens_details.cache_write_tokens: the prompt tokens in the
+// whole KV pages this request computed, which the prefix cache keeps for later
+// requests (none without the prefix cache).
+int cache_write_tokens(int prompt_tokens, int cached_tokens, int page_size, bool prefix_cache);
 // Log-probs of generated tokens in the completions or chat shape (a NaN
 // logprob, an echoed prompt's first token, is written as null).
 nlohmann::json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenizer& tok, bool chat,

@@ -25,7 +25,8 @@ CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
 # The shared helpers (schemathesis.toml, schemathesis_hooks.py) sit at the suite's root, beside stride_server.py.
 HELPERS = os.path.join(ROOT, "tests", "python")
 CONFIG = os.path.join(HELPERS, "schemathesis.toml")
-OPERATIONS = {"POST /v1/completions", "POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /tokenize",
+OPERATIONS = {"POST /v1/completions", "POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models",
+              "GET /v1/models/{model}", "POST /tokenize",
               "POST /detokenize", "GET /health", "GET /ready", "GET /metrics", "POST /admin/model",
               "POST /v1/embeddings", "POST /infill", "GET /v1/sessions", "POST /v1/sessions/{name}",
               "GET /v1/sessions/{name}",

@@ -1,0 +1,117 @@
+"""`stride serve` through the official `openai` Python client, each raw body and
+each streamed chunk or event also checked against OpenAI's published OpenAPI
+description (tests/python/official_spec.py): what the client parses and what
+the spec requires must both hold.
+
+Run: STRIDE_BIN=build/stride ~/.cache/stride/venv/bin/python -m pytest -q tests/python/server/test_official_client.py
+"""
+import openai
+import pytest
+
+import official_spec as spec
+from stride_server import SMOL, StrideServer
+
+NAMES = ["smol", "team/default"]
+MODEL = NAMES[0]
+PAGE = 16  # the server's page_size below: the prefix cache works in whole pages
+HI = [{"role": "user", "content": "Hi"}]
+
+
+@pytest.fixture(scope="module")
+def srv():
+    s = StrideServer(SMOL, extra_args=["--kv-budget", "64M", "--served-model-name", *NAMES],
+                     env={"STRIDE_PAGE_SIZE": str(PAGE)})
+    yield s
+    s.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def client(srv):
+    return openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def received(obj):
+    """What the client parsed, as the JSON it came from (members the server did not send stay out)."""
+    return obj.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def test_models_retrieve_every_served_name(client):
+    listed = client.models.list()
+    assert [m.id for m in listed.data] == NAMES
+    for name in NAMES:
+        raw = client.models.with_raw_response.retrieve(name)
+        spec.assert_valid("Model", raw.http_response.json())
+        m = raw.parse()
+        assert m.id == name and m.object == "model" and isinstance(m.created, int) and m.owned_by
+
+
+def test_models_retrieve_unknown_is_not_found(client):
+    with pytest.raises(openai.NotFoundError) as ei:
+        client.models.retrieve("gpt-unknown")
+    spec.assert_valid("ErrorResponse", ei.value.response.json())
+    assert ei.value.code == "model_not_found"
+
+
+def test_chat_completion(client):
+    raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=HI, max_tokens=4, logprobs=True,
+                                                           top_logprobs=2)
+    spec.assert_valid("CreateChatCompletionResponse", raw.http_response.json())
+    choice = raw.parse().choices[0]
+    assert choice.message.refusal is None and choice.logprobs.refusal is None
+    assert len(choice.logprobs.content) == raw.parse().usage.completion_tokens
+
+
+def test_chat_stream(client):
+    chunks = list(client.chat.completions.create(model=MODEL, messages=HI, max_tokens=4, stream=True,
+                                                 logprobs=True, stream_options={"include_usage": True}))
+    for c in chunks:
+        spec.assert_valid("CreateChatCompletionStreamResponse", received(c), f"the chunk {c}")
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-1].usage.completion_tokens == 4
+
+
+def test_completion_and_stream(client):
+    raw = client.completions.with_raw_response.create(model=MODEL, prompt="Once upon a", max_tokens=4, logprobs=1)
+    spec.assert_valid("CreateCompletionResponse", raw.http_response.json())
+    assert raw.parse().choices[0].logprobs.tokens
+    for c in client.completions.create(model=MODEL, prompt="Once upon a", max_tokens=4, stream=True):
+        spec.assert_completion_chunk_valid(received(c))
+
+
+def test_response_and_stream(client):
+    raw = client.responses.with_raw_response.create(model=MODEL, input="Hi", max_output_tokens=16, user="user-1")
+    spec.assert_valid("Response", raw.http_response.json())
+    r = raw.parse()
+    assert r.user == "user-1" and r.output[0].content[0].logprobs == [] and r.output_text
+    types = []
+    for ev in client.responses.create(model=MODEL, input="Hi", max_output_tokens=16, stream=True):
+        spec.assert_stream_event_valid(received(ev))
+        types.append(ev.type)
+    assert types[0] == "response.created" and types[-1] in ("response.completed", "response.incomplete")
+    assert "response.output_text.delta" in types
+
+
+def test_response_reports_cache_reads_and_writes(client):
+    """The first request computes the prompt and writes its whole pages to the prefix cache; the same
+    prompt again reads them (all but the page of its last token, which is always computed)."""
+    # Instructions of their own: the template's system turn shares no page with the other tests' prompts.
+    ask = dict(model=MODEL, instructions="Count words.", max_output_tokens=16,
+               input="Count the words of this sentence, which is long enough to fill a few pages of the cache. " * 3)
+    first = client.responses.create(**ask).usage
+    again = client.responses.create(**ask).usage
+    n = first.input_tokens
+    assert again.input_tokens == n and n > 3 * PAGE
+    assert first.input_tokens_details.cached_tokens == 0
+    assert first.input_tokens_details.cache_write_tokens == n // PAGE * PAGE
+    assert again.input_tokens_details.cached_tokens == (n - 1) // PAGE * PAGE
+    assert again.input_tokens_details.cache_write_tokens == n // PAGE * PAGE - (n - 1) // PAGE * PAGE
+
+
+def test_embeddings_default_base64_and_float(client):
+    """The client asks for base64 unless told otherwise and decodes it itself."""
+    b64 = client.embeddings.create(model=MODEL, input=["Hello", "world"])
+    flt = client.embeddings.with_raw_response.create(model=MODEL, input=["Hello", "world"], encoding_format="float")
+    spec.assert_valid("CreateEmbeddingResponse", flt.http_response.json())
+    spec.assert_valid("CreateEmbeddingResponse", received(b64))
+    for a, b in zip(b64.data, flt.parse().data):
+        assert a.embedding == pytest.approx(b.embedding, abs=1e-6)
