@@ -109,6 +109,7 @@ class Api {
   std::shared_ptr<serving::RequestChannel> submit_generation(Responder& res, Call& call,
                                                              const serving::Admission::Slot& slot, GenerationCall& g);
   // What relays a submitted request's events into its response (see http/event_relay.h).
+  class GenerationRelay;   // the part a text generation's relays share (generation_relay.h)
   class CompletionRelay;   // completions and chat completions, one JSON body or SSE (api_generate.cpp)
   class ResponsesRelay;    // /v1/responses (api_responses.cpp)
   class EmbeddingsRelay;   // /v1/embeddings (api_embeddings.cpp)

@@ -5,6 +5,7 @@
 
 #include "http/api.h"
 #include "http/api_call.h"
+#include "http/generation_relay.h"
 #include "http/openai_request.h"
 #include "http/openai_response.h"
 #include "http/tool_reply.h"
@@ -78,12 +79,10 @@ std::shared_ptr<serving::RequestChannel> Api::submit_generation(Responder& res, 
 
 // The events of one completion, turned into its response: accumulated into
 // one JSON body, or streamed as chunks as they arrive.
-class Api::CompletionRelay final : public EventRelay {
+class Api::CompletionRelay final : public GenerationRelay {
  public:
   CompletionRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, GenerationCall g, bool chat)
-      : api_(api),
-        call_(call),
-        slot_(std::move(slot)),
+      : GenerationRelay(api, call, std::move(slot), g.stream),
         g_(std::move(g)),
         tok_(*call.model->engine->tokenizer()),
         ids_{(chat ? "chatcmpl-" : "cmpl-") + call.id.substr(4), call.model->id,
@@ -96,47 +95,24 @@ class Api::CompletionRelay final : public EventRelay {
     if (g_.echo) text_ = *g_.echo;  // completions: the text starts with the prompt
   }
 
-  // The stream's head, before any event.
-  void open(Responder& res) {
-    if (!g_.stream) return;
-    res.begin_stream({{"X-Request-Id", call_.id}});
+ private:
+  void write_head(Responder& res) override {
     if (ids_.chat) res.write_chunk(sse(chunk_json(ids_, "", "", nullptr, true)));
     // An echoed prompt goes first; when it is scored, with its log-probs, once they come.
     if (g_.echo && !g_.prompt_logprobs) res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", nullptr)));
   }
 
-  bool on_event(serving::Event& ev, Responder& res) override {
-    if (ev.kind == serving::EventKind::Token) {
-      on_token(ev, res);
-      return true;
-    }
-    if (ev.kind == serving::EventKind::Error) {
-      const int status = http_status_for(Status(ev.code, ev.message));
-      if (!g_.stream) {
-        api_.error(res, call_, status, ev.message);
-        return false;
-      }
-      res.write_chunk(sse(error_body(status, ev.message)));
-      res.write_chunk("data: [DONE]\n\n");
-      res.end_stream();
-      return false;
-    }
-    write_finish(ev, res);
-    return false;
+  void write_stream_error(int http_status, const std::string& message, Responder& res) override {
+    res.write_chunk(sse(error_body(http_status, message)));
+    res.write_chunk("data: [DONE]\n\n");
   }
 
-  void on_client_gone() override {
-    call_.finish_reason = "client_disconnected";
-    call_.completion_tokens = delivered_tokens_;
-  }
-
- private:
-  void on_token(const serving::Event& ev, Responder& res) {
+  void on_token(const serving::Event& ev, Responder& res) override {
+    generated(ev.tokens);
     if (!ev.prompt_logprobs.empty()) {
       prompt_lp_ = logprobs_json(ev.prompt_logprobs, tok_, false, 0);
       if (g_.stream && !res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", prompt_lp_)))) return;
     }
-    pending_tokens_ += ev.tokens;
     if (!g_.stream) {
       text_ += ev.text;
       lps_.insert(lps_.end(), ev.logprobs.begin(), ev.logprobs.end());
@@ -154,15 +130,11 @@ class Api::CompletionRelay final : public EventRelay {
       text_ += ev.text;
       sent = res.write_chunk(sse(chunk_json(ids_, ev.text, "", lp)));
     }
-    if (!sent) return;  // the client is gone: the session ends the request
-    delivered_tokens_ += pending_tokens_;
-    pending_tokens_ = 0;
+    if (sent) written();  // else the client is gone: the session ends the request
   }
 
-  void write_finish(const serving::Event& ev, Responder& res) {
+  void write_finish(const serving::Event& ev, Responder& res) override {
     const bool chat = ids_.chat;
-    call_.completion_tokens = ev.completion_tokens;
-    call_.finish_reason = ev.finish_reason;
     if (!g_.stream) {
       const size_t offset = g_.echo ? g_.echo->size() : 0;
       nlohmann::json lp = g_.logprobs ? logprobs_json(lps_, tok_, chat, offset) : nlohmann::json();
@@ -194,9 +166,6 @@ class Api::CompletionRelay final : public EventRelay {
     res.end_stream();
   }
 
-  Api& api_;
-  Call& call_;
-  std::unique_ptr<serving::Admission::Slot> slot_;  // counted against the key while the request runs
   const GenerationCall g_;
   const Tokenizer& tok_;
   const ResponseIds ids_;
@@ -204,8 +173,6 @@ class Api::CompletionRelay final : public EventRelay {
   std::vector<serving::TokenLogprob> lps_;
   nlohmann::json prompt_lp_;  // an echoed prompt's log-probs (completions shape)
   std::optional<ToolReplyStream> tool_stream_;
-  int delivered_tokens_ = 0;  // written to the client (the audit log's count when it hangs up)
-  int pending_tokens_ = 0;    // generated, text held back
 };
 
 void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat) {

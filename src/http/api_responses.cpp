@@ -6,6 +6,7 @@
 
 #include "http/api.h"
 #include "http/api_call.h"
+#include "http/generation_relay.h"
 #include "http/openai_response.h"
 #include "http/responses_request.h"
 
@@ -101,15 +102,13 @@ class ResponseStream {
 
 // The events of one Responses request, turned into the response object or
 // its typed event stream.
-class Api::ResponsesRelay final : public EventRelay {
+class Api::ResponsesRelay final : public GenerationRelay {
  public:
   ResponsesRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, const ResponsesCall& rc)
-      : api_(api), call_(call), slot_(std::move(slot)), rs_(rc, call.id, call.model->id), streaming_(rc.gen.stream) {}
+      : GenerationRelay(api, call, std::move(slot), rc.gen.stream), rs_(rc, call.id, call.model->id) {}
 
-  // The stream's head, before any event.
-  void open(Responder& res) {
-    if (!streaming_) return;
-    res.begin_stream({{"X-Request-Id", call_.id}});
+ private:
+  void write_head(Responder& res) override {
     res.write_chunk(rs_.event("response.created", {{"response", rs_.response()}}));
     res.write_chunk(rs_.event("response.in_progress", {{"response", rs_.response()}}));
     res.write_chunk(rs_.event("response.output_item.added",
@@ -119,43 +118,22 @@ class Api::ResponsesRelay final : public EventRelay {
     res.write_chunk(rs_.event("response.content_part.added", added));
   }
 
-  bool on_event(serving::Event& ev, Responder& res) override {
-    if (ev.kind == serving::EventKind::Token) {
-      pending_tokens_ += ev.tokens;
-      text_ += ev.text;
-      if (!streaming_ || ev.text.empty()) return true;
-      nlohmann::json delta = rs_.at_part();
-      delta["delta"] = ev.text;
-      delta["logprobs"] = nlohmann::json::array();
-      if (!res.write_chunk(rs_.event("response.output_text.delta", delta))) return true;  // gone: the session ends it
-      delivered_tokens_ += pending_tokens_;
-      pending_tokens_ = 0;
-      return true;
-    }
-    if (ev.kind == serving::EventKind::Error) {
-      const int status = http_status_for(Status(ev.code, ev.message));
-      if (!streaming_) {
-        api_.error(res, call_, status, ev.message);
-        return false;
-      }
-      rs_.fail(status, ev.message);
-      res.write_chunk(rs_.event("response.failed", {{"response", rs_.response()}}));
-      res.end_stream();
-      return false;
-    }
-    write_finish(ev, res);
-    return false;
+  void on_token(const serving::Event& ev, Responder& res) override {
+    generated(ev.tokens);
+    text_ += ev.text;
+    if (!streaming_ || ev.text.empty()) return;
+    nlohmann::json delta = rs_.at_part();
+    delta["delta"] = ev.text;
+    delta["logprobs"] = nlohmann::json::array();
+    if (res.write_chunk(rs_.event("response.output_text.delta", delta))) written();  // else gone: the session ends it
   }
 
-  void on_client_gone() override {
-    call_.finish_reason = "client_disconnected";
-    call_.completion_tokens = delivered_tokens_;
+  void write_stream_error(int http_status, const std::string& message, Responder& res) override {
+    rs_.fail(http_status, message);
+    res.write_chunk(rs_.event("response.failed", {{"response", rs_.response()}}));
   }
 
- private:
-  void write_finish(const serving::Event& ev, Responder& res) {
-    call_.completion_tokens = ev.completion_tokens;
-    call_.finish_reason = ev.finish_reason;
+  void write_finish(const serving::Event& ev, Responder& res) override {
     const serving::ServeConfig& cfg = api_.config();
     rs_.finish(ev, text_, cache_write_tokens(ev.prompt_tokens, ev.cached_tokens, cfg.page_size, cfg.cache_reuse));
     if (!streaming_) return api_.json(res, call_, 200, dump(rs_.response()));
@@ -173,14 +151,8 @@ class Api::ResponsesRelay final : public EventRelay {
     res.end_stream();
   }
 
-  Api& api_;
-  Call& call_;
-  std::unique_ptr<serving::Admission::Slot> slot_;  // counted against the key while the request runs
   ResponseStream rs_;
-  const bool streaming_;
   std::string text_;
-  int delivered_tokens_ = 0;
-  int pending_tokens_ = 0;
 };
 
 void Api::responses(const HttpRequest& req, Responder& res, Call& call) {

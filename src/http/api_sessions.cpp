@@ -10,8 +10,10 @@
 #include "http/api.h"
 #include "http/api_call.h"
 #include "http/log.h"
+#include "http/openai_prompt.h"
 #include "http/openai_request.h"
 #include "http/openai_response.h"
+#include "jinja/template.h"
 
 namespace stride::server {
 
@@ -46,6 +48,49 @@ Expected<std::optional<ModelKey>> key_of(const ModelHandle& m) {
   if (!is_encrypted_model(m.path)) return std::optional<ModelKey>();
   STRIDE_ASSIGN_OR_RETURN(ModelKey key, model_key_for(m.path));
   return std::optional<ModelKey>(key);
+}
+
+// The prompt to save, read as a generation of one greedy token: the same
+// fields, rules, chat template, tokenization and limits as the request that
+// continues it. A field sent as null is absent, as everywhere in the API.
+ApiError read_session_prompt(const Json& body, const ParseContext& ctx, GenerationCall& out) {
+  Fields f(body);
+  const bool chat = f.find("messages") != nullptr;
+  const Json* prompt = f.find("prompt");
+  const Json* ids = f.find("prompt_token_ids");
+  if ((int)(prompt != nullptr) + (int)chat + (int)(ids != nullptr) != 1)
+    return bad_field("prompt", "give exactly one of 'prompt', 'messages' or 'prompt_token_ids'");
+  if (ids && !ids->is_array())
+    return bad_field("prompt_token_ids", "'prompt_token_ids' must be a list of token ids");
+  if (prompt && !prompt->is_string())
+    return bad_field("prompt", "'prompt' must be a string (token ids go in 'prompt_token_ids')");
+  std::string model;
+  STRIDE_API_TRY(f.opt_string("model", 1024, model));
+  STRIDE_API_TRY(check_model_name(model, ctx.model_names));
+  serving::GenerationRequest g;
+  if (chat) {
+    STRIDE_API_TRY(read_message_list(f.find("messages"), g));
+    if (const Json* kw = f.find("chat_template_kwargs")) {
+      if (!kw->is_object()) return bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+      g.template_kwargs = jinja::context_from_json(*kw);
+    }
+    g.add_generation_prompt = false;
+    STRIDE_API_TRY(f.opt_bool("add_generation_prompt", g.add_generation_prompt));
+  } else {
+    STRIDE_API_TRY(f.opt_bool("parse_special", g.parse_special));
+    STRIDE_API_TRY(read_prompt_value(prompt ? *prompt : *ids, ctx, g));
+  }
+  g.max_tokens = 1;
+  g.sampling.temperature = 0;
+  g.ignore_eos = true;
+  STRIDE_API_TRY(read_attention(body, ctx));
+  serving::PreparedGeneration p;
+  STRIDE_API_TRY(api_error(serving::prepare_generation(g, ctx.prepare(), p)));
+  out.chat = chat;
+  out.req = std::move(p.req);
+  out.prompt_text = std::move(p.prompt_text);
+  out.tools.format = p.tool_format;
+  return {};
 }
 
 int status_for_session(const Status& st) {
@@ -184,34 +229,9 @@ class Api::SessionSaveRelay final : public EventRelay {
 void Api::save_session(const HttpRequest& req, Responder& res, Call& call, const std::string& name) {
   Json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
-  // The prompt as a generation of one greedy token reads it: the same
-  // tokenization, chat template and limits as the request that continues it.
-  // A field sent as null is absent, as everywhere in the API.
-  auto has = [&](const char* key) { return body.contains(key) && !body[key].is_null(); };
-  const bool chat = has("messages");
-  const int sources = (int)has("prompt") + (int)chat + (int)has("prompt_token_ids");
-  if (sources != 1)
-    return error(res, call, 400, "give exactly one of 'prompt', 'messages' or 'prompt_token_ids'", "prompt");
-  Json gen = Json::object();
-  for (const char* key : {"model", "attention", "chat_template_kwargs", "parse_special", "add_generation_prompt"})
-    if (has(key)) gen[key] = body[key];
-  if (chat) {
-    gen["messages"] = body["messages"];
-    if (!gen.contains("add_generation_prompt")) gen["add_generation_prompt"] = false;
-  } else {
-    const Json& p = has("prompt") ? body["prompt"] : body["prompt_token_ids"];
-    if (has("prompt_token_ids") && !p.is_array())
-      return error(res, call, 400, "'prompt_token_ids' must be a list of token ids", "prompt_token_ids");
-    if (has("prompt") && !p.is_string())
-      return error(res, call, 400, "'prompt' must be a string (token ids go in 'prompt_token_ids')", "prompt");
-    gen["prompt"] = p;
-  }
-  gen["max_tokens"] = 1;
-  gen["temperature"] = 0;
-  gen["ignore_eos"] = true;
   GenerationCall g;
-  ParseContext ctx = parse_context(req, call);
-  if (ApiError e = parse_generation(gen, chat, ctx, g); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
+  if (ApiError e = read_session_prompt(body, parse_context(req, call), g); !e.ok())
+    return error(res, call, e.status, e.message, e.param, e.code);
   auto key = key_of(*call.model);
   if (!key.ok()) return error(res, call, 500, key.status().message(), "", "model_key");
   g.req.save_session = true;

@@ -72,10 +72,14 @@ ApiError read_prompt(const json& b, const ParseContext& ctx, serving::Generation
   Fields f(b);
   const json* found = f.find("prompt");
   if (!found) return bad_field("prompt", "'prompt' is required");
-  const json* p = found;
+  STRIDE_API_TRY(f.opt_bool("parse_special", g.parse_special));
+  return read_prompt_value(*found, ctx, g);
+}
+
+ApiError read_prompt_value(const json& value, const ParseContext& ctx, serving::GenerationRequest& g) {
+  const json* p = &value;
   // A batch of one prompt is accepted; several prompts are not (n=1 serving).
   if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
-  STRIDE_API_TRY(f.opt_bool("parse_special", g.parse_special));
   if (p->is_string()) {
     g.prompt = serving::GenerationRequest::Prompt::Text;
     g.text = p->get<std::string>();
@@ -96,7 +100,11 @@ ApiError read_prompt(const json& b, const ParseContext& ctx, serving::Generation
 }
 
 ApiError read_messages(const json& b, serving::GenerationRequest& g) {
-  const json* ms = Fields(b).find("messages");
+  STRIDE_API_TRY(read_message_list(Fields(b).find("messages"), g));
+  return read_template_variables(b, g);
+}
+
+ApiError read_message_list(const json* ms, serving::GenerationRequest& g) {
   if (!ms || !ms->is_array() || ms->empty()) return bad_field("messages", "'messages' must be a non-empty list");
   if (ms->size() > kMaxMessages) {
     return bad_field("messages", "at most " + std::to_string(kMaxMessages) + " messages are accepted");
@@ -107,7 +115,7 @@ ApiError read_messages(const json& b, serving::GenerationRequest& g) {
     STRIDE_API_TRY(read_message((*ms)[i], g.messages[i]));
     STRIDE_API_TRY(read_tool_parts((*ms)[i], i, g.messages[i]));
   }
-  return read_template_variables(b, g);
+  return {};
 }
 
 }  // namespace stride::server

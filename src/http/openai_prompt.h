@@ -11,7 +11,11 @@
 namespace stride::server {
 
 ApiError read_prompt(const nlohmann::json& body, const ParseContext& ctx, serving::GenerationRequest& g);
+// The value of `prompt` alone (errors name "prompt").
+ApiError read_prompt_value(const nlohmann::json& prompt, const ParseContext& ctx, serving::GenerationRequest& g);
 
 ApiError read_messages(const nlohmann::json& body, serving::GenerationRequest& g);
+// The value of `messages` alone (null: absent), without the template's variables.
+ApiError read_message_list(const nlohmann::json* messages, serving::GenerationRequest& g);
 
 }  // namespace stride::server

@@ -172,23 +172,6 @@ ApiError read_structured_output(const json& b, const ParseContext& ctx, serving:
   return {};
 }
 
-ApiError read_attention(const json& b, const ParseContext& ctx) {
-  std::string spec;
-  TRY(Fields(b).opt_string("attention", 1024, spec));
-  if (!Fields(b).find("attention")) return {};
-  if (!ctx.cfg->allow_request_attention) {
-    return bad_field("attention", "per-request attention policies are disabled (allow_request_attention: false)");
-  }
-  auto p = parse_policy(spec);
-  if (!p.ok()) return bad_field("attention", p.status().message());
-  // The KV cache holds one policy per layer for all sequences.
-  if (!(*p == ctx.attention)) {
-    return bad_field("attention", "this server runs attention '" + policy_to_string(ctx.attention) +
-                                      "'; a different per-request policy needs its own engine");
-  }
-  return {};
-}
-
 // stream and stream_options.
 ApiError read_stream(const json& b, GenerationCall& out) {
   Fields f(b);
@@ -213,6 +196,23 @@ ApiError check_model_name(const std::string& model, const std::vector<std::strin
 ApiError api_error(const serving::RequestError& e) {
   if (e.ok()) return {};
   return {e.kind == serving::RequestError::Kind::TooLong ? 413 : 400, e.message, e.param, e.code};
+}
+
+ApiError read_attention(const json& b, const ParseContext& ctx) {
+  std::string spec;
+  TRY(Fields(b).opt_string("attention", 1024, spec));
+  if (!Fields(b).find("attention")) return {};
+  if (!ctx.cfg->allow_request_attention) {
+    return bad_field("attention", "per-request attention policies are disabled (allow_request_attention: false)");
+  }
+  auto p = parse_policy(spec);
+  if (!p.ok()) return bad_field("attention", p.status().message());
+  // The KV cache holds one policy per layer for all sequences.
+  if (!(*p == ctx.attention)) {
+    return bad_field("attention", "this server runs attention '" + policy_to_string(ctx.attention) +
+                                      "'; a different per-request policy needs its own engine");
+  }
+  return {};
 }
 
 ApiError read_generation(const json& b, bool chat, const ParseContext& ctx, serving::GenerationRequest& g,

@@ -54,6 +54,10 @@ struct GenerationCall {
 // lists them, as a client that typed a wrong alias needs to see the right ones.
 ApiError check_model_name(const std::string& model, const std::vector<std::string>& served);
 
+// "attention": allowed only when the server allows per-request policies, and
+// only as the policy it runs.
+ApiError read_attention(const nlohmann::json& body, const ParseContext& ctx);
+
 // The body as a plain request; `out` gets what only the API reads (stream,
 // include_usage, tools, session).
 ApiError read_generation(const nlohmann::json& body, bool chat, const ParseContext& ctx,

@@ -8,7 +8,7 @@
 //   offload_tier.h     where an evicted cached page goes, and comes back from
 //   topk_hot_set.h     top-k layers' pages moved between the pool and the tier
 //   shared_tier.h      pages published to / imported from other replicas
-//   session_pages.h    saved sessions (export_prefix / import_prefix)
+//   session_pages.h    saved sessions (sessions(): export_prefix / import_prefix)
 //   step_reservation.h the pages a step reserves; layer_pages.h what it reads
 //   step_rollback.h    a step's rejected tail, truncate()
 //   read_counters.h    what committed steps read
@@ -116,9 +116,7 @@ class KvManager final : public StepKv {
 
   // Saved sessions (session_pages.h): a prompt's cached pages out, and back
   // into the prefix cache, where the next add_sequence_with_prefix() takes them.
-  Expected<KvSnapshot> export_prefix(std::span<const int32_t> tokens) { return sessions_.export_prefix(tokens); }
-  Expected<int64_t> import_prefix(const KvSnapshot& snap) { return sessions_.import_prefix(snap); }
-  int64_t snapshot_page_bytes() const { return sessions_.page_bytes(); }
+  SessionPages& sessions() { return sessions_; }
   // Shares full prefix pages with other replicas through `store`, under keys
   // chained with HMAC-SHA256(secret) (kv/shared/shared_page_codec.h).
   Status attach_shared_tier(std::unique_ptr<SharedPageStore> store, const std::string& secret,

@@ -1,5 +1,5 @@
 #pragma once
-// A sequence's KV pages taken out of the manager (KvManager::export_prefix)
+// A sequence's KV pages taken out of the manager (KvManager::sessions().export_prefix)
 // and put back later (import_prefix): what a saved session holds. Plain data,
 // no tensors of the pool: each page is its image (K, V, int8 scales, every
 // slot's position) followed by its top-k key summary when the pool keeps

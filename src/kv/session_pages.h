@@ -41,10 +41,11 @@ class SessionPages {
   // tokens takes them. Pages already cached are kept. All or nothing;
   // returns the pages loaded (0 with the prefix cache off).
   Expected<int64_t> import_prefix(const KvSnapshot& snap);
+
+ private:
   // Bytes of one page in a snapshot (pool image + top-k summary).
   int64_t page_bytes() const;
 
- private:
   const KvManagerConfig& cfg_;
   KvPool& pool_;
   PageManager& pages_;

@@ -43,7 +43,7 @@ Expected<std::unique_ptr<GrpcServer>> GrpcServer::start(server::Api& api, const 
   b.RegisterService(s->service_.get());
   // The same body limit as HTTP; a 32K-token prompt of packed ids is ~128 KiB.
   b.SetMaxReceiveMessageSize((int)std::min<int64_t>(cfg.max_body_bytes, INT32_MAX));
-  // Idle connections close as HTTP keep-alive ones do; handler threads are bounded.
+  // Idle connections close as HTTP keep-alive ones do; gRPC's own threads are bounded.
   b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, (int)std::min(cfg.idle_timeout_s * 1000.0, 2e9));
   grpc::ResourceQuota quota("stride-grpc");
   quota.SetMaxThreads(std::max(8, cfg.max_connections < 256 ? cfg.max_connections : 256));

@@ -1,11 +1,11 @@
 #include "rpc/inference_service.h"
 
 #include <chrono>
-#include <cstdio>
 
 #include "http/access.h"
-#include "http/audit_log.h"
 #include "http/openai_request.h"
+#include "rpc/generate_call.h"
+#include "rpc/grpc_status.h"
 #include "serving/generation_checks.h"
 #include "serving/prepare_generation.h"
 
@@ -14,26 +14,6 @@ namespace stride::rpc {
 using serving::Clock;
 
 namespace {
-
-grpc::StatusCode grpc_code_for(int http_status) {
-  switch (http_status) {
-    case 400: case 413: return grpc::StatusCode::INVALID_ARGUMENT;
-    case 401: return grpc::StatusCode::UNAUTHENTICATED;
-    case 403: return grpc::StatusCode::PERMISSION_DENIED;
-    case 404: return grpc::StatusCode::NOT_FOUND;
-    case 429: return grpc::StatusCode::RESOURCE_EXHAUSTED;
-    case 503: return grpc::StatusCode::UNAVAILABLE;
-    default: return grpc::StatusCode::INTERNAL;
-  }
-}
-
-grpc::Status to_grpc(const server::ApiError& e) {
-  return {grpc_code_for(e.status), e.param.empty() ? e.message : e.param + ": " + e.message};
-}
-
-grpc::Status to_grpc(const serving::Refusal& r) {
-  return {r.exhausted() ? grpc::StatusCode::RESOURCE_EXHAUSTED : grpc::StatusCode::UNAVAILABLE, r.message};
-}
 
 // "ipv4:127.0.0.1:5000" / "ipv6:[::1]:5000" -> the address.
 std::string peer_ip(const std::string& peer) {
@@ -75,34 +55,7 @@ grpc::Status needs_generator(const server::ModelHandle& m) {
 
 }  // namespace
 
-struct InferenceService::CallRecord {
-  CallRecord(server::Api& api, uint64_t n, std::string method) : api(api) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "rpc-%08llx", (unsigned long long)n);
-    // Move-assigned strings: GCC 12 at -O3 warns (-Wrestrict, falsely) on
-    // assigning literals here.
-    r.request_id = std::string(buf);
-    r.endpoint = std::move(method);
-    r.client_ip = std::string("-");
-    r.key_id = std::string("-");
-  }
-  ~CallRecord() {
-    if (!api.audit()) return;
-    r.latency_s = std::chrono::duration<double>(Clock::now() - start).count();
-    r.model_version = model_version;
-    api.audit()->write(r);
-  }
-  grpc::Status finish(grpc::Status st) {
-    r.status = st.ok() ? 200 : 1000 + (int)st.error_code();  // 1000 + gRPC code: not an HTTP status
-    return st;
-  }
-  server::Api& api;
-  server::AuditRecord r;
-  std::string model_version;
-  Clock::time_point start = Clock::now();
-};
-
-grpc::Status InferenceService::admit(grpc::ServerContext* ctx, CallRecord& rec, server::ModelPtr& model) {
+grpc::Status InferenceService::admit(grpc::CallbackServerContext* ctx, CallRecord& rec, server::ModelPtr& model) {
   rec.r.client_ip = peer_ip(ctx->peer());
   if (!server::ip_allowed(rec.r.client_ip, api_.allowlist())) {
     return {grpc::StatusCode::PERMISSION_DENIED, "client address " + rec.r.client_ip + " is not in the allowlist"};
@@ -125,90 +78,79 @@ grpc::Status InferenceService::admit(grpc::ServerContext* ctx, CallRecord& rec, 
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
-                                        grpc::ServerWriter<v1::GenerateResponse>* writer) {
-  CallRecord rec(api_, next_id_++, "/stride.v1.Inference/Generate");
+grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(grpc::CallbackServerContext* ctx,
+                                                                           const v1::GenerateRequest* req) {
+  auto rec = std::make_unique<CallRecord>(api_, next_id_++, "/stride.v1.Inference/Generate");
+  std::unique_ptr<serving::Admission::Slot> slot;
+  std::shared_ptr<serving::RequestChannel> ch;
+  if (grpc::Status st = submit(ctx, *req, *rec, slot, ch); !st.ok()) return GenerateCall::refused(std::move(rec), st);
+  return GenerateCall::relay(std::move(rec), std::move(slot), std::move(ch));
+}
+
+grpc::Status InferenceService::submit(grpc::CallbackServerContext* ctx, const v1::GenerateRequest& req,
+                                      CallRecord& rec, std::unique_ptr<serving::Admission::Slot>& slot,
+                                      std::shared_ptr<serving::RequestChannel>& ch) {
   server::ModelPtr model;
-  if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return rec.finish(st);
-  if (grpc::Status st = needs_generator(*model); !st.ok()) return rec.finish(st);
+  if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return st;
+  if (grpc::Status st = needs_generator(*model); !st.ok()) return st;
   const serving::ServeConfig& cfg = api_.config();
   serving::Admission& admission = api_.admission();
   const std::string who = rec.r.key_id != "-" ? rec.r.key_id : rec.r.client_ip;
-  if (auto r = admission.take_rate_token(who)) return rec.finish(to_grpc(*r));
-  if (auto r = admission.check_draining()) return rec.finish(to_grpc(*r));
+  if (auto r = admission.take_rate_token(who)) return to_grpc(*r);
+  if (auto r = admission.check_draining()) return to_grpc(*r);
 
-  if (req->model().size() > 1024) {
-    return rec.finish({grpc::StatusCode::INVALID_ARGUMENT, "model: 'model' is longer than 1024 bytes"});
-  }
-  if (server::ApiError e = server::check_model_name(req->model(), model->names); !e.ok()) {
-    return rec.finish(to_grpc(e));
-  }
+  if (req.model().size() > 1024) return {grpc::StatusCode::INVALID_ARGUMENT, "model: 'model' is longer than 1024 bytes"};
+  if (server::ApiError e = server::check_model_name(req.model(), model->names); !e.ok()) return to_grpc(e);
   const serving::PrepareContext pc{&cfg, model->engine->tokenizer(), &model->chat, model->engine->config().n_vocab};
-  const serving::GenerationRequest gen = generation_of(*req);
+  const serving::GenerationRequest gen = generation_of(req);
   serving::PreparedGeneration g;
   serving::RequestError e = serving::check_generation(gen, cfg.max_context_length, pc.n_vocab);
   if (e.ok()) e = serving::prepare_generation(gen, pc, g);
-  if (!e.ok()) return rec.finish(to_grpc(server::api_error(e)));
+  if (!e.ok()) return to_grpc(server::api_error(e));
   rec.r.prompt_tokens = (int)g.req.prompt.size();
   if (cfg.audit_log_prompts) rec.r.prompt = g.prompt_text;
-  serving::Admission::Slot slot(admission, who);
-  if (auto r = slot.refusal()) return rec.finish(to_grpc(*r));
+  slot = std::make_unique<serving::Admission::Slot>(admission, who);
+  if (auto r = slot->refusal()) return to_grpc(*r);
   g.req.id = rec.r.request_id;
   g.req.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg.request_timeout_s * 1e6));
-  auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
-  if (auto r = admission.submit(*model->scheduler, ch)) return rec.finish(to_grpc(*r));
-  for (;;) {
-    auto ev = ch->wait_next([&] { return ctx->IsCancelled(); });
-    if (!ev) {
-      rec.r.finish_reason = "client_disconnected";
-      return rec.finish({grpc::StatusCode::CANCELLED, "the client cancelled the call"});
-    }
-    v1::GenerateResponse out;
-    if (ev->kind == serving::EventKind::Token) {
-      if (ev->token_ids.empty() && ev->text.empty()) continue;
-      out.mutable_token_ids()->Add(ev->token_ids.begin(), ev->token_ids.end());
-      out.set_text(ev->text);
-      rec.r.completion_tokens += (int)ev->token_ids.size();
-      if (!writer->Write(out)) {
-        ch->cancel();
-        rec.r.finish_reason = "client_disconnected";
-        return rec.finish({grpc::StatusCode::CANCELLED, "the stream broke"});
-      }
-      continue;
-    }
-    if (ev->kind == serving::EventKind::Error) {
-      return rec.finish({grpc_code_for(server::http_status_for(Status(ev->code, ev->message))), ev->message});
-    }
-    out.set_finish_reason(ev->finish_reason);
-    out.mutable_usage()->set_prompt_tokens(ev->prompt_tokens);
-    out.mutable_usage()->set_completion_tokens(ev->completion_tokens);
-    out.mutable_usage()->set_cached_tokens(ev->cached_tokens);
-    rec.r.completion_tokens = ev->completion_tokens;
-    rec.r.finish_reason = ev->finish_reason;
-    writer->Write(out);
-    return rec.finish(grpc::Status::OK);
-  }
+  ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
+  if (auto r = admission.submit(*model->scheduler, ch)) return to_grpc(*r);
+  return grpc::Status::OK;
 }
 
-grpc::Status InferenceService::Tokenize(grpc::ServerContext* ctx, const v1::TokenizeRequest* req,
-                                        v1::TokenizeResponse* out) {
+grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext* ctx, const v1::TokenizeRequest* req,
+                                                     v1::TokenizeResponse* out) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(tokenize(ctx, *req, *out));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::Models(grpc::CallbackServerContext* ctx, const v1::ModelsRequest*,
+                                                   v1::ModelsResponse* out) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(models(ctx, *out));
+  return reactor;
+}
+
+grpc::Status InferenceService::tokenize(grpc::CallbackServerContext* ctx, const v1::TokenizeRequest& req,
+                                        v1::TokenizeResponse& out) {
   CallRecord rec(api_, next_id_++, "/stride.v1.Inference/Tokenize");
   server::ModelPtr model;
   if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return rec.finish(st);
   if (grpc::Status st = needs_generator(*model); !st.ok()) return rec.finish(st);
   const Tokenizer& tok = *model->engine->tokenizer();
-  const auto ids = tok.encode(req->text(), req->add_special_tokens() && tok.add_bos_default(), req->parse_special());
-  out->mutable_ids()->Add(ids.begin(), ids.end());
+  const auto ids = tok.encode(req.text(), req.add_special_tokens() && tok.add_bos_default(), req.parse_special());
+  out.mutable_ids()->Add(ids.begin(), ids.end());
   rec.r.prompt_tokens = (int)ids.size();
   return rec.finish(grpc::Status::OK);
 }
 
-grpc::Status InferenceService::Models(grpc::ServerContext* ctx, const v1::ModelsRequest*, v1::ModelsResponse* out) {
+grpc::Status InferenceService::models(grpc::CallbackServerContext* ctx, v1::ModelsResponse& out) {
   CallRecord rec(api_, next_id_++, "/stride.v1.Inference/Models");
   server::ModelPtr model;
   if (grpc::Status st = admit(ctx, rec, model); !st.ok()) return rec.finish(st);
   for (const std::string& name : model->names) {
-    v1::Model* m = out->add_models();
+    v1::Model* m = out.add_models();
     m->set_id(name);
     m->set_version(model->version);
     m->set_sha256(model->sha256);

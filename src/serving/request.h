@@ -93,7 +93,7 @@ struct Event {
 };
 
 // One request's mailbox: the scheduler pushes events; a front end either
-// waits for them (pop, wait_next) or is notified and takes them (set_notify,
+// waits for them (pop) or is notified and takes them (set_notify,
 // take_all). `cancelled` goes the other way (client gone): the scheduler frees the
 // request's pages at its next step.
 class RequestChannel {
@@ -141,24 +141,6 @@ class RequestChannel {
     events_.pop_front();
     return e;
   }
-  // The next event, waiting as long as the client stays; nullopt once
-  // `gone()` says it left (the request is then cancelled). gone() is asked
-  // about every 50 ms, while events stream too, so a client that hung up is
-  // noticed soon without probing its connection for every token.
-  std::optional<Event> wait_next(const std::function<bool()>& gone) {
-    for (;;) {
-      auto ev = pop(std::chrono::milliseconds(50));
-      const auto now = Clock::now();
-      if (now >= next_gone_check_) {
-        next_gone_check_ = now + std::chrono::milliseconds(50);
-        if (gone()) {
-          cancel();
-          return std::nullopt;
-        }
-      }
-      if (ev) return ev;
-    }
-  }
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
 
@@ -171,7 +153,6 @@ class RequestChannel {
   std::deque<Event> events_;
   std::function<void()> notify_;  // guarded by mu_
   std::atomic<bool> cancelled_{false};
-  Clock::time_point next_gone_check_;  // wait_next's; only the popping thread touches it
 };
 
 }  // namespace stride::serving

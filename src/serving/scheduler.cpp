@@ -180,7 +180,7 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     // lookup (no allocation in between can evict them). When the pool cannot
     // take them the prompt is simply prefilled: same outputs, fewer cached tokens.
     if (s.req().restore && !s.pooled) {
-      const Expected<int64_t> loaded = kv.import_prefix(*s.req().restore);
+      const Expected<int64_t> loaded = kv.sessions().import_prefix(*s.req().restore);
       if (loaded.ok()) metrics_.session_pages_restored += *loaded;
     }
     // A prompt being scored needs the logits of every position: no prefix reuse either.

@@ -50,7 +50,7 @@ void Scheduler::finish(Sequence& s, const std::string& reason) {
   std::shared_ptr<const KvSnapshot> snapshot;
   if (s.req().save_session && s.seq >= 0 && s.n_cached >= (int64_t)s.req().prompt.size()) {
     // The pages are still held by the sequence, so none was evicted.
-    Expected<KvSnapshot> got = engine_.kv().export_prefix(s.req().prompt);
+    Expected<KvSnapshot> got = engine_.kv().sessions().export_prefix(s.req().prompt);
     if (!got.ok()) return fail(s, got.status());
     snapshot = std::make_shared<const KvSnapshot>(std::move(*got));
   }

@@ -98,7 +98,7 @@ TEST_P(KvSession, RestoredPrefixContinuesBitIdentically) {
     ASSERT_TRUE(seq.ok());
     Outputs scratch = blank();
     feed(*kv, *seq, d, kSaved, scratch);
-    auto got = kv->export_prefix(std::span<const int32_t>(d.ids.data(), kSaved));
+    auto got = kv->sessions().export_prefix(std::span<const int32_t>(d.ids.data(), kSaved));
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     snap = std::move(*got);
   }
@@ -107,7 +107,7 @@ TEST_P(KvSession, RestoredPrefixContinuesBitIdentically) {
   EXPECT_EQ((int64_t)snap.images.size(), (int64_t)snap.pages.size() * snap.image_bytes);
   // Restore into a fresh manager: the continuation is a prefix hit on every saved page.
   auto kv = make(GetParam(), 64);
-  auto loaded = kv->import_prefix(snap);
+  auto loaded = kv->sessions().import_prefix(snap);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   EXPECT_EQ(*loaded, (int64_t)snap.pages.size());
   EXPECT_EQ(kv->stats().pages_used, 0);
@@ -123,7 +123,7 @@ TEST_P(KvSession, RestoredPrefixContinuesBitIdentically) {
         << "layer " << l;
   // Importing again changes nothing: the pages are cached already.
   kv->remove_sequence(hit->seq);
-  auto again = kv->import_prefix(snap);
+  auto again = kv->sessions().import_prefix(snap);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, 0);
 }
@@ -145,10 +145,10 @@ TEST(KvSessionLimits, APoolTooSmallOrAnotherLayoutChangesNothing) {
     auto seq = kv->add_sequence();
     Outputs scratch = blank();
     feed(*kv, *seq, d, kSaved, scratch);
-    snap = std::move(*kv->export_prefix(std::span<const int32_t>(d.ids.data(), kSaved)));
+    snap = std::move(*kv->sessions().export_prefix(std::span<const int32_t>(d.ids.data(), kSaved)));
   }
   auto small = make(c, 8);  // 18 pages needed
-  auto r = small->import_prefix(snap);
+  auto r = small->sessions().import_prefix(snap);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(small->stats().pages_used, 0);
@@ -156,17 +156,17 @@ TEST(KvSessionLimits, APoolTooSmallOrAnotherLayoutChangesNothing) {
   auto other = make(c, 64);
   KvSnapshot bad = snap;
   bad.page_size = 32;
-  EXPECT_EQ(other->import_prefix(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(other->sessions().import_prefix(bad).status().code(), StatusCode::kInvalidArgument);
   bad = snap;
   bad.pages.back().layer = 2;
-  EXPECT_EQ(other->import_prefix(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(other->sessions().import_prefix(bad).status().code(), StatusCode::kInvalidArgument);
   bad = snap;
   bad.images.pop_back();
-  EXPECT_EQ(other->import_prefix(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(other->sessions().import_prefix(bad).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(other->stats().pages_cached, 0);
   // Pages evicted before the export: refused, not saved incomplete.
   auto kv = make(c, 64);
-  EXPECT_EQ(kv->export_prefix(std::span<const int32_t>(d.ids.data(), kSaved)).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(kv->sessions().export_prefix(std::span<const int32_t>(d.ids.data(), kSaved)).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace
