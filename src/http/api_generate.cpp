@@ -80,7 +80,7 @@ class Api::CompletionRelay final : public EventRelay {
              chat} {
     // Tools offered (the reply may be calls) or a format with channels (reasoning apart).
     const bool channels = g_.tools.format == serving::ToolFormat::Harmony;
-    if (chat && (g_.tools.active() || channels)) tool_stream_.emplace(g_.tools.format, g_.tools.active());
+    if (chat && (g_.tools.active() || channels)) tool_stream_.emplace(g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
   }
 
   // The stream's head, before any event.
@@ -149,7 +149,7 @@ class Api::CompletionRelay final : public EventRelay {
       nlohmann::json body = completion_json(ids_, text_, ev.finish_reason, lp,
                                             usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
       if (chat && (g_.tools.active() || g_.tools.format == serving::ToolFormat::Harmony)) {
-        apply_tool_calls(body, text_, g_.tools.format, g_.tools.active());
+        apply_tool_calls(body, text_, g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
       }
       return api_.json(res, call_, 200, dump(body));
     }

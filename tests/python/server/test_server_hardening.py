@@ -42,16 +42,16 @@ def error_param(status, body, want_status=400):
 # One row per field: values of a wrong type or out of range.
 COMMON_BAD = {
     "model": [1, [], {}],
-    "max_tokens": ["8", 8.5, True, -1, 0, 4294967297, 2 ** 64, [8]],
+    "max_tokens": ["8", 8.5, True, -1, 4294967297, 2 ** 64, [8]],
     "temperature": ["0", -0.1, 2.5, [], {}, True],
-    "top_p": ["1", 0, 1.5, {}],
+    "top_p": ["1", -0.1, 1.5, {}],
     "top_k": ["1", 1.5, -2, 2 ** 40],
     "min_p": ["0", -1, 1.5],
     "presence_penalty": ["0", 3, -3],
     "frequency_penalty": [[], 2.5],
     "repetition_penalty": [0, 11, "1"],
     "seed": ["7", 1.5, []],
-    "stop": [1, [1], ["a"] * 17, "x" * 40000, {"a": 1}],
+    "stop": [1, [1], ["a"] * 5, [], "x" * 40000, {"a": 1}],
     "stream": ["yes", 1],
     "stream_options": ["x", {"include_usage": "yes"}],
     "n": [2, "1", 0],
@@ -63,7 +63,7 @@ COMMON_BAD = {
     "response_format": [{"type": "xml"}, "json", {"type": 3}, {"type": "json_schema", "json_schema": 5},
                         {"type": "json_schema", "json_schema": {"schema": {"type": "strng"}}}],
     "grammar": [5, "", "root ::= x", ["root ::= \"a\""], "root ::= \"a"],
-    "user": [1, "u" * 1000],
+    "user": [1, ["u"]],
     "attention": [1, "dense"],
 }
 
