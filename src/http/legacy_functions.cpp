@@ -67,7 +67,8 @@ void as_tools(J& b) {
   b.erase("functions");
   if (b.contains("function_call") && !b["function_call"].is_null()) {
     const J& fc = b["function_call"];
-    b["tool_choice"] = fc.is_string() ? fc : J{{"type", "function"}, {"function", {{"name", fc["name"]}}}};
+    J choice = fc.is_string() ? fc : J{{"type", "function"}, {"function", {{"name", fc["name"]}}}};
+    b["tool_choice"] = std::move(choice);  // may move the members fc refers to
   }
   b.erase("function_call");
 }

@@ -203,7 +203,6 @@ ApiError read_tool_parts(const json& m, size_t index, serving::ClientMessage& ms
     const json* fn = Fields(c).find("function");
     if (!fn || !fn->is_object()) return bad_field(cpath + ".function", "'" + cpath + ".function' must be an object");
     STRIDE_API_TRY(string_at(*fn, cpath + ".function", "name", 256, true, calls[i].name));
-    STRIDE_API_TRY(function_type_at(c, cpath));
     // OpenAI sends arguments as a JSON string; an object is taken too.
     const json* args = Fields(*fn).find("arguments");
     const std::string apath = cpath + ".function.arguments";
@@ -220,6 +219,7 @@ ApiError read_tool_parts(const json& m, size_t index, serving::ClientMessage& ms
     if (json_nesting_depth(calls[i].arguments, kMaxJsonDepth) > kMaxJsonDepth) {
       return bad_field(apath, "'" + apath + "' nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     }
+    STRIDE_API_TRY(function_type_at(c, cpath));  // required, as OpenAI's schema has it
   }
   return {};
 }

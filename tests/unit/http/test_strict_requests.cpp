@@ -78,17 +78,17 @@ TEST(StrictRequests, MessagesMeetTheirRoleSchemas) {
   const json call = {{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}};
   expect_400(chat({{"messages",
                     {{{"role", "user"}, {"content", "Hi"}},
-                     {{"role", "assistant"}, {"tool_calls", {call}}},
+                     {{"role", "assistant"}, {"tool_calls", json::array({call})}},
                      {{"role", "tool"}, {"tool_call_id", "call_1"}}}}}),
              "messages[2].content");
   // ChatCompletionMessageToolCall: required [id, type, function].
   json no_id = call;
   no_id.erase("id");
-  expect_400(chat({{"messages", {{{"role", "user"}, {"content", "Hi"}}, {{"role", "assistant"}, {"tool_calls", {no_id}}}}}}),
+  expect_400(chat({{"messages", {{{"role", "user"}, {"content", "Hi"}}, {{"role", "assistant"}, {"tool_calls", json::array({no_id})}}}}}),
              "messages[1].tool_calls[0].id");
   // ChatCompletionRequestAssistantMessage: content anyOf [..., null]; not required.
   EXPECT_TRUE(read(chat({{"messages", {{{"role", "user"}, {"content", "Hi"}},
-                                       {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}},
+                                       {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}},
                                        {{"role", "tool"}, {"content", "1"}, {"tool_call_id", "call_1"}}}}}))
                   .error.ok());
   // The discriminator's roles only.
@@ -171,22 +171,22 @@ TEST(StrictRequests, ValidValuesOnceRefusedAreAccepted) {
 
 TEST(StrictRequests, LegacyFunctionsBecomeTools) {
   const json fn = {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}};
-  Parsed p = read(chat({{"functions", {fn}}, {"function_call", {{"name", "get_weather"}}}}));
+  Parsed p = read(chat({{"functions", json::array({fn})}, {"function_call", {{"name", "get_weather"}}}}));
   ASSERT_TRUE(p.error.ok()) << p.error.message;
   EXPECT_TRUE(p.call.tools.legacy_functions);
   ASSERT_EQ(p.call.tools.tools.size(), 1u);
   EXPECT_EQ(p.call.tools.tools[0].name, "get_weather");
   EXPECT_EQ(p.call.tools.choice.mode, stride::serving::ToolChoiceMode::Named);
   EXPECT_FALSE(p.call.tools.choice.parallel);
-  p = read(chat({{"functions", {fn}}, {"function_call", "none"}}));
+  p = read(chat({{"functions", json::array({fn})}, {"function_call", "none"}}));
   ASSERT_TRUE(p.error.ok());
   EXPECT_EQ(p.call.tools.choice.mode, stride::serving::ToolChoiceMode::None);
   // Errors name the legacy fields.
   expect_400(chat({{"functions", {{{"name", "bad name"}}}}}), "functions[0].name");
-  expect_400(chat({{"functions", {fn}}, {"function_call", {{"name", "other"}}}}), "function_call");
-  expect_400(chat({{"functions", {fn}}, {"tools", {{{"type", "function"}, {"function", fn}}}}}), "functions");
+  expect_400(chat({{"functions", json::array({fn})}, {"function_call", {{"name", "other"}}}}), "function_call");
+  expect_400(chat({{"functions", json::array({fn})}, {"tools", {{{"type", "function"}, {"function", fn}}}}}), "functions");
   // An earlier turn's function_call and its "function" result.
-  p = read(chat({{"functions", {fn}},
+  p = read(chat({{"functions", json::array({fn})},
                  {"messages",
                   {{{"role", "user"}, {"content", "Weather?"}},
                    {{"role", "assistant"}, {"content", nullptr},
