@@ -168,7 +168,7 @@ def test_json_schema_format_validates(client):
     ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id"),
     ({"input": "hi", "tools": [{"type": "web_search"}]}, "tools"),
     ({"input": "hi", "background": True}, "background"),
-    ({"input": "hi", "metadata": {"k": 1}}, "metadata"),
+    ({"input": "hi", "metadata": {"k": 1}}, "metadata.k"),
     ({"input": "hi", "metadata": {str(i): "v" for i in range(17)}}, "metadata"),
     ({"input": "hi", "text": {"format": {"type": "xml"}}}, "text.format"),
     ({"input": "hi", "text": {"format": {"type": "json_schema", "schema": {"type": "nope"}}}}, "text.format"),
