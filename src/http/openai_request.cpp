@@ -143,10 +143,9 @@ ApiError read_response_format(const json& rf, const ParseContext& ctx, serving::
     if (!js || !js->is_object()) return bad_field(param, "'response_format.json_schema' must be an object");
     Fields jf(*js);
     std::string name;
+    if (!jf.find("name")) return bad_field(param, "'response_format.json_schema.name' is required");
     ApiError e = jf.opt_string("name", 64, name);
-    if (!e.ok() || !jf.find("name")) {
-      return bad_field(param, "'response_format.json_schema.name' is required: a string of at most 64 characters");
-    }
+    if (!e.ok()) return bad_field(param, "'response_format.json_schema.name' must be a string of at most 64 bytes");
     grammar::SchemaOptions opts;
     e = jf.opt_bool("strict", opts.strict);
     if (!e.ok()) return bad_field(param, "'response_format.json_schema.strict' must be a boolean");
