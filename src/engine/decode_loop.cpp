@@ -17,11 +17,6 @@ DecodeLoop::DecodeLoop(const Tokenizer& tok, DecodeLimits limits, int64_t prompt
 
 DecodeLoop::Step DecodeLoop::push(int32_t id) {
   Step s;
-  if (limits_.max_tokens <= 0) {  // nothing was asked for: the first token is not the answer's
-    s.done = true;
-    s.reason = FinishReason::Length;
-    return s;
-  }
   if (!limits_.ignore_eos && tok_.is_eog(id)) {
     s.done = true;
     s.reason = FinishReason::Eos;

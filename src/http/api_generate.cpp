@@ -29,6 +29,18 @@ bool write_deltas(Responder& res, const ResponseIds& ids, const std::vector<nloh
   return true;
 }
 
+// Appends the completions-shape log-probs `more` to `into` (either may be null).
+void append_logprobs(nlohmann::json& into, const nlohmann::json& more) {
+  if (more.is_null()) return;
+  if (into.is_null()) {
+    into = more;
+    return;
+  }
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const auto& x : more[key]) into[key].push_back(x);
+  }
+}
+
 }  // namespace
 
 ParseContext Api::parse_context(const HttpRequest& req, const Call& call) const {
@@ -80,7 +92,10 @@ class Api::CompletionRelay final : public EventRelay {
              chat} {
     // Tools offered (the reply may be calls) or a format with channels (reasoning apart).
     const bool channels = g_.tools.format == serving::ToolFormat::Harmony;
-    if (chat && (g_.tools.active() || channels)) tool_stream_.emplace(g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
+    if (chat && (g_.tools.active() || channels)) {
+      tool_stream_.emplace(g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
+    }
+    if (g_.echo) text_ = *g_.echo;  // completions: the text starts with the prompt
   }
 
   // The stream's head, before any event.
@@ -88,6 +103,8 @@ class Api::CompletionRelay final : public EventRelay {
     if (!g_.stream) return;
     res.begin_stream({{"X-Request-Id", call_.id}});
     if (ids_.chat) res.write_chunk(sse(chunk_json(ids_, "", "", nullptr, true)));
+    // An echoed prompt goes first; when it is scored, with its log-probs, once they come.
+    if (g_.echo && !g_.prompt_logprobs) res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", nullptr)));
   }
 
   bool on_event(serving::Event& ev, Responder& res) override {
@@ -117,6 +134,10 @@ class Api::CompletionRelay final : public EventRelay {
 
  private:
   void on_token(const serving::Event& ev, Responder& res) {
+    if (!ev.prompt_logprobs.empty()) {
+      prompt_lp_ = logprobs_json(ev.prompt_logprobs, tok_, false, 0);
+      if (g_.stream && !res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", prompt_lp_)))) return;
+    }
     pending_tokens_ += ev.tokens;
     if (!g_.stream) {
       text_ += ev.text;
@@ -145,7 +166,13 @@ class Api::CompletionRelay final : public EventRelay {
     call_.completion_tokens = ev.completion_tokens;
     call_.finish_reason = ev.finish_reason;
     if (!g_.stream) {
-      const nlohmann::json lp = g_.logprobs ? logprobs_json(lps_, tok_, chat, 0) : nlohmann::json();
+      const size_t offset = g_.echo ? g_.echo->size() : 0;
+      nlohmann::json lp = g_.logprobs ? logprobs_json(lps_, tok_, chat, offset) : nlohmann::json();
+      if (!prompt_lp_.is_null()) {
+        nlohmann::json generated = std::move(lp);
+        lp = prompt_lp_;
+        append_logprobs(lp, generated);
+      }
       nlohmann::json body = completion_json(ids_, text_, ev.finish_reason, lp,
                                             usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
       if (chat && (g_.tools.active() || g_.tools.format == serving::ToolFormat::Harmony)) {
@@ -177,6 +204,7 @@ class Api::CompletionRelay final : public EventRelay {
   const ResponseIds ids_;
   std::string text_;
   std::vector<serving::TokenLogprob> lps_;
+  nlohmann::json prompt_lp_;  // an echoed prompt's log-probs (completions shape)
   std::optional<ToolReplyStream> tool_stream_;
   int delivered_tokens_ = 0;  // written to the client (the audit log's count when it hangs up)
   int pending_tokens_ = 0;    // generated, text held back
