@@ -94,10 +94,8 @@ ApiError check_ignored_fields(const json& body, Endpoint e) {
 }
 
 ApiError refuse_unimplemented(const json& body, Endpoint e) {
-  Fields f(body);
-  // suffix: a string; what it does is the completion reader's.
-  if (e == Endpoint::Completions) return check_string(f, "suffix");
   if (e != Endpoint::Chat) return {};
+  Fields f(body);
   STRIDE_API_TRY(check_modalities(f));
   STRIDE_API_TRY(refuse_object(f, "audio", "this server replies in text only"));
   STRIDE_API_TRY(refuse_object(f, "prediction", "predicted outputs are not implemented"));
