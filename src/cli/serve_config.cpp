@@ -53,6 +53,9 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
   flag("--draft-min", "draft_min", a.draft_min, "fewer drafts found: decode plainly (default 1)");
   flag("--lookup-ngram-min", "lookup_ngram_min", a.lookup_ngram_min, "prompt lookup: shortest n-gram (default 1)");
   flag("--lookup-ngram-max", "lookup_ngram_max", a.lookup_ngram_max, "prompt lookup: longest n-gram (default 3)");
+  cmd.add_flag("--lenient", a.lenient,
+               "ignore (and log) request fields OpenAI's API does not define, instead of answering 400 "
+               "(config strict_requests: false)");
   add_rope_flags(&cmd, a.rope, a.flags);
 }
 
@@ -63,6 +66,7 @@ Expected<serving::ServeConfig> read_config(const ServeArgs& a) {
     Status st = serving::set_config_value(cfg, key, *value);
     if (!st.ok()) return Status(st.code(), st.message() + " (from --" + key + ")");
   }
+  if (a.lenient) STRIDE_RETURN_IF_ERROR(serving::set_config_value(cfg, "strict_requests", "false"));
   if (!a.served_model_names.empty()) {
     std::string joined;
     for (const std::string& n : a.served_model_names) joined += (joined.empty() ? "" : ",") + n;

@@ -25,6 +25,7 @@ struct ServeArgs {
   std::string session_dir;
   std::string chat_template_file;
   std::string speculative, draft_model, draft_max, draft_min, lookup_ngram_min, lookup_ngram_max;
+  bool lenient = false;  // --lenient: strict_requests false
   std::map<std::string, std::string> rope;  // --rope-scaling ... by config key
 };
 

@@ -20,6 +20,7 @@ EmbeddingsContext embeddings_context(const ModelHandle& m, const serving::ServeC
   ctx.model_names = m.names;
   ctx.max_inputs = cfg.max_embedding_inputs;
   ctx.max_total_tokens = cfg.max_embedding_tokens;
+  ctx.strict_requests = cfg.strict_requests;
   if (m.encoder) {
     const EncoderModel& enc = m.encoder->model();
     ctx.encode = [&enc](const std::string& text) { return enc.tokenizer().encode(text); };

@@ -91,7 +91,9 @@ class Api::CompletionRelay final : public GenerationRelay {
              chat} {
     // Tools offered (the reply may be calls) or a format with channels (reasoning apart).
     const bool channels = g_.tools.format == serving::ToolFormat::Harmony;
-    if (chat && (g_.tools.active() || channels)) tool_stream_.emplace(g_.tools.format, g_.tools.active());
+    if (chat && (g_.tools.active() || channels)) {
+      tool_stream_.emplace(g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
+    }
     if (g_.echo) text_ = *g_.echo;  // completions: the text starts with the prompt
   }
 
@@ -146,7 +148,7 @@ class Api::CompletionRelay final : public GenerationRelay {
       nlohmann::json body = completion_json(ids_, text_, ev.finish_reason, lp,
                                             usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
       if (chat && (g_.tools.active() || g_.tools.format == serving::ToolFormat::Harmony)) {
-        apply_tool_calls(body, text_, g_.tools.format, g_.tools.active());
+        apply_tool_calls(body, text_, g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
       }
       return api_.json(res, call_, 200, dump(body));
     }

@@ -1,4 +1,5 @@
 #include "http/embeddings_request.h"
+#include "http/openai_fields.h"
 #include "http/openai_request.h"
 
 #include <openssl/evp.h>
@@ -20,13 +21,12 @@ ApiError read_ids(const json& arr, const EmbeddingsContext& ctx, std::vector<int
   }
   out.reserve(arr.size());
   for (const json& t : arr) {
-    if (!t.is_number_integer()) return bad_field("input", "token lists in 'input' must hold integers only");
-    const bool too_big = t.is_number_unsigned() && t.get<uint64_t>() >= (uint64_t)ctx.n_vocab;
-    const int64_t id = too_big ? -1 : t.get<int64_t>();
-    if (too_big || id < 0 || id >= ctx.n_vocab) {
+    if (!is_json_integer(t)) return bad_field("input", "token lists in 'input' must hold integers only");
+    const std::optional<int64_t> id = json_int64(t);
+    if (!id || *id < 0 || *id >= ctx.n_vocab) {
       return bad_field("input", "token ids must be integers in [0, " + std::to_string(ctx.n_vocab) + ")");
     }
-    out.push_back((int32_t)id);
+    out.push_back((int32_t)*id);
   }
   return {};
 }
@@ -50,7 +50,7 @@ ApiError read_inputs(const json& in, const EmbeddingsContext& ctx, EmbeddingsCal
   const char* shape = "'input' must be a string, a list of strings, a list of token ids or a list of token-id lists";
   if (in.is_string()) return read_text(in, ctx, out);
   if (!in.is_array() || in.empty()) return bad_field("input", shape);
-  if (in[0].is_number_integer()) {  // one input of token ids
+  if (is_json_integer(in[0])) {  // one input of token ids
     std::vector<int32_t> ids;
     STRIDE_API_TRY(read_ids(in, ctx, ids));
     out.inputs.push_back(std::move(ids));
@@ -80,10 +80,11 @@ ApiError read_inputs(const json& in, const EmbeddingsContext& ctx, EmbeddingsCal
 ApiError parse_embeddings(const json& b, const EmbeddingsContext& ctx, EmbeddingsCall& out) {
   if (!b.is_object()) return bad_field("", "the request body must be a JSON object");
   Fields f(b);
-  std::string model, user, format = "float";
+  STRIDE_API_TRY(check_unknown_fields(b, Endpoint::Embeddings, ctx.strict_requests));
+  STRIDE_API_TRY(check_ignored_fields(b, Endpoint::Embeddings));
+  std::string model, format = "float";
   STRIDE_API_TRY(f.opt_string("model", 1024, model));
   STRIDE_API_TRY(check_model_name(model, ctx.model_names));
-  STRIDE_API_TRY(f.opt_string("user", 256, user));
   STRIDE_API_TRY(f.opt_string("encoding_format", 16, format));
   if (format != "float" && format != "base64") return bad_field("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
   out.base64 = format == "base64";

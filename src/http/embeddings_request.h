@@ -27,6 +27,7 @@ struct EmbeddingsContext {
   int64_t max_input_tokens = 0;
   int max_inputs = 0;
   int64_t max_total_tokens = 0;
+  bool strict_requests = true;  // unknown fields: 400 (else logged and ignored)
 };
 
 struct EmbeddingsCall {

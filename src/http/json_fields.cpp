@@ -44,6 +44,26 @@ ApiError parse_json_object(std::string_view body, json& out, int max_depth) {
   return {};
 }
 
+bool is_json_integer(const json& v) {
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  const double x = v.get<double>();
+  return std::isfinite(x) && std::trunc(x) == x;
+}
+
+std::optional<int64_t> json_int64(const json& v) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > (uint64_t)INT64_MAX) return std::nullopt;
+    return (int64_t)v.get<uint64_t>();
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (!is_json_integer(v)) return std::nullopt;
+  // 2^63 is the first double beyond int64.
+  const double x = v.get<double>();
+  if (x < -9223372036854775808.0 || x >= 9223372036854775808.0) return std::nullopt;
+  return (int64_t)x;
+}
+
 const json* Fields::find(const char* key) const {
   auto it = obj_.find(key);
   if (it == obj_.end() || it->is_null()) return nullptr;
@@ -65,12 +85,11 @@ ApiError Fields::opt_bool(const char* key, bool& out) const {
 ApiError Fields::opt_int(const char* key, int64_t lo, int64_t hi, int64_t& out) const {
   const json* v = find(key);
   if (!v) return {};
-  if (!v->is_number_integer()) return type_error(key, "an integer");
+  if (!is_json_integer(*v)) return type_error(key, "an integer");
   const std::string range = serving::int_range_text(lo, hi);
-  if (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t)INT64_MAX) return type_error(key, range.c_str());
-  const int64_t x = v->get<int64_t>();
-  if (x < lo || x > hi) return type_error(key, range.c_str());
-  out = x;
+  const std::optional<int64_t> x = json_int64(*v);
+  if (!x || *x < lo || *x > hi) return type_error(key, range.c_str());
+  out = *x;
   return {};
 }
 

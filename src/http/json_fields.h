@@ -5,6 +5,7 @@
 // (OpenAI's `param`), never an exception and never a silent truncation.
 #include <nlohmann/json.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,12 @@ ApiError parse_json_object(std::string_view body, nlohmann::json& out, int max_d
 // Nesting depth of a JSON text (string contents ignored); stops counting past `limit`.
 int json_nesting_depth(std::string_view text, int limit);
 
+// JSON Schema's integer: an integer, or a number with no fractional part
+// (1.0 is an integer, 1.5 is not).
+bool is_json_integer(const nlohmann::json& v);
+// Its value when it is one and fits in int64 (nullopt: not an integer, or out of range).
+std::optional<int64_t> json_int64(const nlohmann::json& v);
+
 // Optional fields of one JSON object; absent and null both leave `out` as it is.
 class Fields {
  public:
@@ -47,7 +54,7 @@ class Fields {
   const nlohmann::json* find(const char* key) const;
 
   ApiError opt_bool(const char* key, bool& out) const;
-  // Integers only (3.0 and "3" are type errors), checked against [lo, hi]
+  // Integers only (3.0 counts as 3, as in JSON Schema; 3.5 and "3" are type errors), checked against [lo, hi]
   // before narrowing, so 4294967297 is out of range rather than 1.
   ApiError opt_int(const char* key, int64_t lo, int64_t hi, int64_t& out) const;
   template <typename T>

@@ -23,17 +23,27 @@ ApiError read_reasoning(const json& m, serving::ClientMessage& cm) {
   return {};
 }
 
-ApiError read_message(const json& m, serving::ClientMessage& cm) {
-  if (!m.is_object()) return bad_field("messages", "each message must be an object");
-  Fields f(m);
-  const json* role = f.find("role");
-  if (!role || !role->is_string()) return bad_field("messages", "each message needs a string 'role'");
-  cm.role = role->get<std::string>();
-  const json* c = f.find("content");
-  if (!c) return read_reasoning(m, cm);
+// OpenAI's message roles ("function": the deprecated function result).
+bool known_role(const std::string& r) {
+  for (const char* k : {"system", "developer", "user", "assistant", "tool", "function"}) {
+    if (r == k) return true;
+  }
+  return false;
+}
+
+// content: a string or a non-empty list of text parts; required (non-null)
+// but for an assistant turn (which may carry only calls) and a function result.
+ApiError read_content(const json& m, const std::string& path, serving::ClientMessage& cm) {
+  const json* c = Fields(m).find("content");
+  const std::string cpath = path + ".content";
+  if (!c) {
+    if (cm.role == "assistant" || cm.role == "function") return {};
+    return bad_field(cpath, "'" + cpath + "' is required for a '" + cm.role + "' message (a string or a list of parts)");
+  }
   if (c->is_string()) {
     cm.content = c->get<std::string>();
   } else if (c->is_array()) {  // [{"type":"text","text":...}]
+    if (c->empty()) return bad_field(cpath, "'" + cpath + "' must not be an empty list");
     for (const auto& part : *c) {
       const json* type = part.is_object() ? Fields(part).find("type") : nullptr;
       const json* text = part.is_object() ? Fields(part).find("text") : nullptr;
@@ -42,9 +52,26 @@ ApiError read_message(const json& m, serving::ClientMessage& cm) {
       }
       cm.content += text->get_ref<const std::string&>();
     }
-  } else if (!c->is_null()) {
+  } else {
     return bad_field("messages", "message 'content' must be a string or a list of text parts");
   }
+  return {};
+}
+
+ApiError read_message(const json& m, size_t index, serving::ClientMessage& cm) {
+  if (!m.is_object()) return bad_field("messages", "each message must be an object");
+  const std::string path = "messages[" + std::to_string(index) + "]";
+  Fields f(m);
+  const json* role = f.find("role");
+  if (!role || !role->is_string()) return bad_field("messages", "each message needs a string 'role'");
+  cm.role = role->get<std::string>();
+  if (!known_role(cm.role)) {
+    return bad_field(path + ".role", "'" + path + ".role' must be 'system', 'developer', 'user', 'assistant' or 'tool'");
+  }
+  if (const json* name = f.find("name"); name && !name->is_string()) {
+    return bad_field(path + ".name", "'" + path + ".name' must be a string");
+  }
+  STRIDE_API_TRY(read_content(m, path, cm));
   return read_reasoning(m, cm);
 }
 
@@ -57,8 +84,11 @@ ApiError read_template_variables(const json& b, serving::GenerationRequest& g) {
     g.template_kwargs = jinja::context_from_json(*kw);
   }
   if (const json* effort = Fields(b).find("reasoning_effort"); effort && !effort->is_null()) {
-    if (!effort->is_string() || (*effort != "low" && *effort != "medium" && *effort != "high" && *effort != "minimal")) {
-      return bad_field("reasoning_effort", "'reasoning_effort' must be \"minimal\", \"low\", \"medium\" or \"high\"");
+    bool known = false;
+    for (const char* e : {"none", "minimal", "low", "medium", "high", "xhigh"}) known = known || *effort == e;
+    if (!effort->is_string() || !known) {
+      return bad_field("reasoning_effort",
+                       "'reasoning_effort' must be \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\"");
     }
     g.reasoning_effort = effort->get<std::string>();
   }
@@ -90,11 +120,10 @@ ApiError read_prompt_value(const json& value, const ParseContext& ctx, serving::
   g.prompt = serving::GenerationRequest::Prompt::Tokens;
   g.tokens.reserve(p->size());
   for (const auto& t : *p) {
-    if (!t.is_number_integer()) return bad_field("prompt", "token prompts must be lists of integers");
-    const bool too_big = t.is_number_unsigned() && t.get<uint64_t>() >= (uint64_t)ctx.n_vocab;
-    const int64_t id = too_big ? -1 : t.get<int64_t>();
-    if (too_big || id < 0 || id >= ctx.n_vocab) return api_error(serving::token_id_error(ctx.n_vocab));
-    g.tokens.push_back((int32_t)id);
+    if (!is_json_integer(t)) return bad_field("prompt", "token prompts must be lists of integers");
+    const std::optional<int64_t> id = json_int64(t);
+    if (!id || *id < 0 || *id >= ctx.n_vocab) return api_error(serving::token_id_error(ctx.n_vocab));
+    g.tokens.push_back((int32_t)*id);
   }
   return {};
 }
@@ -111,9 +140,15 @@ ApiError read_message_list(const json* ms, serving::GenerationRequest& g) {
   }
   g.prompt = serving::GenerationRequest::Prompt::Chat;
   g.messages.resize(ms->size());
+  std::string legacy_call;  // the id of the last deprecated function_call
   for (size_t i = 0; i < ms->size(); ++i) {
-    STRIDE_API_TRY(read_message((*ms)[i], g.messages[i]));
-    STRIDE_API_TRY(read_tool_parts((*ms)[i], i, g.messages[i]));
+    const json& m = (*ms)[i];
+    serving::ClientMessage& cm = g.messages[i];
+    STRIDE_API_TRY(read_message(m, i, cm));
+    const bool function_result = cm.role == "function";
+    STRIDE_API_TRY(read_tool_parts(m, i, cm));
+    if (Fields(m).find("function_call") && !cm.tool_calls.empty()) legacy_call = cm.tool_calls.back().id;
+    if (function_result) cm.tool_call_id = legacy_call;
   }
   return {};
 }

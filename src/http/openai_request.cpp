@@ -4,6 +4,8 @@
 #include <map>
 
 #include "grammar/json_schema.h"
+#include "http/legacy_functions.h"
+#include "http/openai_fields.h"
 #include "http/openai_prompt.h"
 #include "http/scoring_fields.h"
 #include "serving/generation_checks.h"
@@ -24,8 +26,6 @@ ApiError refuse_unsupported(const json& b, bool chat) {
   if (const json* v = f.find("tools"); !chat && v && !(v->is_array() && v->empty())) {
     return bad_field("tools", "'tools' is only accepted by /v1/chat/completions");
   }
-  std::string ignored;
-  TRY(f.opt_string("user", 256, ignored));
   return {};
 }
 
@@ -44,20 +44,22 @@ ApiError read_unsupported(const json& b, bool chat, const ParseContext& ctx) {
 }
 
 // Chat takes either name (max_tokens is OpenAI's older one); both are checked.
-// The room left by the prompt is checked once it is tokenized.
+// The room left by the prompt is checked once it is tokenized. A completion
+// may ask for 0 tokens (OpenAI's minimum): an empty answer.
 ApiError read_max_tokens(const json& b, bool chat, int64_t cap, serving::GenerationRequest& g) {
   Fields f(b);
+  const int64_t lo = serving::min_max_tokens(chat);
   const bool newer = chat && f.find("max_completion_tokens");
   const char* key = newer ? "max_completion_tokens" : "max_tokens";
   if (newer) {
     int64_t older = 0;
-    TRY(f.opt_int("max_tokens", 1, INT32_MAX, older));
+    TRY(f.opt_int("max_tokens", lo, INT32_MAX, older));
     if (older > cap) return api_error(serving::over_max_tokens_cap("max_tokens", cap));
   }
   g.max_tokens_param = key;
   if (!f.find(key)) return {};
   int64_t v = 0;
-  TRY(f.opt_int(key, chat ? 1 : 0, INT32_MAX, v));  // completions: 0 is the prompt alone
+  TRY(f.opt_int(key, lo, INT32_MAX, v));  // completions: 0 is the prompt alone
   if (v > cap) return api_error(serving::over_max_tokens_cap(key, cap));
   g.max_tokens = v;
   return {};
@@ -73,7 +75,7 @@ ApiError read_stop(const json& b, serving::GenerationRequest& g) {
     return {};
   };
   if (s->is_string()) return add(*s);
-  if (!s->is_array() || s->size() > kMaxStopStrings) return api_error(serving::stop_list_error());
+  if (!s->is_array() || s->empty() || s->size() > kMaxStopStrings) return api_error(serving::stop_list_error());
   for (const auto& x : *s) TRY(add(x));
   return {};
 }
@@ -88,7 +90,7 @@ ApiError read_logprobs(const json& b, bool chat, serving::GenerationRequest& g) 
     if (on) g.top_logprobs = top;
   } else if (f.find("logprobs")) {
     int top = 0;
-    TRY(f.opt_int("logprobs", 0, serving::kMaxTopLogprobs, top));
+    TRY(f.opt_int("logprobs", 0, serving::kMaxCompletionLogprobs, top));
     g.top_logprobs = top;
   }
   return {};
@@ -100,11 +102,10 @@ ApiError read_sampling(const json& b, SamplingParams& s) {
     TRY(f.opt_number(r.key, r.lo, r.hi, s.*r.target, r.lo_open));
   }
   TRY(f.opt_int("top_k", -1, serving::kMaxTopK, s.top_k));
-  if (const json* seed = f.find("seed")) {
-    // OpenAI documents a signed 64-bit seed; unsigned 64-bit values are accepted too.
-    if (!seed->is_number_integer()) return f.type_error("seed", "an integer");
-    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>() : (uint64_t)seed->get<int64_t>();
-  }
+  // OpenAI's seed is a signed 64-bit integer.
+  int64_t seed = 0;
+  TRY(f.opt_int("seed", INT64_MIN, INT64_MAX, seed));
+  if (f.find("seed")) s.seed = (uint64_t)seed;
   return {};
 }
 
@@ -137,8 +138,9 @@ ApiError read_response_format(const json& rf, const ParseContext& ctx, serving::
     if (!js || !js->is_object()) return bad_field(param, "'response_format.json_schema' must be an object");
     Fields jf(*js);
     std::string name;
-    ApiError e = jf.opt_string("name", 256, name);
-    if (!e.ok()) return bad_field(param, "'response_format.json_schema.name' must be a string of at most 256 bytes");
+    if (!jf.find("name")) return bad_field(param, "'response_format.json_schema.name' is required");
+    ApiError e = jf.opt_string("name", 64, name);
+    if (!e.ok()) return bad_field(param, "'response_format.json_schema.name' must be a string of at most 64 bytes");
     grammar::SchemaOptions opts;
     e = jf.opt_bool("strict", opts.strict);
     if (!e.ok()) return bad_field(param, "'response_format.json_schema.strict' must be a boolean");
@@ -180,6 +182,9 @@ ApiError read_stream(const json& b, GenerationCall& out) {
     if (!so->is_object()) return bad_field("stream_options", "'stream_options' must be an object");
     ApiError e = Fields(*so).opt_bool("include_usage", out.include_usage);
     if (!e.ok()) return bad_field("stream_options", "'stream_options.include_usage' must be a boolean");
+    bool obfuscation = false;  // padding against length side channels: nothing to pad here
+    e = Fields(*so).opt_bool("include_obfuscation", obfuscation);
+    if (!e.ok()) return bad_field("stream_options", "'stream_options.include_obfuscation' must be a boolean");
   }
   return {};
 }
@@ -220,9 +225,13 @@ ApiError read_generation(const json& b, bool chat, const ParseContext& ctx, serv
   if (!b.is_object()) return bad_field("", "the request body must be a JSON object");
   Fields f(b);
   out.chat = chat;
+  const Endpoint endpoint = chat ? Endpoint::Chat : Endpoint::Completions;
+  TRY(check_unknown_fields(b, endpoint, ctx.cfg->strict_requests));
+  TRY(check_ignored_fields(b, endpoint));
+  TRY(refuse_unimplemented(b, endpoint));
   TRY(read_unsupported(b, chat, ctx));
   if (chat) {
-    TRY(read_tools(b, ctx.body, out.tools));
+    TRY(read_chat_tools(b, ctx.body, out.tools));
     g.tools = tools_offer(out.tools);
   }
   TRY(chat ? read_messages(b, g) : read_prompt(b, ctx, g));

@@ -156,13 +156,36 @@ serving::ToolsOffer tools_offer(const ToolsRequest& t) {
   return o;
 }
 
+// The deprecated `function_call` ({name, arguments}) of an assistant turn as
+// its one call, with an id a following "function" result refers to.
+ApiError read_legacy_call(const json& fc, const std::string& path, size_t index, serving::ClientMessage& msg) {
+  const std::string fpath = path + ".function_call";
+  if (msg.role != "assistant") return bad_field(fpath, "only assistant messages carry 'function_call'");
+  if (!fc.is_object()) return bad_field(fpath, "'" + fpath + "' must be an object");
+  serving::ToolCall call;
+  STRIDE_API_TRY(string_at(fc, fpath, "name", 256, true, call.name));
+  STRIDE_API_TRY(string_at(fc, fpath, "arguments", SIZE_MAX, true, call.arguments));
+  call.id = "call_" + std::to_string(index);
+  msg.tool_calls.push_back(std::move(call));
+  return {};
+}
+
 ApiError read_tool_parts(const json& m, size_t index, serving::ClientMessage& msg) {
   const std::string path = "messages[" + std::to_string(index) + "]";
   if (msg.role == "tool") {
     STRIDE_API_TRY(string_at(m, path, "tool_call_id", 256, true, msg.tool_call_id));
     return string_at(m, path, "name", 256, false, msg.name);
   }
+  if (msg.role == "function") {  // the deprecated result of a function_call
+    STRIDE_API_TRY(string_at(m, path, "name", 256, true, msg.name));
+    msg.role = "tool";
+    return {};
+  }
   const json* tc = Fields(m).find("tool_calls");
+  if (const json* fc = Fields(m).find("function_call")) {
+    if (tc) return bad_field(path + ".function_call", "give either 'tool_calls' or 'function_call', not both");
+    return read_legacy_call(*fc, path, index, msg);
+  }
   if (!tc) return {};
   const std::string tpath = path + ".tool_calls";
   if (msg.role != "assistant") return bad_field(tpath, "only assistant messages carry 'tool_calls'");
@@ -176,8 +199,7 @@ ApiError read_tool_parts(const json& m, size_t index, serving::ClientMessage& ms
     const json& c = (*tc)[i];
     const std::string cpath = tpath + "[" + std::to_string(i) + "]";
     if (!c.is_object()) return bad_field(cpath, "'" + cpath + "' must be an object");
-    STRIDE_API_TRY(string_at(c, cpath, "id", 256, false, calls[i].id));
-    if (Fields(c).find("type")) STRIDE_API_TRY(function_type_at(c, cpath));
+    STRIDE_API_TRY(string_at(c, cpath, "id", 256, true, calls[i].id));
     const json* fn = Fields(c).find("function");
     if (!fn || !fn->is_object()) return bad_field(cpath + ".function", "'" + cpath + ".function' must be an object");
     STRIDE_API_TRY(string_at(*fn, cpath + ".function", "name", 256, true, calls[i].name));
@@ -197,6 +219,7 @@ ApiError read_tool_parts(const json& m, size_t index, serving::ClientMessage& ms
     if (json_nesting_depth(calls[i].arguments, kMaxJsonDepth) > kMaxJsonDepth) {
       return bad_field(apath, "'" + apath + "' nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     }
+    STRIDE_API_TRY(function_type_at(c, cpath));  // required, as OpenAI's schema has it
   }
   return {};
 }

@@ -29,6 +29,9 @@ struct ToolsRequest {
   serving::ToolChoice choice;  // mode None: no calls are made or parsed
   // The chat template's own syntax (Hermes, ...) or the generic format.
   serving::ToolFormat format = serving::ToolFormat::Generic;
+  // Offered as OpenAI's deprecated `functions`: the reply's call is
+  // `message.function_call` (http/legacy_functions.h).
+  bool legacy_functions = false;
   bool active() const { return choice.mode != serving::ToolChoiceMode::None; }
 };
 

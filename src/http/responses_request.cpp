@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "http/openai_fields.h"
+
 namespace stride::server {
 
 namespace {
@@ -82,8 +84,10 @@ ApiError read_text_format(const json& b, json& chat, ResponsesCall& out) {
   if (!text) return {};
   if (!text->is_object()) return bad_field("text", "'text' must be an object");
   Fields tf(*text);
-  std::string verbosity;  // a hint about length; accepted
-  if (ApiError e = tf.opt_string("verbosity", 16, verbosity); !e.ok()) return bad_field("text.verbosity", e.message);
+  // A hint about length for models trained on it; these models have no such control.
+  if (const json* v = tf.find("verbosity"); v && !(*v == "low" || *v == "medium" || *v == "high")) {
+    return bad_field("text.verbosity", "'text.verbosity' must be one of 'low', 'medium', 'high'");
+  }
   const json* format = tf.find("format");
   if (!format) return {};
   if (!format->is_object()) return bad_field("text.format", "'text.format' must be an object");
@@ -95,6 +99,9 @@ ApiError read_text_format(const json& b, json& chat, ResponsesCall& out) {
   if (t == "json_object") {
     chat["response_format"] = {{"type", "json_object"}};
   } else if (t == "json_schema") {
+    for (const char* key : {"name", "schema"}) {
+      if (!ff.find(key)) return bad_field("text.format", std::string("'text.format.") + key + "' is required");
+    }
     json schema_spec = json::object();
     for (const char* key : {"name", "schema", "strict"}) {
       if (const json* v = ff.find(key)) schema_spec[key] = *v;
@@ -122,6 +129,8 @@ ApiError refuse_unsupported(const Fields& f) {
   for (const char* key : {"previous_response_id", "conversation"}) {
     if (f.find(key)) return unsupported(key, std::string("'") + key + "' needs stored responses, which this server does not keep");
   }
+  if (f.find("prompt")) return unsupported("prompt", "'prompt' (a stored prompt template) is not supported; send 'input'");
+  if (f.find("context_management")) return unsupported("context_management", "'context_management' is not supported");
   bool background = false;
   STRIDE_API_TRY(f.opt_bool("background", background));
   if (background) return unsupported("background", "background responses are not supported");
@@ -134,35 +143,36 @@ ApiError refuse_unsupported(const Fields& f) {
   int top_logprobs = 0;
   STRIDE_API_TRY(f.opt_int("top_logprobs", 0, 20, top_logprobs));
   if (top_logprobs != 0) return unsupported("top_logprobs", "'top_logprobs' is not supported on /v1/responses");
-  if (const json* v = f.find("reasoning"); v && !v->is_object()) return f.type_error("reasoning", "an object");
-  bool flag = false;
-  for (const char* key : {"store", "parallel_tool_calls"}) STRIDE_API_TRY(f.opt_bool(key, flag));
-  std::string s;
-  for (const char* key : {"safety_identifier", "prompt_cache_key", "service_tier"}) STRIDE_API_TRY(f.opt_string(key, 256, s));
   int64_t max_tool_calls = 0;
   STRIDE_API_TRY(f.opt_int("max_tool_calls", 0, 1 << 20, max_tool_calls));
   if (const json* v = f.find("stream_options"); v && !v->is_object()) return f.type_error("stream_options", "an object");
   return {};
 }
 
-ApiError read_metadata(const Fields& f, ResponsesCall& out) {
-  const json* md = f.find("metadata");
-  if (!md) return {};
-  if (!md->is_object()) return f.type_error("metadata", "an object of strings");
-  if (md->size() > kMaxMetadataPairs) return bad_field("metadata", "'metadata' holds at most 16 pairs");
-  for (const auto& [k, v] : md->items()) {
-    if (k.size() > 64 || !v.is_string() || v.get_ref<const std::string&>().size() > 512) {
-      return bad_field("metadata", "'metadata' keys are at most 64 bytes and values strings of at most 512 bytes");
-    }
+ApiError read_metadata(const json& b, ResponsesCall& out) {
+  STRIDE_API_TRY(check_metadata(b));
+  if (const json* md = Fields(b).find("metadata")) out.metadata = *md;
+  return {};
+}
+
+// reasoning: {effort, summary}; effort is the chat request's reasoning_effort
+// (templates that read it); a summary is not written.
+ApiError read_reasoning(const Fields& f, json& chat) {
+  const json* r = f.find("reasoning");
+  if (!r) return {};
+  if (!r->is_object()) return f.type_error("reasoning", "an object");
+  if (const json* effort = Fields(*r).find("effort")) chat["reasoning_effort"] = *effort;
+  for (const char* key : {"summary", "generate_summary"}) {
+    if (Fields(*r).find(key)) return unsupported("reasoning", std::string("'reasoning.") + key + "' is not supported");
   }
-  out.metadata = *md;
   return {};
 }
 
 // The translated chat request's field names, as the client wrote them.
 ApiError rename_params(ApiError e) {
   static const std::pair<const char*, const char*> kNames[] = {
-      {"messages", "input"}, {"max_completion_tokens", "max_output_tokens"}, {"response_format", "text.format"}};
+      {"messages", "input"}, {"max_completion_tokens", "max_output_tokens"}, {"response_format", "text.format"},
+      {"reasoning_effort", "reasoning.effort"}};
   for (const auto& [chat_name, responses_name] : kNames) {
     if (e.param == chat_name) e.param = responses_name;
     for (size_t at; (at = e.message.find(chat_name)) != std::string::npos;) {
@@ -177,9 +187,15 @@ ApiError rename_params(ApiError e) {
 ApiError parse_responses(const json& b, const ParseContext& ctx, ResponsesCall& out) {
   if (!b.is_object()) return bad_field("", "the request body must be a JSON object");
   Fields f(b);
+  STRIDE_API_TRY(check_unknown_fields(b, Endpoint::Responses, ctx.cfg->strict_requests));
+  STRIDE_API_TRY(check_ignored_fields(b, Endpoint::Responses));
   STRIDE_API_TRY(refuse_unsupported(f));
-  STRIDE_API_TRY(read_metadata(f, out));
+  STRIDE_API_TRY(read_metadata(b, out));
+  // OpenAI's minimum: room for reasoning and an answer.
+  int64_t max_output = kMinMaxOutputTokens;
+  STRIDE_API_TRY(f.opt_int("max_output_tokens", kMinMaxOutputTokens, INT32_MAX, max_output));
   json chat = json::object();
+  STRIDE_API_TRY(read_reasoning(f, chat));
   json messages = json::array();
   if (const json* v = f.find("instructions")) {
     if (!v->is_string()) return f.type_error("instructions", "a string");

@@ -12,7 +12,7 @@ namespace stride::server {
 
 // Upper bounds on what a Responses request may carry.
 constexpr size_t kMaxInputItems = kMaxMessages;
-constexpr size_t kMaxMetadataPairs = 16;
+constexpr int64_t kMinMaxOutputTokens = 16;  // OpenAI's least max_output_tokens
 
 struct ResponsesCall {
   GenerationCall gen;

@@ -28,10 +28,11 @@ ApiError parse_detokenize(const json& b, int n_vocab, size_t max_tokens, std::ve
   }
   out.reserve(ts->size());
   for (const auto& t : *ts) {
-    const bool ok = t.is_number_integer() && !(t.is_number_unsigned() && t.get<uint64_t>() >= (uint64_t)n_vocab) &&
-                    t.get<int64_t>() >= 0 && t.get<int64_t>() < n_vocab;
-    if (!ok) return bad_field("tokens", "token ids must be integers in [0, " + std::to_string(n_vocab) + ")");
-    out.push_back((int32_t)t.get<int64_t>());
+    const std::optional<int64_t> id = json_int64(t);
+    if (!id || *id < 0 || *id >= n_vocab) {
+      return bad_field("tokens", "token ids must be integers in [0, " + std::to_string(n_vocab) + ")");
+    }
+    out.push_back((int32_t)*id);
   }
   return {};
 }

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "http/legacy_functions.h"
 #include "serving/tool_call_scan.h"
 #include "serving/tool_format_harmony.h"
 #include "serving/tool_format_hermes.h"
@@ -77,7 +78,8 @@ const std::string& content_source(const ToolCallScan& scan, const std::string& t
 
 }  // namespace
 
-void apply_tool_calls(json& completion, const std::string& text, serving::ToolFormat format, bool tools) {
+void apply_tool_calls(json& completion, const std::string& text, serving::ToolFormat format, bool tools,
+                      bool legacy) {
   const ToolCallScan scan = scan_reply(format, text);
   json& choice = completion["choices"][0];
   if (scan.channels) {
@@ -96,6 +98,17 @@ void apply_tool_calls(json& completion, const std::string& text, serving::ToolFo
   if (ends_in_calls(scan.complete, choice["finish_reason"].get<std::string>())) {
     choice["finish_reason"] = "tool_calls";
   }
+  if (legacy) use_legacy_function_call(completion);
+}
+
+std::vector<json> ToolReplyStream::shaped(std::vector<json> deltas) const {
+  if (!legacy_) return deltas;
+  std::vector<json> out;
+  for (const json& d : deltas) {
+    json l = legacy_function_delta(d);
+    if (!l.empty()) out.push_back(std::move(l));
+  }
+  return out;
 }
 
 // Content up to `end` (bytes of the reply), never splitting a character
@@ -155,7 +168,7 @@ std::vector<json> ToolReplyStream::update(const std::string& text) {
   }
   if (tools_)
     for (json& d : call_deltas(scan, false)) out.push_back(std::move(d));
-  return out;
+  return shaped(std::move(out));
 }
 
 std::vector<json> ToolReplyStream::finish(const std::string& text, std::string& finish_reason) {
@@ -166,14 +179,14 @@ std::vector<json> ToolReplyStream::finish(const std::string& text, std::string& 
   if (ids_.empty() && !(calls && holds_calls(scan))) {
     // No call ever opened: the reply is text.
     for (json& d : text_deltas(content, scan.channels ? content.size() : text.size(), true)) out.push_back(std::move(d));
-    return out;
+    return shaped(std::move(out));
   }
   if (ids_.empty() || scan.channels) {
     for (json& d : text_deltas(content, scan.content_end, true)) out.push_back(std::move(d));
   }
   for (json& d : call_deltas(scan, true)) out.push_back(std::move(d));
-  if (calls && ends_in_calls(scan.complete, finish_reason)) finish_reason = "tool_calls";
-  return out;
+  if (calls && ends_in_calls(scan.complete, finish_reason)) finish_reason = legacy_ ? "function_call" : "tool_calls";
+  return shaped(std::move(out));
 }
 
 }  // namespace stride::server

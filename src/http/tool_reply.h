@@ -30,13 +30,17 @@ std::string new_tool_call_id();
 // Formats with channels (harmony) also split the reasoning out
 // (`message.reasoning_content`), with or without tools; `tools` false:
 // calls are not looked for.
+// `legacy`: the request offered OpenAI's deprecated `functions`, so the call
+// is `message.function_call` (http/legacy_functions.h).
 void apply_tool_calls(nlohmann::json& completion, const std::string& text,
-                      serving::ToolFormat format = serving::ToolFormat::Generic, bool tools = true);
+                      serving::ToolFormat format = serving::ToolFormat::Generic, bool tools = true,
+                      bool legacy = false);
 
 class ToolReplyStream {
  public:
-  explicit ToolReplyStream(serving::ToolFormat format = serving::ToolFormat::Generic, bool tools = true)
-      : format_(format), tools_(tools) {}
+  explicit ToolReplyStream(serving::ToolFormat format = serving::ToolFormat::Generic, bool tools = true,
+                           bool legacy = false)
+      : format_(format), tools_(tools), legacy_(legacy) {}
   // The `delta` objects to send now that the reply so far is `text`.
   std::vector<nlohmann::json> update(const std::string& text);
   // What is left to send at the end; `finish_reason` becomes "tool_calls"
@@ -48,9 +52,12 @@ class ToolReplyStream {
   std::vector<nlohmann::json> call_deltas(const serving::ToolCallScan& scan, bool final);
   // {"reasoning_content": ...} deltas (formats with channels).
   std::vector<nlohmann::json> reasoning_deltas(const serving::ToolCallScan& scan, bool final);
+  // `deltas` as sent: the legacy shape when asked for, without empty ones.
+  std::vector<nlohmann::json> shaped(std::vector<nlohmann::json> deltas) const;
 
   serving::ToolFormat format_;
   bool tools_ = true;                  // false: the reply is read for its channels only
+  bool legacy_ = false;                // calls go out as `function_call` deltas
   size_t reasoning_sent_ = 0;          // bytes of the reasoning sent
   size_t text_sent_ = 0;               // bytes of the reply sent as content
   std::vector<std::string> ids_;       // the calls whose first delta went out

@@ -137,6 +137,7 @@ const std::map<std::string, Setter>& setters() {
       {"max_queue", NUM("max_queue", max_queue, int, 0, 1 << 20)},
       {"request_timeout_s", NUM("request_timeout_s", request_timeout_s, double, 0.001, 1e7)},
       {"max_prompt_tokens", NUM("max_prompt_tokens", max_prompt_tokens, int64_t, 0, 1 << 24)},
+      {"strict_requests", BOOL("strict_requests", strict_requests)},
       {"max_tokens_cap", NUM("max_tokens_cap", max_tokens_cap, int, 1, 1 << 24)},
       {"max_body_bytes", NUM("max_body_bytes", max_body_bytes, int64_t, 64, int64_t(1) << 32)},
       {"embedding_pooling",

@@ -60,6 +60,9 @@ struct ServeConfig {
   int64_t max_prompt_tokens = 0;      // 0: max_context_length
   int max_tokens_cap = 4096;
   int64_t max_body_bytes = 1 << 20;
+  // Unknown request fields: 400 as OpenAI answers (true), or logged and
+  // ignored for clients that send other servers' extensions (false; --lenient).
+  bool strict_requests = true;
 
   // Embeddings (POST /v1/embeddings).
   std::string embedding_pooling = "last";  // decoder models: last | mean (encoders use their own pooling)

@@ -20,7 +20,7 @@ RequestError must_be(const std::string& key, const std::string& what) {
 }
 
 RequestError stop_list_error() {
-  return invalid_field("stop", "'stop' must be a string or a list of at most " + std::to_string(kMaxStopStrings) +
+  return invalid_field("stop", "'stop' must be a string or a list of 1 to " + std::to_string(kMaxStopStrings) +
                                    " strings");
 }
 
@@ -83,8 +83,8 @@ RequestError check(const GenerationRequest& g, int64_t max_context_length, int n
     if (RequestError e = check_tokens(g.tokens, max_context_length, n_vocab); !e.ok()) return e;
   }
   if (g.max_tokens) {
-    if (RequestError e = check_int(g.max_tokens_param.c_str(), *g.max_tokens, g.chat() ? 1 : 0, INT32_MAX); !e.ok())
-      return e;
+    const int64_t lo = min_max_tokens(g.chat());
+    if (RequestError e = check_int(g.max_tokens_param.c_str(), *g.max_tokens, lo, INT32_MAX); !e.ok()) return e;
   }
   if (float_ranges) {
     if (RequestError e = check_float_ranges(g.sampling); !e.ok()) return e;

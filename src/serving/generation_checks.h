@@ -18,6 +18,10 @@ std::string int_range_text(int64_t lo, int64_t hi);
 // "'key' must be WHAT", naming the field.
 RequestError must_be(const std::string& key, const std::string& what);
 
+// The least max_tokens a request may ask for: OpenAI's completions take 0
+// (an empty answer), chat needs room for at least one token.
+inline int64_t min_max_tokens(bool chat) { return chat ? 1 : 0; }
+
 RequestError stop_list_error();
 RequestError stop_size_error();
 RequestError over_max_tokens_cap(const std::string& key, int64_t cap);

@@ -16,12 +16,14 @@
 
 namespace stride::serving {
 
-// Stop strings: at most this many, each at most this long. Matching is linear
-// in the generated text whatever their length (engine/stop_text.h).
-constexpr size_t kMaxStopStrings = 16;
+// Stop strings: at most this many (OpenAI's limit), each at most this long.
+// Matching is linear in the generated text whatever their length
+// (engine/stop_text.h).
+constexpr size_t kMaxStopStrings = 4;
 constexpr size_t kMaxStopBytes = 32 * 1024;
 constexpr size_t kMaxMessages = 4096;
 constexpr int kMaxTopLogprobs = 20;
+constexpr int kMaxCompletionLogprobs = 5;  // /v1/completions' `logprobs` (OpenAI's maximum)
 constexpr int64_t kMaxTopK = 1 << 20;
 
 // The sampling knobs a client may set, with their ranges: one row per field,
@@ -34,7 +36,7 @@ struct SamplingRange {
 };
 inline constexpr SamplingRange kSamplingRanges[] = {
     {"temperature", 0.0, 2.0, false, &SamplingParams::temperature},
-    {"top_p", 0.0, 1.0, true, &SamplingParams::top_p},
+    {"top_p", 0.0, 1.0, false, &SamplingParams::top_p},  // 0 keeps only the likeliest token: greedy
     {"min_p", 0.0, 1.0, false, &SamplingParams::min_p},
     {"presence_penalty", -2.0, 2.0, false, &SamplingParams::presence_penalty},
     {"frequency_penalty", -2.0, 2.0, false, &SamplingParams::frequency_penalty},

@@ -15,10 +15,11 @@ import schemathesis
 CAP = int(os.environ.get("STRIDE_ST_MAX_TOKENS", "4"))
 SCHEMA_MAX = 4096
 GENERATION = ("/v1/completions", "/v1/chat/completions", "/v1/responses")
+RESPONSES_LEAST = 16  # OpenAI's least max_output_tokens
 
 
-def _valid_count(v):
-    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= SCHEMA_MAX
+def _valid_count(v, least=1):
+    return isinstance(v, int) and not isinstance(v, bool) and least <= v <= SCHEMA_MAX
 
 
 @schemathesis.hook
@@ -26,13 +27,15 @@ def before_call(context, case, kwargs):
     if case.operation.path not in GENERATION or not isinstance(case.body, dict):
         return
     body = case.body
+    cap, least = CAP, 1
     if case.operation.path == "/v1/responses":
         keys = ["max_output_tokens"]
+        cap = least = max(CAP, RESPONSES_LEAST)
     else:
         keys = ["max_tokens"] + (["max_completion_tokens"] if case.operation.path.endswith("chat/completions") else [])
     present = [k for k in keys if body.get(k) is not None]
     for k in present:
-        if _valid_count(body[k]) and body[k] > CAP:
-            body[k] = CAP
+        if _valid_count(body[k], least) and body[k] > cap:
+            body[k] = cap
     if not present:
-        body[keys[0]] = CAP
+        body[keys[0]] = cap

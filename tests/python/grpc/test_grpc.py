@@ -132,7 +132,7 @@ def test_seeded_sampling_and_stop(stub):
     (dict(text="word " * 2000), grpc.StatusCode.INVALID_ARGUMENT, "prompt"),
     (dict(text=PROMPT, model="gpt-4o"), grpc.StatusCode.NOT_FOUND, "'smol', 'smollm2'"),
     (dict(text=PROMPT, sampling={"temperature": 9.0}), grpc.StatusCode.INVALID_ARGUMENT, "temperature"),
-    (dict(text=PROMPT, sampling={"top_p": 0.0}), grpc.StatusCode.INVALID_ARGUMENT, "top_p"),
+    (dict(text=PROMPT, sampling={"top_p": -0.1}), grpc.StatusCode.INVALID_ARGUMENT, "top_p"),
     (dict(text=PROMPT, stop=["x"] * 50), grpc.StatusCode.INVALID_ARGUMENT, "stop"),
 ])
 def test_bad_requests_get_clear_status(stub, fields, code, needle):

@@ -138,7 +138,7 @@ def test_error_codes(srv):
     assert_error(*srv.post("/v1/completions", {"prompt": "x", "max_tokens": 100000})[::2], 400,
                  "invalid_request_error", "max_tokens")
     assert_error(*srv.post("/v1/chat/completions", {"messages": [{"role": "robot", "content": "x"}]})[::2], 400,
-                 "invalid_request_error", "messages")
+                 "invalid_request_error", "messages[0].role")
     assert_error(*srv.post("/v1/completions", {"prompt": "x", "attention": "dense"})[::2], 400,
                  "invalid_request_error", "attention")
     assert_error(*srv.post("/v1/completions", {"prompt": "x", "model": "gpt-9"})[::2], 404,

@@ -74,7 +74,7 @@ def test_unknown_model_lists_the_served_names(client):
     assert "gpt-4o" in msg and all(f"'{n}'" in msg for n in NAMES), msg
     assert ei.value.body["param"] == "model" and ei.value.body["code"] == "model_not_found"
     with pytest.raises(openai.NotFoundError):
-        client.responses.create(model="nope", input="Hi", max_output_tokens=4)
+        client.responses.create(model="nope", input="Hi", max_output_tokens=16)
 
 
 def test_default_name_is_the_file_name():
@@ -110,7 +110,7 @@ def test_instructions_and_item_list_render_through_the_template(client, smol_voc
              {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Rome."}]},
              {"role": "user", "content": "And of Spain?"}]
     r = client.responses.create(model=NAMES[0], instructions="You are terse.", input=items,
-                                max_output_tokens=8, temperature=0)
+                                max_output_tokens=16, temperature=0)
     messages = [{"role": "system", "content": "You are terse."},
                 {"role": "system", "content": "Answer in one word."},
                 {"role": "user", "content": "Capital of Italy?"},
@@ -118,7 +118,7 @@ def test_instructions_and_item_list_render_through_the_template(client, smol_voc
                 {"role": "user", "content": "And of Spain?"}]
     assert r.usage.input_tokens == len(template_tokens(smol_vocab, messages))
     assert r.instructions == "You are terse."
-    want, _ = greedy_chat(client, messages, 8)
+    want, _ = greedy_chat(client, messages, 16)
     assert r.output_text == want
 
 
@@ -163,11 +163,12 @@ def test_json_schema_format_validates(client):
     ({"input": "hi", "instructions": ["x"]}, "instructions"),
     ({"input": "hi", "max_output_tokens": "8"}, "max_output_tokens"),
     ({"input": "hi", "max_output_tokens": 10 ** 9}, "max_output_tokens"),
+    ({"input": "hi", "max_output_tokens": 15}, "max_output_tokens"),  # OpenAI's minimum: 16
     ({"input": "hi", "temperature": "hot"}, "temperature"),
     ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id"),
     ({"input": "hi", "tools": [{"type": "web_search"}]}, "tools"),
     ({"input": "hi", "background": True}, "background"),
-    ({"input": "hi", "metadata": {"k": 1}}, "metadata"),
+    ({"input": "hi", "metadata": {"k": 1}}, "metadata.k"),
     ({"input": "hi", "metadata": {str(i): "v" for i in range(17)}}, "metadata"),
     ({"input": "hi", "text": {"format": {"type": "xml"}}}, "text.format"),
     ({"input": "hi", "text": {"format": {"type": "json_schema", "schema": {"type": "nope"}}}}, "text.format"),
@@ -185,7 +186,7 @@ def test_hostile_bodies_do_not_hurt_the_server(srv, client):
     for raw in [b"[1,2]", b"{", b'{"input": ' + b"[" * 100 + b"]" * 100 + b"}", b'{"input": "\xff\xfe"}']:
         status, _, _ = srv.post("/v1/responses", raw)
         assert status == 400
-    assert client.responses.create(model=NAMES[0], input="Hi", max_output_tokens=2).usage.output_tokens >= 1
+    assert client.responses.create(model=NAMES[0], input="Hi", max_output_tokens=16).usage.output_tokens >= 1
 
 
 # ---- cached prompt tokens ----
@@ -204,7 +205,7 @@ def test_cached_tokens_report_the_prefix_hit(client, smol_vocab):
     # Another question on the same system prompt: the shared prefix, in whole pages.
     ta, tb = template_tokens(smol_vocab, first), template_tokens(smol_vocab, other)
     shared = next(i for i, (x, y) in enumerate(zip(ta, tb)) if x != y)
-    c = client.responses.create(model=NAMES[0], input=other[1:], instructions=system, max_output_tokens=4)
+    c = client.responses.create(model=NAMES[0], input=other[1:], instructions=system, max_output_tokens=16)
     assert c.usage.input_tokens == len(tb)
     assert (shared // PAGE) * PAGE - PAGE <= c.usage.input_tokens_details.cached_tokens <= shared
     assert c.usage.input_tokens_details.cached_tokens > 0

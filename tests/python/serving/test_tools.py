@@ -314,7 +314,7 @@ BAD = [
      "messages[1].tool_calls[0].function.arguments", "nests deeper than 64 levels"),
     ({"messages": msgs({"role": "assistant", "tool_calls": [{"id": 5, "function": {"name": "f"}}]})},
      "messages[1].tool_calls[0].id", "must be a string"),
-    ({"messages": msgs({"role": "user", "tool_calls": [{"id": "c", "function": {"name": "f"}}]})},
+    ({"messages": msgs({"role": "user", "content": "x", "tool_calls": [{"id": "c", "function": {"name": "f"}}]})},
      "messages[1].tool_calls", "only assistant messages"),
     ({"messages": msgs({"role": "tool", "content": "18 C"})}, "messages[1].tool_call_id", "is required"),
     ({"messages": msgs({"role": "tool", "tool_call_id": ["c"], "content": "x"})}, "messages[1].tool_call_id",

@@ -73,7 +73,10 @@ TEST(EmbeddingsRequest, RefusesBadInputsNamingTheField) {
   EXPECT_EQ(parse({{"input", "a"}, {"encoding_format", "int8"}}).param, "encoding_format");
   EXPECT_EQ(parse({{"input", "a"}, {"encoding_format", 0}}).param, "encoding_format");
   EXPECT_EQ(parse({{"input", "a"}, {"dimensions", 4}}).param, "dimensions");
-  EXPECT_EQ(parse({{"input", "a"}, {"dimensions", 8.0}}).param, "dimensions");
+  EXPECT_TRUE(parse({{"input", "a"}, {"dimensions", 8.0}}).ok());  // an integer, in JSON Schema's terms
+  EXPECT_EQ(parse({{"input", "a"}, {"dimensions", 8.5}}).param, "dimensions");
+  // CreateEmbeddingRequest: additionalProperties false.
+  EXPECT_EQ(parse({{"input", "a"}, {"dimension", 8}}).param, "dimension");
   EXPECT_EQ(parse({{"input", "a"}, {"dimensions", "8"}}).param, "dimensions");
   EXPECT_EQ(parse({{"input", "a"}, {"user", 1}}).param, "user");
   EXPECT_EQ(parse({{"input", "a"}, {"model", 1}}).param, "model");

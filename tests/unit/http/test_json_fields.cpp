@@ -26,8 +26,8 @@ TEST(JsonFields, DepthIsBoundedBeforeParsing) {
 }
 
 TEST(JsonFields, IntegersAreRangeCheckedNeverTruncated) {
-  json b = json::parse(R"({"a": 4294967297, "b": 18446744073709551615, "c": -1, "d": 3.0, "e": "3", "f": 7,
-                           "g": true, "h": null})");
+  json b = json::parse(R"({"a": 4294967297, "b": 18446744073709551615, "c": -1, "d": 3.5, "e": "3", "f": 7,
+                           "g": true, "h": null, "i": 4.0, "j": 1e300})");
   Fields f(b);
   int v = 5;
   EXPECT_EQ(f.opt_int("a", 1, INT32_MAX, v).param, "a");
@@ -42,6 +42,12 @@ TEST(JsonFields, IntegersAreRangeCheckedNeverTruncated) {
   EXPECT_EQ(v, 5);
   EXPECT_TRUE(f.opt_int("f", 0, 10, v).ok());
   EXPECT_EQ(v, 7);
+  // JSON Schema's integer type includes numbers with a zero fractional part.
+  EXPECT_TRUE(f.opt_int("i", 0, 10, v).ok());
+  EXPECT_EQ(v, 4);
+  EXPECT_EQ(f.opt_int("j", 0, INT32_MAX, v).param, "j");  // integral, but beyond any range
+  int64_t wide = 0;
+  EXPECT_EQ(f.opt_int("j", INT64_MIN, INT64_MAX, wide).status, 400);
 }
 
 TEST(JsonFields, NumbersMustBeFiniteAndInRange) {

@@ -82,7 +82,7 @@ TEST(OpenAiTools, ConversationInTheGenericFormat) {
 TEST(OpenAiTools, MessageErrorsNameTheField) {
   ToolCallNames names;
   ChatMessage m{"assistant", ""};
-  ApiError e = read_tool_message(json::parse(R"({"role": "assistant", "tool_calls": [{"function": {"name": "f",
+  ApiError e = read_tool_message(json::parse(R"({"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f",
       "arguments": [1]}}]})"), 3, m, names);
   EXPECT_EQ(e.param, "messages[3].tool_calls[0].function.arguments");
   ChatMessage tool{"tool", "x"};

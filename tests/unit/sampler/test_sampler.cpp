@@ -93,6 +93,21 @@ TEST(Sampler, TinyTopPKeepsOnlyArgmax) {
   for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(logits.data(), 262144, {}), argmax(logits));
 }
 
+// OpenAI's top_p minimum is 0: the nucleus is the likeliest token alone,
+// whatever the temperature and seed (greedy).
+TEST(Sampler, TopPZeroIsGreedy) {
+  for (uint32_t trial = 0; trial < 8; ++trial) {
+    for (int n : {50, 262144}) {  // the sorted walk and the bucketed one
+      const auto logits = random_logits(n, 3.0f, 100 + trial);
+      SamplingParams p = plain(2.0f, trial);
+      p.top_p = 0.0f;
+      if (n == 50) p.top_k = 40;
+      Sampler s(p);
+      for (int i = 0; i < 20; ++i) EXPECT_EQ(s.sample(logits.data(), n, {}), argmax(logits)) << n;
+    }
+  }
+}
+
 TEST(Sampler, TopPKeepsSmallestSetReachingP) {
   // probs 0.4, 0.3, 0.2, 0.1: top_p 0.6 keeps {0, 1} (0.4 < 0.6 <= 0.7).
   const std::vector<float> logits = {std::log(0.3f), std::log(0.1f), std::log(0.4f),
