@@ -42,6 +42,8 @@ struct GenerationCall {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;
+  int n = 1;        // choices per prompt
+  int best_of = 1;  // branches per prompt (>= n); the n with the highest log-prob sums are kept
   ToolsRequest tools;       // chat: tool_choice none unless the request offers tools
   std::string prompt_text;  // for the audit log (only when enabled)
   std::string session;      // "session": continue from this saved session (the API loads it)
