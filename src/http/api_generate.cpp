@@ -63,7 +63,7 @@ class Api::CompletionRelay final : public EventRelay {
              (int64_t)std::chrono::duration_cast<std::chrono::seconds>(
                  std::chrono::system_clock::now().time_since_epoch()).count(),
              chat},
-        choices_((size_t)g_.req.n_prompts() * g_.req.branches) {
+        choices_((size_t)g_.n_prompts * g_.best_of) {
     // Tools offered (the reply may be calls) or a format with channels (reasoning apart).
     const bool channels = g_.tools.format == serving::ToolFormat::Harmony;
     if (chat && (g_.tools.active() || channels))
@@ -184,7 +184,7 @@ class Api::CompletionRelay final : public EventRelay {
     int prompt = 0, completion = 0, cached = 0;
     for (size_t i = 0; i < choices_.size(); ++i) {
       completion += choices_[i].completion_tokens;
-      if (i % (size_t)g_.req.branches != 0) continue;
+      if (i % (size_t)g_.best_of != 0) continue;
       prompt += choices_[i].prompt_tokens;
       cached += choices_[i].cached_tokens;
     }
@@ -195,7 +195,7 @@ class Api::CompletionRelay final : public EventRelay {
   // n of each prompt with the highest log-prob sums, best first.
   std::vector<size_t> returned() const {
     std::vector<size_t> out;
-    const size_t branches = (size_t)g_.req.branches;
+    const size_t branches = (size_t)g_.best_of;
     for (size_t first = 0; first < choices_.size(); first += branches) {
       std::vector<size_t> order(branches);
       for (size_t b = 0; b < branches; ++b) order[b] = first + b;

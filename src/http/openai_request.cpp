@@ -310,6 +310,7 @@ ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, Gen
     one.tokens = std::move(t);
     TRY(add());
   }
+  out.n_prompts = out.req.n_prompts();
   return {};
 }
 

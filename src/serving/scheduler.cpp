@@ -151,11 +151,14 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
   // Pages promised to the sequences admitted by this call: they reserve
   // nothing until their first step, so the pool's free count does not show them.
   int64_t promised = 0;
-  while ((int)running_.size() < opts_.max_batch && !waiting.empty()) {
+  // Batch slots the admitted sequences' branches take once they fork.
+  size_t branch_slots = 0;
+  for (const auto& r : running_) branch_slots += r->forks.size();
+  while ((int)(running_.size() + branch_slots) < opts_.max_batch && !waiting.empty()) {
     Sequence& s = *waiting.front();
     const KvStats ks = kv.stats();
     // A sequence with branches to fork waits for room for all of them.
-    const bool slots = (int)(running_.size() + 1 + s.forks.size()) <= opts_.max_batch;
+    const bool slots = (int)(running_.size() + branch_slots + 1 + s.forks.size()) <= opts_.max_batch;
     if (!running_.empty() && (!slots || ks.pages_total - ks.pages_used - promised < admission_pages(s))) break;
     // The longest cached prefix (a shared system prompt, earlier turns of a
     // chat, or this sequence's own pages before a preemption) is not recomputed.
@@ -178,6 +181,7 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     s.seq = hit->seq;
     s.n_cached = hit->reused_tokens;
     promised += s.admission_pages;
+    branch_slots += s.forks.size();
     if (!s.admitted_once) {
       metrics_.queue_time.observe(seconds(Clock::now() - s.ch->arrived));
       metrics_.prompt_tokens += (int64_t)s.tokens.size();

@@ -183,12 +183,15 @@ def test_branches_share_the_prompts_kv_pages():
     with StrideServer(SMOL, extra_args=["--kv-budget", "64M"], env={"STRIDE_MAX_BATCH": "8"}) as s:
         c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=120)
         kw = dict(model=MODEL, max_tokens=8, temperature=1.0, seed=3, extra_body={"ignore_eos": True})
-        one = c.completions.create(prompt=long_prompt("apple"), **kw)
+        ids = json.loads(s.post("/tokenize", {"prompt": long_prompt("apple")})[2])["tokens"]
+        one = c.completions.create(prompt=ids, **kw)
         m1 = s.metrics()
         single_peak = m1["stride_kv_cache_pages_peak"]
-        # Another prompt of the same length, so the prefix cache has nothing of it.
-        four = c.completions.create(prompt=long_prompt("pear"), n=4, **kw)
+        # The same length, its first page different, so the prefix cache has nothing of it.
+        other = [ids[0], (ids[1] + 1) % 1000] + ids[2:]
+        four = c.completions.create(prompt=other, n=4, **kw)
         assert four.usage.prompt_tokens == one.usage.prompt_tokens > 400
+        assert four.usage.prompt_tokens_details.cached_tokens == 0
         m4 = s.metrics()
         # Unshared, four branches would hold about 4x the single request's pages.
         assert m4["stride_kv_cache_pages_peak"] < 1.5 * single_peak, (single_peak, m4["stride_kv_cache_pages_peak"])
