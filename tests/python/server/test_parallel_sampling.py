@@ -226,3 +226,30 @@ def test_disconnect_cancels_every_branch(srv):
             break
         time.sleep(0.1)
     assert m["stride_num_requests_running"] == 0 and m["stride_kv_cache_pages_used"] == 0, m
+
+
+def test_each_branch_follows_its_own_grammar_state(client):
+    kw = dict(model=MODEL, messages=[{"role": "user", "content": "Describe a cat as JSON."}], max_tokens=40,
+              temperature=1.0, seed=41, response_format={"type": "json_object"})
+    many = client.chat.completions.create(n=3, **kw)
+    singles = [client.chat.completions.create(**{**kw, "seed": 41 + j}).choices[0].message.content
+               for j in range(3)]
+    assert [c.message.content for c in many.choices] == singles
+    for c in many.choices:
+        if c.finish_reason == "stop":
+            json.loads(c.message.content)
+
+
+def test_branches_that_find_no_pages_to_fork_wait_and_still_finish():
+    # A pool that holds the prompt and little more: some branches cannot fork
+    # when the prompt is done and run later through the prefix cache.
+    with StrideServer(SMOL, extra_args=["--kv-budget", "16M"], env={"STRIDE_MAX_BATCH": "4"}) as s:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+        ids = json.loads(s.post("/tokenize", {"prompt": " ".join(f"fig {i}." for i in range(120))})[2])["tokens"]
+        kw = dict(model=MODEL, prompt=ids, max_tokens=8, temperature=1.0, seed=9, extra_body={"ignore_eos": True})
+        many = c.completions.create(n=4, **kw)
+        m = s.metrics()
+        singles = [c.completions.create(**{**kw, "seed": 9 + j}).choices[0].text for j in range(4)]
+        assert [ch.text for ch in many.choices] == singles
+        assert m["stride_kv_forks_total"] < 3, m["stride_kv_forks_total"]
+        assert many.usage.completion_tokens == 32
