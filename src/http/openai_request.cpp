@@ -49,11 +49,12 @@ ApiError read_unsupported(const json& b, bool chat, const ParseContext& ctx) {
 ApiError read_choices(const json& b, bool chat, const ParseContext& ctx, GenerationCall& out) {
   Fields f(b);
   TRY(f.opt_int("n", 1, 128, out.n));
-  if (const json* v = f.find("best_of"); chat && v && !v->is_null()) {
-    return bad_field("best_of", "'best_of' is only accepted by /v1/completions");
-  }
   out.best_of = out.n;
   TRY(f.opt_int("best_of", 1, 128, out.best_of));
+  if (chat && f.find("best_of") && !f.find("best_of")->is_null() && out.best_of != 1) {
+    return bad_field("best_of", "'best_of' is only accepted by /v1/completions");
+  }
+  if (chat) out.best_of = out.n;
   if (out.best_of < out.n) return bad_field("best_of", "'best_of' must be greater than or equal to 'n'");
   if (out.stream && out.best_of > out.n) {
     return bad_field("best_of", "'best_of' greater than 'n' cannot be streamed: the best are known only at the end");
