@@ -5,8 +5,10 @@
 // report given by --reference) and by each -a POLICY; the
 // table gives accuracy per task x length x policy and its difference from
 // dense in points, and the share of KV pages each policy read.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unistd.h>
@@ -15,9 +17,12 @@
 #include "cli/cli_common.h"
 #include "cli/rope_options.h"
 #include "cli/commands.h"
+#include "cli/eval_report.h"
 #include "eval/ruler_reference.h"
 #include "eval/ruler_score.h"
 #include "eval/ruler_suite.h"
+#include "eval/sweep_cost.h"
+#include "eval/trial_log.h"
 #include "core/sha256.h"
 #include "serving/chat_template.h"
 
@@ -40,6 +45,8 @@ struct EvalArgs {
   int chunk = 256;
   std::string chat = "auto";
   int max_new_tokens = 0;
+  std::string resume;  // trial log (JSON lines): trials in it are not run again; new ones are appended
+  bool dry_run = false;
 };
 
 Expected<RulerSuiteOptions> suite_options(const EvalArgs& a) {
@@ -93,111 +100,93 @@ Expected<PromptFormat> prompt_format(Engine& engine, const std::string& mode, st
 }
 
 // Generates every instance on `engine`, showing progress on a terminal.
-Expected<PolicyRun> run_policy(Engine& engine, const std::string& policy, const std::vector<TaskInstance>& instances) {
+Expected<PolicyRun> run_policy(Engine& engine, const std::string& policy, const std::vector<TaskInstance>& instances,
+                               const TrialMemo& memo) {
   const bool tty = isatty(fileno(stderr));
   auto run = run_suite(engine, policy, instances, [&](size_t done, size_t total) {
     if (tty) std::fprintf(stderr, "\r%s: %zu/%zu trials", policy.c_str(), done, total);
-  });
+  }, memo);
   if (tty) std::fprintf(stderr, "\n");
-  if (run) std::fprintf(stderr, "eval: %s: %zu trials in %.1f s\n", policy.c_str(), run->trials.size(), run->seconds);
+  if (run) {
+    const size_t recalled = std::count_if(run->trials.begin(), run->trials.end(), [](const RulerTrial& t) { return t.recalled; });
+    std::fprintf(stderr, "eval: %s: %zu trials in %.1f s (%zu from the trial log)\n", policy.c_str(),
+                 run->trials.size(), run->seconds, recalled);
+  }
   return run;
 }
 
-double mean_tokens(const std::vector<TaskInstance>& instances, RulerTask task, int64_t length) {
-  double sum = 0;
-  int n = 0;
-  for (const TaskInstance& t : instances) {
-    if (t.spec.task != task || t.spec.target_tokens != length) continue;
-    sum += (double)t.ids.size();
-    ++n;
-  }
-  return n ? sum / n : 0;
+// Everything besides the prompt that shapes a policy's answers: a trial log
+// recalls a trial only for the same run, prompt and answer bound.
+std::string run_key(const ModelRunOptions& m, const std::string& policy, int chunk) {
+  std::string key = policy + ";kv=" + m.kv_type + ";page=" + std::to_string(m.page_size) +
+                    ";chunk=" + std::to_string(chunk);
+  for (const std::string& l : m.layer_policies) key += ";layer=" + l;
+  const RopeOverride& r = m.rope;
+  auto num = [&](const char* name, const auto& v) {
+    if (v) key += std::string(";") + name + "=" + std::to_string(*v);
+  };
+  if (r.type) key += ";rope=" + std::to_string((int)*r.type);
+  num("rope_scale", r.factor);
+  num("rope_freq_scale", r.freq_scale);
+  num("yarn_orig_ctx", r.original_context);
+  num("yarn_attn_factor", r.attn_factor);
+  num("yarn_beta_fast", r.beta_fast);
+  num("yarn_beta_slow", r.beta_slow);
+  num("rope_freq_base", r.freq_base);
+  return key;
 }
 
-// The table and the JSON summary: accuracy per (task, length, policy) and
-// its difference from dense's, in points.
-void report_summary(const std::vector<PolicyRun>& runs, const std::vector<TaskInstance>& instances,
-                    nlohmann::json& report) {
-  std::vector<std::vector<SuiteCell>> cells;  // [policy][cell], the same cells in the same order
-  for (const PolicyRun& run : runs) cells.push_back(summarize(run, instances));
-  const std::vector<SuiteCell>& dense = cells[0];
-  std::printf("%-16s %7s %8s  %-32s %9s %9s\n", "task", "length", "tokens", "policy", "accuracy", "vs dense");
-  for (size_t c = 0; c < dense.size(); ++c) {
-    const double tokens = mean_tokens(instances, dense[c].task, dense[c].length);
-    for (size_t p = 0; p < runs.size(); ++p) {
-      const PolicyRun& run = runs[p];
-      const SuiteCell& cell = cells[p][c];
-      const double delta = 100 * (cell.accuracy - dense[c].accuracy);
-      char vs[16] = "-";
-      if (p > 0) std::snprintf(vs, sizeof vs, "%+.1f", delta);
-      std::printf("%-16s %7lld %8.0f  %-32s %9.1f %9s\n", ruler_task_name(cell.task), (long long)cell.length, tokens,
-                  run.policy.c_str(), 100 * cell.accuracy, vs);
-      report["summary"].push_back({{"task", ruler_task_name(cell.task)}, {"length", cell.length},
-                                   {"policy", run.policy}, {"accuracy", cell.accuracy},
-                                   {"vs_dense_points", delta}, {"trials", cell.trials}, {"tokens", tokens}});
+TrialMemo memo_of(TrialLog* log, const std::string& run) {
+  if (!log) return {};
+  return {[log, run](const TaskInstance& t) { return log->find(run, prompt_fingerprint(t), t.max_new_tokens); },
+          [log, run](const TaskInstance& t, const RecordedTrial& done) {
+            return log->append(run, prompt_fingerprint(t), t.max_new_tokens, done);
+          }};
+}
+
+// One run of the sweep: a policy (dense first) and its trial-log key.
+struct SweepRun {
+  std::string policy;
+  std::string key;
+  bool recorded = false;  // dense taken from --reference
+};
+
+// Prints what is left to run and how long it should take at dense's speed
+// (sparse policies are faster: an upper bound for them).
+Status print_sweep_cost(Engine& dense, const std::vector<SweepRun>& runs, const std::vector<TaskInstance>& instances,
+                        const TrialLog* log) {
+  size_t to_run = 0, recalled = 0;
+  int64_t prompt_tokens = 0;
+  const TaskInstance* longest = nullptr;
+  double seconds_quadratic = 0;  // filled after the probe
+  std::vector<const TaskInstance*> pending;
+  for (const SweepRun& r : runs) {
+    if (r.recorded) continue;
+    for (const TaskInstance& t : instances) {
+      if (log && log->find(r.key, prompt_fingerprint(t), t.max_new_tokens)) {
+        ++recalled;
+        continue;
+      }
+      ++to_run;
+      prompt_tokens += (int64_t)t.ids.size();
+      pending.push_back(&t);
+      if (!longest || t.ids.size() > longest->ids.size()) longest = &t;
     }
   }
-  // Per policy: the mean over (task, length) cells, as RULER averages its tasks.
-  std::printf("\n%-32s %9s %9s %10s %9s\n", "policy", "mean acc", "vs dense", "pages read", "seconds");
-  std::vector<double> means;
-  for (size_t p = 0; p < runs.size(); ++p) {
-    AccuracyMean m;
-    for (const SuiteCell& cell : cells[p]) m.add(cell.accuracy);
-    means.push_back(m.value());
-    char vs[16] = "-";
-    if (p > 0) std::snprintf(vs, sizeof vs, "%+.1f", 100 * (means[p] - means[0]));
-    std::printf("%-32s %9.1f %9s %10.3f %9.1f\n", runs[p].policy.c_str(), 100 * means[p], vs,
-                runs[p].pages_read_share, runs[p].seconds);
-    report["policies"].push_back({{"policy", runs[p].policy}, {"mean_accuracy", means[p]},
-                                  {"pages_read_share", runs[p].pages_read_share}, {"seconds", runs[p].seconds}});
-  }
+  std::fprintf(stderr, "eval: sweep: %zu runs x %zu prompts; %zu trials to run (%zu in the trial log), %.2fM prompt tokens\n",
+               runs.size(), instances.size(), to_run, recalled, (double)prompt_tokens / 1e6);
+  if (!longest || longest->ids.size() < 64) return Status::Ok();
+  STRIDE_ASSIGN_OR_RETURN(const SpeedProbe probe, probe_speed(dense, longest->ids));
+  for (const TaskInstance* t : pending)
+    seconds_quadratic += probe.prefill_seconds((int64_t)t->ids.size()) +
+                         probe.decode_seconds((int64_t)t->ids.size(), t->max_new_tokens);
+  std::fprintf(stderr,
+               "eval: about %.0f min at dense's speed (probe: %.0f prompt tokens/s at %lld, %.1f decoded tokens/s); "
+               "sparse policies are faster\n",
+               seconds_quadratic / 60, (double)probe.probe_tokens / probe.prefill_seconds(probe.probe_tokens),
+               (long long)probe.probe_tokens, probe.per_decoded > 0 ? 1 / probe.per_decoded : 0.0);
+  return Status::Ok();
 }
-
-void report_trials(const std::vector<PolicyRun>& runs, const std::vector<TaskInstance>& instances,
-                   nlohmann::json& report) {
-  for (const PolicyRun& run : runs) {
-    for (const RulerTrial& trial : run.trials) {
-      const TaskInstance& t = instances[trial.instance];
-      const bool by_depth = ruler_task_uses_depth(t.spec.task);
-      report["trials"].push_back({{"task", ruler_task_name(t.spec.task)}, {"length", t.spec.target_tokens},
-                                  {"tokens", t.ids.size()},
-                                  {"depth", by_depth ? nlohmann::json(t.spec.depth) : nlohmann::json()},
-                                  {"trial", t.trial}, {"policy", run.policy}, {"expected", t.expected},
-                                  {"answer", trial.answer}, {"score", trial.score},
-                                  {"new_tokens", trial.new_tokens}, {"max_new_tokens", t.max_new_tokens},
-                                  {"prompt_sha256", prompt_fingerprint(t)}});
-    }
-  }
-}
-
-// Rows: task; columns: length x policy; colour and label: accuracy.
-constexpr const char* kPlotScript = R"PY(
-import json, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-r = json.load(open(sys.argv[1]))
-rows = r["summary"]
-tasks = list(dict.fromkeys(x["task"] for x in rows))
-cols = list(dict.fromkeys((x["length"], x["policy"]) for x in rows))
-grid = [[float("nan")] * len(cols) for _ in tasks]
-for x in rows:
-    grid[tasks.index(x["task"])][cols.index((x["length"], x["policy"]))] = x["accuracy"]
-fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(cols) + 2.5), 0.5 * len(tasks) + 2.2))
-im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
-for i, row in enumerate(grid):
-    for j, v in enumerate(row):
-        if v == v:
-            ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=8)
-ax.set_xticks(range(len(cols)))
-ax.set_xticklabels([f"{p}\n{l}" for l, p in cols], fontsize=7, rotation=30, ha="right")
-ax.set_yticks(range(len(tasks)))
-ax.set_yticklabels(tasks)
-ax.set_title(f"stride eval: {r['model'].split('/')[-1]} (accuracy %, seed {r['seed']})", fontsize=9)
-fig.colorbar(im, ax=ax, label="accuracy")
-fig.tight_layout()
-fig.savefig(sys.argv[2], dpi=120)
-)PY";
 
 // The dense run of the --reference report, which must have been made with the
 // same prefill chunk and page size (they set the order of the float sums).
@@ -246,23 +235,41 @@ int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance
   for (RulerTask t : opts->tasks) report["tasks"].push_back(ruler_task_name(t));
   report["lengths"] = opts->lengths;
 
+  std::unique_ptr<TrialLog> log;
+  if (!a.resume.empty()) {
+    auto opened = TrialLog::open(a.resume, report["model_sha256"].get<std::string>());
+    if (!opened) return fail(opened.status());
+    log = std::make_unique<TrialLog>(std::move(*opened));
+    std::fprintf(stderr, "eval: trial log %s: %zu trials recorded%s\n", a.resume.c_str(), log->size(),
+                 log->skipped_lines() ? " (a line cut short skipped)" : "");
+  }
+  // A report that cannot serve as the reference is refused before anything runs.
+  std::optional<PolicyRun> recorded;
   if (!a.reference.empty()) {
-    (*dense).reset();  // its tokenizer built the prompts; the answers come from the report
-    auto recorded = recorded_dense_run(a, report["model_sha256"].get<std::string>(), instances);
-    if (!recorded) return fail(recorded.status());
+    auto r = recorded_dense_run(a, report["model_sha256"].get<std::string>(), instances);
+    if (!r) return fail(r.status());
+    recorded = std::move(*r);
+  }
+  std::vector<SweepRun> sweep = {{"dense", run_key(reference, "dense", a.chunk), !a.reference.empty()}};
+  for (const std::string& policy : a.policies) sweep.push_back({policy, run_key(a.model, policy, a.chunk)});
+  if (Status st = print_sweep_cost(**dense, sweep, instances, log.get()); !st.ok()) return fail(st);
+  if (a.dry_run) return 0;
+
+  if (recorded) {
     std::fprintf(stderr, "eval: dense: %zu trials from %s (recorded, not re-run)\n", recorded->trials.size(),
                  a.reference.c_str());
     report["reference"] = a.reference;
     runs.push_back(std::move(*recorded));
   } else {
-    auto dense_run = run_policy(**dense, "dense", instances);
+    auto dense_run = run_policy(**dense, "dense", instances, memo_of(log.get(), sweep[0].key));
     if (!dense_run) return fail(dense_run.status());
     runs.push_back(std::move(*dense_run));
   }
-  for (const std::string& policy : a.policies) {
-    auto engine = make_engine(a.model, policy, context, a.chunk, false);
+  dense->reset();
+  for (size_t p = 1; p < sweep.size(); ++p) {
+    auto engine = make_engine(a.model, sweep[p].policy, context, a.chunk, false);
     if (!engine) return fail(engine.status());
-    auto run = run_policy(**engine, policy, instances);
+    auto run = run_policy(**engine, sweep[p].policy, instances, memo_of(log.get(), sweep[p].key));
     if (!run) return fail(run.status());
     runs.push_back(std::move(*run));
   }
@@ -284,13 +291,14 @@ int eval(const EvalArgs& a) {
   std::vector<TaskInstance> instances;
   std::vector<PolicyRun> runs;
   if (int rc = run_eval(a, report, instances, runs); rc != 0) return rc;
+  if (a.dry_run) return 0;
   report_summary(runs, instances, report);
   report_trials(runs, instances, report);
   if (!a.json_out.empty()) {
     if (Status st = write_json(report, a.json_out); !st.ok()) return fail(st);
   }
   if (!a.plot_out.empty()) {
-    if (Status st = run_plot_script(kPlotScript, a.json_out, a.plot_out); !st.ok()) return fail(st);
+    if (Status st = run_plot_script(kEvalPlotScript, a.json_out, a.plot_out); !st.ok()) return fail(st);
   }
   return 0;
 }
@@ -317,6 +325,10 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--reference", args->reference,
                   "an earlier --json report of the same prompts and model: reuse its dense run instead of "
                   "running dense again");
+  cmd->add_option("--resume", args->resume,
+                  "trial log (JSON lines): trials already in it are not run again, each new one is appended "
+                  "as it finishes, so a stopped sweep resumes");
+  cmd->add_flag("--dry-run", args->dry_run, "print what the sweep would run and its estimated time, then stop");
   cmd->add_option("--plot", args->plot_out, "draw a heat-map PNG from the JSON (needs matplotlib)");
   cmd->add_option("--chat", args->chat, "auto: the GGUF's chat template if it has one; on; off")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 
 #include "eval/ruler_random.h"
 #include "eval/ruler_score.h"
+#include "eval/wilson_interval.h"
 
 namespace stride {
 
@@ -43,24 +44,38 @@ Expected<std::vector<TaskInstance>> build_suite(const RulerSuiteOptions& opts, c
 }
 
 Expected<PolicyRun> run_suite(Engine& engine, const std::string& policy, const std::vector<TaskInstance>& instances,
-                              const std::function<void(size_t, size_t)>& on_trial) {
+                              const std::function<void(size_t, size_t)>& on_trial, const TrialMemo& memo) {
   PolicyRun run;
   run.policy = policy;
-  const auto t0 = std::chrono::steady_clock::now();
-  const KvStats before = engine.kv().stats();
+  int64_t pages_read = 0, pages_present = 0;
   for (size_t i = 0; i < instances.size(); ++i) {
     const TaskInstance& t = instances[i];
-    GenerateOptions g;
-    g.max_tokens = t.max_new_tokens;
-    g.sampling.temperature = 0.f;  // greedy, as RULER scores
-    STRIDE_ASSIGN_OR_RETURN(GenerateResult r, engine.generate(t.ids, g, {}));
-    run.trials.push_back({i, r.text, (int)r.generated_ids.size(), score_answer(r.text, t.expected)});
+    RecordedTrial done;
+    const RecordedTrial* recalled = memo.recall ? memo.recall(t) : nullptr;
+    if (recalled) {
+      done = *recalled;
+    } else {
+      GenerateOptions g;
+      g.max_tokens = t.max_new_tokens;
+      g.sampling.temperature = 0.f;  // greedy, as RULER scores
+      const auto t0 = std::chrono::steady_clock::now();
+      const KvStats before = engine.kv().stats();
+      STRIDE_ASSIGN_OR_RETURN(GenerateResult r, engine.generate(t.ids, g, {}));
+      const KvStats after = engine.kv().stats();
+      done.answer = r.text;
+      done.new_tokens = (int)r.generated_ids.size();
+      done.pages_read = after.pages_read - before.pages_read;
+      done.pages_present = after.pages_present - before.pages_present;
+      done.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (memo.record) STRIDE_RETURN_IF_ERROR(memo.record(t, done));
+    }
+    pages_read += done.pages_read;
+    pages_present += done.pages_present;
+    run.seconds += done.seconds;
+    run.trials.push_back({i, done.answer, done.new_tokens, score_answer(done.answer, t.expected), recalled != nullptr});
     if (on_trial) on_trial(i + 1, instances.size());
   }
-  const KvStats after = engine.kv().stats();
-  const int64_t present = after.pages_present - before.pages_present;
-  run.pages_read_share = present > 0 ? (double)(after.pages_read - before.pages_read) / (double)present : 0;
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  run.pages_read_share = pages_present > 0 ? (double)pages_read / (double)pages_present : 0;
   return run;
 }
 
@@ -77,6 +92,9 @@ std::vector<SuiteCell> summarize(const PolicyRun& run, const std::vector<TaskIns
     const AccuracyMean& m = means.at({(int)c.task, c.length});
     c.accuracy = m.value();
     c.trials = m.count();
+    const RateInterval ci = wilson_interval(c.accuracy, c.trials);
+    c.ci_lo = ci.lo;
+    c.ci_hi = ci.hi;
   }
   return cells;
 }

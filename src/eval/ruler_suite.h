@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "engine/engine.h"
 #include "eval/ruler_tasks.h"
+#include "eval/trial_log.h"
 
 namespace stride {
 
@@ -34,24 +35,34 @@ struct RulerTrial {
   std::string answer;   // the generated text
   int new_tokens = 0;
   double score = 0;
+  bool recalled = false;  // taken from a trial log, not run now
 };
 
 struct PolicyRun {
   std::string policy;
   std::vector<RulerTrial> trials;  // one per instance, in order
   double pages_read_share = 0;     // KV pages attention read / pages present, over every trial
-  double seconds = 0;
+  double seconds = 0;              // run now and recalled, summed
+};
+
+// Trials a resumed sweep already has (not run again) and where new ones go.
+// Both optional.
+struct TrialMemo {
+  std::function<const RecordedTrial*(const TaskInstance&)> recall;
+  std::function<Status(const TaskInstance&, const RecordedTrial&)> record;
 };
 
 // on_trial(done, total) is optional.
 Expected<PolicyRun> run_suite(Engine& engine, const std::string& policy, const std::vector<TaskInstance>& instances,
-                              const std::function<void(size_t, size_t)>& on_trial = {});
+                              const std::function<void(size_t, size_t)>& on_trial = {},
+                              const TrialMemo& memo = {});
 
 struct SuiteCell {
   RulerTask task = RulerTask::NiahSingle;
   int64_t length = 0;
   double accuracy = 0;  // mean trial score
   int trials = 0;
+  double ci_lo = 0, ci_hi = 1;  // Wilson 95% interval of the accuracy
 };
 
 // Accuracy per (task, length), in the order the instances list them.

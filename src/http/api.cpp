@@ -100,7 +100,7 @@ void Api::handle(const HttpRequest& req, Responder& res) {
 void Api::record(const Call& call, const Responder& res) {
   metrics_.count_http(res.status());
   const bool api_call = call.endpoint.rfind("/v1/", 0) == 0 || call.endpoint == "/tokenize" ||
-                        call.endpoint == "/detokenize";
+                        call.endpoint == "/detokenize" || call.endpoint == "/infill";
   if (audit_ && api_call) {
     AuditRecord r;
     r.request_id = call.id;
@@ -128,7 +128,7 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
       {"/health", http::verb::get},          {"/ready", http::verb::get},
       {"/metrics", http::verb::get},         {"/v1/models", http::verb::get},
       {"/v1/completions", http::verb::post}, {"/v1/chat/completions", http::verb::post},
-      {"/v1/responses", http::verb::post},
+      {"/v1/responses", http::verb::post},   {"/infill", http::verb::post},
       {"/tokenize", http::verb::post},       {"/detokenize", http::verb::post},
       {"/admin/model", http::verb::post},    {"/v1/embeddings", http::verb::post}};
   auto it = routes.find(path);
@@ -178,6 +178,7 @@ void Api::route(const HttpRequest& req, Responder& res, Call& call) {
   if (path == "/detokenize") return detokenize(req, res, call);
   if (auto r = admission_.check_draining()) return refuse(res, call, *r);
   if (path == "/v1/responses") return responses(req, res, call);
+  if (path == "/infill") return infill(req, res, call);
   generate(req, res, call, path == "/v1/chat/completions");
 }
 

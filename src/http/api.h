@@ -102,6 +102,7 @@ class Api {
   void route(const HttpRequest& req, Responder& res, Call& call);
   void generate(const HttpRequest& req, Responder& res, Call& call, bool chat);
   void responses(const HttpRequest& req, Responder& res, Call& call);  // api_responses.cpp
+  void infill(const HttpRequest& req, Responder& res, Call& call);     // llama-server's /infill (api_infill.cpp)
   ParseContext parse_context(const HttpRequest& req, const Call& call) const;
   // Hands a parsed request to the scheduler; null when it was refused (the
   // error response is sent: 429 over the key's in-flight limit or a full queue, 503).
@@ -112,6 +113,7 @@ class Api {
   class ResponsesRelay;    // /v1/responses (api_responses.cpp)
   class EmbeddingsRelay;   // /v1/embeddings (api_embeddings.cpp)
   class SessionSaveRelay;  // POST /v1/sessions/{name} (api_sessions.cpp)
+  class InfillRelay;       // POST /infill in llama-server's shape (api_infill.cpp)
   // The metrics and the audit line of a request, once its response is over.
   void record(const Call& call, const Responder& res);
   // POST /v1/embeddings, through the scheduler or the encoder service (api_embeddings.cpp).

@@ -14,6 +14,21 @@ namespace stride::server {
 
 using serving::Clock;
 
+namespace {
+
+// Appends the completions-shape log-probs `more` to `into` (either may be null).
+void append_logprobs(nlohmann::json& into, const nlohmann::json& more) {
+  if (more.is_null()) return;
+  if (into.is_null()) {
+    into = more;
+    return;
+  }
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const auto& x : more[key]) into[key].push_back(x);
+  }
+}
+
+}  // namespace
 
 ParseContext Api::parse_context(const HttpRequest& req, const Call& call) const {
   ParseContext ctx;
@@ -68,6 +83,7 @@ class Api::CompletionRelay final : public EventRelay {
     const bool channels = g_.tools.format == serving::ToolFormat::Harmony;
     if (chat && (g_.tools.active() || channels))
       for (Choice& c : choices_) c.tool_stream.emplace(g_.tools.format, g_.tools.active());
+    if (g_.echo) choices_[0].text = *g_.echo;  // completions (one prompt, n=1): the text starts with the prompt
   }
 
   // The stream's head, before any event.
@@ -77,6 +93,8 @@ class Api::CompletionRelay final : public EventRelay {
     if (ids_.chat)
       for (size_t i = 0; i < choices_.size(); ++i)
         res.write_chunk(sse(indexed(chunk_json(ids_, "", "", nullptr, true), (int)i)));
+    // An echoed prompt goes first; when it is scored, with its log-probs, once they come.
+    if (g_.echo && !g_.prompt_logprobs) res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", nullptr)));
   }
 
   bool on_event(serving::Event& ev, Responder& res) override {
@@ -132,6 +150,10 @@ class Api::CompletionRelay final : public EventRelay {
   }
 
   void on_token(Choice& c, const serving::Event& ev, Responder& res) {
+    if (!ev.prompt_logprobs.empty()) {
+      prompt_lp_ = logprobs_json(ev.prompt_logprobs, tok_, false, 0);
+      if (g_.stream && !res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", prompt_lp_)))) return;
+    }
     c.pending_tokens += ev.tokens;
     if (!g_.stream) {
       c.text += ev.text;
@@ -228,7 +250,13 @@ class Api::CompletionRelay final : public EventRelay {
     nlohmann::json list = nlohmann::json::array();
     for (size_t i : returned()) {
       const Choice& c = choices_[i];
-      const nlohmann::json lp = g_.logprobs ? logprobs_json(c.lps, tok_, chat, 0) : nlohmann::json();
+      const size_t offset = g_.echo ? g_.echo->size() : 0;
+      nlohmann::json lp = g_.logprobs ? logprobs_json(c.lps, tok_, chat, offset) : nlohmann::json();
+      if (!prompt_lp_.is_null()) {
+        nlohmann::json generated = std::move(lp);
+        lp = prompt_lp_;
+        append_logprobs(lp, generated);
+      }
       nlohmann::json one = completion_json(ids_, c.text, c.finish_reason, lp, u);
       if (chat && (g_.tools.active() || g_.tools.format == serving::ToolFormat::Harmony)) {
         apply_tool_calls(one, c.text, g_.tools.format, g_.tools.active());
@@ -249,6 +277,7 @@ class Api::CompletionRelay final : public EventRelay {
   const ResponseIds ids_;
   std::vector<Choice> choices_;  // [prompts * branches]
   size_t finished_ = 0;
+  nlohmann::json prompt_lp_;  // an echoed prompt's log-probs (completions shape)
   int delivered_tokens_ = 0;  // written to the client (the audit log's count when it hangs up)
 };
 

@@ -6,6 +6,7 @@
 
 #include "grammar/json_schema.h"
 #include "http/openai_prompt.h"
+#include "http/scoring_fields.h"
 #include "serving/generation_checks.h"
 
 namespace stride::server {
@@ -21,9 +22,6 @@ using json = nlohmann::json;
 // harmless value are fine).
 ApiError refuse_unsupported(const json& b, bool chat) {
   Fields f(b);
-  if (const json* v = f.find("logit_bias"); v && !(v->is_object() && v->empty())) {
-    return bad_field("logit_bias", "'logit_bias' is not supported");
-  }
   if (const json* v = f.find("tools"); !chat && v && !(v->is_array() && v->empty())) {
     return bad_field("tools", "'tools' is only accepted by /v1/chat/completions");
   }
@@ -37,9 +35,6 @@ ApiError read_unsupported(const json& b, bool chat, const ParseContext& ctx) {
   std::string model;
   TRY(f.opt_string("model", 1024, model));
   TRY(check_model_name(model, ctx.model_names));
-  bool echo = false;
-  TRY(f.opt_bool("echo", echo));
-  if (echo) return bad_field("echo", "echo is not supported");
   return refuse_unsupported(b, chat);
 }
 
@@ -83,7 +78,7 @@ ApiError read_max_tokens(const json& b, bool chat, int64_t cap, serving::Generat
   g.max_tokens_param = key;
   if (!f.find(key)) return {};
   int64_t v = 0;
-  TRY(f.opt_int(key, 1, INT32_MAX, v));
+  TRY(f.opt_int(key, chat ? 1 : 0, INT32_MAX, v));  // completions: 0 is the prompt alone
   if (v > cap) return api_error(serving::over_max_tokens_cap(key, cap));
   g.max_tokens = v;
   return {};
@@ -275,6 +270,10 @@ ApiError read_generation(const json& b, bool chat, const ParseContext& ctx, serv
                                    std::to_string(ctx.cfg->max_queue * (int64_t)ctx.cfg->max_batch) + ")");
   }
   TRY(read_logprobs(b, chat, g));
+  TRY(read_scoring_fields(b, chat, ctx.n_vocab, g));
+  if (g.echo && (out.best_of > 1 || !g.more_texts.empty() || !g.more_tokens.empty())) {
+    return bad_field("echo", "'echo' is served for one prompt with n=1");
+  }
   TRY(read_attention(b, ctx));
   TRY(read_structured_output(b, ctx, g));
   // Extension: a saved session whose tokens start the prompt (http/api_sessions.cpp checks the rest).
@@ -286,16 +285,24 @@ ApiError read_generation(const json& b, bool chat, const ParseContext& ctx, serv
 ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, GenerationCall& out) {
   serving::GenerationRequest g;
   TRY(read_generation(b, chat, ctx, g, out));
+  return prepare_call(g, ctx, out);
+}
+
+ApiError prepare_call(const serving::GenerationRequest& g, const ParseContext& ctx, GenerationCall& out) {
   serving::PreparedGeneration p;
   TRY(api_error(serving::prepare_generation(g, ctx.prepare(), p)));
   out.req = std::move(p.req);
   out.prompt_text = std::move(p.prompt_text);
   out.tools.format = p.tool_format;
   out.logprobs = out.req.top_logprobs >= 0;
+  out.prompt_logprobs = out.req.prompt_logprobs >= 0;
+  if (g.echo) {
+    out.echo = g.prompt == serving::GenerationRequest::Prompt::Text ? g.text : ctx.tok->decode(out.req.prompt);
+  }
   out.req.branches = out.best_of;
   out.req.sum_logprobs = out.best_of > out.n;
   // A batch's other prompts, each prepared (tokenized, its room checked) as if sent alone.
-  serving::GenerationRequest one = std::move(g);
+  serving::GenerationRequest one = g;
   std::vector<std::string> texts = std::exchange(one.more_texts, {});
   std::vector<std::vector<int32_t>> token_lists = std::exchange(one.more_tokens, {});
   auto add = [&]() -> ApiError {

@@ -4,6 +4,7 @@
 // a ServeRequest. Every field is type- and range-checked
 // (http/json_fields.h); nothing here throws.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,8 @@ struct GenerationCall {
   ToolsRequest tools;       // chat: tool_choice none unless the request offers tools
   std::string prompt_text;  // for the audit log (only when enabled)
   std::string session;      // "session": continue from this saved session (the API loads it)
+  std::optional<std::string> echo;  // completions `echo`: the prompt's text, which the reply starts with
+  bool prompt_logprobs = false;     // echo with logprobs: the prompt is scored
 };
 
 // "model" must be empty (the default) or one of the served names; the 404
@@ -62,8 +65,10 @@ ApiError read_generation(const nlohmann::json& body, bool chat, const ParseConte
 // A serving::RequestError as the API reports it (400, or 413 for a prompt too long).
 ApiError api_error(const serving::RequestError& e);
 
-// read_generation, then serving::prepare_generation into out.req.
+// read_generation, then prepare_call.
 ApiError parse_generation(const nlohmann::json& body, bool chat, const ParseContext& ctx, GenerationCall& out);
+// serving::prepare_generation into out.req (and what the reply needs of g).
+ApiError prepare_call(const serving::GenerationRequest& g, const ParseContext& ctx, GenerationCall& out);
 
 // POST /tokenize: {"prompt"|"content": str, "add_special_tokens"|"add_special": bool,
 // "parse_special": bool (default false: control-token text stays text)}.

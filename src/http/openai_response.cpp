@@ -1,5 +1,7 @@
 #include "http/openai_response.h"
 
+#include <cmath>
+
 namespace stride::server {
 
 using json = nlohmann::json;
@@ -42,10 +44,12 @@ json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenize
   for (const auto& t : lps) {
     const std::string piece = tok.token_to_piece(t.id);
     tokens.push_back(piece);
-    token_lps.push_back(t.logprob);
     json top = json::object();
     for (const auto& alt : t.top) top[tok.token_to_piece(alt.id)] = alt.logprob;
-    tops.push_back(top);
+    // An echoed prompt's first token has no log-prob (NaN): null, as OpenAI writes it.
+    const bool none = std::isnan(t.logprob);
+    token_lps.push_back(none ? json() : json(t.logprob));
+    tops.push_back(none ? json() : top);
     offsets.push_back(off);
     off += piece.size();
   }

@@ -19,7 +19,8 @@ struct ResponseIds {
 // `cached_tokens`: the prompt tokens the prefix cache supplied (OpenAI's
 // prompt_tokens_details.cached_tokens).
 nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
-// Log-probs of generated tokens in the completions or chat shape.
+// Log-probs of generated tokens in the completions or chat shape (a NaN
+// logprob, an echoed prompt's first token, is written as null).
 nlohmann::json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenizer& tok, bool chat,
                              size_t text_offset);
 // One full (non-streamed) response.

@@ -1,4 +1,4 @@
-// Sampler chain, in llama.cpp's order: penalties -> (greedy | top-k -> top-p ->
+// Sampler chain, in llama.cpp's order: logit bias -> penalties -> (greedy | top-k -> top-p ->
 // min-p -> temperature -> softmax -> seeded draw).
 //
 // candidates_ holds (logit, id). Filters shrink the live prefix [0, n); a
@@ -123,6 +123,10 @@ size_t Sampler::weigh(const float* logits, int n_vocab, const std::vector<int32_
   c.resize((size_t)n_vocab);
   for (int i = 0; i < n_vocab; ++i) {
     c[(size_t)i] = {std::isnan(logits[i]) ? kNegInf : logits[i], i};  // NaN would break ordering
+  }
+  // A masked token (-inf) stays masked whatever its bias.
+  for (const LogitBias& b : params_.logit_bias) {
+    if (b.id >= 0 && b.id < n_vocab) c[(size_t)b.id].first += b.bias;
   }
   if (penalties_active(params_)) {
     for (const TokenCount& tc : recent_token_counts(params_, history, n_vocab)) {

@@ -1,11 +1,18 @@
 #pragma once
-// Token sampling: greedy, temperature, top-k, top-p, min-p, repetition /
-// frequency / presence penalties, with a reproducible seed.
+// Token sampling: logit bias, greedy, temperature, top-k, top-p, min-p,
+// repetition / frequency / presence penalties, with a reproducible seed.
 #include <cstdint>
 #include <random>
 #include <vector>
 
 namespace stride {
+
+// OpenAI's logit_bias: `bias` is added to the token's logit before anything
+// else in the chain (greedy included); -100 all but bans it, +100 all but forces it.
+struct LogitBias {
+  int32_t id = 0;
+  float bias = 0.f;
+};
 
 struct SamplingParams {
   float temperature = 0.8f;  // <= 0: greedy (argmax)
@@ -17,6 +24,7 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;  // OpenAI-style
   float presence_penalty = 0.0f;
   uint64_t seed = 0xC0FFEE;
+  std::vector<LogitBias> logit_bias;  // ids outside the vocabulary are ignored
 };
 
 // The tokens a draw can choose and their probabilities (summing to 1), in

@@ -83,7 +83,8 @@ RequestError check(const GenerationRequest& g, int64_t max_context_length, int n
     if (RequestError e = check_tokens(g.tokens, max_context_length, n_vocab); !e.ok()) return e;
   }
   if (g.max_tokens) {
-    if (RequestError e = check_int(g.max_tokens_param.c_str(), *g.max_tokens, 1, INT32_MAX); !e.ok()) return e;
+    if (RequestError e = check_int(g.max_tokens_param.c_str(), *g.max_tokens, g.chat() ? 1 : 0, INT32_MAX); !e.ok())
+      return e;
   }
   if (float_ranges) {
     if (RequestError e = check_float_ranges(g.sampling); !e.ok()) return e;

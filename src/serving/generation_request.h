@@ -81,6 +81,14 @@ struct GrammarSource {
   bool generated = false;         // generated from a checked request: a larger size limit
 };
 
+// Fill-in-the-middle (serving/fim_prompt.h): a Text prompt is the code
+// before the cursor.
+struct FillInTheMiddle {
+  std::string suffix;  // the code after the cursor
+  std::string middle;  // what the middle starts with (llama-server's /infill `prompt`)
+  std::string param = "suffix";  // the field named in errors
+};
+
 struct GenerationRequest {
   enum class Prompt { Text, Tokens, Chat };
   Prompt prompt = Prompt::Text;
@@ -98,9 +106,15 @@ struct GenerationRequest {
   std::string reasoning_effort;
   bool add_generation_prompt = true;
   ToolsOffer tools;  // Chat
+  std::optional<FillInTheMiddle> fim;  // Text only
+  // Completions: the reply starts with the prompt; with top_logprobs >= 0
+  // the prompt's tokens get log-probs too.
+  bool echo = false;
 
-  // Unset: 16 for a completion, the room left in the context for chat.
+  // Unset: 16 for a completion, the room left in the context for chat. A
+  // completion may ask for 0 (the prompt alone: echo, scoring).
   std::optional<int64_t> max_tokens;
+  bool open_ended = false;  // unset max_tokens means the room left, as for chat (llama-server's /infill)
   std::string max_tokens_param = "max_tokens";  // the name the client used
   SamplingParams sampling = openai_sampling_defaults();
   std::vector<std::string> stop;  // empty strings already dropped

@@ -6,6 +6,7 @@
 #include "grammar/grammar_matcher.h"
 #include "grammar/grammar_states.h"
 #include "serving/conversation.h"
+#include "serving/fim_prompt.h"
 #include "serving/generation_checks.h"
 #include "serving/tool_format_harmony.h"
 #include "serving/tool_format_hermes.h"
@@ -25,10 +26,17 @@ namespace {
 RequestError tokenize_prompt(const GenerationRequest& g, const PrepareContext& ctx, PreparedGeneration& out) {
   const bool add_bos = ctx.tok->add_bos_default();
   switch (g.prompt) {
-    case GenerationRequest::Prompt::Text:
+    case GenerationRequest::Prompt::Text: {
       out.prompt_text = g.text;
-      out.req.prompt = ctx.tok->encode(g.text, add_bos, g.parse_special);
+      if (!g.fim) {
+        out.req.prompt = ctx.tok->encode(g.text, add_bos, g.parse_special);
+        return {};
+      }
+      auto ids = fim_prompt(*ctx.tok, g.text, g.fim->suffix, g.fim->middle);
+      if (!ids.ok()) return invalid_field(g.fim->param, ids.status().message(), "fim_unsupported");
+      out.req.prompt = std::move(*ids);
       return {};
+    }
     case GenerationRequest::Prompt::Tokens:
       out.req.prompt = g.tokens;
       return {};
@@ -59,7 +67,8 @@ RequestError check_prompt_size(const GenerationRequest& g, const ServeConfig& cf
 
 RequestError set_max_tokens(const GenerationRequest& g, const ServeConfig& cfg, PreparedGeneration& out) {
   const int64_t room = cfg.max_context_length - (int64_t)out.req.prompt.size();
-  const int64_t max_tokens = g.max_tokens ? *g.max_tokens : g.chat() ? std::min<int64_t>(cfg.max_tokens_cap, room) : 16;
+  const bool to_room = g.chat() || g.open_ended;
+  const int64_t max_tokens = g.max_tokens ? *g.max_tokens : to_room ? std::min<int64_t>(cfg.max_tokens_cap, room) : 16;
   const std::string& key = g.max_tokens_param;
   if (max_tokens > cfg.max_tokens_cap) return over_max_tokens_cap(key, cfg.max_tokens_cap);
   if (max_tokens > room) {
@@ -136,6 +145,7 @@ RequestError prepare_generation(const GenerationRequest& g, const PrepareContext
   }
   r.ignore_eos = g.ignore_eos;
   r.top_logprobs = g.top_logprobs;
+  if (g.echo) r.prompt_logprobs = g.top_logprobs;
   r.speculative = g.speculative;
   if (!g.grammar.gbnf.empty()) {
     STRIDE_REQUEST_TRY(compile_grammar(g.grammar.gbnf, g.grammar.generated, g.grammar.param, out));

@@ -46,6 +46,10 @@ struct ServeRequest {
   // or channels with them: tool_format_control_texts).
   bool render_special = false;
   int top_logprobs = -1;            // -1: no log-probs; else alternatives per token
+  // Log-probs of the prompt's own tokens (completions `echo` with `logprobs`),
+  // with this many alternatives each; -1: none. The prompt is then prefilled
+  // in full (no prefix reuse), every position's logits kept.
+  int prompt_logprobs = -1;
   // Constrained decoding (response_format / grammar): every sampled token
   // keeps the output a prefix of a sentence of this grammar; null: none.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
@@ -88,6 +92,9 @@ struct Event {
   std::vector<TokenLogprob> logprobs;   // Token: one per generated token in this event
   int tokens = 0;                       // Token: tokens generated in this event (its text may be held back)
   std::vector<int32_t> token_ids;       // Token: their ids
+  // Token, once, before the first generated token: one per prompt token (the
+  // first has no logprob: NaN) when the request asked for prompt_logprobs.
+  std::vector<TokenLogprob> prompt_logprobs;
   std::string finish_reason;            // Finish: stop | length | timeout | cancelled
   int prompt_tokens = 0;                // Finish
   int completion_tokens = 0;            // Finish

@@ -171,8 +171,11 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
       const Expected<int64_t> loaded = kv.import_prefix(*s.req().restore);
       if (loaded.ok()) metrics_.session_pages_restored += *loaded;
     }
-    auto hit = s.pooled ? fresh_sequence(kv) : kv.add_sequence_with_prefix(s.tokens);
+    // A prompt being scored needs the logits of every position: no prefix reuse either.
+    const bool from_start = s.pooled || s.scoring_prompt();
+    auto hit = from_start ? fresh_sequence(kv) : kv.add_sequence_with_prefix(s.tokens);
     if (s.pooled) s.pooled->reset();
+    s.prompt_logprobs.clear();
     if (!hit) {
       fail(s, hit.status());
       waiting.pop_front();
@@ -227,7 +230,7 @@ Status Scheduler::run_step_with_room(std::vector<SequenceStep>& steps, std::vect
   while (st.code() == StatusCode::kResourceExhausted && running_.size() == 1 && steps.size() == 1 &&
          steps[0].n > 1 && owners[0]->n_generated == 0) {
     steps[0].n /= 2;
-    steps[0].logits = nullptr;
+    if (!steps[0].all_logits) steps[0].logits = nullptr;  // a scoring chunk keeps its rows
     owners[0]->want_logits = false;
     ++metrics_.split_prefills;
     st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit);
@@ -254,13 +257,15 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   // Decodes first (one token each, and the drafts of those that speculate
   // while the budget lasts), then prefill chunks under what is left.
   int decodes = 0;
-  for (auto& sp : running_) decodes += sp->remaining() == 1;
+  // A prompt being scored is prefilled to its last token (its rows are kept).
+  auto decoding = [](const Sequence& s) { return s.remaining() == 1 && !s.scoring_prompt(); };
+  for (auto& sp : running_) decodes += decoding(*sp);
   int draft_room = budget - decodes;
   for (int pass = 0; pass < 2; ++pass) {
     for (auto& sp : running_) {
       Sequence& s = *sp;
       const int64_t rem = s.remaining();
-      if ((pass == 0) != (rem == 1) || budget <= 0) continue;
+      if ((pass == 0) != decoding(s) || budget <= 0) continue;
       SequenceStep st;
       s.verifying = false;
       int n = 0;
@@ -274,6 +279,10 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
         st.tokens = s.tokens.data() + s.n_cached;
         st.n = n;
         st.logits = s.want_logits ? s.logits.data() : nullptr;
+        if (s.scoring_prompt()) {
+          plan_prompt_rows(s, st);
+          n = st.n;
+        }
       }
       if (s.pooled) {  // hidden states instead of logits
         s.want_logits = false;
@@ -300,7 +309,12 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   admission_paused_ = false;
   for (size_t i = 0; i < steps.size(); ++i) {
     Sequence& s = *owners[i];
+    if (!s.verifying && s.scoring_prompt()) score_prompt_rows(s, steps[i]);
     s.n_cached += s.verifying ? 1 + s.verified.accepted : steps[i].n;
+    if (s.want_logits && s.req().max_tokens == 0) {  // the scored prompt is the whole answer
+      s.want_logits = false;
+      finish(s, "length");
+    }
     if (!s.pooled) continue;
     s.pooled->add(s.hidden.data(), steps[i].n);
     if (s.remaining() == 0) finish_embedding(s);

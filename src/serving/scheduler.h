@@ -78,6 +78,10 @@ class Scheduler {
   void verify_step(std::span<int> keep, const std::vector<Sequence*>& owners);
   bool strip_drafts(std::vector<SequenceStep>& steps, const std::vector<Sequence*>& owners);
   void emit_verified(Sequence& s);
+  // Prompt log-probs (scheduler_scoring.cpp): a scoring prefill chunk keeps
+  // every position's logits; after the step they become the prompt's log-probs.
+  void plan_prompt_rows(Sequence& s, SequenceStep& st);
+  void score_prompt_rows(Sequence& s, const SequenceStep& st);
   void finish(Sequence& s, const std::string& reason);
   void fail(Sequence& s, const Status& st);
   // Embedding inputs: a sequence without prefix reuse, and the pooled vector once prefilled.

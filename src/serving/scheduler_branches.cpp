@@ -32,6 +32,8 @@ void Scheduler::enqueue_generation(std::shared_ptr<RequestChannel> ch, std::dequ
     for (int b = 1; b < r.branches; ++b) first->forks.push_back(new_generation(ch, p, b));
     if (r.speculative == SpeculativeMode::Draft && r.branches == 1 && !first->drafter && !first->matcher) {
       fail(*first, InvalidArgument("speculative: draft needs a server started with --draft-model"));
+    } else if (r.max_tokens == 0 && r.prompt_logprobs < 0) {
+      finish(*first, "length");  // nothing to generate and nothing to score: the model is not run
     } else {
       waiting.push_back(std::move(first));
     }

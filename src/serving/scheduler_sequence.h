@@ -29,6 +29,11 @@ struct Scheduler::Sequence {
   bool want_logits = false;      // this step's chunk reaches the end of `tokens`
   int32_t next = -1;             // sampled from `logits` by this step
   std::vector<TokenLogprob> next_logprobs;  // its log-probabilities, if requested (0 or 1)
+  // Prompt log-probs (scheduler_scoring.cpp): rows of this step's scoring chunk,
+  // and the log-probs gathered so far (sent once the prompt is scored).
+  std::vector<float> prompt_rows;
+  std::vector<TokenLogprob> prompt_logprobs;
+  bool prompt_scored = false;
   Clock::time_point last_token;
   bool admitted_once = false;
   int cached_prompt_tokens = 0;  // prompt tokens the first admission found in the prefix cache
@@ -71,6 +76,7 @@ struct Scheduler::Sequence {
   const ServeRequest& req() const { return ch->request; }
   const std::vector<int32_t>& prompt() const { return req().prompt_at(choice / req().branches); }
   int64_t remaining() const { return (int64_t)tokens.size() - n_cached; }
+  bool scoring_prompt() const { return req().prompt_logprobs >= 0 && !prompt_scored; }
 };
 
 }  // namespace stride::serving

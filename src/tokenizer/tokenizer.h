@@ -14,6 +14,12 @@
 
 namespace stride {
 
+// Fill-in-the-middle marker tokens (-1: the vocabulary has none).
+struct FimTokens {
+  int32_t prefix = -1, suffix = -1, middle = -1;
+  bool available() const { return prefix >= 0 && suffix >= 0 && middle >= 0; }
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -52,6 +58,9 @@ class Tokenizer {
   // End-of-generation: EOS, EOT, <|im_end|>, <end_of_turn> ...
   virtual bool is_eog(int32_t id) const = 0;
   virtual bool is_special(int32_t id) const = 0;
+  // From the GGUF's tokenizer.ggml.fim_{pre,suf,mid}_token_id (or the older
+  // prefix/suffix/middle keys), else the vocabulary's marker texts.
+  virtual FimTokens fim_tokens() const { return {}; }
 };
 
 // Turns a stream of token ids into text without splitting UTF-8 characters:

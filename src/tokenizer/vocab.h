@@ -47,6 +47,8 @@ struct Vocab {
   TokenIndex merge_rank;
 
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1;
+  // Fill-in-the-middle: prefix, suffix and middle markers (-1: none).
+  int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1;
   bool add_bos = false;
   bool add_space_prefix = false;
   std::unordered_set<int32_t> eog;
@@ -78,6 +80,7 @@ Expected<Vocab> load_vocab(const GGUFFile& file);
 // Fill-in-the-middle token ids a file names explicitly (-1 when it does not).
 struct FimTokenIds {
   int32_t pad = -1, rep = -1, sep = -1;
+  int32_t pre = -1, suf = -1, mid = -1;
 };
 // llama.cpp's detection by text once the ids a file names are set: EOT/EOM,
 // FIM and end-of-generation tokens (made control), and the model-specific

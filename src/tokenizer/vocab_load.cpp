@@ -56,10 +56,13 @@ constexpr std::string_view kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>",
 constexpr std::string_view kFimRepTexts[] = {
     "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
 constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>"};
-constexpr std::string_view kFimOtherTexts[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xE2\x96\x81<PRE>",
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xE2\x96\x81<SUF>",
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xE2\x96\x81<MID>"};
+// Qwen2.5-Coder / StarCoder / CodeLlama (SentencePiece) spellings.
+constexpr std::string_view kFimPreTexts[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>",
+                                             "\xE2\x96\x81<PRE>"};
+constexpr std::string_view kFimSufTexts[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>",
+                                             "\xE2\x96\x81<SUF>"};
+constexpr std::string_view kFimMidTexts[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>",
+                                             "\xE2\x96\x81<MID>"};
 
 // The lowest id among the tokens whose text is in `list`, or -1.
 int32_t first_with_text(const Vocab& v, std::span<const std::string_view> list) {
@@ -137,10 +140,17 @@ Status load_special_ids(const GGUFFile& f, Vocab* v) {
   STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.unknown_token_id", n, &v->unk));
   STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.eot_token_id", n, &v->eot));
   STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.eom_token_id", n, &v->eom));
-  int32_t fim_pad = -1, fim_rep = -1, fim_sep = -1;
-  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_pad_token_id", n, &fim_pad));
-  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_rep_token_id", n, &fim_rep));
-  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_sep_token_id", n, &fim_sep));
+  FimTokenIds fim;
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_pad_token_id", n, &fim.pad));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_rep_token_id", n, &fim.rep));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_sep_token_id", n, &fim.sep));
+  // The older names first; the fim_* keys, when present, win.
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.prefix_token_id", n, &fim.pre));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.suffix_token_id", n, &fim.suf));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.middle_token_id", n, &fim.mid));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_pre_token_id", n, &fim.pre));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_suf_token_id", n, &fim.suf));
+  STRIDE_RETURN_IF_ERROR(read_special_id(f, "tokenizer.ggml.fim_mid_token_id", n, &fim.mid));
 
   if (f.has("tokenizer.ggml.add_bos_token")) {
     auto b = f.get_bool("tokenizer.ggml.add_bos_token");
@@ -152,7 +162,7 @@ Status load_special_ids(const GGUFFile& f, Vocab* v) {
     return InvalidArgument("tokenizer adds BOS but has no tokenizer.ggml.bos_token_id");
   }
 
-  detect_special_tokens(v, {fim_pad, fim_rep, fim_sep});
+  detect_special_tokens(v, fim);
   return Status::Ok();
 }
 
@@ -170,8 +180,14 @@ void detect_special_tokens(Vocab* v, FimTokenIds fim) {
   if (fim_pad < 0) fim_pad = first_with_text(*v, kFimPadTexts);
   if (fim_rep < 0) fim_rep = first_with_text(*v, kFimRepTexts);
   if (fim_sep < 0) fim_sep = first_with_text(*v, kFimSepTexts);
+  v->fim_pre = fim.pre >= 0 ? fim.pre : first_with_text(*v, kFimPreTexts);
+  v->fim_suf = fim.suf >= 0 ? fim.suf : first_with_text(*v, kFimSufTexts);
+  v->fim_mid = fim.mid >= 0 ? fim.mid : first_with_text(*v, kFimMidTexts);
   for (int32_t id : {v->eot, v->eom, fim_pad, fim_rep, fim_sep}) mark_control(id);
-  for (std::string_view t : kFimOtherTexts) mark_control(v->find(t));
+  for (auto texts : {std::span<const std::string_view>(kFimPreTexts), std::span<const std::string_view>(kFimSufTexts),
+                     std::span<const std::string_view>(kFimMidTexts)}) {
+    for (std::string_view t : texts) mark_control(v->find(t));
+  }
 
   for (int32_t id : {fim_pad, fim_rep, fim_sep}) {
     if (id >= 0) v->eog.insert(id);

@@ -33,6 +33,8 @@ class VocabTokenizer : public Tokenizer {
     return vocab_.valid_id(id) && (vocab_.attr[id] & (kAttrControl | kAttrUnknown)) != 0;
   }
 
+  FimTokens fim_tokens() const override { return {vocab_.fim_pre, vocab_.fim_suf, vocab_.fim_mid}; }
+
   const Vocab& vocab() const { return vocab_; }
 
  protected:

@@ -146,3 +146,39 @@ def test_reference_from_other_prompts_or_settings_is_refused(stride, result, tmp
     p = eval_with_reference(stride, tmp_path / "missing.json", out)
     err = p.stderr.decode()
     assert p.returncode != 0 and "cannot read" in err and err.count("\n") == 1, err
+
+
+def test_a_stopped_sweep_resumes_from_its_trial_log(stride, result, tmp_path):
+    """Trials in the log are not run again and give the same report; a line
+    cut short by a stop is run again; --dry-run prints the cost and runs
+    nothing."""
+    log = tmp_path / "trials.jsonl"
+    args = ("-a", WINDOW, "--tasks", ",".join(TASKS), "--lengths", 1024, "--depths", len(DEPTHS), "--threads", 2,
+            "--resume", log)
+    p = run(stride, "eval", "-m", MODEL, *args, "--json", tmp_path / "first.json")
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2 * len(TASKS) * len(DEPTHS)
+    # The logged run answers as the module's run without a log did.
+    fresh = {(t["task"], t["depth"], t["policy"]): t["answer"] for t in result["report"]["trials"]}
+    first = json.loads((tmp_path / "first.json").read_text())
+    assert {(t["task"], t["depth"], t["policy"]): t["answer"] for t in first["trials"]} == fresh
+
+    # Cut the last trial short, as a stop mid-write would.
+    log.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
+    p = run(stride, "eval", "-m", MODEL, *args, "--dry-run")
+    err = p.stderr.decode()
+    assert p.returncode == 0 and "1 trials to run" in err and "a line cut short skipped" in err, err
+    assert "at dense's speed" in err, err
+    p = run(stride, "eval", "-m", MODEL, *args, "--json", tmp_path / "second.json")
+    err = p.stderr.decode()
+    assert p.returncode == 0, err[-2000:]
+    assert f"dense: {len(TASKS) * len(DEPTHS)} trials" in err and f"({len(TASKS) * len(DEPTHS)} from the trial log)" in err, err
+    assert f"({len(TASKS) * len(DEPTHS) - 1} from the trial log)" in err, err
+    second = json.loads((tmp_path / "second.json").read_text())
+    assert {(t["task"], t["depth"], t["policy"]): t["answer"] for t in second["trials"]} == fresh
+    assert sum(t["recalled"] for t in second["trials"]) == 2 * len(TASKS) * len(DEPTHS) - 1
+    # Every cell carries its Wilson interval around its accuracy.
+    for s in second["summary"]:
+        lo, hi = s["ci95"]
+        assert 0 <= lo <= s["accuracy"] <= hi <= 1 and s["trials"] == len(DEPTHS), s

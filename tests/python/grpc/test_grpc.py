@@ -125,7 +125,7 @@ def test_seeded_sampling_and_stop(stub):
 
 @pytest.mark.parametrize("fields,code,needle", [
     (dict(text=PROMPT, max_tokens=10 ** 6), grpc.StatusCode.INVALID_ARGUMENT, "max_tokens"),
-    (dict(text=PROMPT, max_tokens=0), grpc.StatusCode.INVALID_ARGUMENT, "max_tokens"),
+    (dict(text=PROMPT, max_tokens=-1), grpc.StatusCode.INVALID_ARGUMENT, "max_tokens"),
     (dict(token_ids=pb.TokenIds(ids=[1, 2, 10 ** 8])), grpc.StatusCode.INVALID_ARGUMENT, "prompt"),
     (dict(token_ids=pb.TokenIds(ids=[-5])), grpc.StatusCode.INVALID_ARGUMENT, "prompt"),
     (dict(text=""), grpc.StatusCode.INVALID_ARGUMENT, "prompt"),

@@ -27,7 +27,8 @@ HELPERS = os.path.join(ROOT, "tests", "python")
 CONFIG = os.path.join(HELPERS, "schemathesis.toml")
 OPERATIONS = {"POST /v1/completions", "POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /tokenize",
               "POST /detokenize", "GET /health", "GET /ready", "GET /metrics", "POST /admin/model",
-              "POST /v1/embeddings", "GET /v1/sessions", "POST /v1/sessions/{name}", "GET /v1/sessions/{name}",
+              "POST /v1/embeddings", "POST /infill", "GET /v1/sessions", "POST /v1/sessions/{name}",
+              "GET /v1/sessions/{name}",
               "DELETE /v1/sessions/{name}"}
 
 

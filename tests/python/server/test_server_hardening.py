@@ -42,7 +42,7 @@ def error_param(status, body, want_status=400):
 # One row per field: values of a wrong type or out of range.
 COMMON_BAD = {
     "model": [1, [], {}],
-    "max_tokens": ["8", 8.5, True, -1, 0, 4294967297, 2 ** 64, [8]],
+    "max_tokens": ["8", 8.5, True, -1, 4294967297, 2 ** 64, [8]],  # 0: the prompt alone (completions)
     "temperature": ["0", -0.1, 2.5, [], {}, True],
     "top_p": ["1", 0, 1.5, {}],
     "top_k": ["1", 1.5, -2, 2 ** 40],
@@ -58,7 +58,7 @@ COMMON_BAD = {
     "best_of": [0, "x"],
     "echo": ["no", 1],
     "ignore_eos": ["no"],
-    "logit_bias": [{"1": 5}],
+    "logit_bias": ["x", [1], {"99999999": 5}, {"1": 101}, {"1": "5"}, {"01x": 1}],
     "tools": ["x", {"type": "function"}, [{"type": "function", "function": {"name": "f"}}] * 129],
     "response_format": [{"type": "xml"}, "json", {"type": 3}, {"type": "json_schema", "json_schema": 5},
                         {"type": "json_schema", "json_schema": {"schema": {"type": "strng"}}}],
