@@ -232,8 +232,8 @@ def plot(report, path):
                [report["results"][p]["engines"][n][f"{m}_ratio{sfx}"] for p in presets])
               for n in first if n not in anchors.ENGINES for m in ("prefill", "decode") for sfx, label in suffixes]
     grouped_bars(path, presets, series, "stride / anchor (tok/s)",
-                 f"stride vs llama-bench of llama.cpp and ik_llama.cpp, {report['threads']} threads, "
-                 f"{report['cpu']}", unit_line=True)
+                 f"stride vs llama-bench of llama.cpp{' and ' + IK if len(suffixes) > 1 else ''}\n"
+                 f"{report['threads']} threads, {report['cpu']}", unit_line=True)
 
 
 def write_report(report, out, plot_fn, markdown_fn):
