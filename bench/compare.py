@@ -7,7 +7,7 @@ Usage (one command; figures are medians over --reps):
       [--models smollm2 gemma3] [--no-ik] [--ik-llama-bench PATH] [--out bench/out]
 
 Measures, with today's machine figures from bench/micro/machine_peak.cpp:
-  * prefill tok/s at 512 and 4096 prompt tokens, both real models, and decode tok/s
+  * prefill tok/s at 512 and 4096 prompt tokens, the real models (--models), and decode tok/s
     (128 tokens after 512), stride against two anchors, reps interleaved (the engine order
     rotates each rep): mainline llama.cpp through llama-cpp-python (bench/compare_llamacpp.py's
     harness, flash attention off and on) and ik_llama.cpp's llama-bench (bench/anchors.py:
@@ -50,8 +50,8 @@ RSWA = "rswa:sinks=4,window=4092"
 # Decode at depth vs 1K compares equal work: a window that 1K tokens already
 # fill, so both points read S + W keys and only the depth differs.
 DEPTH_RSWA = "rswa:sinks=4,window=1020"
-# The short rows' figures, named by llama-bench's tests; ik's llama-bench runs all three at once.
 ANCHOR_KEYS = {MAINLINE: "llamacpp", IK: "ik_llama_cpp"}  # their names in the JSON's raw figures
+# The short rows' figures, named by llama-bench's tests; ik's llama-bench runs all three at once.
 SHORT = {"prefill@512": "pp512", "decode@512": "tg128@pp512", "prefill@4096": "pp4096"}
 IK_TESTS = ["-p", "512,4096", "-n", "0", "-gp", "512,128"]
 
