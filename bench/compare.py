@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Issue-5 table: stride vs llama.cpp on this machine, side by side, in one run.
+"""Issue-5 table: stride vs llama.cpp and ik_llama.cpp on this machine, side by side, in one run.
 
 Usage (one command; figures are medians over --reps):
   nice -n -5 ~/.cache/stride/venv/bin/python bench/compare.py [--reps 3] [--threads 2]
-      [--long 32768] [--depth 131072] [--llama-long 8192] [--quick | --long-only] [--out bench/out]
+      [--long 32768] [--depth 131072] [--llama-long 8192] [--quick | --long-only]
+      [--models smollm2 gemma3] [--no-ik] [--ik-llama-bench PATH] [--out bench/out]
 
 Measures, with today's machine figures from bench/micro/machine_peak.cpp:
-  * prefill tok/s at 512 and 4096 prompt tokens, both real models, and decode tok/s
-    (128 tokens after 512), stride vs llama.cpp (bench/compare_llamacpp.py's harness);
+  * prefill tok/s at 512 and 4096 prompt tokens, the real models (--models), and decode tok/s
+    (128 tokens after 512), stride against two anchors, reps interleaved (the engine order
+    rotates each rep): mainline llama.cpp through llama-cpp-python (bench/compare_llamacpp.py's
+    harness, flash attention off and on) and ik_llama.cpp's llama-bench (bench/anchors.py:
+    `-p 512,4096 -n 0 -gp 512,128`, run-time repacking `-rtr 1` and `-rtr 0`, flash attention
+    off and on; --no-ik leaves it out); per metric an anchor's fastest setting counts;
   * decode share of the bandwidth roofline: decode tok/s x model bytes per token / triad GB/s
     (both models tie the output head to the embedding, so every weight byte is read per token);
   * SmolLM2 long prompt (--long tokens): stride rswa:sinks=4,window=4092 prefill vs llama.cpp
@@ -18,7 +23,8 @@ Measures, with today's machine figures from bench/micro/machine_peak.cpp:
     rswa:sinks=4,window=1020, a window that 1K tokens fill, so both read the same keys);
   * thread scaling 1 -> 2 of prefill@512 (stride).
 Writes OUT/compare.json, OUT/compare.png and OUT/summary.md.
-Binaries: STRIDE_BIN (default build/stride); machine_peak and bench_engine next to it.
+Binaries: STRIDE_BIN (default build/stride); machine_peak and bench_engine next to it; ik's
+llama-bench from --ik-llama-bench, IK_LLAMA_BENCH or scripts/build_ik_llama_bench (cached).
 """
 import argparse
 import datetime
@@ -35,13 +41,19 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+import anchors  # noqa: E402
 import compare_llamacpp as cl  # noqa: E402
+from anchors import IK, MAINLINE  # noqa: E402
 from stride_cli import StrideCli  # noqa: E402
 
 RSWA = "rswa:sinks=4,window=4092"
 # Decode at depth vs 1K compares equal work: a window that 1K tokens already
 # fill, so both points read S + W keys and only the depth differs.
 DEPTH_RSWA = "rswa:sinks=4,window=1020"
+ANCHOR_KEYS = {MAINLINE: "llamacpp", IK: "ik_llama_cpp"}  # their names in the JSON's raw figures
+# The short rows' figures, named by llama-bench's tests; ik's llama-bench runs all three at once.
+SHORT = {"prefill@512": "pp512", "decode@512": "tg128@pp512", "prefill@4096": "pp4096"}
+IK_TESTS = ["-p", "512,4096", "-n", "0", "-gp", "512,128"]
 
 
 def build_dir():
@@ -97,6 +109,52 @@ def llama_prefill(model, ids, threads):
     return dt
 
 
+def short_runs(cli, path, ids_all, threads, reps, ik_bin, log):
+    """Interleaved reps of stride, mainline (llama-cpp-python, flash attention off and on) and, with
+    IK_BIN, ik's llama-bench units, at 512 and 4096 prompt tokens. Returns (stride's medians per
+    SHORT figure, {anchor: anchors.summarize(...)}, the samples)."""
+    sessions = {}  # (prompt length, fa) -> warmed llama-cpp-python context
+
+    def stride_once():
+        res = {}
+        for n, dec in ((512, 128), (4096, 1)):
+            out = cli.run(path, ids_all[:n], dec, threads=threads)
+            assert out["generated_tokens"] == dec, out
+            res[f"pp{n}"] = float(out["prefill_tok_s"])
+            if n == 512:
+                res["tg128@pp512"] = float(out["decode_tok_s"])
+        return res
+
+    def mainline_once():
+        res = {}
+        for fa in (0, 1):
+            for n, dec in ((512, 128), (4096, 0)):
+                if (n, fa) not in sessions:
+                    sessions[n, fa] = cl.llamacpp_session(path, ids_all[:n], n + dec + 16, threads, bool(fa))
+                res[f"pp{n}_fa{fa}"], d = cl.llamacpp_once(sessions[n, fa], ids_all[:n], dec)
+                if dec:
+                    res[f"tg128@pp512_fa{fa}"] = d
+        return res
+
+    units = {"stride": stride_once, MAINLINE: mainline_once}
+    for u, (_, _, extra) in (anchors.units({IK: ik_bin}) if ik_bin else {}).items():
+        units[u] = lambda extra=extra: anchors.llama_bench_once(ik_bin, path, IK_TESTS, threads, extra)[0]
+    cli.run(path, ids_all[:16], 1, threads=threads)  # stride warm-up (page cache)
+    samples = {u: [] for u in units}
+    names = list(units)
+    for rep in range(reps):
+        k = rep % len(names)
+        for u in names[k:] + names[:k]:
+            samples[u].append(units[u]())
+            r = samples[u][-1]
+            log(f"  rep {rep + 1}: {u} " + (" ".join(f"{t} {v:.1f}" for t, v in r.items()) if u == "stride"
+                                            else anchors.describe(r)) + " tok/s")
+    stride = {m: statistics.median(s[t] for s in samples["stride"]) for m, t in SHORT.items()}
+    figs = {e: anchors.summarize(e, {u: samples[u] for u in names if u != "stride"}, SHORT)
+            for e in ((MAINLINE, IK) if ik_bin else (MAINLINE,))}
+    return stride, figs, samples
+
+
 def plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -128,9 +186,15 @@ def main():
     ap.add_argument("--depth-policy", default=DEPTH_RSWA,
                     help="policy of the decode-at-depth row; its window should fit in 1K tokens so "
                          "that the 1K point already reads a full window")
+    ap.add_argument("--models", nargs="+", default=list(cl.MODELS), choices=list(cl.MODELS),
+                    help="real models of the short rows")
+    ap.add_argument("--no-ik", action="store_true", help="mainline llama.cpp as the only anchor (quick runs)")
+    ap.add_argument("--ik-llama-bench", default=None, help="ik_llama.cpp's llama-bench")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
     a = ap.parse_args()
     bdir = build_dir()
+    ik_bin = None if a.no_ik or a.long_only else anchors.built_binary(a.ik_llama_bench, "IK_LLAMA_BENCH",
+                                                                      "build_ik_llama_bench")
     cli = StrideCli.from_env()
     os.makedirs(a.out, exist_ok=True)
     T = a.threads
@@ -148,26 +212,26 @@ def main():
         log(f"{name:<40} {value:10.2f} {base if base else 0:10.2f} "
             f"{ratio if ratio else 0:6.2f} (target {target})")
 
-    for key in () if a.long_only else ("smollm2", "gemma3"):
+    for key in () if a.long_only else a.models:
         path = os.path.join(ROOT, "models", cl.MODELS[key])
         ids_all = cl.prompt_ids(path, 4096)
         r = raw.setdefault(key, {})
-        for n in (512, 4096):
-            ids = ids_all[:n]
-            dec = 128 if n == 512 else 1
-            sp, sd = cl.bench_stride(cli, path, ids, dec, T, a.reps, None)
-            lp, ld = cl.bench_llamacpp(path, ids, dec, T, a.reps)
-            r[f"prefill@{n}"] = {"stride": sp, "llamacpp": lp}
-            row(f"{key} prefill@{n} tok/s", sp, lp, 2.0, "tok/s vs llama.cpp")
-            if n == 512:
-                r["decode@512"] = {"stride": sd, "llamacpp": ld}
-                row(f"{key} decode 128 after 512 tok/s", sd, ld, 1.5, "tok/s vs llama.cpp")
-                mb = model_bytes(path)
-                roof = mach["triad_gbs"] * 1e9 / mb
-                r["model_bytes"] = mb
-                row(f"{key} decode share of BW roofline", sd / roof, 1.0, 0.55,
-                    "share", f"{mb / 1e6:.1f} MB/token, roofline {roof:.0f} tok/s; "
-                    f"llama.cpp share {ld / roof:.2f}")
+        st, figs, r["samples"] = short_runs(cli, path, ids_all, T, a.reps, ik_bin, log)
+        r["anchors"] = figs
+        mb = model_bytes(path)
+        roof = mach["triad_gbs"] * 1e9 / mb
+        r["model_bytes"] = mb
+        targets = {MAINLINE: {"prefill": 2.0, "decode": 1.5}, IK: {"prefill": 1.3, "decode": 1.0}}
+        for m, label in (("prefill@512", "prefill@512 tok/s"), ("decode@512", "decode 128 after 512 tok/s"),
+                         ("prefill@4096", "prefill@4096 tok/s")):
+            r[m] = {"stride": st[m], **{ANCHOR_KEYS[e]: f[f"{m}_tok_s"] for e, f in figs.items()}}
+            for e, f in figs.items():
+                row(f"{key} {label}" + ("" if e == MAINLINE else f" vs {IK}"), st[m], f[f"{m}_tok_s"],
+                    targets[e][m.split("@")[0]], f"tok/s vs {e}", f"{e} {f[m + '_setting']}")
+            if m == "decode@512":
+                shares = "; ".join(f"{e} share {f['decode@512_tok_s'] / roof:.2f}" for e, f in figs.items())
+                row(f"{key} decode share of BW roofline", st[m] / roof, 1.0, 0.55,
+                    "share", f"{mb / 1e6:.1f} MB/token, roofline {roof:.0f} tok/s; {shares}")
         # Thread scaling of prefill@512 (stride).
         s1, _ = cl.bench_stride(cli, path, ids_all[:512], 1, 1, a.reps, None)
         row(f"{key} prefill@512 scaling 1->{T} threads", r["prefill@512"]["stride"], s1, 1.8, "x")
@@ -204,12 +268,12 @@ def main():
 
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()
-    out = {"date": stamp, "loadavg": load, "threads": T, "reps": a.reps, "machine": mach,
+    out = {"date": stamp, "loadavg": load, "threads": T, "reps": a.reps, "machine": mach, "ik_llama_bench": ik_bin,
            "rows": rows, "raw": raw}
     with open(os.path.join(a.out, "compare.json"), "w") as f:
         json.dump(out, f, indent=2)
     plot(rows, os.path.join(a.out, "compare.png"))
-    md = [f"# stride vs llama.cpp ({stamp}, {T} threads, median of {a.reps}, loadavg "
+    md = [f"# stride vs llama.cpp{' and ' + IK if ik_bin else ''} ({stamp}, {T} threads, median of {a.reps}, loadavg "
           f"{load[0]:.1f})", "",
           f"Machine today: FMA peak {mach['fma_gflops']:.0f} GFLOP/s ({T} threads), "
           f"triad {mach['triad_gbs']:.1f} GB/s.", "",

@@ -51,25 +51,35 @@ def prompt_ids(model_path: str, n: int) -> list:
     return ids[:n]
 
 
-def bench_llamacpp(model_path, ids, n_decode, threads, reps):
+def llamacpp_session(model_path, warm_ids, n_ctx, threads, flash_attn=False):
+    """A llama-cpp-python context of N_CTX tokens, warmed up by one untimed prefill of WARM_IDS
+    (weights paged in, compute graph allocated, KV cache first-touched)."""
     from llama_cpp import Llama
-    llm = Llama(model_path=model_path, n_ctx=len(ids) + n_decode + 16, n_batch=512, n_ubatch=512,
-                n_threads=threads, n_threads_batch=threads, logits_all=False, verbose=False)
+    llm = Llama(model_path=model_path, n_ctx=n_ctx, n_batch=512, n_ubatch=512, n_threads=threads,
+                n_threads_batch=threads, logits_all=False, flash_attn=flash_attn, verbose=False)
+    llm.eval(warm_ids)
+    return llm
+
+
+def llamacpp_once(llm, ids, n_decode):
+    """One timed run on a llamacpp_session: prefill IDS, then N_DECODE greedy tokens.
+    Returns (prefill tok/s, decode tok/s)."""
     n_vocab = llm.n_vocab()
-    llm.eval(ids)  # warm-up: page in weights, allocate the compute graph
-    pre, dec = [], []
-    for _ in range(reps):
-        llm.reset()
-        t0 = time.perf_counter()
-        llm.eval(ids)
-        t1 = time.perf_counter()
-        for _ in range(n_decode):
-            tok = int(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).argmax())
-            llm.eval([tok])
-        t2 = time.perf_counter()
-        pre.append(len(ids) / (t1 - t0))
-        dec.append(n_decode / (t2 - t1))
-    return statistics.median(pre), statistics.median(dec)
+    llm.reset()
+    t0 = time.perf_counter()
+    llm.eval(ids)
+    t1 = time.perf_counter()
+    for _ in range(n_decode):
+        tok = int(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,)).argmax())
+        llm.eval([tok])
+    t2 = time.perf_counter()
+    return len(ids) / (t1 - t0), (n_decode / (t2 - t1) if n_decode else 0.0)
+
+
+def bench_llamacpp(model_path, ids, n_decode, threads, reps, flash_attn=False):
+    llm = llamacpp_session(model_path, ids, len(ids) + n_decode + 16, threads, flash_attn)
+    runs = [llamacpp_once(llm, ids, n_decode) for _ in range(reps)]
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
 def bench_stride(cli, model_path, ids, n_decode, threads, reps, attention):

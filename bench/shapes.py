@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
-"""stride vs llama.cpp's own llama-bench on realistic 1-8B model shapes (random weights).
+"""stride vs llama-bench of mainline llama.cpp and of ik_llama.cpp on realistic 1-8B model shapes (random weights).
 
 Usage:
   ~/.cache/stride/venv/bin/python bench/shapes.py [--presets llama3.2-1b-q4_k_m ...]
-      [--reps 3] [--threads 2] [--prompt 512] [--gen 128] [--triad-gbs G]
-      [--llama-bench PATH] [--paths avx2 ...] [--shaped-dir DIR] [--out bench/out/shapes]
+      [--reps 3] [--threads 2] [--prompt 512] [--gen 128] [--triad-gbs G] [--no-ik]
+      [--llama-bench PATH] [--ik-llama-bench PATH] [--paths avx2 ...] [--shaped-dir DIR]
+      [--out bench/out/shapes]
 
 For each preset (default: the two 1-1.5B Q4_K_M ones; llama3.1-8b-q4_0 and qwen2.5-1.5b-q8_0 with --presets) the
 GGUF of bench/make_shaped_gguf.py is made or reused, then reps alternate, in an order
 rotated each rep, between
-  * llama.cpp: `llama-bench -m F -p 512 -n 128 -t 2 -fa 0,1 -r 1 -o json` (its own warm-up
-    runs included); for each of pp and tg the faster flash-attention setting counts,
-    as llama.cpp's users would pick it;
+  * the two anchors (bench/anchors.py): `llama-bench -m F -p 512 -n 128 -t 2 -fa 0,1 -r 1 -o json`
+    (its own warm-up runs included) of mainline llama.cpp, and of ik_llama.cpp twice, with
+    run-time repacking `-rtr 1` and `-rtr 0`; for each of pp and tg the fastest (rtr, flash
+    attention) setting counts, as each engine's users would pick it (--no-ik: mainline only);
   * stride on each kernel path `stride info --json` reports (STRIDE_CPU=avx2, avx512, amx):
     `stride run -m F --prompt-ids <512 random ids> -n 128 --temperature 0 --ignore-eos
     --json --threads 2`, after one untimed warm-up run per path.
-Reported: medians over --reps of prefill and decode tok/s, stride / llama.cpp ratios,
+Reported: medians over --reps of prefill and decode tok/s, stride's ratios against each anchor,
 decode bandwidth share = decode tok/s x weight bytes read per token / triad GB/s
 (triad from machine_peak next to STRIDE_BIN, else --triad-gbs; the share can pass 1, as
 triad counts 12 bytes per element without the write-allocate read and a read-only stream
@@ -23,13 +25,15 @@ runs faster), the decode GB/s itself, and peak RSS of each process (wait4's ru_m
 stride's own peak_rss_bytes too) against the file size.
 Note: llama-bench's tg128 decodes from an empty context, stride's decode follows the
 512-token prompt (a few % more attention work for stride).
-Writes OUT.json and OUT.png (ratios per preset and metric) and prints a markdown table.
+Writes OUT.json and OUT.png (ratios per preset, metric and anchor) and prints a markdown table.
 Binaries: STRIDE_BIN (default build/stride), --baseline-bin (another stride build, run
-alongside as "baseline-<path>"); llama-bench from --llama-bench, LLAMA_BENCH,
-or scripts/build_llama_bench (cached).
-AVX2-machine ratio on a newer CPU: build an AVX2-only llama-bench (CMAKE_ARGS="-DGGML_NATIVE=OFF
--DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF" scripts/build_llama_bench)
-and pass it with --llama-bench and --paths avx2.
+alongside as "baseline-<path>"); mainline's llama-bench from --llama-bench, LLAMA_BENCH or
+scripts/build_llama_bench, ik's from --ik-llama-bench, IK_LLAMA_BENCH or
+scripts/build_ik_llama_bench (both cached after the first build).
+AVX2-machine ratio on a newer CPU: build AVX2-only anchors (CMAKE_ARGS="-DGGML_NATIVE=OFF
+-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF" scripts/build_llama_bench,
+IK_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" scripts/build_ik_llama_bench)
+and pass them with --llama-bench, --ik-llama-bench and --paths avx2.
 """
 import argparse
 import datetime
@@ -38,43 +42,22 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+import anchors  # noqa: E402
 import make_shaped_gguf as shaped  # noqa: E402
+from anchors import IK, MAINLINE as LLAMA  # noqa: E402
+from measured import run_measured  # noqa: E402
 
 DEFAULT_PRESETS = ["llama3.2-1b-q4_k_m", "qwen2.5-1.5b-q4_k_m"]
-LLAMA = "llama.cpp"
 
 
 def log(*a):
     print(*a, flush=True)
-
-
-def run_measured(cmd, env=None, timeout=1800):
-    """Run CMD; return (stdout text, peak RSS bytes of that process). Raises on failure."""
-    with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=err,
-                             stdin=subprocess.DEVNULL, env=env)
-        timer = threading.Timer(timeout, p.kill)
-        timer.start()
-        try:
-            out = p.stdout.read()
-            _, status, ru = os.wait4(p.pid, 0)
-        finally:
-            timer.cancel()
-            p.stdout.close()
-        p.returncode = os.waitstatus_to_exitcode(status)
-        if p.returncode != 0:
-            err.seek(0)
-            tail = err.read().decode("utf-8", "replace")[-3000:]
-            raise SystemExit(f"{' '.join(map(str, cmd[:4]))} ... exited {p.returncode}:\n{tail}")
-    return out.decode("utf-8", "replace"), ru.ru_maxrss * 1024
 
 
 def cpu_model():
@@ -98,18 +81,6 @@ def git_commit():
         return "unknown"
 
 
-def find_llama_bench(arg):
-    path = arg or os.environ.get("LLAMA_BENCH")
-    if not path:
-        res = subprocess.run([str(ROOT / "scripts" / "build_llama_bench")], stdout=subprocess.PIPE, text=True)
-        if res.returncode != 0 or not res.stdout.strip():
-            raise SystemExit("scripts/build_llama_bench failed (its error is above)")
-        path = res.stdout.strip().splitlines()[-1]
-    if not os.access(path, os.X_OK):
-        raise SystemExit(f"llama-bench not found at {path}")
-    return path
-
-
 def stride_paths(binary):
     out = subprocess.run([binary, "info", "--json"], capture_output=True, text=True, check=True).stdout
     paths = json.loads(out)["cpu"]["supported_paths"]
@@ -127,18 +98,6 @@ def triad_gbs(binary, threads, override):
     return float(json.loads(out.strip().splitlines()[-1])["triad_gbs"]), str(mp)
 
 
-def llama_bench_once(lb, model, a):
-    out, rss = run_measured([lb, "-m", model, "-p", a.prompt, "-n", a.gen, "-t", a.threads,
-                             "-fa", "0,1", "-r", "1", "-o", "json"])
-    rows = json.loads(out[out.index("["):])
-    res = {}
-    for r in rows:
-        kind = "pp" if int(r["n_prompt"]) > 0 and int(r["n_gen"]) == 0 else "tg"
-        res[f"{kind}_fa{1 if int(r['flash_attn']) == 1 else 0}"] = float(r["avg_ts"])
-    info = {k: rows[0].get(k) for k in ("build_commit", "build_number", "cpu_info", "model_type")}
-    return res, rss, info
-
-
 def stride_once(binary, path, model, ids, n_gen, threads):
     env = dict(os.environ, STRIDE_CPU=path)
     out, rss = run_measured([binary, "run", "-m", model, "--prompt-ids", " ".join(map(str, ids)),
@@ -151,8 +110,9 @@ def stride_once(binary, path, model, ids, n_gen, threads):
             "self_peak_rss": int(j.get("peak_rss_bytes", 0))}, rss
 
 
-def bench_preset(preset, lb, sbin, paths, triad, a):
-    """sbin runs as "stride-<path>"; a.baseline_bin, when set, as "baseline-<path>"."""
+def bench_preset(preset, anchor_bins, sbin, paths, triad, a):
+    """sbin runs as "stride-<path>"; a.baseline_bin, when set, as "baseline-<path>";
+    ANCHOR_BINS: {anchor engine: its llama-bench}."""
     model = shaped.ensure(preset, a.shaped_dir)
     cfg = shaped.PRESETS[preset]
     file_bytes = model.stat().st_size
@@ -161,19 +121,21 @@ def bench_preset(preset, lb, sbin, paths, triad, a):
     binaries = {f"stride-{p}": (sbin, p) for p in paths}
     if a.baseline_bin:
         binaries.update({f"baseline-{p}": (a.baseline_bin, p) for p in paths})
-    names = [LLAMA] + list(binaries)
+    units = anchors.units(anchor_bins)
+    names = list(units) + list(binaries)
     for b, p in binaries.values():  # page in the file, first-touch the buffers
         stride_once(b, p, model, ids[:16], 2, a.threads)
     samples = {n: [] for n in names}
     rss = {n: [] for n in names}
-    llama_info = {}
+    info = {}
+    tests = ["-p", a.prompt, "-n", a.gen]
     for rep in range(a.reps):
         k = rep % len(names)
         for n in names[k:] + names[:k]:
-            if n == LLAMA:
-                r, m, llama_info = llama_bench_once(lb, model, a)
-                log(f"  {preset} rep {rep + 1}: llama.cpp pp {r['pp_fa0']:.1f}/{r['pp_fa1']:.1f} "
-                    f"tg {r['tg_fa0']:.2f}/{r['tg_fa1']:.2f} tok/s (fa 0/1), peak RSS {m / 1e9:.2f} GB")
+            if n in units:
+                eng, lb, extra = units[n]
+                r, m, info[eng] = anchors.llama_bench_once(lb, model, tests, a.threads, extra)
+                log(f"  {preset} rep {rep + 1}: {n} {anchors.describe(r)} tok/s, peak RSS {m / 1e9:.2f} GB")
             else:
                 r, m = stride_once(*binaries[n], model, ids, a.gen, a.threads)
                 log(f"  {preset} rep {rep + 1}: {n} prefill {r['prefill']:.1f} decode {r['decode']:.2f} "
@@ -181,44 +143,59 @@ def bench_preset(preset, lb, sbin, paths, triad, a):
             samples[n].append(r)
             rss[n].append(m)
     med = lambda n, key: statistics.median(s[key] for s in samples[n])  # noqa: E731
-    lp = {f"fa{f}": med(LLAMA, f"pp_fa{f}") for f in (0, 1)}
-    lt = {f"fa{f}": med(LLAMA, f"tg_fa{f}") for f in (0, 1)}
-    lp_fa, lt_fa = max(lp, key=lp.get), max(lt, key=lt.get)
-    engines = {LLAMA: {"prefill_tok_s": lp[lp_fa], "decode_tok_s": lt[lt_fa], "prefill_fa": lp_fa,
-                       "decode_fa": lt_fa, "pp_tok_s_by_fa": lp, "tg_tok_s_by_fa": lt,
-                       "peak_rss_bytes": max(rss[LLAMA]), **llama_info}}
-    for n in names[1:]:
+    metrics = {"prefill": f"pp{a.prompt}", "decode": f"tg{a.gen}"}
+    engines = {}
+    for eng in anchor_bins:
+        mine = [u for u in units if units[u][0] == eng]
+        engines[eng] = {**anchors.summarize(eng, {u: samples[u] for u in mine}, metrics),
+                        "peak_rss_bytes": max(max(rss[u]) for u in mine),
+                        "peak_rss_bytes_by_unit": {u: max(rss[u]) for u in mine}, **info[eng]}
+    for n in binaries:
         engines[n] = {"prefill_tok_s": med(n, "prefill"), "decode_tok_s": med(n, "decode"),
                       "peak_rss_bytes": max(rss[n]),
                       "self_peak_rss_bytes": max(s["self_peak_rss"] for s in samples[n])}
+    anchor_figs = {e: engines[e] for e in anchor_bins}
     for n, e in engines.items():
         e["rss_over_file"] = e["peak_rss_bytes"] / file_bytes
         e["decode_gbs"] = e["decode_tok_s"] * bpt / 1e9
         e["decode_bw_share"] = e["decode_gbs"] / triad if triad else None
-        if n != LLAMA:
-            e["prefill_ratio"] = e["prefill_tok_s"] / engines[LLAMA]["prefill_tok_s"]
-            e["decode_ratio"] = e["decode_tok_s"] / engines[LLAMA]["decode_tok_s"]
+        if n in binaries:  # prefill_ratio/decode_ratio: against mainline; *_ratio_ik: against ik
+            for fig in metrics:
+                for anchor, ratio in anchors.ratios(e[f"{fig}_tok_s"], anchor_figs, fig).items():
+                    e[f"{fig}_ratio" + ("_ik" if anchor == IK else "")] = ratio
     return {"file": str(model), "file_bytes": file_bytes, "bytes_per_token": bpt,
             "shape": cfg, "engines": engines, "samples": samples, "rss_samples": rss}
 
 
 def markdown(report):
+    has_ik = any(IK in r["engines"] for r in report["results"].values())
     md = [f"# stride vs llama-bench on model shapes ({report['date']}, {report['cpu']}, "
-          f"{report['threads']} threads, median of {report['reps']})", "",
+          f"{report['threads']} threads, median of {report['reps']}, loadavg {report['loadavg'][0]:.1f})", "",
           f"prompt {report['prompt_tokens']} tokens, {report['gen_tokens']} generated; "
           f"triad {report['triad_gbs'] or 0:.1f} GB/s; stride {report['git_commit'][:12]}, "
-          f"llama.cpp {report.get('llama_build_commit') or '?'}", "",
-          "| preset | engine | prefill tok/s | decode tok/s | prefill ratio | decode ratio | "
-          "decode GB/s | decode BW share | peak RSS GB | RSS / file |", "|---|---|---|---|---|---|---|---|---|---|"]
+          f"llama.cpp {report.get('llama_build_commit') or '?'}"
+          + (f", ik_llama.cpp {report.get('ik_build_commit') or '?'}" if has_ik else ""), "",
+          "ratios: stride / anchor; an anchor's figure is its fastest setting (flash attention, ik's -rtr)", "",
+          "| preset | engine | prefill tok/s | decode tok/s | prefill / llama.cpp | decode / llama.cpp | "
+          + ("prefill / ik | decode / ik | " if has_ik else "")
+          + "decode GB/s | decode BW share | peak RSS GB | RSS / file |",
+          "|---|---|---|---|---|---|" + ("---|---|" if has_ik else "") + "---|---|---|---|"]
+    fmt = lambda e, k: f"{e[k]:.2f}" if k in e else "-"  # noqa: E731
     for preset, r in report["results"].items():
         for n, e in r["engines"].items():
-            pr = f"{e['prefill_ratio']:.2f}" if "prefill_ratio" in e else "1"
-            dr = f"{e['decode_ratio']:.2f}" if "decode_ratio" in e else "1"
             bw = f"{e['decode_bw_share']:.2f}" if e["decode_bw_share"] is not None else "-"
-            eng = n + (f" (pp {e['prefill_fa']}, tg {e['decode_fa']})" if n == LLAMA else "")
-            md.append(f"| {preset} | {eng} | {e['prefill_tok_s']:.1f} | {e['decode_tok_s']:.2f} | {pr} | "
-                      f"{dr} | {e['decode_gbs']:.1f} | {bw} | {e['peak_rss_bytes'] / 1e9:.2f} | "
-                      f"{e['rss_over_file']:.2f} |")
+            eng = n + (f" (pp {e['prefill_setting']}, tg {e['decode_setting']})" if "prefill_setting" in e else "")
+            ik_cols = f"{fmt(e, 'prefill_ratio_ik')} | {fmt(e, 'decode_ratio_ik')} | " if has_ik else ""
+            md.append(f"| {preset} | {eng} | {e['prefill_tok_s']:.1f} | {e['decode_tok_s']:.2f} | "
+                      f"{fmt(e, 'prefill_ratio')} | {fmt(e, 'decode_ratio')} | {ik_cols}"
+                      f"{e['decode_gbs']:.1f} | {bw} | {e['peak_rss_bytes'] / 1e9:.2f} | {e['rss_over_file']:.2f} |")
+    md += ["", "Anchor settings (median tok/s of each):"]
+    for preset, r in report["results"].items():
+        for n, e in r["engines"].items():
+            for fig in ("prefill", "decode"):
+                by = e.get(f"{fig}_tok_s_by_setting")
+                if by:
+                    md.append(f"- {preset} {n} {fig}: " + ", ".join(f"{k} {v:.2f}" for k, v in by.items()))
     return "\n".join(md)
 
 
@@ -249,10 +226,14 @@ def grouped_bars(path, groups, series, ylabel, title, unit_line=False):
 
 def plot(report, path):
     presets = list(report["results"])
-    series = [(f"{n.split('-', 1)[1]} {m}", [report["results"][p]["engines"][n][f"{m}_ratio"] for p in presets])
-              for n in report["results"][presets[0]]["engines"] if n != LLAMA for m in ("prefill", "decode")]
-    grouped_bars(path, presets, series, "stride / llama.cpp (tok/s)",
-                 f"stride vs llama-bench, {report['threads']} threads, {report['cpu']}", unit_line=True)
+    first = report["results"][presets[0]]["engines"]
+    suffixes = [("", LLAMA)] + ([("_ik", "ik")] if IK in first else [])
+    series = [(f"{n.split('-', 1)[1]} {m} / {label}",
+               [report["results"][p]["engines"][n][f"{m}_ratio{sfx}"] for p in presets])
+              for n in first if n not in anchors.ENGINES for m in ("prefill", "decode") for sfx, label in suffixes]
+    grouped_bars(path, presets, series, "stride / anchor (tok/s)",
+                 f"stride vs llama-bench of llama.cpp{' and ' + IK if len(suffixes) > 1 else ''}\n"
+                 f"{report['threads']} threads, {report['cpu']}", unit_line=True)
 
 
 def write_report(report, out, plot_fn, markdown_fn):
@@ -272,7 +253,9 @@ def main():
     ap.add_argument("--prompt", type=int, default=512)
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--triad-gbs", type=float, default=None, help="when machine_peak is missing")
-    ap.add_argument("--llama-bench", default=None)
+    ap.add_argument("--llama-bench", default=None, help="mainline llama.cpp's llama-bench")
+    ap.add_argument("--ik-llama-bench", default=None, help="ik_llama.cpp's llama-bench")
+    ap.add_argument("--no-ik", action="store_true", help="mainline llama.cpp as the only anchor (quick runs)")
     ap.add_argument("--baseline-bin", default=None,
                     help="a second stride binary (e.g. an older build), run on the same paths alongside")
     ap.add_argument("--paths", nargs="+", default=None, choices=["avx2", "avx512", "amx"],
@@ -285,23 +268,27 @@ def main():
     sbin = os.environ.get("STRIDE_BIN", str(ROOT / "build" / "stride"))
     if not os.access(sbin, os.X_OK):
         raise SystemExit(f"stride binary not found at {sbin} (set STRIDE_BIN)")
-    lb = find_llama_bench(a.llama_bench)
     paths = stride_paths(sbin)
     if a.paths:
         missing = [p for p in a.paths if p not in paths]
         if missing:
             raise SystemExit(f"this CPU cannot run stride path(s) {', '.join(missing)} (it runs {', '.join(paths)})")
         paths = [p for p in paths if p in a.paths]
+    anchor_bins = anchors.find_binaries(a.llama_bench, a.ik_llama_bench, not a.no_ik)
     triad, triad_src = triad_gbs(sbin, a.threads, a.triad_gbs)
-    log(f"stride {sbin} (paths {', '.join(paths)}), llama-bench {lb}, triad {triad} GB/s")
+    log(f"stride {sbin} (paths {', '.join(paths)}), llama-bench {anchor_bins}, triad {triad} GB/s")
     report = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "cpu": cpu_model(), "git_commit": git_commit(), "stride_bin": sbin, "llama_bench": lb,
+              "cpu": cpu_model(), "git_commit": git_commit(), "stride_bin": sbin,
+              "llama_bench": anchor_bins[LLAMA], "ik_llama_bench": anchor_bins.get(IK),
               "threads": a.threads, "prompt_tokens": a.prompt, "gen_tokens": a.gen, "reps": a.reps,
               "triad_gbs": triad, "triad_source": triad_src, "loadavg": os.getloadavg(),
               "statistic": "median", "results": {}}
     for preset in a.presets:
-        report["results"][preset] = bench_preset(preset, lb, sbin, paths, triad, a)
-        report["llama_build_commit"] = report["results"][preset]["engines"][LLAMA].get("build_commit")
+        report["results"][preset] = bench_preset(preset, anchor_bins, sbin, paths, triad, a)
+        engines = report["results"][preset]["engines"]
+        report["llama_build_commit"] = engines[LLAMA].get("build_commit")
+        if IK in engines:
+            report["ik_build_commit"] = engines[IK].get("build_commit")
     write_report(report, a.out, plot, markdown)
 
 
