@@ -28,7 +28,7 @@ nlohmann::json needle_trace_json(const NeedleTrace& tr) {
                      {"candidates", h.candidates}, {"budget", h.budget}, {"selected_mass", h.selected_mass},
                      {"oracle_mass", h.oracle_mass}, {"needle_pages", pages}, {"outcomes", outcomes}});
   }
-  return {{"query_position", tr.query_position}, {"page_size", tr.page_size}, {"needles", needles},
+  return {{"query_position", tr.query_position}, {"ids", tr.ids}, {"page_size", tr.page_size}, {"needles", needles},
           {"heads", heads},
           {"summary", {{"read", tr.read}, {"estimate_miss", tr.estimate_miss}, {"budget_miss", tr.budget_miss}}}};
 }

@@ -145,6 +145,7 @@ HeadTrace trace_head(int layer, int kv_head, const std::vector<uint8_t>& selecte
 Expected<NeedleTrace> trace_needles(Engine& engine, const TaskInstance& instance) {
   if (instance.needles.empty()) return Unsupported("no needle located in the prompt");
   FirstDecodeObserver observer;
+  int32_t first_token = -1;
   {
     ObserverScope scope(engine.kv(), &observer);
     GenerateOptions g;
@@ -152,13 +153,15 @@ Expected<NeedleTrace> trace_needles(Engine& engine, const TaskInstance& instance
     g.ignore_eos = true;
     g.sampling.temperature = 0.f;
     STRIDE_ASSIGN_OR_RETURN(GenerateResult r, engine.generate(instance.ids, g, {}));
-    (void)r;
+    first_token = r.generated_ids.empty() ? -1 : r.generated_ids[0];
   }
   if (observer.heads().empty()) return Unsupported("no top-k layer selected pages on the first decode step");
   NeedleTrace out;
   out.query_position = observer.query_position();
   out.page_size = observer.page_size();
   out.needles = instance.needles;
+  out.ids = instance.ids;
+  out.ids.push_back(first_token);
   size_t counted = 0;
   for (const ObservedHead& o : observer.heads()) {
     HeadTrace h = trace_head(o.layer, o.kv_head, o.selected, o.fixed, o.estimate, o.mass, instance.needles,

@@ -45,6 +45,7 @@ struct HeadTrace {
 
 struct NeedleTrace {
   int64_t query_position = 0;  // the traced decode step's query
+  std::vector<int32_t> ids;    // the prompt and the traced step's token: what to rerun elsewhere
   int page_size = 0;
   std::vector<NeedleSpan> needles;
   std::vector<HeadTrace> heads;  // by layer, then kv head

@@ -95,7 +95,7 @@ TEST(NeedleTraceHead, RanksCandidatesAndBlamesEstimateOrBudget) {
   const std::vector<float> estimate = {9, 1, 2, 5, 3, 9};
   const std::vector<double> mass = {0.3, 0.05, 0.4, 0.1, 0.05, 0.1};
   // Needle A on page 2 (exact best, estimate third): the estimate's miss.
-  // Needle B on page 4 (exact third of four): outside the budget of 1.
+  // Needle B on page 4 (exact last of four): outside the budget of 1.
   const std::vector<NeedleSpan> needles = {{64, 80, true}, {130, 140, true}, {96, 100, false}};
   const HeadTrace h = trace_head(4, 1, selected, fixed, estimate, mass, needles, 32);
   EXPECT_EQ(h.pages, 6);
@@ -110,7 +110,7 @@ TEST(NeedleTraceHead, RanksCandidatesAndBlamesEstimateOrBudget) {
   EXPECT_FALSE(h.needle_pages[0].selected);
   EXPECT_EQ(h.needle_pages[1].page, 4);
   EXPECT_EQ(h.needle_pages[1].rank_estimate, 1);
-  EXPECT_EQ(h.needle_pages[1].rank_exact, 2);  // ties with page 1 go to the lower page
+  EXPECT_EQ(h.needle_pages[1].rank_exact, 3);  // tied with page 1, which goes first
   EXPECT_EQ(h.needle_pages[2].page, 3);
   EXPECT_TRUE(h.needle_pages[2].selected);
   EXPECT_EQ(h.needle_pages[2].rank_estimate, 0);
