@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 
 #include "attention/page_mass.h"
 #include "attention/topk_bound.h"
