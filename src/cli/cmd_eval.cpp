@@ -47,6 +47,7 @@ struct EvalArgs {
   int max_new_tokens = 0;
   std::string resume;  // trial log (JSON lines): trials in it are not run again; new ones are appended
   bool dry_run = false;
+  bool trace_failures = false;  // trace the selection of each needle a policy misses where dense found it
 };
 
 Expected<RulerSuiteOptions> suite_options(const EvalArgs& a) {
@@ -271,6 +272,11 @@ int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance
     if (!engine) return fail(engine.status());
     auto run = run_policy(**engine, sweep[p].policy, instances, memo_of(log.get(), sweep[p].key));
     if (!run) return fail(run.status());
+    if (a.trace_failures) {
+      auto traced = trace_failures(**engine, runs[0], *run, instances);
+      if (!traced) return fail(traced.status());
+      std::fprintf(stderr, "eval: %s: %zu missed needles traced\n", sweep[p].policy.c_str(), *traced);
+    }
     runs.push_back(std::move(*run));
   }
   return 0;
@@ -328,6 +334,9 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--resume", args->resume,
                   "trial log (JSON lines): trials already in it are not run again, each new one is appended "
                   "as it finishes, so a stopped sweep resumes");
+  cmd->add_flag("--trace-failures", args->trace_failures,
+                "for each needle a top-k policy misses where dense found it, record per layer and kv head "
+                "the needle pages' rank by the selector's estimate and by exact attention mass");
   cmd->add_flag("--dry-run", args->dry_run, "print what the sweep would run and its estimated time, then stop");
   cmd->add_option("--plot", args->plot_out, "draw a heat-map PNG from the JSON (needs matplotlib)");
   cmd->add_option("--chat", args->chat, "auto: the GGUF's chat template if it has one; on; off")

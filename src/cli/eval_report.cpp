@@ -10,6 +10,29 @@ namespace stride::cli {
 
 namespace {
 
+nlohmann::json needle_trace_json(const NeedleTrace& tr) {
+  nlohmann::json needles = nlohmann::json::array(), heads = nlohmann::json::array();
+  for (const NeedleSpan& n : tr.needles)
+    needles.push_back({{"tokens", {n.first, n.end}}, {"asked", n.asked},
+                       {"pages", {n.first / tr.page_size, (n.end - 1) / tr.page_size}}});
+  for (const HeadTrace& h : tr.heads) {
+    nlohmann::json pages = nlohmann::json::array(), outcomes = nlohmann::json::array();
+    for (const NeedlePageTrace& p : h.needle_pages) {
+      auto rank = [&](int64_t r) { return p.fixed ? nlohmann::json() : nlohmann::json(r); };
+      pages.push_back({{"needle", p.needle}, {"page", p.page}, {"fixed", p.fixed}, {"selected", p.selected},
+                       {"rank_estimate", rank(p.rank_estimate)}, {"rank_exact", rank(p.rank_exact)},
+                       {"estimate", p.estimate}, {"mass", p.mass}});
+    }
+    for (const NeedleOutcome o : h.outcomes) outcomes.push_back(needle_outcome_name(o));
+    heads.push_back({{"layer", h.layer}, {"kv_head", h.kv_head}, {"pages", h.pages},
+                     {"candidates", h.candidates}, {"budget", h.budget}, {"selected_mass", h.selected_mass},
+                     {"oracle_mass", h.oracle_mass}, {"needle_pages", pages}, {"outcomes", outcomes}});
+  }
+  return {{"query_position", tr.query_position}, {"ids", tr.ids}, {"page_size", tr.page_size}, {"needles", needles},
+          {"heads", heads},
+          {"summary", {{"read", tr.read}, {"estimate_miss", tr.estimate_miss}, {"budget_miss", tr.budget_miss}}}};
+}
+
 double mean_tokens(const std::vector<TaskInstance>& instances, RulerTask task, int64_t length) {
   double sum = 0;
   int n = 0;
@@ -87,6 +110,7 @@ void report_trials(const std::vector<PolicyRun>& runs, const std::vector<TaskIns
                                   {"new_tokens", trial.new_tokens}, {"max_new_tokens", t.max_new_tokens},
                                   {"recalled", trial.recalled},
                                   {"prompt_sha256", prompt_fingerprint(t)}});
+      if (trial.trace) report["trials"].back()["trace"] = needle_trace_json(*trial.trace);
     }
   }
 }

@@ -79,6 +79,22 @@ Expected<PolicyRun> run_suite(Engine& engine, const std::string& policy, const s
   return run;
 }
 
+Expected<size_t> trace_failures(Engine& engine, const PolicyRun& dense, PolicyRun& run,
+                                const std::vector<TaskInstance>& instances) {
+  size_t traced = 0;
+  for (size_t i = 0; i < run.trials.size() && i < dense.trials.size(); ++i) {
+    RulerTrial& trial = run.trials[i];
+    const TaskInstance& t = instances[trial.instance];
+    if (trial.score >= 1.0 || dense.trials[i].score < 1.0 || t.needles.empty()) continue;
+    Expected<NeedleTrace> tr = trace_needles(engine, t);
+    if (!tr && tr.status().code() == StatusCode::kUnsupported) return traced;  // no top-k layer to trace
+    if (!tr) return tr.status();
+    trial.trace = std::move(*tr);
+    ++traced;
+  }
+  return traced;
+}
+
 std::vector<SuiteCell> summarize(const PolicyRun& run, const std::vector<TaskInstance>& instances) {
   std::vector<SuiteCell> cells;
   std::map<std::pair<int, int64_t>, AccuracyMean> means;

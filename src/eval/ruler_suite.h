@@ -5,11 +5,13 @@
 // (task, length).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "engine/engine.h"
+#include "eval/needle_trace.h"
 #include "eval/ruler_tasks.h"
 #include "eval/trial_log.h"
 
@@ -36,6 +38,7 @@ struct RulerTrial {
   int new_tokens = 0;
   double score = 0;
   bool recalled = false;  // taken from a trial log, not run now
+  std::optional<NeedleTrace> trace;  // --trace-failures: why a needle was missed
 };
 
 struct PolicyRun {
@@ -56,6 +59,13 @@ struct TrialMemo {
 Expected<PolicyRun> run_suite(Engine& engine, const std::string& policy, const std::vector<TaskInstance>& instances,
                               const std::function<void(size_t, size_t)>& on_trial = {},
                               const TrialMemo& memo = {});
+
+// --trace-failures: for every trial of `run` that scores below 1 where
+// `dense` scored 1 on the same prompt and whose prompt has located needles,
+// runs the prompt again on `engine` (the run's) with a selection trace
+// (needle_trace.h) and keeps it in the trial. Returns how many were traced.
+Expected<size_t> trace_failures(Engine& engine, const PolicyRun& dense, PolicyRun& run,
+                                const std::vector<TaskInstance>& instances);
 
 struct SuiteCell {
   RulerTask task = RulerTask::NiahSingle;

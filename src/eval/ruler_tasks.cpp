@@ -1,5 +1,6 @@
 #include "eval/ruler_tasks.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -99,7 +100,34 @@ Expected<TaskInstance> make_haystack_task(const TaskSpec& spec, const TaskContex
   sizing.units_for_tokens = [&](int64_t tokens) { return ctx.haystack.sentences_for_tokens(first, tokens); };
   sizing.answer_prefix = text.answer_prefix;
   STRIDE_ASSIGN_OR_RETURN(FittedPrompt f, fit_prompt(ctx.tokenizer, ctx.format, sizing));
-  return finish_task(spec, std::move(f), std::move(text.expected));
+  TaskInstance t = finish_task(spec, std::move(f), std::move(text.expected));
+  t.needles = locate_inserts(ctx.tokenizer, t.ids, text.inserts, t.expected);
+  return t;
+}
+
+std::vector<NeedleSpan> locate_inserts(const Tokenizer& tok, const std::vector<int32_t>& ids,
+                                       const std::vector<HaystackInsert>& inserts,
+                                       const std::vector<std::string>& expected) {
+  // The ids' text piece by piece, with each piece's first byte: an insert's
+  // tokens are those whose bytes overlap its bytes.
+  std::string text;
+  std::vector<size_t> starts;
+  for (const int32_t id : ids) {
+    starts.push_back(text.size());
+    text += tok.token_to_piece(id);
+  }
+  std::vector<NeedleSpan> out;
+  for (const HaystackInsert& ins : inserts) {
+    const size_t at = text.find(ins.text);
+    if (ins.text.empty() || at == std::string::npos) continue;
+    const size_t stop = at + ins.text.size();
+    NeedleSpan span;
+    span.first = (int64_t)(std::upper_bound(starts.begin(), starts.end(), at) - starts.begin()) - 1;
+    span.end = (int64_t)(std::lower_bound(starts.begin(), starts.end(), stop) - starts.begin());
+    for (const std::string& e : expected) span.asked = span.asked || ins.text.find(e) != std::string::npos;
+    out.push_back(span);
+  }
+  return out;
 }
 
 Expected<TaskInstance> make_task(const TaskSpec& spec, const TaskContext& ctx) {

@@ -43,6 +43,14 @@ struct TaskSpec {
   uint64_t seed = 1;
 };
 
+// Where an inserted sentence (a needle, a variable assignment) lies in the
+// prompt's ids: tokens [first, end). asked: it holds an expected string.
+struct NeedleSpan {
+  int64_t first = 0;
+  int64_t end = 0;
+  bool asked = false;
+};
+
 struct TaskInstance {
   TaskSpec spec;
   RenderedPrompt prompt;
@@ -50,6 +58,7 @@ struct TaskInstance {
   std::vector<std::string> expected;   // strings a right answer contains
   int max_new_tokens = 32;
   int trial = 0;                       // depth index or trial number within (task, length)
+  std::vector<NeedleSpan> needles;     // haystack tasks' inserts, in insert order
 };
 
 // What every task reads: the document, the tokenizer that sizes the prompt,
@@ -80,6 +89,11 @@ struct HaystackTaskText {
   std::vector<std::string> expected;
 };
 Expected<TaskInstance> make_haystack_task(const TaskSpec& spec, const TaskContext& ctx, HaystackTaskText text);
+
+// The token spans of `inserts` in ids (an insert not found is left out).
+std::vector<NeedleSpan> locate_inserts(const Tokenizer& tok, const std::vector<int32_t>& ids,
+                                       const std::vector<HaystackInsert>& inserts,
+                                       const std::vector<std::string>& expected);
 
 // Completes an instance from a fitted prompt (shared by every builder).
 TaskInstance finish_task(const TaskSpec& spec, FittedPrompt fitted, std::vector<std::string> expected);

@@ -54,6 +54,7 @@
 #include "kv/session_pages.h"
 #include "kv/shared/shared_page_store.h"
 #include "kv/shared_tier.h"
+#include "kv/selection_observer.h"
 #include "kv/step_kv.h"
 #include "kv/step_plan.h"
 #include "kv/step_reservation.h"
@@ -111,6 +112,8 @@ class KvManager final : public StepKv {
   // Whether select() on this layer changes shared state (so calls for
   // different sequences must not run at once).
   bool select_is_serial(int layer) const override { return topk_hot_set(cfg_.layer_policies[layer]); }
+  // Sees every top-k selection outside a hot set (null: none); not owned.
+  void set_selection_observer(SelectionObserver* observer) { observer_ = observer; }
   Status commit(StepPlan& plan);
 
   // Cuts seq back to its first `length` tokens, as if the rest had never
@@ -167,6 +170,7 @@ class KvManager final : public StepKv {
   SessionPages sessions_;
   ReadCounters reads_;
   std::unique_ptr<SharedTier> shared_;  // null until attach_shared_tier
+  SelectionObserver* observer_ = nullptr;
 };
 
 }  // namespace stride

@@ -160,6 +160,10 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
   }
   finish_layer_plan(pt, cfg_.page_size, cfg_.n_kv_heads, lp);
   lp.needs_selection = false;
+  if (observer_ && !topk_hot_set(policy)) {
+    observer_->on_selection({layer, &policy, s.length, step.n, q, n_head, cfg_.n_kv_heads, scale, cfg_.page_size,
+                             kv_len, &pt.table, summaries_.get(), pool_.get(), &lp.pages});
+  }
 #ifndef NDEBUG
   const Status plan_ok = check_plan(lp.pages, policy, cfg_.page_size, kv_len);
   assert(plan_ok.ok());

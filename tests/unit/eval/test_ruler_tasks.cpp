@@ -164,5 +164,29 @@ TEST_F(RulerTasks, SuiteBuildsEveryInstanceSeededByWhatItIs) {
   EXPECT_EQ(even_depths(5), (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
 }
 
+TEST_F(RulerTasks, NeedleSpansAreTheNeedlesTokens) {
+  const PromptFormat chat = smol_chat();
+  auto t = make(RulerTask::NiahMultikey, 1024, 0.4, 5, chat);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  ASSERT_EQ(t->needles.size(), 4u);  // the asked needle and 3 distractors
+  const Tokenizer& tok = *smol()->tok;
+  auto text = [&](int64_t a, int64_t b) {
+    return tok.decode(std::vector<int32_t>(t->ids.begin() + a, t->ids.begin() + b));
+  };
+  const std::string value_end = t->expected[0] + ".";
+  int asked = 0;
+  for (const NeedleSpan& n : t->needles) {
+    ASSERT_TRUE(0 <= n.first && n.first < n.end && n.end <= (int64_t)t->ids.size());
+    const std::string whole = text(n.first, n.end);
+    EXPECT_NE(whole.find("One of the special magic numbers for "), std::string::npos) << whole;
+    EXPECT_EQ(text(n.first + 1, n.end).find("One of the special"), std::string::npos);  // no token to spare
+    EXPECT_EQ(n.asked, whole.find(value_end) != std::string::npos) << whole;
+    if (n.asked) EXPECT_EQ(text(n.first, n.end - 1).find(value_end), std::string::npos);
+    asked += n.asked;
+  }
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(t->needles[0].asked, true);  // inserts keep their order: the asked one first
+}
+
 }  // namespace
 }  // namespace stride
