@@ -6,8 +6,9 @@ $STRIDE_CACHE/openai-spec/openapi.yml): the table in src/http/openai_fields.cpp.
   openai_request_fields.py            # prints the table as C++
   openai_request_fields.py --check    # exits 1 when the committed table differs
 
-A field allows null when its schema says `nullable: true`, has type null, or
-is an anyOf/oneOf with a member that does (following $refs).
+A field allows null when each schema that defines it (allOf parts included)
+says `nullable: true`, has type null, or is an anyOf/oneOf with a member that
+does (following $refs).
 """
 import os
 import re
@@ -35,12 +36,15 @@ def _resolve(schemas, node):
 
 
 def properties(schemas, node):
-    """Top-level properties of a request schema, through allOf and $refs."""
+    """Top-level properties of a request schema, through allOf and $refs: each name with every schema that
+    constrains it (an allOf part and the schema itself may both define it, and a value must meet all)."""
     node = _resolve(schemas, node)
     out = {}
     for part in node.get("allOf", []):
-        out.update(properties(schemas, part))
-    out.update(node.get("properties", {}))
+        for name, defs in properties(schemas, part).items():
+            out.setdefault(name, []).extend(defs)
+    for name, schema in node.get("properties", {}).items():
+        out.setdefault(name, []).append(schema)
     return out
 
 
@@ -59,8 +63,8 @@ def allows_null(schemas, node, depth=0):
 
 def table(schemas):
     """{C++ array name: {field: allows null}}."""
-    return {array: {name: allows_null(schemas, s)
-                    for name, s in properties(schemas, {"$ref": f"#/components/schemas/{schema}"}).items()}
+    return {array: {name: all(allows_null(schemas, d) for d in defs)
+                    for name, defs in properties(schemas, {"$ref": f"#/components/schemas/{schema}"}).items()}
             for array, schema in ENDPOINTS.items()}
 
 

@@ -22,7 +22,7 @@ constexpr OpenAIField kChatOpenAI[] = {
     {"prompt_cache_retention", true}, {"reasoning_effort", true}, {"response_format", false},
     {"safety_identifier", false}, {"seed", true}, {"service_tier", true}, {"stop", true}, {"store", true},
     {"stream", true}, {"stream_options", true}, {"temperature", true}, {"tool_choice", false}, {"tools", false},
-    {"top_logprobs", true}, {"top_p", true}, {"user", false}, {"verbosity", true}, {"web_search_options", false}};
+    {"top_logprobs", false}, {"top_p", true}, {"user", false}, {"verbosity", true}, {"web_search_options", false}};
 constexpr OpenAIField kCompletionsOpenAI[] = {
     {"best_of", true}, {"echo", true}, {"frequency_penalty", true}, {"logit_bias", true}, {"logprobs", true},
     {"max_tokens", true}, {"model", false}, {"n", true}, {"presence_penalty", true}, {"prompt", true},
