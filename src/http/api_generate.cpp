@@ -1,5 +1,6 @@
 // POST /v1/completions and /v1/chat/completions: validate, submit to the
 // scheduler, and relay its events as one JSON body or as Server-Sent Events.
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -15,20 +16,6 @@ namespace stride::server {
 using serving::Clock;
 
 namespace {
-
-// Chat chunks of `deltas`; pending log-probs go with the first. False: the client is gone.
-bool write_deltas(Responder& res, const ResponseIds& ids, const std::vector<nlohmann::json>& deltas,
-                  std::vector<serving::TokenLogprob>* lps, const Tokenizer& tok) {
-  for (const nlohmann::json& d : deltas) {
-    nlohmann::json lp;
-    if (lps && !lps->empty()) {
-      lp = logprobs_json(*lps, tok, true, 0);
-      lps->clear();
-    }
-    if (!res.write_chunk(sse(delta_chunk_json(ids, d, "", lp)))) return false;
-  }
-  return true;
-}
 
 // Appends the completions-shape log-probs `more` to `into` (either may be null).
 void append_logprobs(nlohmann::json& into, const nlohmann::json& more) {
@@ -77,8 +64,9 @@ std::shared_ptr<serving::RequestChannel> Api::submit_generation(Responder& res, 
   return ch;
 }
 
-// The events of one completion, turned into its response: accumulated into
-// one JSON body, or streamed as chunks as they arrive.
+// The events of one completion request, turned into its response: each
+// choice's (n, best_of, batched prompts: Event::index) accumulated into one
+// JSON body, or streamed as chunks that carry their choice's index.
 class Api::CompletionRelay final : public GenerationRelay {
  public:
   CompletionRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, GenerationCall g, bool chat)
@@ -88,18 +76,19 @@ class Api::CompletionRelay final : public GenerationRelay {
         ids_{(chat ? "chatcmpl-" : "cmpl-") + call.id.substr(4), call.model->id,
              (int64_t)std::chrono::duration_cast<std::chrono::seconds>(
                  std::chrono::system_clock::now().time_since_epoch()).count(),
-             chat} {
+             chat},
+        choices_((size_t)g_.n_prompts * g_.best_of) {
     // Tools offered (the reply may be calls) or a format with channels (reasoning apart).
     const bool channels = g_.tools.format == serving::ToolFormat::Harmony;
-    if (chat && (g_.tools.active() || channels)) {
-      tool_stream_.emplace(g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
-    }
-    if (g_.echo) text_ = *g_.echo;  // completions: the text starts with the prompt
+    if (chat && (g_.tools.active() || channels))
+      for (Choice& c : choices_) c.tool_stream.emplace(g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
+    if (g_.echo) choices_[0].text = *g_.echo;  // completions (one prompt, n=1): the text starts with the prompt
   }
 
- private:
   void write_head(Responder& res) override {
-    if (ids_.chat) res.write_chunk(sse(chunk_json(ids_, "", "", nullptr, true)));
+    if (ids_.chat)
+      for (size_t i = 0; i < choices_.size(); ++i)
+        res.write_chunk(sse(indexed(chunk_json(ids_, "", "", nullptr, true), (int)i)));
     // An echoed prompt goes first; when it is scored, with its log-probs, once they come.
     if (g_.echo && !g_.prompt_logprobs) res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", nullptr)));
   }
@@ -110,71 +99,167 @@ class Api::CompletionRelay final : public GenerationRelay {
   }
 
   void on_token(const serving::Event& ev, Responder& res) override {
+    if (ev.index < 0 || ev.index >= (int)choices_.size()) return;
+    on_choice_token(choices_[(size_t)ev.index], ev, res);
+  }
+
+  // One choice finished; the answer is complete when every choice has.
+  bool write_finish(const serving::Event& ev, Responder& res) override {
+    if (ev.index < 0 || ev.index >= (int)choices_.size()) return false;
+    Choice& c = choices_[(size_t)ev.index];
+    c.finished = true;
+    c.finish_reason = ev.finish_reason;
+    c.prompt_tokens = ev.prompt_tokens;
+    c.completion_tokens = ev.completion_tokens;
+    c.cached_tokens = ev.cached_tokens;
+    c.logprob_sum = ev.logprob_sum;
+    if (g_.stream) write_choice_finish(c, ev.index, res);
+    if (++finished_ < choices_.size()) return false;
+    write_end(res);
+    return true;
+  }
+
+
+ private:
+  struct Choice {
+    std::string text;
+    std::vector<serving::TokenLogprob> lps;
+    std::optional<ToolReplyStream> tool_stream;
+    bool finished = false;
+    std::string finish_reason;
+    int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+    double logprob_sum = 0;
+  };
+
+  static nlohmann::json indexed(nlohmann::json chunk, int index) {
+    chunk["choices"][0]["index"] = index;
+    return chunk;
+  }
+
+  void on_choice_token(Choice& c, const serving::Event& ev, Responder& res) {
     generated(ev.tokens);
     if (!ev.prompt_logprobs.empty()) {
       prompt_lp_ = logprobs_json(ev.prompt_logprobs, tok_, false, 0);
       if (g_.stream && !res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", prompt_lp_)))) return;
     }
     if (!g_.stream) {
-      text_ += ev.text;
-      lps_.insert(lps_.end(), ev.logprobs.begin(), ev.logprobs.end());
+      c.text += ev.text;
+      c.lps.insert(c.lps.end(), ev.logprobs.begin(), ev.logprobs.end());
       return;
     }
     if (ev.text.empty() && ev.logprobs.empty()) return;
     bool sent = true;
-    if (tool_stream_) {
+    if (c.tool_stream) {
       // Log-probs ride on the next delta that goes out (text may be held back).
-      lps_.insert(lps_.end(), ev.logprobs.begin(), ev.logprobs.end());
-      text_ += ev.text;
-      sent = write_deltas(res, ids_, tool_stream_->update(text_), g_.logprobs ? &lps_ : nullptr, tok_);
+      c.lps.insert(c.lps.end(), ev.logprobs.begin(), ev.logprobs.end());
+      c.text += ev.text;
+      sent = write_deltas(res, ev.index, c.tool_stream->update(c.text), g_.logprobs ? &c.lps : nullptr);
     } else {
-      const nlohmann::json lp = g_.logprobs ? logprobs_json(ev.logprobs, tok_, ids_.chat, text_.size()) : nlohmann::json();
-      text_ += ev.text;
-      sent = res.write_chunk(sse(chunk_json(ids_, ev.text, "", lp)));
+      const nlohmann::json lp =
+          g_.logprobs ? logprobs_json(ev.logprobs, tok_, ids_.chat, c.text.size()) : nlohmann::json();
+      c.text += ev.text;
+      sent = res.write_chunk(sse(indexed(chunk_json(ids_, ev.text, "", lp), ev.index)));
     }
     if (sent) written();  // else the client is gone: the session ends the request
   }
 
-  void write_finish(const serving::Event& ev, Responder& res) override {
-    const bool chat = ids_.chat;
-    if (!g_.stream) {
-      const size_t offset = g_.echo ? g_.echo->size() : 0;
-      nlohmann::json lp = g_.logprobs ? logprobs_json(lps_, tok_, chat, offset) : nlohmann::json();
-      if (!prompt_lp_.is_null()) {
-        nlohmann::json generated = std::move(lp);
-        lp = prompt_lp_;
-        append_logprobs(lp, generated);
+  // Chat chunks of `deltas`; pending log-probs go with the first. False: the client is gone.
+  bool write_deltas(Responder& res, int index, const std::vector<nlohmann::json>& deltas,
+                    std::vector<serving::TokenLogprob>* lps) {
+    for (const nlohmann::json& d : deltas) {
+      nlohmann::json lp;
+      if (lps && !lps->empty()) {
+        lp = logprobs_json(*lps, tok_, true, 0);
+        lps->clear();
       }
-      nlohmann::json body = completion_json(ids_, text_, ev.finish_reason, lp,
-                                            usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens));
-      if (chat && (g_.tools.active() || g_.tools.format == serving::ToolFormat::Harmony)) {
-        apply_tool_calls(body, text_, g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
-      }
-      return api_.json(res, call_, 200, dump(body));
+      if (!res.write_chunk(sse(indexed(delta_chunk_json(ids_, d, "", lp), index)))) return false;
     }
-    std::string finish = ev.finish_reason;
-    if (tool_stream_) {
-      std::vector<serving::TokenLogprob> held = lps_;
-      write_deltas(res, ids_, tool_stream_->finish(text_, finish), g_.logprobs ? &held : nullptr, tok_);
+    return true;
+  }
+
+  void write_choice_finish(Choice& c, int index, Responder& res) {
+    std::string finish = c.finish_reason;
+    if (c.tool_stream) {
+      std::vector<serving::TokenLogprob> held = c.lps;
+      write_deltas(res, index, c.tool_stream->finish(c.text, finish), g_.logprobs ? &held : nullptr);
     }
-    res.write_chunk(sse(chunk_json(ids_, "", finish, nullptr)));
+    res.write_chunk(sse(indexed(chunk_json(ids_, "", finish, nullptr), index)));
+  }
+
+  // Usage: each prompt once (its first branch reports it), every branch's tokens.
+  nlohmann::json usage() const {
+    int prompt = 0, completion = 0, cached = 0;
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      completion += choices_[i].completion_tokens;
+      if (i % (size_t)g_.best_of != 0) continue;
+      prompt += choices_[i].prompt_tokens;
+      cached += choices_[i].cached_tokens;
+    }
+    return usage_json(prompt, completion, cached);
+  }
+
+  // The choices returned, in index order: every branch, or with best_of the
+  // n of each prompt with the highest log-prob sums, best first.
+  std::vector<size_t> returned() const {
+    std::vector<size_t> out;
+    const size_t branches = (size_t)g_.best_of;
+    for (size_t first = 0; first < choices_.size(); first += branches) {
+      std::vector<size_t> order(branches);
+      for (size_t b = 0; b < branches; ++b) order[b] = first + b;
+      if (g_.best_of > g_.n)
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return choices_[a].logprob_sum > choices_[b].logprob_sum; });
+      out.insert(out.end(), order.begin(), order.begin() + g_.n);
+    }
+    return out;
+  }
+
+  void write_end(Responder& res) {
+    const nlohmann::json u = usage();
+    call_.completion_tokens = u["completion_tokens"].get<int>();
+    call_.finish_reason = choices_[0].finish_reason;
+    if (!g_.stream) return write_body(u, res);
     if (g_.include_usage) {
-      nlohmann::json u = chunk_json(ids_, "", "", nullptr);
-      u["choices"] = nlohmann::json::array();
-      u["usage"] = usage_json(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens);
-      res.write_chunk(sse(u));
+      nlohmann::json chunk = chunk_json(ids_, "", "", nullptr);
+      chunk["choices"] = nlohmann::json::array();
+      chunk["usage"] = u;
+      res.write_chunk(sse(chunk));
     }
     res.write_chunk("data: [DONE]\n\n");
     res.end_stream();
   }
 
+  void write_body(const nlohmann::json& u, Responder& res) {
+    const bool chat = ids_.chat;
+    nlohmann::json body;
+    nlohmann::json list = nlohmann::json::array();
+    for (size_t i : returned()) {
+      const Choice& c = choices_[i];
+      const size_t offset = g_.echo ? g_.echo->size() : 0;
+      nlohmann::json lp = g_.logprobs ? logprobs_json(c.lps, tok_, chat, offset) : nlohmann::json();
+      if (!prompt_lp_.is_null()) {
+        nlohmann::json generated = std::move(lp);
+        lp = prompt_lp_;
+        append_logprobs(lp, generated);
+      }
+      nlohmann::json one = completion_json(ids_, c.text, c.finish_reason, lp, u);
+      if (chat && (g_.tools.active() || g_.tools.format == serving::ToolFormat::Harmony)) {
+        apply_tool_calls(one, c.text, g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
+      }
+      one["choices"][0]["index"] = list.size();
+      list.push_back(std::move(one["choices"][0]));
+      if (body.is_null()) body = std::move(one);
+    }
+    body["choices"] = std::move(list);
+    return api_.json(res, call_, 200, dump(body));
+  }
+
   const GenerationCall g_;
   const Tokenizer& tok_;
   const ResponseIds ids_;
-  std::string text_;
-  std::vector<serving::TokenLogprob> lps_;
+  std::vector<Choice> choices_;  // [prompts * branches]
+  size_t finished_ = 0;
   nlohmann::json prompt_lp_;  // an echoed prompt's log-probs (completions shape)
-  std::optional<ToolReplyStream> tool_stream_;
 };
 
 void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat) {

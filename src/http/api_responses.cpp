@@ -133,10 +133,13 @@ class Api::ResponsesRelay final : public GenerationRelay {
     res.write_chunk(rs_.event("response.failed", {{"response", rs_.response()}}));
   }
 
-  void write_finish(const serving::Event& ev, Responder& res) override {
+  bool write_finish(const serving::Event& ev, Responder& res) override {
     const serving::ServeConfig& cfg = api_.config();
     rs_.finish(ev, text_, cache_write_tokens(ev.prompt_tokens, ev.cached_tokens, cfg.page_size, cfg.cache_reuse));
-    if (!streaming_) return api_.json(res, call_, 200, dump(rs_.response()));
+    if (!streaming_) {
+      api_.json(res, call_, 200, dump(rs_.response()));
+      return true;
+    }
     nlohmann::json done = rs_.at_part();
     done["text"] = text_;
     done["logprobs"] = nlohmann::json::array();
@@ -149,6 +152,7 @@ class Api::ResponsesRelay final : public GenerationRelay {
     const bool complete = rs_.response()["status"] == "completed";
     res.write_chunk(rs_.event(complete ? "response.completed" : "response.incomplete", {{"response", rs_.response()}}));
     res.end_stream();
+    return true;
   }
 
   ResponseStream rs_;

@@ -25,8 +25,7 @@ bool Api::GenerationRelay::on_event(serving::Event& ev, Responder& res) {
   }
   call_.completion_tokens = ev.completion_tokens;
   call_.finish_reason = ev.finish_reason;
-  write_finish(ev, res);
-  return false;
+  return !write_finish(ev, res);
 }
 
 void Api::GenerationRelay::on_client_gone() {

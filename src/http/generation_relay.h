@@ -29,8 +29,10 @@ class Api::GenerationRelay : public EventRelay {
   virtual void on_token(const serving::Event& ev, Responder& res) = 0;
   // The endpoint's error chunks; the stream ends after them.
   virtual void write_stream_error(int http_status, const std::string& message, Responder& res) = 0;
-  // The answer once generation finished (the call records the finish already).
-  virtual void write_finish(const serving::Event& ev, Responder& res) = 0;
+  // A finish event (the call records it already; a relay of several choices
+  // records its own sum). True when the answer is complete: every choice of
+  // the request has finished.
+  virtual bool write_finish(const serving::Event& ev, Responder& res) = 0;
 
   // Tokens generated; they count as received once written (written()).
   void generated(int tokens) { pending_tokens_ += tokens; }

@@ -98,34 +98,60 @@ ApiError read_template_variables(const json& b, serving::GenerationRequest& g) {
 
 }  // namespace
 
+namespace {
+
+ApiError read_token_list(const json& p, const ParseContext& ctx, std::vector<int32_t>& out) {
+  if (!p.is_array() || p.empty()) return api_error(serving::prompt_shape_error());
+  if ((int64_t)p.size() > ctx.cfg->max_context_length) return api_error(serving::prompt_tokens_over_context());
+  out.reserve(p.size());
+  for (const auto& t : p) {
+    if (!is_json_integer(t)) return bad_field("prompt", "token prompts must be lists of integers");
+    const std::optional<int64_t> id = json_int64(t);
+    if (!id || *id < 0 || *id >= ctx.n_vocab) return api_error(serving::token_id_error(ctx.n_vocab));
+    out.push_back((int32_t)*id);
+  }
+  return {};
+}
+
+}  // namespace
+
 ApiError read_prompt(const json& b, const ParseContext& ctx, serving::GenerationRequest& g) {
   Fields f(b);
   const json* found = f.find("prompt");
   if (!found) return bad_field("prompt", "'prompt' is required");
   STRIDE_API_TRY(f.opt_bool("parse_special", g.parse_special));
-  return read_prompt_value(*found, ctx, g);
+  // A batch: a list of strings or a list of token lists, each prompt its own choices.
+  const json& p = *found;
+  if (p.is_array() && p.size() > 1 && (p[0].is_string() || p[0].is_array())) {
+    const bool texts = p[0].is_string();
+    for (const auto& one : p) {
+      if (texts ? !one.is_string() : !one.is_array()) {
+        return bad_field("prompt", "a batch of prompts must be all strings or all lists of token ids");
+      }
+    }
+    for (size_t i = 1; i < p.size(); ++i) {
+      if (texts) {
+        g.more_texts.push_back(p[i].get<std::string>());
+      } else {
+        STRIDE_API_TRY(read_token_list(p[i], ctx, g.more_tokens.emplace_back()));
+      }
+    }
+    return read_prompt_value(p[0], ctx, g);
+  }
+  return read_prompt_value(p, ctx, g);
 }
 
 ApiError read_prompt_value(const json& value, const ParseContext& ctx, serving::GenerationRequest& g) {
   const json* p = &value;
-  // A batch of one prompt is accepted; several prompts are not (n=1 serving).
+  // A batch of one prompt is its prompt.
   if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
   if (p->is_string()) {
     g.prompt = serving::GenerationRequest::Prompt::Text;
     g.text = p->get<std::string>();
     return {};
   }
-  if (!p->is_array() || p->empty()) return api_error(serving::prompt_shape_error());
-  if ((int64_t)p->size() > ctx.cfg->max_context_length) return api_error(serving::prompt_tokens_over_context());
   g.prompt = serving::GenerationRequest::Prompt::Tokens;
-  g.tokens.reserve(p->size());
-  for (const auto& t : *p) {
-    if (!is_json_integer(t)) return bad_field("prompt", "token prompts must be lists of integers");
-    const std::optional<int64_t> id = json_int64(t);
-    if (!id || *id < 0 || *id >= ctx.n_vocab) return api_error(serving::token_id_error(ctx.n_vocab));
-    g.tokens.push_back((int32_t)*id);
-  }
-  return {};
+  return read_token_list(*p, ctx, g.tokens);
 }
 
 ApiError read_messages(const json& b, serving::GenerationRequest& g) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "grammar/json_schema.h"
 #include "http/legacy_functions.h"
@@ -34,13 +35,33 @@ ApiError read_unsupported(const json& b, bool chat, const ParseContext& ctx) {
   std::string model;
   TRY(f.opt_string("model", 1024, model));
   TRY(check_model_name(model, ctx.model_names));
-  int n = 1;
-  TRY(f.opt_int("n", 1, 128, n));
-  if (n != 1) return bad_field("n", "only n=1 is supported");
-  int best_of = 1;
-  TRY(f.opt_int("best_of", 1, 128, best_of));
-  if (best_of != 1) return bad_field("best_of", "best_of is not supported");
   return refuse_unsupported(b, chat);
+}
+
+// n (chat and completions) and best_of (completions): how many branches
+// each prompt runs. All of a prompt's branches run in one batch (they share
+// its KV pages), so they must fit in the server's batch.
+ApiError read_choices(const json& b, bool chat, const ParseContext& ctx, GenerationCall& out) {
+  Fields f(b);
+  TRY(f.opt_int("n", 1, 128, out.n));
+  out.best_of = out.n;
+  TRY(f.opt_int("best_of", 1, 128, out.best_of));
+  if (chat && f.find("best_of") && !f.find("best_of")->is_null() && out.best_of != 1) {
+    return bad_field("best_of", "'best_of' is only accepted by /v1/completions");
+  }
+  if (chat) out.best_of = out.n;
+  if (out.best_of < out.n) return bad_field("best_of", "'best_of' must be greater than or equal to 'n'");
+  if (out.stream && out.best_of > out.n) {
+    return bad_field("best_of", "'best_of' greater than 'n' cannot be streamed: the best are known only at the end");
+  }
+  const int max_batch = ctx.cfg->max_batch;
+  if (out.best_of > max_batch) {
+    const char* key = out.best_of > out.n ? "best_of" : "n";
+    return bad_field(key, std::string("'") + key + "' is " + std::to_string(out.best_of) +
+                              "; this server runs at most " + std::to_string(max_batch) +
+                              " sequences together (max_batch), and a prompt's branches run together");
+  }
+  return {};
 }
 
 // Chat takes either name (max_tokens is OpenAI's older one); both are checked.
@@ -248,8 +269,20 @@ ApiError read_generation(const json& b, bool chat, const ParseContext& ctx, serv
     g.speculative = *m;
   }
   TRY(read_stream(b, out));
+  TRY(read_choices(b, chat, ctx, out));
+  if (out.best_of > 1 && g.speculative && *g.speculative != SpeculativeMode::Off) {
+    return bad_field("speculative", "speculative decoding runs one branch per prompt: use it with n=1");
+  }
+  if (g.prompt != serving::GenerationRequest::Prompt::Chat &&
+      (int64_t)(1 + g.more_texts.size() + g.more_tokens.size()) * out.best_of > ctx.cfg->max_queue * (int64_t)ctx.cfg->max_batch) {
+    return bad_field("prompt", "the batch has more prompts times branches than this server queues (max_queue * max_batch = " +
+                                   std::to_string(ctx.cfg->max_queue * (int64_t)ctx.cfg->max_batch) + ")");
+  }
   TRY(read_logprobs(b, chat, g));
   TRY(read_scoring_fields(b, chat, ctx.n_vocab, g));
+  if (g.echo && (out.best_of > 1 || !g.more_texts.empty() || !g.more_tokens.empty())) {
+    return bad_field("echo", "'echo' is served for one prompt with n=1");
+  }
   TRY(read_attention(b, ctx));
   TRY(read_structured_output(b, ctx, g));
   // Extension: a saved session whose tokens start the prompt (http/api_sessions.cpp checks the rest).
@@ -277,6 +310,26 @@ ApiError prepare_call(const serving::GenerationRequest& g, const ParseContext& c
   if (g.echo) {
     out.echo = g.prompt == serving::GenerationRequest::Prompt::Text ? g.text : ctx.tok->decode(out.req.prompt);
   }
+  out.req.branches = out.best_of;
+  out.req.sum_logprobs = out.best_of > out.n;
+  // A batch's other prompts, each prepared (tokenized, its room checked) as if sent alone.
+  serving::GenerationRequest one = g;
+  std::vector<std::string> texts = std::exchange(one.more_texts, {});
+  std::vector<std::vector<int32_t>> token_lists = std::exchange(one.more_tokens, {});
+  auto add = [&]() -> ApiError {
+    TRY(api_error(serving::prepare_generation(one, ctx.prepare(), p)));
+    out.req.more_prompts.push_back(std::move(p.req.prompt));
+    return {};
+  };
+  for (std::string& t : texts) {
+    one.text = std::move(t);
+    TRY(add());
+  }
+  for (std::vector<int32_t>& t : token_lists) {
+    one.tokens = std::move(t);
+    TRY(add());
+  }
+  out.n_prompts = out.req.n_prompts();
   return {};
 }
 

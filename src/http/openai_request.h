@@ -43,6 +43,9 @@ struct GenerationCall {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;
+  int n = 1;        // choices per prompt
+  int best_of = 1;  // branches per prompt (>= n); the n with the highest log-prob sums are kept
+  int n_prompts = 1;  // a batched completion's prompts (req is moved to the scheduler)
   ToolsRequest tools;       // chat: tool_choice none unless the request offers tools
   std::string prompt_text;  // for the audit log (only when enabled)
   std::string session;      // "session": continue from this saved session (the API loads it)

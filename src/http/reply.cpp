@@ -119,6 +119,7 @@ void Reply::feed() {
 }
 
 void Reply::relay_done() {
+  channel_->cancel();  // what still runs for the request (other choices, after an error) stops
   stop_relay();
   if (!relay_->finishes_off_strand()) {
     relay_.reset();

@@ -85,6 +85,13 @@ class KvManager final : public StepKv {
   // produced. With the prefix cache off this is add_sequence() (0 reused).
   Expected<PrefixHit> add_sequence_with_prefix(std::span<const int32_t> prompt);
   void remove_sequence(SeqId seq);  // frees every page it holds
+  // A new sequence holding what `parent` holds (kv_fork.cpp): its full pages
+  // shared (one more reference each), its last, partly written page copied,
+  // since both sequences write their next tokens there. Parallel sampling's
+  // branches start this way from one prefilled prompt. ResourceExhausted
+  // when the pool cannot take the copies; Unsupported with a top-k hot set
+  // (its tier state is per sequence). Nothing changes on error.
+  Expected<SeqId> fork_sequence(SeqId parent);
   int64_t length(SeqId seq) const;  // tokens committed
 
   // The step (see the top of this file). The plan refers to `batch`, which

@@ -27,6 +27,11 @@ struct KvStats {
   int64_t prefix_hit_tokens = 0;
   int64_t prefix_queries = 0;
   int64_t prefix_hits = 0;
+  // Forked sequences (KvManager::fork_sequence): how many, the pages they
+  // share with their parent, and the open pages copied for them.
+  int64_t forks = 0;
+  int64_t fork_pages_shared = 0;
+  int64_t fork_pages_copied = 0;
   // Offload tier (all 0 without one).
   int64_t pages_offloaded = 0;
   int64_t pages_restored = 0;

@@ -97,6 +97,10 @@ struct GenerationRequest {
   std::string text;               // Text; tokenized with the model's BOS rule
   bool parse_special = false;     // Text: control-token text becomes control tokens
   std::vector<int32_t> tokens;    // Tokens: used as given
+  // A batched completion's prompts after the first (of the first's kind),
+  // each prepared like the first and run as its own choices.
+  std::vector<std::string> more_texts;
+  std::vector<std::vector<int32_t>> more_tokens;
   std::vector<ClientMessage> messages;  // Chat
   // Chat: further template variables (client text), OpenAI's reasoning_effort
   // (empty: none), and whether the prompt ends with the assistant's opener.

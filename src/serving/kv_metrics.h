@@ -47,6 +47,12 @@ inline constexpr KvMetric kKvMetrics[] = {
      &KvStats::prefix_queries},
     {"stride_prefix_cache_lookup_hits_total", "counter", "Prefix cache lookups that reused some pages.",
      &KvStats::prefix_hits},
+    {"stride_kv_forks_total", "counter", "Sequences forked from another (parallel sampling's branches).",
+     &KvStats::forks},
+    {"stride_kv_fork_pages_shared_total", "counter", "KV pages a forked sequence took from its parent, shared.",
+     &KvStats::fork_pages_shared},
+    {"stride_kv_fork_pages_copied_total", "counter", "Partly written KV pages copied for a forked sequence.",
+     &KvStats::fork_pages_copied},
     // Offload tier (all 0 without one).
     {"stride_kv_offload_pages_offloaded_total", "counter",
      "Cached KV pages copied to the offload tier when evicted from the pool.", &KvStats::pages_offloaded},

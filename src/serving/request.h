@@ -64,6 +64,20 @@ struct ServeRequest {
   // save: once the prompt is prefilled its pages are exported and sent with
   // the Finish event (the request's one generated token is not part of them).
   bool save_session = false;
+  // Parallel sampling (OpenAI's n and best_of): `branches` completions of
+  // each prompt, branch j sampled with seed sampling.seed + j. The prompt is
+  // prefilled once and its KV pages shared by the branches
+  // (KvManager::fork_sequence). Events carry their choice in Event::index.
+  int branches = 1;
+  // A batched completion: the prompts after `prompt`; prompt i's branch j is
+  // choice i * branches + j.
+  std::vector<std::vector<int32_t>> more_prompts;
+  // Each branch sums its sampled tokens' log-probabilities into its Finish
+  // event (best_of keeps the branches with the highest sums).
+  bool sum_logprobs = false;
+
+  int n_prompts() const { return 1 + (int)more_prompts.size(); }
+  const std::vector<int32_t>& prompt_at(int i) const { return i == 0 ? prompt : more_prompts[(size_t)i - 1]; }
 };
 
 // Log-probs cross to the server as the sampler computes them.
@@ -88,7 +102,8 @@ struct Event {
   std::shared_ptr<const KvSnapshot> snapshot;  // Finish of a save_session request: the prompt's pages
   StatusCode code = StatusCode::kOk;    // Error
   std::string message;                  // Error
-  int index = 0;                        // Embedding: which input
+  int index = 0;                        // Embedding: which input; else which choice (ServeRequest::branches)
+  double logprob_sum = 0;               // Finish of a sum_logprobs request: its sampled tokens' log-probs summed
   std::vector<float> embedding;         // Embedding: its vector
 };
 

@@ -71,17 +71,7 @@ void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
       }
       continue;
     }
-    auto s = std::make_unique<Sequence>(std::move(ch), *engine_.tokenizer(), engine_.config().n_vocab,
-                                        opts_.max_context);
-    if (s->req().grammar) s->matcher = std::make_unique<grammar::GrammarMatcher>(s->req().grammar, token_trie());
-    start_drafter(*s);
-    if (s->ch->request.speculative == SpeculativeMode::Draft && !s->drafter && !s->matcher) {
-      fail(*s, InvalidArgument("speculative: draft needs a server started with --draft-model"));
-    } else if (s->req().max_tokens == 0 && s->req().prompt_logprobs < 0) {
-      finish(*s, "length");  // nothing to generate and nothing to score: the model is not run
-    } else {
-      waiting.push_back(std::move(s));
-    }
+    enqueue_generation(std::move(ch), waiting);
   }
   waiting_size_.store(waiting.size());
 }
@@ -157,21 +147,19 @@ void Scheduler::drop_expired(std::deque<std::unique_ptr<Sequence>>& waiting) {
 
 void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
   KvManager& kv = engine_.kv();
-  const KvManagerConfig& kc = kv.config();
   if (admission_paused_ && !running_.empty()) return;
   // Pages promised to the sequences admitted by this call: they reserve
   // nothing until their first step, so the pool's free count does not show them.
   int64_t promised = 0;
-  while ((int)running_.size() < opts_.max_batch && !waiting.empty()) {
+  // Batch slots the admitted sequences' branches take once they fork.
+  size_t branch_slots = 0;
+  for (const auto& r : running_) branch_slots += r->forks.size();
+  while ((int)(running_.size() + branch_slots) < opts_.max_batch && !waiting.empty()) {
     Sequence& s = *waiting.front();
-    // The pages the prompt and its first token need, in this scheduler's step
-    // sizes, from the policy predicate (kv/kv_pages_needed.h); a prefix hit
-    // can only need fewer.
-    if (s.admission_pages < 0)
-      s.admission_pages = pages_for_growth(kc.layer_policies, kc.page_size, 0, (int64_t)s.tokens.size() + 1,
-                                           opts_.step_tokens);
     const KvStats ks = kv.stats();
-    if (!running_.empty() && ks.pages_total - ks.pages_used - promised < s.admission_pages) break;
+    // A sequence with branches to fork waits for room for all of them.
+    const bool slots = (int)(running_.size() + branch_slots + 1 + s.forks.size()) <= opts_.max_batch;
+    if (!running_.empty() && (!slots || ks.pages_total - ks.pages_used - promised < admission_pages(s))) break;
     // The longest cached prefix (a shared system prompt, earlier turns of a
     // chat, or this sequence's own pages before a preemption) is not recomputed.
     // An embedding needs every token's hidden state: no prefix is reused, and
@@ -196,10 +184,11 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
     s.seq = hit->seq;
     s.n_cached = hit->reused_tokens;
     promised += s.admission_pages;
+    branch_slots += s.forks.size();
     if (!s.admitted_once) {
       metrics_.queue_time.observe(seconds(Clock::now() - s.ch->arrived));
       metrics_.prompt_tokens += (int64_t)s.tokens.size();
-      s.cached_prompt_tokens = (int)std::min<int64_t>(hit->reused_tokens, (int64_t)s.req().prompt.size());
+      s.cached_prompt_tokens = (int)std::min<int64_t>(hit->reused_tokens, s.prompt_size);
       s.admitted_once = true;
     }
     running_.push_back(std::move(waiting.front()));
@@ -330,6 +319,9 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
     s.pooled->add(s.hidden.data(), steps[i].n);
     if (s.remaining() == 0) finish_embedding(s);
   }
+  // A prompt just prefilled: its other branches start on its pages.
+  for (size_t i = 0, n = owners.size(); i < n; ++i)
+    if (owners[i]->want_logits && !owners[i]->forks.empty()) fork_branches(*owners[i], waiting, owners);
   publish_gauges(waiting.size());  // before the events, so clients never see stale gauges
   // Sampling and log-probabilities read only a sequence's own logits and
   // sampler, so all of the step's sequences draw at once, over the pool;
@@ -356,6 +348,9 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
     s.next_logprobs.clear();
     if (s.req().top_logprobs >= 0)
       s.next_logprobs.push_back(token_logprobs(s.logits.data(), n_vocab, s.next, s.req().top_logprobs));
+    if (s.req().sum_logprobs)
+      s.logprob_sum += s.next_logprobs.empty() ? token_logprobs(s.logits.data(), n_vocab, s.next, 0).logprob
+                                               : s.next_logprobs[0].logprob;
   });
   for (Sequence* s : owners) {
     if (s->verifying) {

@@ -58,6 +58,14 @@ class Scheduler {
   struct Sequence;
   void loop();
   void take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting);
+  // Parallel sampling and batched prompts (scheduler_branches.cpp): a
+  // generation's sequences, one per prompt, each carrying its other branches,
+  // which fork_branches() starts on its KV pages once its prompt is prefilled.
+  void enqueue_generation(std::shared_ptr<RequestChannel> ch, std::deque<std::unique_ptr<Sequence>>& waiting);
+  std::unique_ptr<Sequence> new_generation(const std::shared_ptr<RequestChannel>& ch, int prompt_index, int branch);
+  void fork_branches(Sequence& first, std::deque<std::unique_ptr<Sequence>>& waiting, std::vector<Sequence*>& owners);
+  // Pages and batch slots that admitting s (with its branches) promises.
+  int64_t admission_pages(Sequence& s) const;
   void drop_expired(std::deque<std::unique_ptr<Sequence>>& waiting);
   void admit(std::deque<std::unique_ptr<Sequence>>& waiting);
   bool step(std::deque<std::unique_ptr<Sequence>>& waiting);

@@ -4,6 +4,7 @@
 // records the request's latencies.
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "serving/scheduler_sequence.h"
 
@@ -16,6 +17,7 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // Takes the token sampled for `s` (s.next) and releases text.
 void Scheduler::after_logits(Sequence& s) {
   Event ev;
+  ev.index = s.choice;
   const int32_t id = s.next;
   ev.logprobs = std::move(s.next_logprobs);
   s.next_logprobs.clear();
@@ -44,13 +46,16 @@ void Scheduler::after_logits(Sequence& s) {
 }
 
 void Scheduler::finish(Sequence& s, const std::string& reason) {
+  // Branches not forked yet end with their first branch (cancelled, timed out).
+  for (auto& branch : std::exchange(s.forks, {})) finish(*branch, reason);
   Event tail;
+  tail.index = s.choice;
   tail.text = s.loop.finish();
   if (!tail.text.empty()) s.ch->push(std::move(tail));
   std::shared_ptr<const KvSnapshot> snapshot;
-  if (s.req().save_session && s.seq >= 0 && s.n_cached >= (int64_t)s.req().prompt.size()) {
+  if (s.req().save_session && s.seq >= 0 && s.n_cached >= s.prompt_size) {
     // The pages are still held by the sequence, so none was evicted.
-    Expected<KvSnapshot> got = engine_.kv().sessions().export_prefix(s.req().prompt);
+    Expected<KvSnapshot> got = engine_.kv().sessions().export_prefix(s.prompt());
     if (!got.ok()) return fail(s, got.status());
     snapshot = std::make_shared<const KvSnapshot>(std::move(*got));
   }
@@ -61,7 +66,9 @@ void Scheduler::finish(Sequence& s, const std::string& reason) {
   Event done;
   done.kind = EventKind::Finish;
   done.finish_reason = reason;
-  done.prompt_tokens = (int)s.req().prompt.size();
+  done.index = s.choice;
+  done.logprob_sum = s.logprob_sum;
+  done.prompt_tokens = (int)s.prompt_size;
   done.completion_tokens = s.n_generated;
   done.cached_tokens = s.cached_prompt_tokens;
   done.snapshot = std::move(snapshot);
@@ -82,8 +89,10 @@ void Scheduler::finish_embedding(Sequence& s) {
 }
 
 void Scheduler::fail(Sequence& s, const Status& st) {
+  for (auto& branch : std::exchange(s.forks, {})) fail(*branch, st);
   Event e;
   e.kind = EventKind::Error;
+  e.index = s.choice;
   e.code = st.code();
   e.message = st.message();
   release(s);

@@ -11,6 +11,12 @@
 
 namespace stride::serving {
 
+// Branch j of a parallel-sampling request draws with seed + j.
+inline SamplingParams branch_sampling(SamplingParams p, int branch) {
+  p.seed += (uint64_t)branch;
+  return p;
+}
+
 struct Scheduler::Sequence {
   std::shared_ptr<RequestChannel> ch;
   KvManager::SeqId seq = -1;       // -1: holds no KV (waiting or preempted)
@@ -46,17 +52,29 @@ struct Scheduler::Sequence {
   std::vector<int32_t> step_ids;     // [1 + drafts] the last token, then the drafts
   std::vector<float> rows;           // [1 + drafts, n_vocab] logits of every position
   VerifiedTokens verified;           // set between the forward pass and the commit
+  // Parallel sampling: which choice this is, and (on each prompt's first
+  // branch) the other branches, which fork from it once its prompt is
+  // prefilled (Scheduler::fork_branches).
+  int choice = 0;
+  int64_t prompt_size = 0;
+  std::vector<std::unique_ptr<Sequence>> forks;
+  double logprob_sum = 0;  // sum_logprobs: of the sampled tokens
 
-  Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab, int64_t max_context)
+  // Branch `branch` of the request's prompt `prompt_index`.
+  Sequence(std::shared_ptr<RequestChannel> c, const Tokenizer& tok, int n_vocab, int64_t max_context,
+           int prompt_index = 0, int branch = 0)
       : ch(std::move(c)),
-        tokens(ch->request.prompt),
-        sampler(ch->request.sampling),
+        tokens(ch->request.prompt_at(prompt_index)),
+        sampler(branch_sampling(ch->request.sampling, branch)),
         loop(tok,
              DecodeLimits{ch->request.max_tokens, max_context, ch->request.ignore_eos, ch->request.stop,
                           ch->request.render_special},
-             (int64_t)ch->request.prompt.size()),
-        logits(n_vocab) {}
+             (int64_t)tokens.size()),
+        logits(n_vocab),
+        choice(prompt_index * ch->request.branches + branch),
+        prompt_size((int64_t)tokens.size()) {}
   const ServeRequest& req() const { return ch->request; }
+  const std::vector<int32_t>& prompt() const { return req().prompt_at(choice / req().branches); }
   int64_t remaining() const { return (int64_t)tokens.size() - n_cached; }
   bool scoring_prompt() const { return req().prompt_logprobs >= 0 && !prompt_scored; }
 };

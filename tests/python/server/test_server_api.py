@@ -133,7 +133,7 @@ def test_error_codes(srv):
     assert_error(*srv.post("/v1/completions", b"{not json")[::2], 400, "invalid_request_error")
     assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "x", "temperature": "hot"})[::2], 400,
                  "invalid_request_error", "temperature")
-    assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "x", "n": 2})[::2], 400, "invalid_request_error", "n")
+    assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "x", "n": 200})[::2], 400, "invalid_request_error", "n")
     assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "max_tokens": 3})[::2], 400, "invalid_request_error", "prompt")
     assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "x", "max_tokens": 100000})[::2], 400,
                  "invalid_request_error", "max_tokens")
