@@ -53,10 +53,11 @@ class StrideServer:
         if config:
             args += ["--config", config]
         args += [str(a) for a in extra_args]
-        # The name requests pass as `model` (OpenAI requires it): the first --served-model-name, else the
-        # server's default, the model file's name.
+        # The name requests pass as `model` (OpenAI requires it): the first --served-model-name (a list may be
+        # comma-separated), else the server's default, the model file's name.
         names = [str(a) for a in extra_args]
-        self.model_name = (names[names.index("--served-model-name") + 1] if "--served-model-name" in names[:-1]
+        self.model_name = (names[names.index("--served-model-name") + 1].split(",")[0]
+                           if "--served-model-name" in names[:-1]
                            else os.path.basename(os.path.normpath(model)) if model else "")
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("STRIDE_") or k == "STRIDE_BIN"}
         full_env.update(env or {})
