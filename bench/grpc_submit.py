@@ -20,7 +20,7 @@ import time
 
 import grpc
 
-from serving_common import OUT_DIR, SMOL, StrideServer, call, cpu_name, free_port, plt, write_json
+from serving_common import OUT_DIR, SMOL, StrideServer, call, cpu_name, free_port, plt, served_model, write_json
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
 from stride_grpc import inference_pb2 as pb, inference_pb2_grpc as pb_grpc  # noqa: E402
@@ -68,8 +68,9 @@ def main():
         channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}",
                                         options=[("grpc.max_send_message_length", 64 << 20)])
         stub = pb_grpc.InferenceStub(channel)
-        json_text = json.dumps({"prompt": text, "max_tokens": 1, "temperature": 0})
-        json_ids = json.dumps({"prompt": ids, "max_tokens": 1, "temperature": 0})
+        model = served_model(srv.port)
+        json_text = json.dumps({"model": model, "prompt": text, "max_tokens": 1, "temperature": 0})
+        json_ids = json.dumps({"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0})
         packed = pb.GenerateRequest(token_ids=pb.TokenIds(ids=ids), max_tokens=1)
         packed.sampling.temperature = 0
 

@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 
-from serving_common import DONE, sse_events
+from serving_common import DONE, sse_events, with_model
 
 def one_request(port, body, headers=None, timeout=120, close_after_tokens=None):
     """A streamed completion through nginx. A request succeeds when it gets 200
@@ -20,7 +20,7 @@ def one_request(port, body, headers=None, timeout=120, close_after_tokens=None):
     try:
         h = {"Content-Type": "application/json"}
         h.update(headers or {})
-        c.request("POST", "/v1/completions", body=json.dumps(body), headers=h)
+        c.request("POST", "/v1/completions", body=json.dumps(with_model(port, "/v1/completions", body)), headers=h)
         r = c.getresponse()
         rec["status"] = r.status
         rec["upstream"] = (r.getheader("X-Stride-Upstream") or "").split(",")[-1].strip() or None

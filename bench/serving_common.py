@@ -54,6 +54,29 @@ def metrics(port, timeout=10):
     return out
 
 
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings")
+_served = {}
+
+
+def served_model(port, timeout=30):
+    """The first name the server on `port` serves (GET /v1/models), asked once per port."""
+    if port not in _served:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        try:
+            c.request("GET", "/v1/models")
+            _served[port] = json.loads(c.getresponse().read())["data"][0]["id"]
+        finally:
+            c.close()
+    return _served[port]
+
+
+def with_model(port, path, body):
+    """OpenAI's endpoints require `model`: a body that leaves it out gets the served model's name."""
+    if path in OPENAI_PATHS and isinstance(body, dict) and "model" not in body:
+        return {"model": served_model(port), **body}
+    return body
+
+
 def call(port, path, body=None, method="POST", headers=None, timeout=600, conn=None):
     """One request. Returns {status, headers, body (parsed JSON or text), elapsed, error}."""
     t0 = time.perf_counter()
@@ -63,6 +86,7 @@ def call(port, path, body=None, method="POST", headers=None, timeout=600, conn=N
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
         h = {"Content-Type": "application/json"}
         h.update(headers or {})
+        body = with_model(port, path, body)
         data = None if body is None else (body if isinstance(body, (bytes, str)) else json.dumps(body))
         conn.request(method, path, body=data, headers=h)
         r = conn.getresponse()
@@ -108,7 +132,7 @@ def stream(port, path, body, disconnect_after=None, timeout=600, on_open=None):
            "error_event": None, "ttft": None, "elapsed": None, "error": None, "disconnected": False}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("POST", path, body=json.dumps(dict(body, stream=True)),
+        conn.request("POST", path, body=json.dumps(dict(with_model(port, path, body), stream=True)),
                      headers={"Content-Type": "application/json"})
         r = conn.getresponse()
         res["status"] = r.status

@@ -81,6 +81,7 @@ ApiError parse_embeddings(const json& b, const EmbeddingsContext& ctx, Embedding
   if (!b.is_object()) return bad_field("", "the request body must be a JSON object");
   Fields f(b);
   STRIDE_API_TRY(check_unknown_fields(b, Endpoint::Embeddings, ctx.strict_requests));
+  STRIDE_API_TRY(check_model_and_nulls(b, Endpoint::Embeddings, ctx.strict_requests));
   STRIDE_API_TRY(check_ignored_fields(b, Endpoint::Embeddings));
   std::string model, format = "float";
   STRIDE_API_TRY(f.opt_string("model", 1024, model));

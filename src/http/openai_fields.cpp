@@ -10,23 +10,34 @@ namespace {
 
 using json = nlohmann::json;
 
-// The properties of OpenAI's request schemas (openapi.yml, API 2.3.0).
-constexpr const char* kChatOpenAI[] = {
-    "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "max_completion_tokens",
-    "max_tokens", "messages", "metadata", "modalities", "model", "n", "parallel_tool_calls", "prediction",
-    "presence_penalty", "prompt_cache_key", "prompt_cache_retention", "reasoning_effort", "response_format",
-    "safety_identifier", "seed", "service_tier", "stop", "store", "stream", "stream_options", "temperature",
-    "tool_choice", "tools", "top_logprobs", "top_p", "user", "verbosity", "web_search_options"};
-constexpr const char* kCompletionsOpenAI[] = {
-    "best_of", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "model", "n", "presence_penalty",
-    "prompt", "seed", "stop", "stream", "stream_options", "suffix", "temperature", "top_p", "user"};
-constexpr const char* kResponsesOpenAI[] = {
-    "background", "context_management", "conversation", "include", "input", "instructions", "max_output_tokens",
-    "max_tool_calls", "metadata", "model", "parallel_tool_calls", "previous_response_id", "prompt",
-    "prompt_cache_key", "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store",
-    "stream", "stream_options", "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p",
-    "truncation", "user"};
-constexpr const char* kEmbeddingsOpenAI[] = {"dimensions", "encoding_format", "input", "model", "user"};
+// The properties of OpenAI's request schemas (openapi.yml, API 2.3.0), each
+// with whether its schema allows null (nullable, type null, or anyOf with
+// null). scripts/oracles/openai_request_fields.py prints this table from the
+// spec; tests/python/server/test_strict_nulls.py checks the server against it.
+constexpr OpenAIField kChatOpenAI[] = {
+    {"audio", true}, {"frequency_penalty", true}, {"function_call", false}, {"functions", false},
+    {"logit_bias", true}, {"logprobs", true}, {"max_completion_tokens", true}, {"max_tokens", true},
+    {"messages", false}, {"metadata", true}, {"modalities", true}, {"model", false}, {"n", true},
+    {"parallel_tool_calls", false}, {"prediction", true}, {"presence_penalty", true}, {"prompt_cache_key", false},
+    {"prompt_cache_retention", true}, {"reasoning_effort", true}, {"response_format", false},
+    {"safety_identifier", false}, {"seed", true}, {"service_tier", true}, {"stop", true}, {"store", true},
+    {"stream", true}, {"stream_options", true}, {"temperature", true}, {"tool_choice", false}, {"tools", false},
+    {"top_logprobs", false}, {"top_p", true}, {"user", false}, {"verbosity", true}, {"web_search_options", false}};
+constexpr OpenAIField kCompletionsOpenAI[] = {
+    {"best_of", true}, {"echo", true}, {"frequency_penalty", true}, {"logit_bias", true}, {"logprobs", true},
+    {"max_tokens", true}, {"model", false}, {"n", true}, {"presence_penalty", true}, {"prompt", true},
+    {"seed", true}, {"stop", true}, {"stream", true}, {"stream_options", true}, {"suffix", true},
+    {"temperature", true}, {"top_p", true}, {"user", false}};
+constexpr OpenAIField kResponsesOpenAI[] = {
+    {"background", true}, {"context_management", true}, {"conversation", true}, {"include", true},
+    {"input", false}, {"instructions", true}, {"max_output_tokens", true}, {"max_tool_calls", true},
+    {"metadata", true}, {"model", false}, {"parallel_tool_calls", true}, {"previous_response_id", true},
+    {"prompt", true}, {"prompt_cache_key", false}, {"prompt_cache_retention", true}, {"reasoning", true},
+    {"safety_identifier", false}, {"service_tier", true}, {"store", true}, {"stream", true},
+    {"stream_options", true}, {"temperature", true}, {"text", false}, {"tool_choice", false}, {"tools", false},
+    {"top_logprobs", false}, {"top_p", true}, {"truncation", true}, {"user", false}};
+constexpr OpenAIField kEmbeddingsOpenAI[] = {
+    {"dimensions", false}, {"encoding_format", false}, {"input", false}, {"model", false}, {"user", false}};
 
 // Extensions (docs/serving.md and docs/openapi.yaml describe each).
 // Sampling knobs of llama.cpp and vLLM, speculative decoding, the attention
@@ -42,9 +53,16 @@ constexpr const char* kCompletionsExtensions[] = {
     "attention", "grammar", "ignore_eos", "min_p", "parse_special", "repetition_penalty", "response_format",
     "session", "speculative", "tools", "top_k"};
 
-template <size_t N>
-std::span<const char* const> span_of(const char* const (&a)[N]) {
+template <typename T, size_t N>
+std::span<const T> span_of(const T (&a)[N]) {
   return {a, N};
+}
+
+const OpenAIField* openai_field(Endpoint e, std::string_view key) {
+  for (const OpenAIField& f : openai_fields(e)) {
+    if (key == f.name) return &f;
+  }
+  return nullptr;
 }
 
 bool listed(std::span<const char* const> list, std::string_view key) {
@@ -70,7 +88,7 @@ const char* endpoint_path(Endpoint e) {
   return "";
 }
 
-std::span<const char* const> openai_fields(Endpoint e) {
+std::span<const OpenAIField> openai_fields(Endpoint e) {
   switch (e) {
     case Endpoint::Chat: return span_of(kChatOpenAI);
     case Endpoint::Completions: return span_of(kCompletionsOpenAI);
@@ -91,7 +109,7 @@ std::span<const char* const> extension_fields(Endpoint e) {
 }
 
 bool known_field(Endpoint e, std::string_view key) {
-  return listed(openai_fields(e), key) || listed(extension_fields(e), key);
+  return openai_field(e, key) != nullptr || listed(extension_fields(e), key);
 }
 
 ApiError check_unknown_fields(const json& body, Endpoint e, bool strict) {
@@ -102,6 +120,20 @@ ApiError check_unknown_fields(const json& body, Endpoint e, bool strict) {
     log(LogLevel::Warning, "unrecognized request field ignored (strict_requests is off)",
         {{"field", key}, {"endpoint", endpoint_path(e)}});
   }
+  return {};
+}
+
+ApiError check_model_and_nulls(const json& body, Endpoint e, bool strict) {
+  if (!body.is_object()) return {};
+  for (const auto& [key, value] : body.items()) {
+    if (!value.is_null()) continue;
+    const OpenAIField* f = openai_field(e, key);
+    if (!f || f->nullable) continue;
+    if (strict) return bad_field(key, "'" + key + "' must not be null; leave it out for its default");
+    log(LogLevel::Warning, "null request field read as absent (strict_requests is off)",
+        {{"field", key}, {"endpoint", endpoint_path(e)}});
+  }
+  if (strict && !body.contains("model")) return bad_field("model", "you must provide a model parameter");
   return {};
 }
 

@@ -21,8 +21,15 @@ enum class Endpoint { Chat, Completions, Responses, Embeddings };
 
 const char* endpoint_path(Endpoint e);
 
+// A top-level property of OpenAI's request schema, and whether that schema
+// allows null for it (where it does, null means the same as absent).
+struct OpenAIField {
+  const char* name;
+  bool nullable;
+};
+
 // OpenAI's fields of the endpoint's request schema.
-std::span<const char* const> openai_fields(Endpoint e);
+std::span<const OpenAIField> openai_fields(Endpoint e);
 // stride's own (and vLLM/llama.cpp's) extensions the endpoint reads.
 std::span<const char* const> extension_fields(Endpoint e);
 bool known_field(Endpoint e, std::string_view key);
@@ -30,6 +37,12 @@ bool known_field(Endpoint e, std::string_view key);
 // Unknown top-level fields: the first is a 400 when `strict`; otherwise each
 // is logged once (a warning naming it and the endpoint) and left unread.
 ApiError check_unknown_fields(const nlohmann::json& body, Endpoint e, bool strict);
+
+// What the official schema requires beyond types: `model` is present, and no
+// OpenAI field is null where its schema does not allow null (a 400 naming
+// it). With strict_requests off a null there is logged and read as absent,
+// and a missing model means the served model.
+ApiError check_model_and_nulls(const nlohmann::json& body, Endpoint e, bool strict);
 
 // OpenAI's fields stride accepts without acting on them, because ignoring
 // them cannot change what the caller gets (service_tier, user, metadata, ...):

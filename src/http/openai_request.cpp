@@ -292,6 +292,8 @@ ApiError read_generation(const json& b, bool chat, const ParseContext& ctx, serv
 }
 
 ApiError parse_generation(const json& b, bool chat, const ParseContext& ctx, GenerationCall& out) {
+  // Here rather than in read_generation: /infill (llama.cpp's shape) has no required model.
+  TRY(check_model_and_nulls(b, chat ? Endpoint::Chat : Endpoint::Completions, ctx.cfg->strict_requests));
   serving::GenerationRequest g;
   TRY(read_generation(b, chat, ctx, g, out));
   return prepare_call(g, ctx, out);

@@ -188,6 +188,7 @@ ApiError parse_responses(const json& b, const ParseContext& ctx, ResponsesCall& 
   if (!b.is_object()) return bad_field("", "the request body must be a JSON object");
   Fields f(b);
   STRIDE_API_TRY(check_unknown_fields(b, Endpoint::Responses, ctx.cfg->strict_requests));
+  STRIDE_API_TRY(check_model_and_nulls(b, Endpoint::Responses, ctx.cfg->strict_requests));
   STRIDE_API_TRY(check_ignored_fields(b, Endpoint::Responses));
   STRIDE_API_TRY(refuse_unsupported(f));
   STRIDE_API_TRY(read_metadata(b, out));

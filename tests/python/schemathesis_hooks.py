@@ -27,6 +27,10 @@ def before_call(context, case, kwargs):
     if case.operation.path not in GENERATION or not isinstance(case.body, dict):
         return
     body = case.body
+    # A generated model name is almost never served (a 404): a string becomes the served one, so requests reach
+    # the model; a missing or non-string model stays what it was.
+    if os.environ.get("STRIDE_ST_MODEL") and isinstance(body.get("model"), str):
+        body["model"] = os.environ["STRIDE_ST_MODEL"]
     cap, least = CAP, 1
     if case.operation.path == "/v1/responses":
         keys = ["max_output_tokens"]

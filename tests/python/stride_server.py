@@ -17,6 +17,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMOL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 GEMMA = os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
+# The names a server serves these models under by default (the file's name): what requests pass as `model`.
+SMOL_NAME = os.path.basename(SMOL)
+GEMMA_NAME = os.path.basename(GEMMA)
 
 
 def sha256(path):
@@ -50,6 +53,12 @@ class StrideServer:
         if config:
             args += ["--config", config]
         args += [str(a) for a in extra_args]
+        # The name requests pass as `model` (OpenAI requires it): the first --served-model-name (a list may be
+        # comma-separated), else the server's default, the model file's name.
+        names = [str(a) for a in extra_args]
+        self.model_name = (names[names.index("--served-model-name") + 1].split(",")[0]
+                           if "--served-model-name" in names[:-1]
+                           else os.path.basename(os.path.normpath(model)) if model else "")
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("STRIDE_") or k == "STRIDE_BIN"}
         full_env.update(env or {})
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

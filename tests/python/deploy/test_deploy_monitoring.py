@@ -98,7 +98,7 @@ def exported_names(body):
 @pytest.fixture(scope="module")
 def metrics_body():
     with StrideServer() as srv:
-        status, _, _ = srv.post("/v1/completions", {"prompt": "Hello", "max_tokens": 2})
+        status, _, _ = srv.post("/v1/completions", {"model": srv.model_name, "prompt": "Hello", "max_tokens": 2})
         assert status == 200
         status, _, body = srv.get("/metrics")
         assert status == 200

@@ -56,7 +56,7 @@ def vocab():
 
 
 def http_greedy(srv, prompt, max_tokens):
-    status, _, body = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0},
+    status, _, body = srv.post("/v1/completions", {"model": srv.model_name, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0},
                                headers={"Authorization": "Bearer " + KEY})
     assert status == 200, body
     return json.loads(body)

@@ -35,7 +35,7 @@ def replica(url, secret=SECRET, extra_env=None):
 
 def complete(srv, prompt):
     t0 = time.time()
-    status, _, body = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0,
+    status, _, body = srv.post("/v1/completions", {"model": srv.model_name, "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0,
                                                     "logprobs": 5, "ignore_eos": True}, timeout=600)
     assert status == 200, body[:500]
     r = json.loads(body)

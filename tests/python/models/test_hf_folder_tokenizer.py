@@ -89,7 +89,7 @@ def test_serve_chat_on_hf_folder_uses_its_template(tmp_path):
                                                                      add_generation_prompt=True)
     want_tokens = len(tok.encode(rendered).ids)
     with StrideServer(model=str(folder)) as srv:
-        status, _, body = srv.post("/v1/chat/completions", {"messages": messages, "max_tokens": 4,
+        status, _, body = srv.post("/v1/chat/completions", {"model": srv.model_name, "messages": messages, "max_tokens": 4,
                                                             "temperature": 0})
         assert status == 200, body
         usage = json.loads(body)["usage"]

@@ -161,7 +161,7 @@ def test_serve_applies_config_then_environment_then_flags(tmp_path):
     cfg.write_text("rope_scaling: yarn\nrope_scale: 2\nyarn_orig_ctx: 2048\n")
     with StrideServer(SMOL, config=str(cfg), env={"STRIDE_ROPE_SCALE": "4"},
                       extra_args=["--yarn-beta-fast", "16", "--kv-budget", "16M"]) as s:
-        status, _, body = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}],
+        status, _, body = s.post("/v1/chat/completions", {"model": s.model_name, "messages": [{"role": "user", "content": "Hi"}],
                                                           "max_tokens": 4})
         assert status == 200, body
         logs = s.logs()

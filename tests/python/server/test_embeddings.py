@@ -165,7 +165,7 @@ def test_minilm_token_inputs_equal_text(minilm_server):
     ({"input": "a", "model": ["x"]}, "model"),
 ])
 def test_minilm_rejects_bad_requests(minilm_server, body, param):
-    status, _, raw = minilm_server.post("/v1/embeddings", body)
+    status, _, raw = minilm_server.post("/v1/embeddings", {"model": minilm_server.model_name, **body})
     assert status == 400, raw
     err = json.loads(raw)["error"]
     assert err["param"] == param and err["type"] == "invalid_request_error"
@@ -176,11 +176,12 @@ def test_minilm_other_errors(minilm_server):
     assert status == 404 and json.loads(raw)["error"]["code"] == "model_not_found"
     status, _, _ = minilm_server.post("/v1/embeddings", "[1, 2]")
     assert status == 400
-    status, _, raw = minilm_server.post("/v1/embeddings", {"input": "a", "dimensions": 384, "user": "u"})
+    status, _, raw = minilm_server.post("/v1/embeddings", {"model": minilm_server.model_name, "input": "a", "dimensions": 384, "user": "u"})
     assert status == 200 and len(json.loads(raw)["data"][0]["embedding"]) == 384
     # An encoder generates nothing: a clear 400, not a crash.
-    for path, body in [("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}),
-                       ("/v1/completions", {"prompt": "hi"}), ("/tokenize", {"prompt": "hi"})]:
+    name = minilm_server.model_name
+    for path, body in [("/v1/chat/completions", {"model": name, "messages": [{"role": "user", "content": "hi"}]}),
+                       ("/v1/completions", {"model": name, "prompt": "hi"}), ("/tokenize", {"prompt": "hi"})]:
         status, _, raw = minilm_server.post(path, body)
         assert status == 400 and json.loads(raw)["error"]["code"] == "embedding_model", raw
     status, _, raw = minilm_server.get("/v1/models")
@@ -250,7 +251,7 @@ def test_decoder_embeddings_beside_generation():
         # Text inputs go through the model's own tokenizer.
         r = c.embeddings.create(model=os.path.basename(gguf), input=["hello", "world"], encoding_format="float")
         assert len(r.data) == 2 and len(r.data[0].embedding) == 64
-        status, _, raw = srv.post("/v1/embeddings", {"input": [n_vocab]})
+        status, _, raw = srv.post("/v1/embeddings", {"model": srv.model_name, "input": [n_vocab]})
         assert status == 400 and json.loads(raw)["error"]["param"] == "input"
 
 

@@ -133,7 +133,7 @@ def test_logit_bias_does_not_override_the_grammar(client, smol_llama):
 def test_logit_bias_bad_entries_are_400(srv, bias, needle):
     for path, body in [("/v1/completions", {"prompt": PROMPT, "max_tokens": 1}),
                        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1})]:
-        param, message = error_param(srv, path, dict(body, logit_bias=bias))
+        param, message = error_param(srv, path, dict(body, model=srv.model_name, logit_bias=bias))
         assert param == "logit_bias" and needle in message, message
 
 
@@ -223,16 +223,16 @@ def test_streamed_echo_sends_the_prompt_first(client):
 
 def test_echo_is_completions_only(srv):
     param, _ = error_param(srv, "/v1/chat/completions",
-                           {"messages": [{"role": "user", "content": "hi"}], "echo": True})
+                           {"model": srv.model_name, "messages": [{"role": "user", "content": "hi"}], "echo": True})
     assert param == "echo"
     # max_tokens 0 is the prompt alone, a completions use; chat needs at least one token.
     param, _ = error_param(srv, "/v1/chat/completions",
-                           {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0})
+                           {"model": srv.model_name, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 0})
     assert param == "max_tokens"
 
 
 def test_suffix_on_a_model_without_fim_tokens_is_400(srv):
-    param, message = error_param(srv, "/v1/completions", {"prompt": "def f():", "suffix": "\n"})
+    param, message = error_param(srv, "/v1/completions", {"model": srv.model_name, "prompt": "def f():", "suffix": "\n"})
     assert param == "suffix" and "fill-in-the-middle" in message
     param, _ = error_param(srv, "/infill", {"input_prefix": "def f():", "input_suffix": "\n"})
     assert param == "input_suffix"

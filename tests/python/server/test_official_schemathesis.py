@@ -24,9 +24,10 @@ MODEL = "smol"
 API_KEY = "official-spec-key"  # the spec requires bearer auth: a request without it must get a 401
 # The spec's own example names, served too, so its examples reach the model.
 ALIASES = [MODEL, "gpt-4o-mini", "gpt-4o"]
-# negative_data_rejection (a request the official spec forbids gets no 2xx) joins once requests are checked as
-# strictly as OpenAI checks them; today some pass: no `model`, `dimensions: null`, `max_output_tokens` below 16.
-CHECKS = "not_a_server_error,response_schema_conformance,content_type_conformance,openai_error_shape"
+# negative_data_rejection: a request the official spec forbids (a missing `model`, null where the schema has no
+# null, a bound or enum broken) gets no 2xx.
+CHECKS = ("not_a_server_error,response_schema_conformance,content_type_conformance,negative_data_rejection,"
+          "openai_error_shape")
 OPERATIONS = {f"{m.upper()} {p}" for m, p in official_spec.CLAIMED_OPERATIONS}
 
 

@@ -82,7 +82,7 @@ def test_schemathesis_short_run(model_dir, tmp_path):
         assert srv.proc.poll() is None, f"stride serve died during the run:\n{srv.logs()[-3000:]}"
         status, _, body = srv.get("/health", timeout=10)
         assert status == 200 and json.loads(body) == {"status": "ok"}
-        status, _, _ = srv.post("/v1/completions", {"prompt": "Hello", "max_tokens": 2, "temperature": 0})
+        status, _, _ = srv.post("/v1/completions", {"model": srv.model_name, "prompt": "Hello", "max_tokens": 2, "temperature": 0})
         assert status == 200
 
     failures = [(f["title"], f["operations"]) for f in rep["failures"]]

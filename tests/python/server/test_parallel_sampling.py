@@ -16,7 +16,7 @@ import time
 import openai
 import pytest
 
-from stride_server import SMOL, StrideServer
+from stride_server import SMOL, SMOL_NAME, StrideServer
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PROMPT = "The capital of France is"
@@ -142,16 +142,16 @@ def test_best_of_keeps_the_branches_with_the_highest_logprob_sums(client):
 
 
 @pytest.mark.parametrize("path,body,param", [
-    ("/v1/completions", {"prompt": PROMPT, "n": 3, "best_of": 2}, "best_of"),
-    ("/v1/completions", {"prompt": PROMPT, "best_of": 3, "stream": True}, "best_of"),
-    ("/v1/completions", {"prompt": PROMPT, "n": 9}, "n"),  # more than the server's batch of 8
-    ("/v1/completions", {"prompt": PROMPT, "n": 2, "best_of": 9}, "best_of"),
-    ("/v1/completions", {"prompt": PROMPT, "n": 0}, "n"),
-    ("/v1/completions", {"prompt": PROMPT, "n": 129}, "n"),
-    ("/v1/completions", {"prompt": [PROMPT, [1, 2]]}, "prompt"),
-    ("/v1/completions", {"prompt": PROMPT, "n": 2, "speculative": "prompt-lookup"}, "speculative"),
-    ("/v1/chat/completions", {"messages": CHAT, "best_of": 2}, "best_of"),
-    ("/v1/chat/completions", {"messages": CHAT, "n": 9}, "n"),
+    ("/v1/completions", {"model": SMOL_NAME, "prompt": PROMPT, "n": 3, "best_of": 2}, "best_of"),
+    ("/v1/completions", {"model": SMOL_NAME, "prompt": PROMPT, "best_of": 3, "stream": True}, "best_of"),
+    ("/v1/completions", {"model": SMOL_NAME, "prompt": PROMPT, "n": 9}, "n"),  # more than the server's batch of 8
+    ("/v1/completions", {"model": SMOL_NAME, "prompt": PROMPT, "n": 2, "best_of": 9}, "best_of"),
+    ("/v1/completions", {"model": SMOL_NAME, "prompt": PROMPT, "n": 0}, "n"),
+    ("/v1/completions", {"model": SMOL_NAME, "prompt": PROMPT, "n": 129}, "n"),
+    ("/v1/completions", {"model": SMOL_NAME, "prompt": [PROMPT, [1, 2]]}, "prompt"),
+    ("/v1/completions", {"model": SMOL_NAME, "prompt": PROMPT, "n": 2, "speculative": "prompt-lookup"}, "speculative"),
+    ("/v1/chat/completions", {"model": SMOL_NAME, "messages": CHAT, "best_of": 2}, "best_of"),
+    ("/v1/chat/completions", {"model": SMOL_NAME, "messages": CHAT, "n": 9}, "n"),
 ])
 def test_refusals_name_the_field(srv, path, body, param):
     status, got = error_of(*srv.post(path, body)[::2])
@@ -159,11 +159,11 @@ def test_refusals_name_the_field(srv, path, body, param):
 
 
 def test_raw_http_choices_and_usage(srv):
-    body = {"messages": CHAT, "max_tokens": 4, "temperature": 0}
+    body = {"model": srv.model_name, "messages": CHAT, "max_tokens": 4, "temperature": 0}
     status, _, raw = srv.post("/v1/chat/completions", body)
     one = json.loads(raw)
     assert status == 200, one
-    status, _, raw = srv.post("/v1/chat/completions", {**body, "n": 2})
+    status, _, raw = srv.post("/v1/chat/completions", {"model": srv.model_name, **body, "n": 2})
     two = json.loads(raw)
     assert status == 200, two
     assert [c["index"] for c in two["choices"]] == [0, 1]
@@ -208,7 +208,7 @@ def test_branches_share_the_prompts_kv_pages():
 def test_disconnect_cancels_every_branch(srv):
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
     conn.request("POST", "/v1/completions", body=json.dumps(
-        {"prompt": PROMPT, "n": 4, "max_tokens": 400, "ignore_eos": True, "stream": True, "temperature": 1.0}),
+        {"model": SMOL_NAME, "prompt": PROMPT, "n": 4, "max_tokens": 400, "ignore_eos": True, "stream": True, "temperature": 1.0}),
         headers={"Content-Type": "application/json"})
     r = conn.getresponse()
     assert r.status == 200

@@ -111,7 +111,7 @@ def test_logprobs(client):
 def test_chat_template_kwargs(srv):
     """SmolLM2's own template runs in the Jinja engine; extra variables are
     accepted (its template ignores them), anything but an object is a 400."""
-    body = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, "temperature": 0}
+    body = {"model": srv.model_name, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, "temperature": 0}
     s, _, plain = srv.post("/v1/chat/completions", body)
     assert s == 200, plain
     s, _, with_kwargs = srv.post("/v1/chat/completions", {**body, "chat_template_kwargs": {"enable_thinking": False}})
@@ -131,15 +131,15 @@ def test_tokenize_roundtrip(srv):
 
 def test_error_codes(srv):
     assert_error(*srv.post("/v1/completions", b"{not json")[::2], 400, "invalid_request_error")
-    assert_error(*srv.post("/v1/completions", {"prompt": "x", "temperature": "hot"})[::2], 400,
+    assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "x", "temperature": "hot"})[::2], 400,
                  "invalid_request_error", "temperature")
-    assert_error(*srv.post("/v1/completions", {"prompt": "x", "n": 200})[::2], 400, "invalid_request_error", "n")
-    assert_error(*srv.post("/v1/completions", {"max_tokens": 3})[::2], 400, "invalid_request_error", "prompt")
-    assert_error(*srv.post("/v1/completions", {"prompt": "x", "max_tokens": 100000})[::2], 400,
+    assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "x", "n": 200})[::2], 400, "invalid_request_error", "n")
+    assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "max_tokens": 3})[::2], 400, "invalid_request_error", "prompt")
+    assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "x", "max_tokens": 100000})[::2], 400,
                  "invalid_request_error", "max_tokens")
-    assert_error(*srv.post("/v1/chat/completions", {"messages": [{"role": "robot", "content": "x"}]})[::2], 400,
+    assert_error(*srv.post("/v1/chat/completions", {"model": srv.model_name, "messages": [{"role": "robot", "content": "x"}]})[::2], 400,
                  "invalid_request_error", "messages[0].role")
-    assert_error(*srv.post("/v1/completions", {"prompt": "x", "attention": "dense"})[::2], 400,
+    assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "x", "attention": "dense"})[::2], 400,
                  "invalid_request_error", "attention")
     assert_error(*srv.post("/v1/completions", {"prompt": "x", "model": "gpt-9"})[::2], 404,
                  "invalid_request_error", "model")
@@ -147,10 +147,10 @@ def test_error_codes(srv):
     s, h, body = srv.get("/v1/completions")
     assert_error(s, body, 405, "invalid_request_error")
     assert h.get("Allow") == "POST"
-    e = assert_error(*srv.post("/v1/completions", {"prompt": "word " * 400, "max_tokens": 2})[::2], 413,
+    e = assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "word " * 400, "max_tokens": 2})[::2], 413,
                      "invalid_request_error", "prompt")
     assert e["code"] == "prompt_too_long"
-    assert_error(*srv.post("/v1/completions", {"prompt": "x" * 70000})[::2], 413, "invalid_request_error")
+    assert_error(*srv.post("/v1/completions", {"model": srv.model_name, "prompt": "x" * 70000})[::2], 413, "invalid_request_error")
 
 
 def _stream(url, prompt, max_tokens):
@@ -197,7 +197,8 @@ def test_disconnect_frees_pages(srv):
     base = srv.metrics()
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
     conn.request("POST", "/v1/completions", body=json.dumps(
-        {"prompt": PROMPT, "max_tokens": 400, "temperature": 0, "stream": True, "ignore_eos": True}),
+        {"model": srv.model_name, "prompt": PROMPT, "max_tokens": 400, "temperature": 0, "stream": True,
+         "ignore_eos": True}),
         headers={"Content-Type": "application/json"})
     r = conn.getresponse()
     assert r.status == 200

@@ -51,7 +51,7 @@ def test_audit_log_events_mode_reopen_and_delivered_tokens(tmp_path):
     env = {"STRIDE_API_KEYS": "user-key", "STRIDE_ADMIN_KEYS": "admin-key", "STRIDE_AUDIT_LOG": str(log)}
     with StrideServer(SMOL, extra_args=["--kv-budget", "32M"], env=env) as s:
         assert stat.S_IMODE(os.stat(log).st_mode) == 0o600
-        assert s.post("/v1/completions", {"prompt": "x"}, headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert s.post("/v1/completions", {"model": s.model_name, "prompt": "x"}, headers={"Authorization": "Bearer wrong"})[0] == 401
         assert s.post("/admin/model", {"version": "v9"}, headers={"Authorization": "Bearer user-key"})[0] == 401
         status, _, body = s.post("/admin/model", {"model": SMOL}, headers={"Authorization": "Bearer admin-key"})
         assert status == 200, body
@@ -70,7 +70,7 @@ def test_audit_log_events_mode_reopen_and_delivered_tokens(tmp_path):
 
         # A streaming client that reads a few chunks and hangs up.
         c = socket.create_connection(("127.0.0.1", s.port), timeout=60)
-        data = json.dumps({"prompt": "Once upon a time", "max_tokens": 400, "temperature": 0,
+        data = json.dumps({"model": s.model_name, "prompt": "Once upon a time", "max_tokens": 400, "temperature": 0,
                            "ignore_eos": True, "stream": True}).encode()
         c.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer user-key\r\n"
                    f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n").encode() + data)

@@ -175,7 +175,7 @@ def test_json_schema_format_validates(client):
     ({"input": "hi", "stream": "yes"}, "stream"),
 ])
 def test_bad_requests_name_the_field(srv, body, param):
-    status, _, raw = srv.post("/v1/responses", body)
+    status, _, raw = srv.post("/v1/responses", {"model": srv.model_name, **body})
     assert status == 400, raw
     err = json.loads(raw)["error"]
     assert err["param"] == param, err

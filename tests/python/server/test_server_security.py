@@ -42,7 +42,7 @@ def keyed():
 
 
 def test_api_keys(keyed):
-    body = {"prompt": "Hi", "max_tokens": 2, "temperature": 0}
+    body = {"model": keyed.model_name, "prompt": "Hi", "max_tokens": 2, "temperature": 0}
     e = error_of(*keyed.post("/v1/completions", body)[::2], 401, "authentication_error")
     assert e["code"] == "invalid_api_key"
     error_of(*keyed.post("/v1/completions", body, headers={"Authorization": "Bearer wrong"})[::2], 401,
@@ -71,7 +71,7 @@ def test_queue_full_429_and_timeout(keyed):
     auth = {"Authorization": f"Bearer {KEY}"}
     # 1200 tokens (within the 32M KV budget) take several seconds even at a
     # few hundred tokens/s, so the 1.5 s timeout always ends the first request.
-    body = {"prompt": "Count: one two three", "max_tokens": 1200, "temperature": 0, "ignore_eos": True}
+    body = {"model": keyed.model_name, "prompt": "Count: one two three", "max_tokens": 1200, "temperature": 0, "ignore_eos": True}
     with cf.ThreadPoolExecutor(6) as ex:
         futs = [ex.submit(keyed.post, "/v1/completions", body, headers=auth) for _ in range(6)]
         results = [f.result() for f in futs]
@@ -161,7 +161,7 @@ def test_sigterm_drains_and_exits_0():
 
 def test_rate_limit_per_client():
     with StrideServer(SMOL, env={"STRIDE_RATE_LIMIT_RPM": "6", "STRIDE_KV_BUDGET": "16M"}) as s:
-        body = {"prompt": "Hi", "max_tokens": 1}
+        body = {"model": s.model_name, "prompt": "Hi", "max_tokens": 1}
         assert s.post("/v1/completions", body)[0] == 200
         status, headers, raw = s.post("/v1/completions", body)
         e = error_of(status, raw, 429, "rate_limit_error")

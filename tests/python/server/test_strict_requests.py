@@ -166,6 +166,15 @@ SPEC_INVALID = [
     ("/v1/embeddings", embeddings(encoding="float"), "encoding"),
     # CreateEmbeddingRequest.encoding_format: enum [float, base64]
     ("/v1/embeddings", embeddings(encoding_format="int8"), "encoding_format"),
+    # required: [model, ...] ("you must provide a model parameter")
+    ("/v1/chat/completions", {"messages": [USER], "max_tokens": 2}, "model"),
+    ("/v1/completions", {"prompt": "Hi", "max_tokens": 2}, "model"),
+    ("/v1/embeddings", {"input": "Hi"}, "model"),
+    # no null in these schemas (test_strict_nulls.py sends null for every field)
+    ("/v1/chat/completions", chat(user=None), "user"),
+    ("/v1/chat/completions", chat(tools=None), "tools"),
+    ("/v1/embeddings", embeddings(dimensions=None), "dimensions"),
+    ("/v1/responses", responses(input=None), "input"),
 ]
 
 
@@ -264,6 +273,10 @@ VALID = [
     ("/v1/responses", responses(service_tier="auto", store=False, metadata={"a": "b"},
                                 text={"verbosity": "low"}, prompt_cache_key="k")),
     ("/v1/embeddings", embeddings(user="u", encoding_format="float")),
+    # nullable: null means absent
+    ("/v1/chat/completions", chat(temperature=None, stop=None, n=None, seed=None, metadata=None)),
+    ("/v1/completions", completion(suffix=None, echo=None, logprobs=None)),
+    ("/v1/responses", responses(instructions=None, temperature=None, truncation=None)),
 ]
 
 

@@ -120,7 +120,7 @@ def test_page_is_served_with_safe_headers(srv):
         assert srv.get(path)[0] == 404
     assert srv.post("/", {})[0] == 404
     # The API itself still needs the key.
-    assert srv.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}]})[0] == 401
+    assert srv.post("/v1/chat/completions", {"model": srv.model_name, "messages": [{"role": "user", "content": "x"}]})[0] == 401
 
 
 def test_chat_streams_the_same_answer_as_the_api(srv, browser):

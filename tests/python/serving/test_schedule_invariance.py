@@ -58,7 +58,7 @@ def ids(n, seed, vocab):
 
 
 def complete(srv, prompt):
-    status, _, body = srv.post("/v1/completions", {"prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0,
+    status, _, body = srv.post("/v1/completions", {"model": srv.model_name, "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0,
                                                     "logprobs": 5, "ignore_eos": True}, timeout=600)
     assert status == 200, body[:500]
     lp = json.loads(body)["choices"][0]["logprobs"]

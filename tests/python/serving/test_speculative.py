@@ -41,7 +41,7 @@ PLACES_PROMPT = ("the cat sat on the mat. the dog sat on the rug. the cat sat on
 
 
 def complete(srv, prompt, speculative=None, max_tokens=48, **kw):
-    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "logprobs": 2}
+    body = {"model": srv.model_name, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "logprobs": 2}
     body.update(kw)
     if speculative is not None:
         body["speculative"] = speculative
@@ -140,7 +140,7 @@ def test_sampled_output_follows_the_same_distribution():
     args = ["--speculative", "prompt-lookup", "--draft-max", "4", "--max-batch", "8"]
     with StrideServer(SMOL, extra_args=args) as srv:
         def sample(seed, mode):
-            body = {"prompt": PLACES_PROMPT, "max_tokens": 4, "temperature": 1.0, "top_k": 6, "top_p": 1.0,
+            body = {"model": srv.model_name, "prompt": PLACES_PROMPT, "max_tokens": 4, "temperature": 1.0, "top_k": 6, "top_p": 1.0,
                     "seed": seed, "speculative": mode, "logprobs": 0}
             status, _, raw = srv.post("/v1/completions", body)
             assert status == 200, raw
@@ -160,14 +160,14 @@ def test_sampled_output_follows_the_same_distribution():
 
 def test_constrained_requests_decode_plainly_and_bad_values_are_refused():
     with StrideServer(SMOL, extra_args=["--speculative", "prompt-lookup"]) as srv:
-        body = {"prompt": QUOTE_PROMPT, "max_tokens": 8, "temperature": 0, "grammar": 'root ::= "The" [a-z ]*'}
+        body = {"model": srv.model_name, "prompt": QUOTE_PROMPT, "max_tokens": 8, "temperature": 0, "grammar": 'root ::= "The" [a-z ]*'}
         status, _, raw = srv.post("/v1/completions", body)
         assert status == 200, raw
         assert json.loads(raw)["choices"][0]["text"].startswith("The")
         for bad in ("sometimes", 3, ["draft"]):
-            status, _, raw = srv.post("/v1/completions", {"prompt": "hi", "max_tokens": 2, "speculative": bad})
+            status, _, raw = srv.post("/v1/completions", {"model": srv.model_name, "prompt": "hi", "max_tokens": 2, "speculative": bad})
             assert status == 400, raw
             assert json.loads(raw)["error"]["param"] == "speculative"
         # "draft" on a server without a draft model.
-        status, _, raw = srv.post("/v1/completions", {"prompt": "hi", "max_tokens": 2, "speculative": "draft"})
+        status, _, raw = srv.post("/v1/completions", {"model": srv.model_name, "prompt": "hi", "max_tokens": 2, "speculative": "draft"})
         assert status == 400, raw

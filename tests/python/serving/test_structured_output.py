@@ -35,7 +35,8 @@ def srv(request):
 
 
 def chat(srv, content, **extra):
-    body = {"messages": [{"role": "user", "content": content}], "max_tokens": MAX_TOKENS, "temperature": 0}
+    body = {"model": srv.model_name, "messages": [{"role": "user", "content": content}], "max_tokens": MAX_TOKENS,
+            "temperature": 0}
     body.update(extra)
     status, _, raw = srv.post("/v1/chat/completions", body, timeout=600)
     return status, json.loads(raw)
@@ -92,7 +93,7 @@ def test_sampled_answers_validate(srv):
 def test_json_object_mode(srv):
     """Any JSON object; a few-shot completion prompt, so that the small models stop after one."""
     prompt = 'Cat: {"name": "Tom", "age": 3}\nDog: {"name": "Rex", "age": 5}\nBird:'
-    body = {"prompt": prompt, "max_tokens": 64, "temperature": 0, "response_format": {"type": "json_object"}}
+    body = {"model": srv.model_name, "prompt": prompt, "max_tokens": 64, "temperature": 0, "response_format": {"type": "json_object"}}
     status, _, raw = srv.post("/v1/completions", body, timeout=600)
     assert status == 200, raw
     choice = json.loads(raw)["choices"][0]
@@ -103,7 +104,7 @@ def test_json_object_mode(srv):
 def test_completions_endpoint_and_streaming(srv):
     """/v1/completions takes response_format too; streamed deltas add up to the same greedy answer."""
     name, schema, _ = next(c for c in SCHEMAS if c[0] == "weather")
-    body = {"prompt": "The weather report in JSON:", "max_tokens": MAX_TOKENS, "temperature": 0,
+    body = {"model": srv.model_name, "prompt": "The weather report in JSON:", "max_tokens": MAX_TOKENS, "temperature": 0,
             "response_format": schema_format(name, schema)}
     status, _, raw = srv.post("/v1/completions", body, timeout=600)
     assert status == 200, raw
@@ -171,11 +172,11 @@ def test_grammar_that_admits_everything_changes_nothing(srv, chat_mode):
     prompts = ["Tell me about the moon.", "Write a list of three colours.", "What is 2 + 2?"]
     for p in prompts:
         if chat_mode:
-            base = {"messages": [{"role": "user", "content": p}], "max_tokens": 48, "temperature": 0,
+            base = {"model": srv.model_name, "messages": [{"role": "user", "content": p}], "max_tokens": 48, "temperature": 0,
                     "logprobs": True}
             path = "/v1/chat/completions"
         else:
-            base = {"prompt": p, "max_tokens": 48, "temperature": 0, "logprobs": 0}
+            base = {"model": srv.model_name, "prompt": p, "max_tokens": 48, "temperature": 0, "logprobs": 0}
             path = "/v1/completions"
         free = json.loads(srv.post(path, base, timeout=600)[2])
         constrained = json.loads(srv.post(path, dict(base, grammar="root ::= .*"), timeout=600)[2])

@@ -209,7 +209,7 @@ def test_streamed_deltas_add_up_to_the_same_calls(srv, choice):
 
 def test_raw_stream_deltas_have_openais_shape(srv):
     """First delta of a call: index, id, type, name, empty arguments; then argument fragments only."""
-    body = {"messages": [{"role": "user", "content": PROMPTS[4]}], "tools": BASIC, "tool_choice": "required",
+    body = {"model": srv.model_name, "messages": [{"role": "user", "content": PROMPTS[4]}], "tools": BASIC, "tool_choice": "required",
             "max_tokens": MAX_TOKENS, "temperature": 0, "stream": True}
     status, _, raw = srv.post("/v1/chat/completions", body, timeout=600)
     assert status == 200
@@ -324,7 +324,7 @@ BAD = [
 
 @pytest.mark.parametrize("extra,param,message", BAD)
 def test_bad_tool_fields_are_400s(srv, extra, param, message):
-    body = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+    body = {"model": srv.model_name, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
     body.update(extra)
     status, _, raw = srv.post("/v1/chat/completions", body)
     assert status == 400, raw
@@ -334,7 +334,7 @@ def test_bad_tool_fields_are_400s(srv, extra, param, message):
 
 
 def test_tools_on_completions_endpoint_is_a_400(srv):
-    status, _, raw = srv.post("/v1/completions", {"prompt": "Hi", "tools": [WEATHER]})
+    status, _, raw = srv.post("/v1/completions", {"model": srv.model_name, "prompt": "Hi", "tools": [WEATHER]})
     assert status == 400 and json.loads(raw)["error"]["param"] == "tools"
 
 

@@ -22,9 +22,12 @@ EmbeddingsContext context() {
   return c;
 }
 
+// The body with the served model named (CreateEmbeddingRequest: required [input, model]) unless it names one.
 ApiError parse(const json& body, EmbeddingsCall* out = nullptr) {
   EmbeddingsCall call;
-  ApiError e = parse_embeddings(body, context(), call);
+  json named = body;
+  if (named.is_object() && !named.contains("model")) named["model"] = "m";
+  ApiError e = parse_embeddings(named, context(), call);
   if (out) *out = call;
   return e;
 }
@@ -42,7 +45,20 @@ TEST(EmbeddingsRequest, AcceptsEveryInputShape) {
                     &c).ok());
   EXPECT_EQ(c.inputs.size(), 2u);
   EXPECT_TRUE(c.base64);
-  EXPECT_TRUE(parse({{"input", "a"}, {"encoding_format", nullptr}, {"dimensions", nullptr}}).ok());
+  // Neither encoding_format nor dimensions is nullable in the official schema.
+  EXPECT_EQ(parse({{"input", "a"}, {"encoding_format", nullptr}}).param, "encoding_format");
+  EXPECT_EQ(parse({{"input", "a"}, {"dimensions", nullptr}}).param, "dimensions");
+}
+
+TEST(EmbeddingsRequest, ModelIsRequired) {
+  EmbeddingsCall call;
+  const ApiError e = parse_embeddings(json{{"input", "a"}}, context(), call);
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "model");
+  EXPECT_EQ(parse({{"input", "a"}, {"model", nullptr}}).param, "model");
+  EmbeddingsContext lenient = context();
+  lenient.strict_requests = false;
+  EXPECT_TRUE(parse_embeddings(json{{"input", "a"}}, lenient, call).ok());
 }
 
 TEST(EmbeddingsRequest, RefusesBadInputsNamingTheField) {

@@ -215,3 +215,28 @@ TEST(StrictRequests, LegacyReplyCarriesFunctionCall) {
   EXPECT_EQ(first, json({{"function_call", {{"name", "f"}, {"arguments", ""}}}}));
   EXPECT_EQ(legacy_function_delta({{"tool_calls", {{{"index", 1}, {"function", {{"arguments", "{"}}}}}}}), json::object());
 }
+
+TEST(StrictRequests, ModelIsRequiredAndNullOnlyWhereTheSchemaAllowsIt) {
+  // CreateChatCompletionRequest / CreateEmbeddingRequest: required [model, ...].
+  json no_model = chat();
+  no_model.erase("model");
+  ApiError e = check_model_and_nulls(no_model, Endpoint::Chat, /*strict=*/true);
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "model");
+  EXPECT_EQ(e.message, "you must provide a model parameter");
+  EXPECT_EQ(check_model_and_nulls(json{{"input", "Hi"}}, Endpoint::Embeddings, true).param, "model");
+  EXPECT_TRUE(check_model_and_nulls(no_model, Endpoint::Chat, /*strict=*/false).ok());
+  // user: type string; tools: type array; dimensions: type integer (none of them nullable).
+  EXPECT_EQ(check_model_and_nulls(chat({{"user", nullptr}}), Endpoint::Chat, true).param, "user");
+  EXPECT_EQ(check_model_and_nulls(chat({{"tools", nullptr}}), Endpoint::Chat, true).param, "tools");
+  EXPECT_EQ(check_model_and_nulls(json{{"model", "m"}, {"input", "Hi"}, {"dimensions", nullptr}},
+                                  Endpoint::Embeddings, true).param,
+            "dimensions");
+  EXPECT_EQ(check_model_and_nulls(chat({{"model", nullptr}}), Endpoint::Chat, true).param, "model");
+  // temperature, stop, seed: nullable: true; completions suffix: nullable.
+  EXPECT_TRUE(check_model_and_nulls(chat({{"temperature", nullptr}, {"stop", nullptr}, {"seed", nullptr}}),
+                                    Endpoint::Chat, true).ok());
+  EXPECT_TRUE(check_model_and_nulls(completion({{"suffix", nullptr}}), Endpoint::Completions, true).ok());
+  // Lenient: a null is read as absent.
+  EXPECT_TRUE(check_model_and_nulls(chat({{"user", nullptr}}), Endpoint::Chat, false).ok());
+}
