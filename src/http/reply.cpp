@@ -114,12 +114,13 @@ void Reply::feed() {
   for (serving::Event& ev : channel_->take_all()) {
     bool more = true;
     if (!guarded([&] { more = relay_->on_event(ev, res_); })) return relay_failed();
+    // After an error, what still runs for the request (its other choices) stops.
+    if (!more && ev.kind == serving::EventKind::Error) channel_->cancel();
     if (!more) return relay_done();
   }
 }
 
 void Reply::relay_done() {
-  channel_->cancel();  // what still runs for the request (other choices, after an error) stops
   stop_relay();
   if (!relay_->finishes_off_strand()) {
     relay_.reset();

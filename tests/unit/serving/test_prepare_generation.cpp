@@ -98,10 +98,10 @@ TEST(PrepareGeneration, ErrorsNameTheField) {
   // Float ranges: checked by the front end (check_generation, or the HTTP
   // reader on the JSON number), not again once narrowed to float.
   g = text("hello");
-  g.sampling.top_p = 0.0f;
+  g.sampling.top_p = 1.5f;  // OpenAI's range is [0, 1]; 0 is greedy
   e = check_generation(g, f.cfg.max_context_length, 256);
   EXPECT_EQ(e.param, "top_p");
-  EXPECT_EQ(e.message, "'top_p' must be a finite number in (0, 1]");
+  EXPECT_EQ(e.message, "'top_p' must be a finite number in [0, 1]");
   g.sampling.top_p = 1.0f;
   g.sampling.repeat_penalty = 0.01f;  // 0.01 as a float is just below 0.01
   EXPECT_EQ(check_generation(g, f.cfg.max_context_length, 256).param, "repetition_penalty");
