@@ -23,6 +23,7 @@
 #include "eval/ruler_suite.h"
 #include "eval/sweep_cost.h"
 #include "eval/trial_log.h"
+#include "core/cpu_features.h"
 #include "core/sha256.h"
 #include "serving/chat_template.h"
 
@@ -117,10 +118,12 @@ Expected<PolicyRun> run_policy(Engine& engine, const std::string& policy, const 
 }
 
 // Everything besides the prompt that shapes a policy's answers: a trial log
-// recalls a trial only for the same run, prompt and answer bound.
+// recalls a trial only for the same run, prompt and answer bound. The CPU
+// kernel path is part of it because each path sums floats in its own order;
+// the thread count is not (logits do not depend on it).
 std::string run_key(const ModelRunOptions& m, const std::string& policy, int chunk) {
   std::string key = policy + ";kv=" + m.kv_type + ";page=" + std::to_string(m.page_size) +
-                    ";chunk=" + std::to_string(chunk);
+                    ";chunk=" + std::to_string(chunk) + ";cpu=" + cpu_path_name(active_cpu_path());
   for (const std::string& l : m.layer_policies) key += ";layer=" + l;
   const RopeOverride& r = m.rope;
   auto num = [&](const char* name, const auto& v) {
