@@ -41,8 +41,8 @@ class ApiHandler {
                                                              const serving::Admission::Slot& slot, GenerationCall& g);
 
   ApiContext& ctx_;
-  const serving::ServeConfig& cfg_;
-  serving::Admission& admission_;
+  const serving::ServeConfig& cfg_;  // ctx_.cfg
+  serving::Admission& admission_;    // ctx_.admission
 };
 
 }  // namespace stride::server
