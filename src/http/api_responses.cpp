@@ -4,8 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "http/api.h"
-#include "http/api_call.h"
+#include "http/api_responses.h"
 #include "http/generation_relay.h"
 #include "http/openai_response.h"
 #include "http/responses_request.h"
@@ -98,13 +97,11 @@ class ResponseStream {
   int sequence_ = 0;
 };
 
-}  // namespace
-
 // The events of one Responses request, turned into the response object or
 // its typed event stream.
-class Api::ResponsesRelay final : public GenerationRelay {
+class ResponsesRelay final : public GenerationRelay {
  public:
-  ResponsesRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, const ResponsesCall& rc)
+  ResponsesRelay(ApiHandler& api, ApiCall& call, std::unique_ptr<serving::Admission::Slot> slot, const ResponsesCall& rc)
       : GenerationRelay(api, call, std::move(slot), rc.gen.stream), rs_(rc, call.id, call.model->id) {}
 
  private:
@@ -159,7 +156,9 @@ class Api::ResponsesRelay final : public GenerationRelay {
   std::string text_;
 };
 
-void Api::responses(const HttpRequest& req, Responder& res, Call& call) {
+}  // namespace
+
+void ResponsesHandler::responses(const HttpRequest& req, Responder& res, ApiCall& call) {
   nlohmann::json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   ResponsesCall rc;
