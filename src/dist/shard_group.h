@@ -29,7 +29,9 @@ struct ShardGroupOptions {
   int rank = 0;
   int world = 1;
   std::string rendezvous;           // file:/dir or redis://host[:port] (rendezvous.h)
-  std::string prefix = "stride";    // keys of this group in the store: one per shard set
+  // Keys of this group in the store: a new prefix for every start of a
+  // shard set, since a store keeps the addresses of ranks long gone.
+  std::string prefix = "stride";
   std::string listen_host = "127.0.0.1";  // the address peers reach this rank at
   std::chrono::milliseconds timeout{30000};  // connect and every operation
 };
