@@ -56,7 +56,7 @@ struct Case {
 
 void check(const Case& c) {
   std::string bounds;
-  for (int64_t b : c.bounds) bounds += " " + std::to_string(b);
+  for (int64_t b : c.bounds) bounds.append(" ").append(std::to_string(b));
   SCOPED_TRACE(std::string(c.policy) + " " + kv_storage_name(c.storage) + (c.sinks ? " sinks" : "") +
                " n_q=" + std::to_string(c.n_q) + " bounds:" + bounds);
   const PolicySpec policy = *parse_policy(c.policy);

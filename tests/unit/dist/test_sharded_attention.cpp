@@ -95,7 +95,7 @@ struct Case {
 
 std::string describe(const Case& c) {
   std::string s = std::string(c.policy) + " " + kv_storage_name(c.storage) + (c.sinks ? " sinks" : "") + " bounds:";
-  for (int64_t b : c.bounds) s += " " + std::to_string(b);
+  for (int64_t b : c.bounds) s.append(" ").append(std::to_string(b));
   return s;
 }
 
