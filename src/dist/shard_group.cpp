@@ -10,6 +10,8 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <signal.h>
+
 #include <exception>
 
 #include "dist/rendezvous.h"
@@ -60,6 +62,9 @@ Expected<std::unique_ptr<ShardGroup>> ShardGroup::connect(const ShardGroupOption
   if (opts.timeout.count() <= 0) return InvalidArgument("shard group: the timeout must be positive");
   STRIDE_ASSIGN_OR_RETURN(const RendezvousAddress addr, parse_rendezvous(opts.rendezvous));
   STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<gloo::rendezvous::Store> store, open_rendezvous(addr));
+  struct sigaction pipe_action {};
+  if (sigaction(SIGPIPE, nullptr, &pipe_action) != 0 || pipe_action.sa_handler == SIG_DFL)
+    return InvalidArgument("shard group: the process must ignore SIGPIPE first, or a peer's death would kill it");
   auto group = std::make_unique<ShardGroup>(Private{}, opts);
   const Status joined = group->guarded("connect", [&] {
     gloo::transport::tcp::attr attr;

@@ -8,6 +8,11 @@
 // that died or went silent makes the operation return an IoError saying
 // which; the group is then broken (every later call fails at once) and is
 // rebuilt by connecting again. Nothing Gloo throws escapes this class.
+//
+// The process must ignore SIGPIPE (as `stride serve` does) before it
+// connects: Gloo's writes to a socket that a dead peer closed would
+// otherwise kill it instead of failing the operation. connect checks.
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

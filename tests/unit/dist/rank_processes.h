@@ -96,6 +96,7 @@ inline std::vector<RankOutcome> run_ranks(int world, const std::function<RankRep
     const pid_t pid = fork();
     if (pid == 0) {
       close(pipe_fds[0]);
+      signal(SIGPIPE, SIG_IGN);  // as a shard group's process must (shard_group.h)
       const std::string buf = detail::encode(body(r));
       size_t done = 0;
       while (done < buf.size()) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dist/rendezvous.h"
@@ -26,7 +27,7 @@ using testing::Layer;
 using testing::RankReport;
 using testing::RendezvousDir;
 
-constexpr auto kTimeout = std::chrono::seconds(5);
+constexpr auto kTimeout = std::chrono::seconds(3);
 constexpr auto kDeadline = std::chrono::seconds(60);
 constexpr int kDyingExit = 7;
 
@@ -108,6 +109,73 @@ TEST(RankFailure, ARankDyingMidRingPrefillFailsEveryOtherRank) {
   for (int r : {0, 1, 3}) expect_peer_failure(ranks[r], r);
 }
 
+TEST(RankFailure, ARankThatStallsTimesTheOthersOut) {
+  // Rank 2 lives but never joins the sum: the others give up at their deadline.
+  const RendezvousDir dir;
+  const auto ranks = testing::run_ranks(3, [&](int r) -> RankReport {
+    auto group = ShardGroup::connect(options(dir, r, 3));
+    if (!group.ok()) return testing::failed(group.status());
+    if (r == 2) {
+      std::this_thread::sleep_for(kTimeout + std::chrono::seconds(2));
+      return RankReport{};
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<float> x(4, 1.f);
+    RankReport rep;
+    rep.status = (*group)->allreduce_sum(x.data(), x.size());
+    rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return rep;
+  }, kDeadline);
+  for (int r : {0, 1}) {
+    expect_peer_failure(ranks[r], r);
+    EXPECT_GE(ranks[r].report.seconds, std::chrono::duration<double>(kTimeout).count() * 0.9) << "rank " << r;
+  }
+}
+
+TEST(RankFailure, AShardSetIsRebuiltWithoutRestartingRankZero) {
+  // Process 0 is rank 0 of both sets; process 1, rank 1 of the first, dies;
+  // process 2 joins as rank 1 of the second set, under a new prefix.
+  const RendezvousDir dir;
+  auto set = [&](int rank, const char* prefix) {
+    ShardGroupOptions o = options(dir, rank, 2);
+    o.prefix = prefix;
+    return ShardGroup::connect(o);
+  };
+  const auto procs = testing::run_ranks(3, [&](int proc) -> RankReport {
+    std::vector<float> x(4, (float)proc + 1.f);
+    if (proc == 1) {
+      auto first = set(1, "set-1");
+      // One sum together, so rank 0 is surely connected, then the process dies.
+      _exit(first.ok() && (*first)->allreduce_sum(x.data(), x.size()).ok() ? kDyingExit : 1);
+    }
+    if (proc == 2) {
+      auto second = set(1, "set-2");
+      if (!second.ok()) return testing::failed(second.status());
+      return testing::failed((*second)->allreduce_sum(x.data(), x.size()).ok() ? Internal("ok") : Internal("sum failed"));
+    }
+    auto first = set(0, "set-1");
+    if (!first.ok()) return testing::failed(first.status());
+    RankReport rep;
+    if (Status s = (*first)->allreduce_sum(x.data(), x.size()); !s.ok()) return testing::failed(s);
+    rep.status = (*first)->allreduce_sum(x.data(), x.size());  // its peer is gone
+    if (rep.status.ok()) return testing::failed(Internal("the first set still answers"));
+    auto second = set(0, "set-2");
+    if (!second.ok()) return testing::failed(second.status());
+    std::vector<float> y(4, 1.f);
+    const Status summed = (*second)->allreduce_sum(y.data(), y.size());
+    if (!summed.ok()) return testing::failed(summed);
+    rep.out = y;
+    return rep;
+  }, kDeadline);
+  for (int p : {0, 2})
+    ASSERT_TRUE(procs[p].reported) << "process " << p << " crashed or hung: " << procs[p].timed_out << " "
+                                   << procs[p].exit_status;
+  EXPECT_EQ(procs[0].report.status.code(), StatusCode::kIoError) << procs[0].report.status.to_string();
+  EXPECT_EQ(procs[2].report.status.message(), "ok");
+  // Rank 0 brought 1 to each value, the new rank 1 brought 3.
+  EXPECT_EQ(procs[0].report.out, std::vector<float>(4, 4.f));
+}
+
 TEST(RankFailure, AGroupMissingARankTimesOutOnConnect) {
   const RendezvousDir dir;
   const auto ranks = testing::run_ranks(1, [&](int) -> RankReport {
@@ -135,6 +203,14 @@ TEST(RankFailure, RendezvousAddressesAreChecked) {
   EXPECT_FALSE(parse_rendezvous("file:").ok());
   auto missing = ShardGroup::connect({0, 1, "file:/nonexistent/stride-rdv", "p", "127.0.0.1", kTimeout});
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(RankFailure, AProcessThatWouldDieOfSigpipeIsRefused) {
+  // The test binary keeps SIGPIPE's default action (its forked ranks ignore it).
+  const RendezvousDir dir;
+  auto group = ShardGroup::connect({0, 1, dir.address(), "p", "127.0.0.1", kTimeout});
+  EXPECT_EQ(group.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(group.status().message().find("SIGPIPE"), std::string::npos);
 }
 
 }  // namespace
