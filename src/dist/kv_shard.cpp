@@ -11,7 +11,7 @@ AttentionPlan plan_shard_attention(const PolicySpec& policy, const KvShard& shar
   // Logical pages before the shard are planned as page 0 and dropped below:
   // they live on other ranks.
   std::vector<int32_t> table((size_t)n_logical, 0);
-  for (int64_t l = first_page; l < n_logical; ++l) table[(size_t)l] = (int32_t)(l - first_page);
+  for (int64_t l = first_page; l < n_logical; ++l) table[(size_t)l] = shard.pool_page((int32_t)(l - first_page));
   const AttentionPlan whole = plan_attention(policy, table, page_size, shard.pos_end, q_pos0, n_q, q_block);
 
   AttentionPlan plan;

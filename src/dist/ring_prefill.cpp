@@ -22,14 +22,14 @@ void pack_block(const KvPool& pool, const KvShard& shard, std::vector<uint8_t>& 
   std::memcpy(block.data(), header, kBlockHeader);
   const int64_t image = pool.page_image_bytes();
   for (int32_t i = 0; i < shard.pages(pool.shape().page_size); ++i)
-    pool.save_page(i, std::span<uint8_t>(block.data() + kBlockHeader + i * image, (size_t)image));
+    pool.save_page(shard.pool_page(i), std::span<uint8_t>(block.data() + kBlockHeader + i * image, (size_t)image));
 }
 
-// The shard a block carries, its pages loaded into pool.
+// The shard a block carries, its pages loaded into pages 0, 1, ... of pool.
 KvShard unpack_block(const std::vector<uint8_t>& block, KvPool& pool) {
   int64_t header[2];
   std::memcpy(header, block.data(), kBlockHeader);
-  const KvShard shard{header[0], header[1]};
+  const KvShard shard{header[0], header[1], {}};
   const int64_t image = pool.page_image_bytes();
   for (int32_t i = 0; i < shard.pages(pool.shape().page_size); ++i)
     pool.load_page(i, std::span<const uint8_t>(block.data() + kBlockHeader + i * image, (size_t)image));

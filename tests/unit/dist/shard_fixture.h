@@ -50,13 +50,13 @@ struct Layer {
     p.sink_logits = sinks.empty() ? nullptr : sinks.data();
     return p;
   }
-  // A pool of `pages` pages whose first pages hold the shard's positions.
+  // A pool of `pages` pages holding the shard's positions in its pages.
   std::unique_ptr<KvPool> pool_for(const KvShard& shard, int32_t pages) const {
     std::unique_ptr<KvPool> pool = std::move(KvPool::create(shape(), pages)).value();
     const int64_t row = (int64_t)kNkv * kHd;
     for (int64_t first = shard.pos_begin; first < shard.pos_end; first += kPage) {
       const int n = (int)std::min<int64_t>(kPage, shard.pos_end - first);
-      pool->store((int32_t)((first - shard.pos_begin) / kPage), 0, n, k.data() + first * row, row,
+      pool->store(shard.pool_page((int32_t)((first - shard.pos_begin) / kPage)), 0, n, k.data() + first * row, row,
                   v.data() + first * row, row, first);
     }
     return pool;
@@ -93,10 +93,15 @@ struct Layer {
   }
 };
 
-// Shards with the given boundaries: {0, b1, ..., kv_len}.
+// Shards with the given boundaries: {0, b1, ..., kv_len}, each in its pool's
+// pages in reverse order (a pool is as scattered as the engine's).
 inline std::vector<KvShard> shards_at(const std::vector<int64_t>& bounds) {
   std::vector<KvShard> s;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i) s.push_back({bounds[i], bounds[i + 1]});
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    KvShard shard{bounds[i], bounds[i + 1]};
+    for (int32_t p = shard.pages(kPage) - 1; p >= 0; --p) shard.page_ids.push_back(p);
+    s.push_back(shard);
+  }
   return s;
 }
 
