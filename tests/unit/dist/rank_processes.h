@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "dist/shard_group.h"
 
 namespace stride::dist::testing {
 
@@ -160,6 +161,15 @@ class RendezvousDir {
     if (!path_.empty()) std::filesystem::remove_all(path_, ec);
   }
   std::string address() const { return "file:" + path_; }
+  // Options of rank `rank` of a group that meets here.
+  ShardGroupOptions options(int rank, int world, std::chrono::milliseconds timeout) const {
+    ShardGroupOptions o;
+    o.rank = rank;
+    o.world = world;
+    o.rendezvous = address();
+    o.timeout = timeout;
+    return o;
+  }
 
  private:
   std::string path_;

@@ -5,13 +5,12 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "../kv/cache_test_util.h"
 #include "attention/attention_kernel.h"
 #include "attention/attention_reference.h"
-#include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "dist/kv_shard.h"
 #include "kernels/rope_table.h"
@@ -22,13 +21,7 @@ namespace stride::dist::testing {
 constexpr int kNkv = 2, kNhead = 6, kHd = 64, kPage = 16;
 constexpr int64_t kSegmentKeys = (int64_t)kSegmentPages * kPage;
 
-inline std::vector<float> random_vec(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> x(n);
-  for (float& v : x) v = nd(rng);
-  return x;
-}
+using testing_util::random_vec;
 
 struct Layer {
   int64_t kv_len = 0;
@@ -64,8 +57,7 @@ struct Layer {
   // The scalar reference on what the pages hold (f16-rounded for f16 pages).
   std::vector<float> reference(const PolicySpec& policy, const float* q, int n_q, int64_t q_pos0) const {
     auto stored = [&](std::vector<float> x) {
-      if (storage == KvStorage::F16)
-        for (float& e : x) e = fp16_to_fp32(fp32_to_fp16(e));
+      if (storage == KvStorage::F16) x = testing_util::f16_round(std::move(x));
       std::vector<int8_t> q8(kHd);
       for (size_t r = 0; storage == KvStorage::Int8 && r < x.size(); r += kHd) {
         const float scale = quantize_row_int8(x.data() + r, kHd, q8.data());

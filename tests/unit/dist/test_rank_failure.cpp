@@ -31,15 +31,6 @@ constexpr auto kTimeout = std::chrono::seconds(3);
 constexpr auto kDeadline = std::chrono::seconds(60);
 constexpr int kDyingExit = 7;
 
-ShardGroupOptions options(const RendezvousDir& dir, int rank, int world) {
-  ShardGroupOptions o;
-  o.rank = rank;
-  o.world = world;
-  o.rendezvous = dir.address();
-  o.timeout = kTimeout;
-  return o;
-}
-
 void expect_peer_failure(const testing::RankOutcome& rank, int r) {
   ASSERT_TRUE(rank.reported) << "rank " << r << " crashed or hung";
   const Status& st = rank.report.status;
@@ -55,7 +46,7 @@ TEST(RankFailure, ARankDyingMidDecodeFailsRankZeroCleanly) {
   const std::vector<float> q = testing::random_vec((size_t)kNhead * kHd, 3);
   const RendezvousDir dir;
   const auto ranks = testing::run_ranks(3, [&](int r) -> RankReport {
-    auto group = ShardGroup::connect(options(dir, r, 3));
+    auto group = ShardGroup::connect(dir.options(r, 3, kTimeout));
     if (!group.ok()) return testing::failed(group.status());
     std::vector<float> my_q = q;
     if (r == 2) {
@@ -87,7 +78,7 @@ TEST(RankFailure, ARankDyingMidRingPrefillFailsEveryOtherRank) {
   const auto q = testing::random_vec((size_t)layer.kv_len * kNhead * kHd, 4);
   const RendezvousDir dir;
   const auto ranks = testing::run_ranks(4, [&](int r) -> RankReport {
-    auto group = ShardGroup::connect(options(dir, r, 4));
+    auto group = ShardGroup::connect(dir.options(r, 4, kTimeout));
     if (!group.ok()) return testing::failed(group.status());
     if (r == 2) {
       // The page-count agreement (ring_prefill's first step), then the process dies.
@@ -113,7 +104,7 @@ TEST(RankFailure, ARankThatStallsTimesTheOthersOut) {
   // Rank 2 lives but never joins the sum: the others give up at their deadline.
   const RendezvousDir dir;
   const auto ranks = testing::run_ranks(3, [&](int r) -> RankReport {
-    auto group = ShardGroup::connect(options(dir, r, 3));
+    auto group = ShardGroup::connect(dir.options(r, 3, kTimeout));
     if (!group.ok()) return testing::failed(group.status());
     if (r == 2) {
       std::this_thread::sleep_for(kTimeout + std::chrono::seconds(2));
@@ -137,7 +128,7 @@ TEST(RankFailure, AShardSetIsRebuiltWithoutRestartingRankZero) {
   // process 2 joins as rank 1 of the second set, under a new prefix.
   const RendezvousDir dir;
   auto set = [&](int rank, const char* prefix) {
-    ShardGroupOptions o = options(dir, rank, 2);
+    ShardGroupOptions o = dir.options(rank, 2, kTimeout);
     o.prefix = prefix;
     return ShardGroup::connect(o);
   };
@@ -180,7 +171,7 @@ TEST(RankFailure, AGroupMissingARankTimesOutOnConnect) {
   const RendezvousDir dir;
   const auto ranks = testing::run_ranks(1, [&](int) -> RankReport {
     const auto t0 = std::chrono::steady_clock::now();
-    auto group = ShardGroup::connect(options(dir, 0, 2));  // rank 1 never comes
+    auto group = ShardGroup::connect(dir.options(0, 2, kTimeout));  // rank 1 never comes
     RankReport rep;
     rep.status = group.ok() ? Status::Ok() : group.status();
     rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -32,15 +32,6 @@ using testing::RendezvousDir;
 constexpr int64_t S = kSegmentKeys;
 constexpr auto kDeadline = std::chrono::seconds(60);
 
-ShardGroupOptions options(const RendezvousDir& dir, int rank, int world, std::chrono::milliseconds timeout) {
-  ShardGroupOptions o;
-  o.rank = rank;
-  o.world = world;
-  o.rendezvous = dir.address();
-  o.timeout = timeout;
-  return o;
-}
-
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -50,7 +41,7 @@ RankReport decode_rank(const RendezvousDir& dir, const Layer& layer, const Polic
                        const std::vector<KvShard>& shards, const std::vector<float>& q, int n_q, int rank) {
   RankReport rep;
   const auto t0 = std::chrono::steady_clock::now();
-  auto group = ShardGroup::connect(options(dir, rank, (int)shards.size(), std::chrono::seconds(20)));
+  auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
   if (!group.ok()) return testing::failed(group.status());
   const auto pool = layer.pool_for(shards[rank], shards[rank].pages(kPage));
   const ShardedLayer mine{pool.get(), shards[rank], policy, layer.params()};
@@ -68,7 +59,7 @@ RankReport prefill_rank(const RendezvousDir& dir, const Layer& layer, const Poli
                         const std::vector<KvShard>& shards, const std::vector<float>& q_all, int rank) {
   RankReport rep;
   const auto t0 = std::chrono::steady_clock::now();
-  auto group = ShardGroup::connect(options(dir, rank, (int)shards.size(), std::chrono::seconds(20)));
+  auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
   if (!group.ok()) return testing::failed(group.status());
   const KvShard& shard = shards[rank];
   int32_t max_pages = 0;
