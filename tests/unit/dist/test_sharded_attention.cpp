@@ -160,6 +160,11 @@ void check_prefill(const Case& c) {
               (int)world, (long long)bytes, (double)bytes / layer.kv_len);
 }
 
+TEST(ShardedAttention, OneRankIsTheOneHostKernel) {
+  check_decode({"dense", KvStorage::F16, true, {0, 3 * S + 77}, true});
+  check_prefill({"dense", KvStorage::F16, true, {0, 2 * S + 5}, true});
+}
+
 TEST(ShardedAttention, DecodeOverTwoAndFourRanks) {
   check_decode({"dense", KvStorage::F16, true, {0, 3 * S, 3 * S + 77}, true});
   check_decode({"dense", KvStorage::F16, false, {0, 2 * S, 3 * S, 4 * S, 4 * S + 37}, true});
