@@ -32,7 +32,8 @@ Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const Poli
 // (one shard's pages), so that partials over disjoint keys merge exactly
 // with softmax_merge. Row r = query i * n_head + head, as in out.
 // m, d: [n_q, p.n_head]; o: [n_q, p.n_head, head_dim_v], sum_j exp(s_j - m) v_j.
-// A row that sees no key gets m = -inf, d = 0, o = 0.
+// A row that sees no key gets m = -inf, d = 0, o = 0 (or, with an
+// attention sink, the sink's own state: m = its logit, d = 1, o = 0).
 struct AttentionPartialOut {
   float* m = nullptr;
   float* d = nullptr;

@@ -42,9 +42,14 @@ Status ShardGroup::guarded(const char* what, F&& f) {
     f();
     return Status::Ok();
   } catch (const gloo::IoException& e) {
-    // A peer closed its connection (it exited or crashed) or the deadline passed.
-    broken_ = IoError(who(rank_, world_) + ": " + what + " failed (a peer died or timed out after " +
-                      std::to_string(timeout_.count()) + " ms): " + e.what());
+    // Gloo says "Timed out" / "Wait timeout" when the deadline passed; any
+    // other I/O failure is a connection a peer closed (it exited, crashed or gave up).
+    const std::string why = e.what();
+    const bool late = why.find("imed out") != std::string::npos || why.find("timeout") != std::string::npos;
+    broken_ = IoError(who(rank_, world_) + ": " + what + " failed: " +
+                      (late ? "timed out after " + std::to_string(timeout_.count()) + " ms waiting for a peer"
+                            : std::string("a peer is gone (it closed its connection: it died, or failed and gave up)")) +
+                      " [" + why + "]");
   } catch (const std::exception& e) {
     broken_ = Internal(who(rank_, world_) + ": " + what + ": " + e.what());
   }
@@ -114,6 +119,7 @@ Status ShardGroup::ring_pass_start(const void* send, void* recv, size_t bytes) {
 }
 
 Status ShardGroup::ring_pass_finish() {
+  if (!broken_.ok()) return broken_;
   if (!ring_send_) return Internal(who(rank_, world_) + ": no ring pass to finish");
   const Status done = guarded("ring pass", [&] {
     ring_recv_->waitRecv(timeout_);

@@ -6,7 +6,7 @@
 // Every operation is collective in the sense that the ranks it names must
 // call it in the same order; each has a deadline (options.timeout). A peer
 // that died or went silent makes the operation return an IoError saying
-// which; the group is then broken (every later call fails at once) and is
+// which ("a peer is gone", "timed out"); the group is then broken (every later call fails at once) and is
 // rebuilt by connecting again. Nothing Gloo throws escapes this class.
 //
 // The process must ignore SIGPIPE (as `stride serve` does) before it
