@@ -1,5 +1,6 @@
 // Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
-// | "topk:sparsity=R|mass=P[,min=T,max=T],block=B[,sinks=S,window=W,resident=N,decode=dense|prefill=dense,estimate=pooled|oracle]"
+// | "topk:sparsity=R|mass=P[,min=T,max=T],block=B[,sinks=S,window=W,resident=N,decode=dense|prefill=dense,
+//        estimate=pooled|oracle|rerank,shortlist=F]"
 // | "sparse_prefill[:...]" (topk's keys; decode=dense, select=block, estimate=pooled, mass=0.95 by default)
 // | "strided:window=W,stride=S[,globals=G,block=B,ranges=A-B+C-D]".
 // Arguments are comma-separated key=value; a list inside one value uses '+'.
@@ -74,6 +75,16 @@ Expected<double> parse_fraction(std::string_view kind, const KeyValue& kv) {
   return v;
 }
 
+Expected<double> parse_factor(std::string_view kind, const KeyValue& kv) {
+  double v = 0;
+  const char* end = kv.value.data() + kv.value.size();
+  const auto res = std::from_chars(kv.value.data(), end, v);
+  if (kv.value.empty() || res.ec != std::errc() || res.ptr != end || !(v >= 1.0 && v <= 1e6))
+    return InvalidArgument("policy '" + std::string(kind) + "': " + std::string(kv.key) +
+                           " must be a number >= 1, got '" + std::string(kv.value) + "'");
+  return v;
+}
+
 // sparse_prefill: block-sparse prompt chunks (pooled estimate, adaptive
 // budget) and dense decoding; the keys topk takes may override it.
 Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_prefill) {
@@ -127,16 +138,34 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
         return InvalidArgument("policy 'topk': prefill must be 'dense' or 'topk', got '" +
                                std::string(kv.value) + "'");
     } else if (kv.key == "estimate") {
-      spec.pooled_estimate = spec.oracle_estimate = false;
+      spec.pooled_estimate = spec.oracle_estimate = spec.rerank_estimate = false;
       if (kv.value == "pooled") spec.pooled_estimate = true;
       else if (kv.value == "oracle") spec.oracle_estimate = true;
+      else if (kv.value == "rerank") spec.rerank_estimate = true;
       else if (kv.value != "bound")
-        return InvalidArgument("policy 'topk': estimate must be 'bound', 'pooled' or 'oracle', got '" +
+        return InvalidArgument("policy 'topk': estimate must be 'bound', 'pooled', 'oracle' or 'rerank', got '" +
                                std::string(kv.value) + "'");
+    } else if (kv.key == "shortlist") {
+      STRIDE_ASSIGN_OR_RETURN(spec.shortlist, parse_factor("topk", kv));
     } else {
       return unknown_key("topk", kv,
-                         "sparsity, mass, min, max, block, sinks, window, resident, select, decode, prefill, estimate");
+                         "sparsity, mass, min, max, block, sinks, window, resident, select, decode, prefill, "
+                         "estimate, shortlist");
     }
+  }
+  if (spec.shortlist > 0.0 && !spec.rerank_estimate)
+    return InvalidArgument("policy 'topk': shortlist=F sizes the first stage of estimate=rerank: give estimate=rerank too");
+  if (spec.rerank_estimate) {
+    if (spec.shortlist == 0.0) spec.shortlist = 4.0;
+    if (spec.resident > 0)
+      return InvalidArgument("policy 'topk': estimate=rerank scores the shortlisted pages from their keys in the pool, "
+                             "and with resident=N they may be in the offload tier: drop resident=N");
+    if (!spec.prefill_dense)
+      return InvalidArgument("policy 'topk': estimate=rerank scores the shortlisted pages' keys for every query, so it "
+                             "runs on decode steps only: give prefill=dense too");
+    if (spec.mass > 0.0)
+      return InvalidArgument("policy 'topk': estimate=rerank keeps a shortlist of a fixed budget: give sparsity=R, "
+                             "not mass=P");
   }
   if (spec.decode_dense && spec.prefill_dense)
     return InvalidArgument("policy 'topk': decode=dense and prefill=dense read every page: that is 'dense'");
@@ -314,6 +343,10 @@ std::string policy_to_string(const PolicySpec& p) {
       if (p.prefill_dense) s += ",prefill=dense";
       if (p.pooled_estimate) s += ",estimate=pooled";
       if (p.oracle_estimate) s += ",estimate=oracle";
+      if (p.rerank_estimate) {
+        std::snprintf(buf, sizeof buf, "%g", p.shortlist);
+        s += std::string(",estimate=rerank,shortlist=") + buf;
+      }
       return s;
     }
     case PolicyKind::Strided: {

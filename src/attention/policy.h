@@ -58,6 +58,12 @@ struct PolicySpec {
   // instead of an estimate: the oracle a selector is measured against at the
   // same reads. Every key is scored, so it runs on decode steps only.
   bool oracle_estimate = false;
+  // TopK, two-stage (estimate=rerank): the bound ranks the candidates and
+  // keeps `shortlist` x the budget's picks; those pages are then ranked by
+  // their exact softmax mass from their stored keys (attention/topk_rerank.h).
+  // Decode steps only, like the oracle. shortlist is 0 unless rerank.
+  bool rerank_estimate = false;
+  double shortlist = 0.0;
   // TopK: score pages with each query head's mean query over the block
   // instead of every query's bound (cheaper by the block size; an estimate,
   // not a bound, as block-sparse prefill methods use).
@@ -86,7 +92,9 @@ struct PolicySpec {
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
-//        [,decode=dense|prefill=dense][,estimate=bound|pooled|oracle]"
+//        [,decode=dense|prefill=dense][,estimate=bound|pooled|oracle|rerank][,shortlist=F]"
+//   estimate=oracle and estimate=rerank (shortlist=F, F >= 1, default 4) need
+//   prefill=dense and sparsity=R; rerank refuses resident=N
 // | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,
 //        estimate=pooled and mass=0.95 unless given
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attention/topk_bound.h"
+#include "attention/topk_rerank.h"
 #include "core/worker_scratch.h"
 
 namespace stride {
@@ -103,6 +104,9 @@ struct SelectScratch {
   std::vector<uint64_t> ranked;     // [candidates] rank_key, best first up to the cut
   std::vector<uint8_t> chosen;      // [n_groups]
   std::vector<float> est_fixed, est_ranked, log_keys;
+  std::vector<int64_t> shortlist, fixed;  // estimate=rerank's groups
+  std::vector<float> exact;               // [shortlist] their stage-2 scores
+  RerankScratch rerank;
 };
 
 }  // namespace
@@ -130,7 +134,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                           const TopkColdPages* cold, int n_next, float scale, WorkerScratch* scratch,
-                          const std::vector<float>* exact) {
+                          const std::vector<float>* exact, const KvPool* keys) {
   TopkSelection sel;
   sel.q_block = std::max(1, q_block);
   sel.n_q = n_q;
@@ -210,9 +214,25 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
         // Keys are distinct and totally ordered: the first `ranked` after a
         // partition and a sort of them are what a full sort would give.
         const int64_t n_cand = (int64_t)x.ranked.size();
-        const int64_t ranked = std::min<int64_t>(n_cand, extra + std::max(0, n_next));
+        int64_t ranked = std::min<int64_t>(n_cand, extra + std::max(0, n_next));
+        // estimate=rerank: the bound's best shortlist x extra go to the second stage.
+        const bool rerank = keys && p.rerank_estimate && extra > 0;
+        if (rerank)
+          ranked = std::max(ranked, std::min<int64_t>(n_cand, (int64_t)std::ceil(p.shortlist * (double)extra - 1e-9)));
         if (ranked < n_cand) std::nth_element(x.ranked.begin(), x.ranked.begin() + ranked, x.ranked.end());
         std::sort(x.ranked.begin(), x.ranked.begin() + ranked);
+        if (rerank && ranked > extra) {
+          x.shortlist.clear();
+          x.fixed.clear();
+          for (int64_t i = 0; i < ranked; ++i) x.shortlist.push_back(rank_group(x.ranked[(size_t)i]));
+          for (int64_t G = 0; G < geo.n_groups; ++G)
+            if (G < geo.n_sink || G >= geo.local_from) x.fixed.push_back(G);
+          x.exact.resize(x.shortlist.size());
+          rerank_group_scores(*keys, page_table, gp, n_present, kv_len, x.br.rows.data() + (size_t)h * x.br.n_rows,
+                              x.br.n_rows, h, s, x.shortlist, x.fixed, x.rerank, x.exact.data());
+          for (int64_t i = 0; i < ranked; ++i) x.ranked[(size_t)i] = rank_key(x.exact[(size_t)i], x.shortlist[(size_t)i]);
+          std::sort(x.ranked.begin(), x.ranked.begin() + ranked);
+        }
         if (p.mass > 0.0) {
           // mass=P: a group's estimated log-mass, as if its keys all scored its bound.
           x.est_fixed.clear();
@@ -297,9 +317,10 @@ Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<in
 Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                        float scale, WorkerScratch* scratch, const std::vector<float>* exact) {
+                        float scale, WorkerScratch* scratch, const std::vector<float>* exact,
+                        const KvPool* keys) {
   return topk_plan(select_topk(p, page_table, page_size, kv_len, q_pos0, n_q, q_block, sums, q,
-                               n_head, n_kv_heads, nullptr, 0, scale, scratch, exact),
+                               n_head, n_kv_heads, nullptr, 0, scale, scratch, exact, keys),
                    page_table, page_size, kv_len);
 }
 

@@ -13,6 +13,7 @@
 #include "kv/store/page_summary.h"
 
 namespace stride {
+class KvPool;
 class WorkerScratch;
 }
 
@@ -85,11 +86,15 @@ struct TopkSelection {
 // exact: null, or page scores that replace the summaries' bounds for ranking
 // ([n_kv_heads, ceil(kv_len / page_size)], higher first: the oracle's
 // attention masses, attention/page_mass.h).
+// keys: the pool holding the pages, for estimate=rerank (its second stage
+// scores the shortlist from their keys, attention/topk_rerank.h); null: no
+// second stage.
 TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                           const TopkColdPages* cold = nullptr, int n_next = 0, float scale = 0.f,
-                          WorkerScratch* scratch = nullptr, const std::vector<float>* exact = nullptr);
+                          WorkerScratch* scratch = nullptr, const std::vector<float>* exact = nullptr,
+                          const KvPool* keys = nullptr);
 
 // The plan of a selection over the current page table; a selected page not
 // in the pool is an Internal error (never skipped). The plan always carries
@@ -102,6 +107,6 @@ Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                         float scale = 0.f, WorkerScratch* scratch = nullptr,
-                        const std::vector<float>* exact = nullptr);
+                        const std::vector<float>* exact = nullptr, const KvPool* keys = nullptr);
 
 }  // namespace stride

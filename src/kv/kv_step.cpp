@@ -162,7 +162,8 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
       exact = oracle_page_scores(*pool_, pt.table, kv_len, q, step.n, n_head, cfg_.n_kv_heads, scale);
     STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, pt.table, cfg_.page_size, kv_len, s.length, step.n,
                                                 policy_q_block(policy, step.n), *summaries_, q, n_head,
-                                                cfg_.n_kv_heads, scale, &scratch, exact ? &*exact : nullptr));
+                                                cfg_.n_kv_heads, scale, &scratch, exact ? &*exact : nullptr,
+                                                policy.rerank_estimate ? pool_.get() : nullptr));
   }
   finish_layer_plan(pt, cfg_.page_size, cfg_.n_kv_heads, lp);
   lp.needs_selection = false;

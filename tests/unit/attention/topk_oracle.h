@@ -3,6 +3,8 @@
 // groups of pages one (query block, kv head) reads. Summaries come straight
 // from the keys, every row (query x head of the group) gets the exact bound,
 // the block's score is the largest; sinks and the local window always count.
+// estimate=oracle ranks by exact mass, estimate=rerank re-ranks the bound's
+// shortlist by exact mass over the keys it reads.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -12,6 +14,53 @@
 #include "../kv/cache_test_util.h"
 
 namespace stride::testing_util {
+
+// estimate=rerank's second stage, from its definition: the first
+// ceil(shortlist x extra) candidates (by bound) are re-ordered by their share
+// of each row's softmax over the keys of the shortlist and the fixed groups
+// (keys in [0, kv_end) as the pool stores them, f16), averaged over the rows.
+inline void rerank_shortlist(const PolicySpec& pol, const Shape& s, const std::vector<std::vector<float>>& rows,
+                             const std::vector<float>& k, int h, int64_t kv_end, int gp,
+                             const std::vector<bool>& fixed, int64_t extra,
+                             std::vector<std::pair<float, int64_t>>& cand) {
+  const int64_t n_short = std::min<int64_t>((int64_t)cand.size(), (int64_t)std::ceil(pol.shortlist * extra - 1e-9));
+  if (extra <= 0 || n_short <= extra) return;
+  const std::vector<float> kr = f16_round(k);
+  const double scale = 1.0 / std::sqrt((double)s.hd);
+  const int64_t B = (int64_t)gp * s.page;
+  std::vector<int64_t> scored;  // the shortlist, then the fixed groups
+  for (int64_t i = 0; i < n_short; ++i) scored.push_back(cand[(size_t)i].second);
+  for (int64_t g = 0; g < (int64_t)fixed.size(); ++g)
+    if (fixed[(size_t)g]) scored.push_back(g);
+  std::vector<double> share((size_t)n_short, 0.0);
+  for (const std::vector<float>& r : rows) {
+    // e[i]: sum of exp(logit) over group scored[i]'s keys, logits shifted by the row's best.
+    std::vector<std::vector<double>> logits;
+    double top = -INFINITY;
+    for (const int64_t g : scored) {
+      logits.emplace_back();
+      for (int64_t t = g * B; t < (g + 1) * B && t < kv_end; ++t) {
+        double dot = 0;
+        for (int c = 0; c < s.hd; ++c) dot += (double)r[c] * kr[((size_t)t * s.n_kv + h) * s.hd + c];
+        logits.back().push_back(scale * dot);
+        top = std::max(top, scale * dot);
+      }
+    }
+    std::vector<double> e(scored.size(), 0.0);
+    double total = 0;
+    for (size_t i = 0; i < scored.size(); ++i) {
+      for (const double l : logits[i]) e[i] += std::exp(l - top);
+      total += e[i];
+    }
+    for (int64_t i = 0; i < n_short; ++i) share[(size_t)i] += e[(size_t)i] / total / (double)rows.size();
+  }
+  std::vector<std::pair<double, int64_t>> order;
+  for (int64_t i = 0; i < n_short; ++i) order.push_back({share[(size_t)i], cand[(size_t)i].second});
+  std::sort(order.begin(), order.end(), [](auto& a, auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  for (int64_t i = 0; i < n_short; ++i) cand[(size_t)i] = {(float)order[(size_t)i].first, order[(size_t)i].second};
+}
 
 // q: [n_tok, n_head, hd], k: [n_tok, n_kv, hd]. Returns [groups] read by the
 // block of nq queries at qa, kv head h. kv_end: keys written when the block
@@ -101,6 +150,7 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
   std::sort(cand.begin(), cand.end(), [](auto& a, auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
+  if (pol.rerank_estimate) rerank_shortlist(pol, s, rows, k, h, kv_end, gp, keep, budget - fixed, cand);
   if (pol.mass > 0) {
     // Top-p over masses keys * exp(scale * bound) of every group, fixed ones
     // counted first, candidates best first, between min and max tokens.

@@ -1,0 +1,47 @@
+#pragma once
+// The second stage of two-stage top-k selection (estimate=rerank), in the
+// spirit of RetrievalAttention, ShadowKV and PQCache: Quest's bound shortlists
+// `shortlist` x the budget's candidate groups, and this scores each of them
+// exactly from its stored keys, so the budget goes to the groups the queries
+// actually attend.
+//
+// A group's score is its share of the softmax mass, averaged over the rows
+// (the block's queries x the kv head's group of query heads, the rows the
+// bound uses), with each row's softmax taken over the keys stage 2 reads:
+// the shortlist's and the fixed groups' (sinks, window):
+//   score(G) = mean_r exp(lse_r(G) - lse_r(shortlist + fixed)),
+//   lse_r(X) = log sum_{k in X} exp(scale * q_r . k).
+// The log-sum-exp rather than the best single q.k: a page's mass is what
+// reading it recovers, and several good keys count more than one. Shares
+// rather than raw log-sum-exps across rows: one head with large logits
+// everywhere would otherwise outrank another head's needle. When the
+// shortlist holds every candidate, the scores are the oracle's exact masses
+// (page_mass.h) for single-page groups.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/store/kv_pool.h"
+
+namespace stride {
+
+// Buffers one thread reuses across calls.
+struct RerankScratch {
+  std::vector<float> lse;       // [scored groups, n_rows] per group and row
+  std::vector<float> page_lse;  // [n_rows]
+  std::vector<float> work;      // the kernel's (page_logsumexp.h)
+};
+
+// Scores of one (query block, kv head)'s shortlisted groups, as above.
+//   page_table: logical -> physical page; pages < 0 (absent) and keys at
+//     positions >= kv_len are left out; keys of [0, kv_len) count for every
+//     row (decode steps: the step's keys are written before selection)
+//   group_pages: pages per group; n_present: logical pages the block sees
+//   rows: n_rows pointers to [head_dim_k] queries of kv head `head`
+//   shortlist, fixed: group ids; scores: [shortlist.size()]
+void rerank_group_scores(const KvPool& pool, const std::vector<int32_t>& page_table, int64_t group_pages,
+                         int64_t n_present, int64_t kv_len, const float* const* rows, int n_rows, int head,
+                         float scale, std::span<const int64_t> shortlist, std::span<const int64_t> fixed,
+                         RerankScratch& x, float* scores);
+
+}  // namespace stride
