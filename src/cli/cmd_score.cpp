@@ -77,6 +77,7 @@ int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& 
   j["pos_begin"] = r->shard.pos_begin;
   j["pos_end"] = r->shard.pos_end;
   j["forward_seconds"] = r->forward_seconds;
+  j["forward_cpu_seconds"] = r->forward_cpu_seconds;
   j["ring_seconds"] = r->ring_seconds;
   j["wait_seconds"] = r->wait_seconds;
   j["payload_bytes_sent"] = r->payload_bytes_sent;
@@ -105,15 +106,17 @@ int score(const ScoreArgs& a) {
   auto opts = to_engine_options(a.model, (int64_t)ids->size());
   if (!opts) return fail(opts.status());
   opts->prefill_chunk = a.chunk;
-  if (a.shard.world > 1 && a.reference) return fail("--reference runs on one host only");
-  if (a.shard.world > 1 && a.shard.rendezvous.empty()) return fail("--shard-world needs --rendezvous");
+  // With a rendezvous even one rank runs the sharded path (a baseline for its timings).
+  const bool sharded = !a.shard.rendezvous.empty();
+  if (a.shard.world > 1 && !sharded) return fail("--shard-world needs --rendezvous");
+  if (sharded && a.reference) return fail("--reference runs on one host only");
 #ifndef STRIDE_WITH_GLOO
-  if (a.shard.world > 1) return fail("this build has no context parallelism (Gloo was not found at build time)");
+  if (sharded) return fail("this build has no context parallelism (Gloo was not found at build time)");
 #endif
   auto engine = Engine::create(*opts);
   if (!engine) return fail(engine.status());
 #ifdef STRIDE_WITH_GLOO
-  if (a.shard.world > 1) return score_shard(a, **engine, *ids);
+  if (sharded) return score_shard(a, **engine, *ids);
 #endif
   auto logits = a.reference
                     ? reference_forward((*engine)->model(), (*engine)->layer_policies(), *ids)
@@ -147,7 +150,7 @@ void add_score_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--reference", args->reference,
                 "use the slow scalar reference forward pass (f32 activations, naive attention)");
   auto* world = cmd->add_option("--shard-world", args->shard.world,
-                                "ranks of a shard set that split the prompt by position (1: one host)")
+                                "ranks of a shard set that split the prompt by position (1 with --rendezvous: the sharded path on one rank)")
                     ->check(CLI::Range(1, 4096))
                     ->capture_default_str();
   cmd->add_option("--shard-rank", args->shard.rank, "this process's rank, 0 .. world-1 (rank 0 writes --out)")

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <span>
 #include <string>
 
@@ -23,6 +24,12 @@ int64_t prompt_digest(const std::vector<int32_t>& ids) {
     h *= 1099511628211ull;
   }
   return (int64_t)(h >> 2);  // non-negative, so its negation is exact
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 // One step of the shard's tokens, its attention through `ring`.
@@ -81,8 +88,10 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
   step.logits = mine.data();
   RingAttention ring(group, kv, sid, r.shard.pos_begin, r.shard.pos_end);
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = process_cpu_seconds();
   STRIDE_RETURN_IF_ERROR(run_shard_step(engine, step, ring));
   r.forward_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.forward_cpu_seconds = process_cpu_seconds() - cpu0;
   r.ring_seconds = ring.seconds();
   r.wait_seconds = ring.wait_seconds();
 

@@ -28,6 +28,7 @@ struct ShardScore {
   KvShard shard;               // this rank's positions
   std::vector<float> logits;   // rank 0: [n, n_vocab] of the whole prompt; other ranks: empty
   double forward_seconds = 0;  // this rank's step, wall time
+  double forward_cpu_seconds = 0;  // CPU time of this process during the step (every thread)
   double ring_seconds = 0;     // of which in ring prefill (every layer)
   double wait_seconds = 0;     // of which waiting for peers
   int64_t payload_bytes_sent = 0;  // by this rank, logits included (ShardGroup::payload_bytes_sent)
