@@ -25,20 +25,6 @@ const Shape kShape{/*n_head=*/4, /*n_kv=*/2, /*hd=*/32, /*page=*/16};
 constexpr int kLayers = 2;
 const size_t kRow = (size_t)kShape.n_kv * kShape.hd;
 
-std::unique_ptr<KvManager> make_f32(const char* policy, int32_t n_pages) {
-  KvManagerConfig cfg;
-  cfg.n_layer = kLayers;
-  cfg.n_kv_heads = kShape.n_kv;
-  cfg.head_dim_k = cfg.head_dim_v = kShape.hd;
-  cfg.page_size = kShape.page;
-  cfg.storage = KvStorage::F32;
-  cfg.layer_policies.assign(kLayers, *parse_policy(policy));
-  cfg.budget_bytes = (int64_t)n_pages * kShape.page * kShape.n_kv * 2 * kShape.hd * 4;
-  auto c = KvManager::create(cfg);
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  return c.ok() ? std::move(c).value() : nullptr;
-}
-
 // One step of n tokens on seq: the same keys and values on every layer.
 Expected<StepPlan> write_step(KvManager& kv, const SequenceStep& step, const std::vector<float>& k,
                               const std::vector<float>& v) {
@@ -50,7 +36,7 @@ Expected<StepPlan> write_step(KvManager& kv, const SequenceStep& step, const std
 }  // namespace
 
 TEST(KvShardSequence, HoldsItsPositionsOnlyInPagesOfItsOwn) {
-  auto kv = make_f32("dense", 64);
+  auto kv = make_f32_manager(kShape, kLayers, "dense", 64);
   ASSERT_TRUE(kv);
   constexpr int64_t kFirst = 4 * 16;
   constexpr int kN = 40;
@@ -85,7 +71,7 @@ TEST(KvShardSequence, HoldsItsPositionsOnlyInPagesOfItsOwn) {
 }
 
 TEST(KvShardSequence, ItsPlanAttendsItsOwnKeysCausallyAsTheReferenceDoes) {
-  auto kv = make_f32("dense", 64);
+  auto kv = make_f32_manager(kShape, kLayers, "dense", 64);
   ASSERT_TRUE(kv);
   constexpr int64_t kFirst = 2 * 16;
   constexpr int kN = 37;
@@ -119,7 +105,7 @@ TEST(KvShardSequence, ItsPlanAttendsItsOwnKeysCausallyAsTheReferenceDoes) {
 }
 
 TEST(KvShardSequence, AWindowReleasesItsPagesAsOnOneHost) {
-  auto kv = make_f32("window:size=16", 64);
+  auto kv = make_f32_manager(kShape, kLayers, "window:size=16", 64);
   ASSERT_TRUE(kv);
   auto seq = kv->add_sequence_at(3 * 16);
   ASSERT_TRUE(seq.ok());
@@ -135,7 +121,7 @@ TEST(KvShardSequence, AWindowReleasesItsPagesAsOnOneHost) {
 }
 
 TEST(KvShardSequence, StartsOnlyAtAPageBoundary) {
-  auto kv = make_f32("dense", 8);
+  auto kv = make_f32_manager(kShape, kLayers, "dense", 8);
   ASSERT_TRUE(kv);
   EXPECT_EQ(kv->add_sequence_at(17).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(kv->add_sequence_at(-16).status().code(), StatusCode::kInvalidArgument);

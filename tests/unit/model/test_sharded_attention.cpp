@@ -11,23 +11,10 @@
 
 #include "attention/attention_kernel.h"
 #include "engine/engine.h"
+#include "tiny_engine.h"
 
 namespace stride {
 namespace {
-
-std::unique_ptr<Engine> tiny_engine(const char* policy) {
-  EngineOptions o;
-  o.model_path = std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/tiny/llama/model-f32.gguf";
-  o.attention = *parse_policy(policy);
-  o.threads = 2;
-  o.max_context = 256;
-  o.page_size = 4;
-  o.kv_storage = KvStorage::F32;
-  o.show_progress = false;
-  auto e = Engine::create(o);
-  EXPECT_TRUE(e.ok()) << e.status().to_string();
-  return e.ok() ? std::move(*e) : nullptr;
-}
 
 // Attends to the sequence's own pages with the one-host kernel; fails at fail_at.
 class OwnPagesAttention final : public ShardedAttention {
@@ -62,7 +49,7 @@ Status step_with(Engine& e, std::span<const SequenceStep> steps, ShardedAttentio
 }
 
 TEST(ShardedAttentionHook, TheKernelOnOwnPagesGivesTheBitsOfNoHook) {
-  auto engine = tiny_engine("dense");
+  auto engine = testing_util::tiny_engine("llama", "dense");
   ASSERT_TRUE(engine);
   auto want = engine->score(kIds);
   ASSERT_TRUE(want.ok());
@@ -80,7 +67,7 @@ TEST(ShardedAttentionHook, TheKernelOnOwnPagesGivesTheBitsOfNoHook) {
 }
 
 TEST(ShardedAttentionHook, ItsErrorEndsTheStep) {
-  auto engine = tiny_engine("dense");
+  auto engine = testing_util::tiny_engine("llama", "dense");
   ASSERT_TRUE(engine);
   const KvManager::SeqId seq = *engine->kv().add_sequence();
   const SequenceStep step{seq, kIds.data(), (int)kIds.size(), false, nullptr};
@@ -92,7 +79,7 @@ TEST(ShardedAttentionHook, ItsErrorEndsTheStep) {
 }
 
 TEST(ShardedAttentionHook, RefusesABatchAndTopK) {
-  auto engine = tiny_engine("dense");
+  auto engine = testing_util::tiny_engine("llama", "dense");
   ASSERT_TRUE(engine);
   const KvManager::SeqId a = *engine->kv().add_sequence(), b = *engine->kv().add_sequence();
   const SequenceStep steps[2] = {{a, kIds.data(), 4, false, nullptr}, {b, kIds.data(), 4, false, nullptr}};
@@ -100,7 +87,7 @@ TEST(ShardedAttentionHook, RefusesABatchAndTopK) {
   EXPECT_EQ(step_with(*engine, std::span<const SequenceStep>(steps, 2), hook).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(hook.calls.empty());
 
-  auto topk = tiny_engine("topk:sparsity=0.5");
+  auto topk = testing_util::tiny_engine("llama", "topk:sparsity=0.5");
   ASSERT_TRUE(topk);
   const KvManager::SeqId s = *topk->kv().add_sequence();
   const SequenceStep step{s, kIds.data(), (int)kIds.size(), false, nullptr};
