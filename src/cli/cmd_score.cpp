@@ -84,6 +84,9 @@ int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& 
   j["logits_bytes_sent"] = r->logits_bytes_sent;
   j["ring_bytes_per_layer"] = (go.world - 1) * block + 8;
   j["n_layer"] = engine.config().n_layer;
+  const KvStats ks = engine.kv().stats();
+  j["peak_kv_bytes"] = ks.peak_pages_used * ks.bytes_per_page;  // this rank's pool pages at their most
+  j["pool_kv_bytes"] = ks.pages_total * ks.bytes_per_page;
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }
@@ -112,6 +115,12 @@ int score(const ScoreArgs& a) {
   if (sharded && a.reference) return fail("--reference runs on one host only");
 #ifndef STRIDE_WITH_GLOO
   if (sharded) return fail("this build has no context parallelism (Gloo was not found at build time)");
+#else
+  if (sharded) {  // a rank's pool holds its shard (the largest is rank 0's), not the whole prompt
+    auto largest = dist::shard_positions((int64_t)ids->size(), a.shard.world, 0, opts->page_size);
+    if (!largest) return fail(largest.status());
+    opts->kv_tokens = largest->tokens();
+  }
 #endif
   auto engine = Engine::create(*opts);
   if (!engine) return fail(engine.status());

@@ -123,6 +123,9 @@ def test_shards_on_segment_boundaries_give_the_one_host_bytes(world, n, policy, 
         assert ring == smol_info["n_layer"] * m["ring_bytes_per_layer"], m
         rows = m["pos_end"] - m["pos_begin"]
         assert m["logits_bytes_sent"] == (0 if m["shard_rank"] == 0 else rows * m["n_vocab"] * 4)
+        # A rank's pool holds its own positions only: a 1/W share of the prompt's KV.
+        kv_page = page_image_bytes(smol_info) - PAGE * 4
+        assert m["peak_kv_bytes"] == smol_info["n_layer"] * (rows // PAGE) * kv_page, m
 
 
 def test_other_splits_agree_to_rounding(tmp_path):
