@@ -1,5 +1,8 @@
 // `stride score`: one forward pass over token ids; writes the logits of every
 // position (raw little-endian f32, [n_tokens, n_vocab]) for oracle comparisons.
+// With --shard-world N every rank of a shard set runs the same command with
+// its --shard-rank; rank 0 writes the file (dist/shard_score.h).
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -8,10 +11,22 @@
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "model/reference_forward.h"
+#ifdef STRIDE_WITH_GLOO
+#include "dist/shard_score.h"
+#endif
 
 namespace stride::cli {
 
 namespace {
+
+struct ShardArgs {
+  int world = 1;
+  int rank = 0;
+  std::string rendezvous;
+  std::string prefix = "score";
+  std::string host = "127.0.0.1";
+  int timeout_ms = 30000;
+};
 
 struct ScoreArgs {
   ModelRunOptions model;
@@ -20,7 +35,62 @@ struct ScoreArgs {
   std::string out;
   int chunk = 256;
   bool reference = false;
+  ShardArgs shard;
 };
+
+int write_logits(const std::string& path, const std::vector<float>& logits) {
+  FILE* out = std::fopen(path.c_str(), "wb");
+  if (!out) return fail("cannot write " + path);
+  const size_t written = std::fwrite(logits.data(), sizeof(float), logits.size(), out);
+  const bool closed = std::fclose(out) == 0;
+  if (written != logits.size() || !closed) return fail("short write to " + path);
+  return 0;
+}
+
+#ifdef STRIDE_WITH_GLOO
+// This rank's share of a sharded score; rank 0 writes the logits.
+int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& ids) {
+  std::signal(SIGPIPE, SIG_IGN);  // a dead peer's socket fails the operation instead
+  dist::ShardGroupOptions go;
+  go.rank = a.shard.rank;
+  go.world = a.shard.world;
+  go.rendezvous = a.shard.rendezvous;
+  go.prefix = a.shard.prefix;
+  go.listen_host = a.shard.host;
+  go.timeout = std::chrono::milliseconds(a.shard.timeout_ms);
+  auto group = dist::ShardGroup::connect(go);
+  if (!group) return fail(group.status());
+  std::fprintf(stderr, "shard rank %d/%d: connected\n", go.rank, go.world);
+  auto r = dist::score_sharded(engine, **group, ids);
+  if (!r) return fail(r.status());
+  if (go.rank == 0 && write_logits(a.out, r->logits) != 0) return 1;
+  // The ring's payload per layer (ring_prefill.h): W - 1 blocks of the largest shard's pages, and its page count agreed.
+  const int ps = engine.kv().config().page_size;
+  auto largest = dist::shard_positions((int64_t)ids.size(), go.world, 0, ps);
+  if (!largest) return fail(largest.status());
+  const int64_t block = 16 + (int64_t)largest->pages(ps) * engine.kv().pool().page_image_bytes();
+  nlohmann::json j;
+  j["n_tokens"] = ids.size();
+  j["n_vocab"] = engine.config().n_vocab;
+  j["shard_rank"] = go.rank;
+  j["shard_world"] = go.world;
+  j["pos_begin"] = r->shard.pos_begin;
+  j["pos_end"] = r->shard.pos_end;
+  j["forward_seconds"] = r->forward_seconds;
+  j["forward_cpu_seconds"] = r->forward_cpu_seconds;
+  j["ring_seconds"] = r->ring_seconds;
+  j["wait_seconds"] = r->wait_seconds;
+  j["payload_bytes_sent"] = r->payload_bytes_sent;
+  j["logits_bytes_sent"] = r->logits_bytes_sent;
+  j["ring_bytes_per_layer"] = (go.world - 1) * block + 8;
+  j["n_layer"] = engine.config().n_layer;
+  const KvStats ks = engine.kv().stats();
+  j["peak_kv_bytes"] = ks.peak_pages_used * ks.bytes_per_page;  // this rank's pool pages at their most
+  j["pool_kv_bytes"] = ks.pages_total * ks.bytes_per_page;
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+#endif
 
 int score(const ScoreArgs& a) {
   if (a.ids.empty() == a.ids_file.empty()) return fail("give exactly one of --ids or --ids-file");
@@ -39,17 +109,29 @@ int score(const ScoreArgs& a) {
   auto opts = to_engine_options(a.model, (int64_t)ids->size());
   if (!opts) return fail(opts.status());
   opts->prefill_chunk = a.chunk;
+  // With a rendezvous even one rank runs the sharded path (a baseline for its timings).
+  const bool sharded = !a.shard.rendezvous.empty();
+  if (a.shard.world > 1 && !sharded) return fail("--shard-world needs --rendezvous");
+  if (sharded && a.reference) return fail("--reference runs on one host only");
+#ifndef STRIDE_WITH_GLOO
+  if (sharded) return fail("this build has no context parallelism (Gloo was not found at build time)");
+#else
+  if (sharded) {  // a rank's pool holds its shard (the largest is rank 0's), not the whole prompt
+    auto largest = dist::shard_positions((int64_t)ids->size(), a.shard.world, 0, opts->page_size);
+    if (!largest) return fail(largest.status());
+    opts->kv_tokens = largest->tokens();
+  }
+#endif
   auto engine = Engine::create(*opts);
   if (!engine) return fail(engine.status());
+#ifdef STRIDE_WITH_GLOO
+  if (sharded) return score_shard(a, **engine, *ids);
+#endif
   auto logits = a.reference
                     ? reference_forward((*engine)->model(), (*engine)->layer_policies(), *ids)
                     : (*engine)->score(*ids);
   if (!logits) return fail(logits.status());
-  FILE* out = std::fopen(a.out.c_str(), "wb");
-  if (!out) return fail("cannot write " + a.out);
-  const size_t written = std::fwrite(logits->data(), sizeof(float), logits->size(), out);
-  const bool closed = std::fclose(out) == 0;
-  if (written != logits->size() || !closed) return fail("short write to " + a.out);
+  if (write_logits(a.out, *logits) != 0) return 1;
   nlohmann::json j;
   j["n_tokens"] = ids->size();
   j["n_vocab"] = (*engine)->config().n_vocab;
@@ -76,7 +158,29 @@ void add_score_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--kv-budget", args->model.kv_budget, "KV pool size, e.g. 512M");
   cmd->add_flag("--reference", args->reference,
                 "use the slow scalar reference forward pass (f32 activations, naive attention)");
-  cmd->callback([args, &exit_code] { exit_code = score(*args); });
+  auto* world = cmd->add_option("--shard-world", args->shard.world,
+                                "ranks of a shard set that split the prompt by position (1 with --rendezvous: the sharded path on one rank)")
+                    ->check(CLI::Range(1, 4096))
+                    ->capture_default_str();
+  cmd->add_option("--shard-rank", args->shard.rank, "this process's rank, 0 .. world-1 (rank 0 writes --out)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(world);
+  cmd->add_option("--rendezvous", args->shard.rendezvous, "where the ranks meet: file:/dir or redis://host[:port]")
+      ->needs(world);
+  cmd->add_option("--shard-prefix", args->shard.prefix, "the shard set's keys in the rendezvous store; new per start")
+      ->capture_default_str();
+  cmd->add_option("--shard-host", args->shard.host, "the address the other ranks reach this rank at")
+      ->capture_default_str();
+  cmd->add_option("--shard-timeout-ms", args->shard.timeout_ms, "deadline of connecting and of every exchange")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->callback([args, &exit_code] {
+    if (args->shard.rank >= args->shard.world) {
+      exit_code = fail("--shard-rank must be below --shard-world");
+      return;
+    }
+    exit_code = score(*args);
+  });
 }
 
 }  // namespace stride::cli

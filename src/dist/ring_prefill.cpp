@@ -1,5 +1,6 @@
 #include "dist/ring_prefill.h"
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -39,7 +40,12 @@ KvShard unpack_block(const std::vector<uint8_t>& block, KvPool& pool) {
 }  // namespace
 
 Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q, int n_q, float* out,
-                    ThreadPool& threads) {
+                    ThreadPool& threads, double* wait_seconds) {
+  double waited = 0;
+  auto timed = [&waited](Status st, std::chrono::steady_clock::time_point t0) {
+    waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  };
   if (layer.policy.kind == PolicyKind::TopK)
     return Unsupported("ring prefill: top-k attention is not supported across ranks yet");
   const KvPoolShape& shape = layer.pool->shape();
@@ -47,7 +53,7 @@ Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q
     return InvalidArgument("ring prefill: " + std::to_string(n_q) + " queries for a shard of " +
                            std::to_string(layer.shard.tokens()) + " positions");
   int64_t max_pages = layer.shard.pages(shape.page_size);
-  STRIDE_RETURN_IF_ERROR(group.allreduce_max(&max_pages, 1));
+  STRIDE_RETURN_IF_ERROR(timed(group.allreduce_max(&max_pages, 1), std::chrono::steady_clock::now()));
   if (max_pages > layer.pool->n_pages())
     return InvalidArgument("ring prefill: a shard of " + std::to_string(max_pages) + " pages, the pool holds " +
                            std::to_string(layer.pool->n_pages()));
@@ -84,11 +90,12 @@ Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q
       float* part = parts.data() + (size_t)origin * layout.floats();
       attended = attention_paged_partial(*pool, plan, layer.policy, params, q, layout.view(part), threads);
     }
-    if (pass) STRIDE_RETURN_IF_ERROR(group.ring_pass_finish());
+    if (pass) STRIDE_RETURN_IF_ERROR(timed(group.ring_pass_finish(), std::chrono::steady_clock::now()));
     STRIDE_RETURN_IF_ERROR(attended);
     std::swap(current, next);
   }
   merge_partials(layout, parts.data(), rank + 1, out);
+  if (wait_seconds) *wait_seconds += waited;
   return Status::Ok();
 }
 

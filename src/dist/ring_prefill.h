@@ -22,7 +22,10 @@ namespace stride::dist {
 //    n_q = shard.tokens(); out: [n_q, n_head, dv] on every rank.
 // The ranks' shards are contiguous and in rank order (rank r's pos_end is
 // rank r + 1's pos_begin).
+// wait_seconds (when given) grows by the time spent waiting for peers: the
+// agreement on max_pages and what each ring step's transfer outlasted the
+// attention computed meanwhile.
 Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q, int n_q, float* out,
-                    ThreadPool& threads);
+                    ThreadPool& threads, double* wait_seconds = nullptr);
 
 }  // namespace stride::dist

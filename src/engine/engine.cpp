@@ -78,7 +78,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
     // any size (a caller may raise the model's chunk, up to the whole
     // context in one step), with a page per layer of slack.
     const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, opts.page_size, opts.kv_storage};
-    const int64_t context = opts.max_context + opts.prefill_chunk;
+    const int64_t context = (opts.kv_tokens > 0 ? opts.kv_tokens : opts.max_context) + opts.prefill_chunk;
     const int64_t pages = pages_for_growth(e->layer_policies_, opts.page_size, 0, context, (int)context);
     kc.budget_bytes = (pages + c.n_layer) * shape.bytes_per_page();
   }

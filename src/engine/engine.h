@@ -30,6 +30,9 @@ struct EngineOptions {
   int threads = 0;                  // 0: all cores
   int64_t kv_budget_bytes = 0;      // 0: sized for max_context tokens
   int64_t max_context = 8192;       // tokens one sequence may hold
+  // Tokens of KV the pool is sized for when kv_budget_bytes is 0 (0:
+  // max_context): a shard rank holds only its share of a longer context.
+  int64_t kv_tokens = 0;
   int page_size = 32;
   int prefill_chunk = 256;
   KvStorage kv_storage = KvStorage::F16;  // f32: exact comparisons; int8: half the KV bytes

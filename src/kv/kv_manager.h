@@ -93,6 +93,12 @@ class KvManager final : public StepKv {
   // when the pool cannot take the copies; Unsupported with a top-k hot set
   // (its tier state is per sequence). Nothing changes on error.
   Expected<SeqId> fork_sequence(SeqId parent);
+  // A new sequence whose first position is first_pos (a multiple of the
+  // page size; kv_shard_sequence.cpp): one shard of a sequence spread by
+  // position over several processes, which holds pages from there on only.
+  // Its length() starts at first_pos; it takes no part in the prefix cache
+  // (its pages hold no prefix). Unsupported with a top-k hot set.
+  Expected<SeqId> add_sequence_at(int64_t first_pos);
   int64_t length(SeqId seq) const;  // tokens committed
 
   // The step (see the top of this file). The plan refers to `batch`, which

@@ -22,11 +22,27 @@ struct SoloPool {
   ThreadPool pool{1};
 };
 
+// The one sequence of a sharded step: its keys and values join its shard,
+// then every shard's keys are attended through `sharded`.
+Status attend_shard(StepKv& kv, StepPlan& plan, int layer, const AttentionParams& ap, const BatchAttentionIO& io,
+                    ThreadPool& pool, ShardedAttention& sharded) {
+  if (plan.seqs.size() != 1) return InvalidArgument("sharded attention: a step of exactly one sequence");
+  if (kv.layer_policy(layer).kind == PolicyKind::TopK)
+    return Unsupported("sharded attention: top-k layers are not supported across ranks yet");
+  const auto t0 = std::chrono::steady_clock::now();
+  STRIDE_RETURN_IF_ERROR(kv.write(plan, 0, layer, io.k, io.v));
+  STRIDE_RETURN_IF_ERROR(sharded.attend(layer, ap, io.q, plan.steps[0].n, io.out, pool));
+  plan.seqs[0].layers[(size_t)layer].seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status attend_batch(StepKv& kv, StepPlan& plan, int layer, const AttentionParams& ap,
-                    const BatchAttentionIO& io, ThreadPool& pool) {
+                    const BatchAttentionIO& io, ThreadPool& pool, ShardedAttention* sharded) {
   const int n_seqs = (int)plan.seqs.size();
+  if (sharded) return attend_shard(kv, plan, layer, ap, io, pool, *sharded);
   const PolicySpec& policy = kv.layer_policy(layer);
   std::vector<int64_t> row(n_seqs);  // first token row of each sequence
   for (int i = 0, r = 0; i < n_seqs; r += plan.steps[(size_t)i].n, ++i) row[i] = r;

@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "kv/step_kv.h"
+#include "model/sharded_attention.h"
 
 namespace stride {
 
@@ -28,8 +29,9 @@ struct BatchAttentionIO {
   int64_t q_row = 0, k_row = 0, v_row = 0, out_row = 0;
 };
 
-// Sets each sequence's layer plan `seconds`.
+// Sets each sequence's layer plan `seconds`. sharded (null: none) attends
+// instead of the kernel, for a step of one sequence only.
 Status attend_batch(StepKv& kv, StepPlan& plan, int layer, const AttentionParams& ap,
-                    const BatchAttentionIO& io, ThreadPool& pool);
+                    const BatchAttentionIO& io, ThreadPool& pool, ShardedAttention* sharded = nullptr);
 
 }  // namespace stride

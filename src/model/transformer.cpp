@@ -136,7 +136,7 @@ void Transformer::ensure_scratch(int n) {
   scratch_tokens_ = n;
 }
 
-Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool) {
+Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, ShardedAttention* sharded) {
   const ModelConfig& c = config();
   const SequenceStep* steps = plan.steps.data();
   const int n_steps = (int)plan.steps.size();
@@ -201,7 +201,7 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool) 
     // Attention is per sequence: each reads only its own pages.
     STRIDE_RETURN_IF_ERROR(attend_batch(kv, plan, il, ap,
                                         BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od},
-                                        pool));
+                                        pool, sharded));
     linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
     add_bias(o_.data(), L.bo, n, E, pool);
     if (L.post_attn_norm.valid()) {

@@ -21,6 +21,7 @@
 #include "loader/model_source.h"
 #include "model/model_weights.h"
 #include "model/moe_ffn.h"
+#include "model/sharded_attention.h"
 
 namespace stride {
 
@@ -43,7 +44,9 @@ class Transformer {
   // sequence: plan.steps, the SequenceSteps prepare() planned; the sum of n
   // must not exceed max_chunk(). Fills each layer plan's attention time;
   // the caller commits the plan (engine/step_runner.h runs the whole step).
-  Status forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool);
+  // sharded (null: none): the step is one shard of a sequence spread over
+  // several processes, whose attention it runs (sharded_attention.h).
+  Status forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, ShardedAttention* sharded = nullptr);
 
   // Per-layer attention parameters (scale, softcap, RoPE) for the KV cache.
   // The RoPE table they point to lives as long as the model.

@@ -197,4 +197,20 @@ inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>&
   return m;
 }
 
+// A KvManager of f32 pages (exact reads) with n_layer layers of one policy and room for n_pages pages.
+inline std::unique_ptr<KvManager> make_f32_manager(const Shape& shape, int n_layer, const char* policy,
+                                                   int32_t n_pages) {
+  KvManagerConfig cfg;
+  cfg.n_layer = n_layer;
+  cfg.n_kv_heads = shape.n_kv;
+  cfg.head_dim_k = cfg.head_dim_v = shape.hd;
+  cfg.page_size = shape.page;
+  cfg.storage = KvStorage::F32;
+  cfg.layer_policies.assign((size_t)n_layer, *parse_policy(policy));
+  cfg.budget_bytes = (int64_t)n_pages * shape.page * shape.n_kv * 2 * shape.hd * 4;
+  auto c = KvManager::create(cfg);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  return c.ok() ? std::move(c).value() : nullptr;
+}
+
 }  // namespace stride::testing_util

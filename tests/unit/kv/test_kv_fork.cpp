@@ -22,20 +22,6 @@ const Shape kShape{/*n_head=*/4, /*n_kv=*/2, /*hd=*/32, /*page=*/16};
 constexpr int kLayers = 2;
 const size_t kRow = (size_t)kShape.n_kv * kShape.hd;
 
-std::unique_ptr<KvManager> make_f32(int32_t n_pages) {
-  KvManagerConfig cfg;
-  cfg.n_layer = kLayers;
-  cfg.n_kv_heads = kShape.n_kv;
-  cfg.head_dim_k = cfg.head_dim_v = kShape.hd;
-  cfg.page_size = kShape.page;
-  cfg.storage = KvStorage::F32;
-  cfg.layer_policies.assign(kLayers, *parse_policy("dense"));
-  cfg.budget_bytes = (int64_t)n_pages * kShape.page * kShape.n_kv * 2 * kShape.hd * 4;
-  auto c = KvManager::create(cfg);
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  return c.ok() ? std::move(c).value() : nullptr;
-}
-
 // Plain rows [n, n_kv, hd] of one sequence, the reference of what it holds.
 struct Rows {
   std::vector<float> k, v;
@@ -95,7 +81,7 @@ void expect_attends(StepDriver& d, KvManager::SeqId seq, Rows& rows, uint32_t se
 }
 
 TEST(KvFork, SharesFullPagesCopiesTheOpenPageAndKeepsBranchesApart) {
-  auto kv = make_f32(64);
+  auto kv = make_f32_manager(kShape, kLayers, "dense", 64);
   StepDriver d(*kv);
   const KvManager::SeqId parent = *kv->add_sequence();
   Rows prompt;
@@ -141,7 +127,7 @@ TEST(KvFork, SharesFullPagesCopiesTheOpenPageAndKeepsBranchesApart) {
 }
 
 TEST(KvFork, AtAPageBoundaryEveryPageIsShared) {
-  auto kv = make_f32(64);
+  auto kv = make_f32_manager(kShape, kLayers, "dense", 64);
   StepDriver d(*kv);
   const KvManager::SeqId parent = *kv->add_sequence();
   Rows prompt;
@@ -164,7 +150,7 @@ TEST(KvFork, AtAPageBoundaryEveryPageIsShared) {
 }
 
 TEST(KvFork, AFullPoolRefusesWithNothingChanged) {
-  auto kv = make_f32(2 * kLayers);  // exactly the parent's pages
+  auto kv = make_f32_manager(kShape, kLayers, "dense", 2 * kLayers);  // exactly the parent's pages
   StepDriver d(*kv);
   const KvManager::SeqId parent = *kv->add_sequence();
   Rows prompt;

@@ -9,27 +9,14 @@
 
 #include "engine/step_runner.h"
 #include "engine/engine.h"
+#include "tiny_engine.h"
 
 namespace stride {
 namespace {
 
-std::unique_ptr<Engine> tiny_engine(const std::string& name) {
-  EngineOptions o;
-  o.model_path = std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/tiny/" + name + "/model-f32.gguf";
-  o.attention = *parse_policy("rswa:sinks=2,window=6");
-  o.threads = 2;
-  o.max_context = 512;
-  o.page_size = 4;
-  o.kv_storage = KvStorage::F32;
-  o.show_progress = false;
-  auto e = Engine::create(o);
-  EXPECT_TRUE(e.ok()) << e.status().to_string();
-  return e.ok() ? std::move(*e) : nullptr;
-}
-
 TEST(Batch, MixedPrefillAndDecodeEqualSeparateRuns) {
   for (const char* name : {"llama", "gemma3"}) {
-    auto engine = tiny_engine(name);
+    auto engine = testing_util::tiny_engine(name, "rswa:sinks=2,window=6");
     ASSERT_TRUE(engine);
     const int V = engine->config().n_vocab;
     const std::vector<std::vector<int32_t>> seqs = {

@@ -1,0 +1,36 @@
+#pragma once
+// The engine's sharded attention (model/sharded_attention.h) over a shard
+// group: this rank's KV sequence holds the positions of its shard
+// (KvManager::add_sequence_at), and each layer's queries attend to it and to
+// the earlier ranks' shards, whose pages come around the ring (ring_prefill.h).
+#include <cstdint>
+
+#include "dist/ring_prefill.h"
+#include "dist/shard_group.h"
+#include "kv/kv_manager.h"
+#include "model/sharded_attention.h"
+
+namespace stride::dist {
+
+class RingAttention final : public ShardedAttention {
+ public:
+  // seq holds positions [pos_begin, pos_end) once the step's keys are
+  // written; group, kv and seq outlive this.
+  RingAttention(ShardGroup& group, const KvManager& kv, KvManager::SeqId seq, int64_t pos_begin, int64_t pos_end)
+      : group_(group), kv_(kv), seq_(seq), pos_begin_(pos_begin), pos_end_(pos_end) {}
+
+  Status attend(int layer, const AttentionParams& params, const float* q, int n, float* out,
+                ThreadPool& threads) override;
+
+  double seconds() const { return seconds_; }            // in ring prefill, every layer so far
+  double wait_seconds() const { return wait_seconds_; }  // of which waiting for peers
+
+ private:
+  ShardGroup& group_;
+  const KvManager& kv_;
+  KvManager::SeqId seq_;
+  int64_t pos_begin_, pos_end_;
+  double seconds_ = 0, wait_seconds_ = 0;
+};
+
+}  // namespace stride::dist

@@ -1,0 +1,114 @@
+#include "dist/shard_score.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <span>
+#include <string>
+
+#include "dist/ring_attention.h"
+#include "kv/scoped_sequence.h"
+
+namespace stride::dist {
+
+namespace {
+
+constexpr uint32_t kLogitsTag = 1;  // a rank's logits rows to rank 0
+
+// FNV-1a over the ids, so the ranks can check that they were given one prompt.
+int64_t prompt_digest(const std::vector<int32_t>& ids) {
+  uint64_t h = 1469598103934665603ull;
+  for (const int32_t id : ids) {
+    h ^= (uint32_t)id;
+    h *= 1099511628211ull;
+  }
+  return (int64_t)(h >> 2);  // non-negative, so its negation is exact
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// One step of the shard's tokens, its attention through `ring`.
+Status run_shard_step(Engine& engine, const SequenceStep& step, RingAttention& ring) {
+  Transformer& model = engine.model();
+  KvManager& kv = engine.kv();
+  const int chunk = model.max_chunk();
+  model.set_max_chunk(std::max(chunk, step.n));
+  Status st = [&]() -> Status {
+    STRIDE_ASSIGN_OR_RETURN(StepPlan plan, kv.prepare(std::span<const SequenceStep>(&step, 1)));
+    STRIDE_RETURN_IF_ERROR(model.forward_batch(kv, plan, engine.pool(), &ring));
+    return kv.commit(plan);
+  }();
+  model.set_max_chunk(chunk);
+  return st;
+}
+
+}  // namespace
+
+Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size) {
+  if (world < 1 || rank < 0 || rank >= world || page_size < 1 || n < 1)
+    return InvalidArgument("shard positions: rank " + std::to_string(rank) + " of " + std::to_string(world) +
+                           " for " + std::to_string(n) + " tokens");
+  const int64_t per_rank = ((n + world - 1) / world + page_size - 1) / page_size * page_size;
+  KvShard shard{std::min(n, rank * per_rank), std::min(n, (rank + 1) * per_rank), {}};
+  if (rank == world - 1) shard.pos_end = n;
+  if (shard.tokens() <= 0)
+    return InvalidArgument("a prompt of " + std::to_string(n) + " tokens leaves shard rank " + std::to_string(rank) +
+                           " of " + std::to_string(world) + " no positions (shards are runs of " +
+                           std::to_string(page_size) + "-token pages)");
+  return shard;
+}
+
+Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids) {
+  for (const PolicySpec& p : engine.layer_policies())
+    if (p.kind == PolicyKind::TopK) return Unsupported("top-k attention is not supported across shard ranks yet");
+  if (ids.empty()) return InvalidArgument("score: no tokens");
+  const int64_t digest = prompt_digest(ids);
+  int64_t agree[2] = {digest, -digest};
+  STRIDE_RETURN_IF_ERROR(group.allreduce_max(agree, 2));
+  if (agree[0] != -agree[1]) return InvalidArgument("the shard ranks were given different prompts");
+
+  KvManager& kv = engine.kv();
+  const int ps = kv.config().page_size;
+  const int64_t n = (int64_t)ids.size(), n_vocab = engine.config().n_vocab;
+  ShardScore r;
+  STRIDE_ASSIGN_OR_RETURN(r.shard, shard_positions(n, group.world(), group.rank(), ps));
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(r.shard.pos_begin));
+  ScopedSequence seq(kv, sid);
+  std::vector<float> mine((size_t)(r.shard.tokens() * n_vocab));  // [shard tokens, n_vocab]
+  SequenceStep step;
+  step.seq = sid;
+  step.tokens = ids.data() + r.shard.pos_begin;
+  step.n = (int)r.shard.tokens();
+  step.all_logits = true;
+  step.logits = mine.data();
+  RingAttention ring(group, kv, sid, r.shard.pos_begin, r.shard.pos_end);
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = process_cpu_seconds();
+  STRIDE_RETURN_IF_ERROR(run_shard_step(engine, step, ring));
+  r.forward_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.forward_cpu_seconds = process_cpu_seconds() - cpu0;
+  r.ring_seconds = ring.seconds();
+  r.wait_seconds = ring.wait_seconds();
+
+  if (group.rank() != 0) {
+    r.logits_bytes_sent = (int64_t)(mine.size() * sizeof(float));
+    STRIDE_RETURN_IF_ERROR(group.send(0, mine.data(), mine.size() * sizeof(float), kLogitsTag));
+  } else {
+    r.logits.resize((size_t)(n * n_vocab));
+    std::copy(mine.begin(), mine.end(), r.logits.begin());
+    for (int from = 1; from < group.world(); ++from) {
+      STRIDE_ASSIGN_OR_RETURN(const KvShard theirs, shard_positions(n, group.world(), from, ps));
+      STRIDE_RETURN_IF_ERROR(group.recv(from, r.logits.data() + theirs.pos_begin * n_vocab,
+                                        (size_t)(theirs.tokens() * n_vocab) * sizeof(float), kLogitsTag));
+    }
+  }
+  r.payload_bytes_sent = group.payload_bytes_sent();
+  return r;
+}
+
+}  // namespace stride::dist

@@ -1,0 +1,41 @@
+#pragma once
+// Scoring one prompt across a shard group (`stride score --shard-world`):
+// every rank runs the positions of its shard through every layer as one
+// engine step, RoPE at their true positions, writing the KV pages of its
+// own positions only; at each layer its queries attend causally to its own
+// keys and to the earlier ranks' by ring prefill (ring_attention.h). Each
+// rank computes the logits of its own positions; rank 0 gathers them.
+//
+// A shard is one step because its queries need every earlier rank's keys of
+// the layer, which exist only once those ranks ran their whole shard through
+// it: the rank's activations scale with its shard, not the chunk size.
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "dist/kv_shard.h"
+#include "dist/shard_group.h"
+#include "engine/engine.h"
+
+namespace stride::dist {
+
+// The positions `rank` holds of n tokens: contiguous runs of whole pages in
+// rank order, each of ceil(n / world) tokens rounded up to whole pages, the
+// last rank the rest. InvalidArgument when a rank would hold none.
+Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size);
+
+struct ShardScore {
+  KvShard shard;               // this rank's positions
+  std::vector<float> logits;   // rank 0: [n, n_vocab] of the whole prompt; other ranks: empty
+  double forward_seconds = 0;  // this rank's step, wall time
+  double forward_cpu_seconds = 0;  // CPU time of this process during the step (every thread)
+  double ring_seconds = 0;     // of which in ring prefill (every layer)
+  double wait_seconds = 0;     // of which waiting for peers
+  int64_t payload_bytes_sent = 0;  // by this rank, logits included (ShardGroup::payload_bytes_sent)
+  int64_t logits_bytes_sent = 0;   // of which the logits sent to rank 0
+};
+
+// Every rank passes the same ids (checked). Top-k layers are refused.
+Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids);
+
+}  // namespace stride::dist

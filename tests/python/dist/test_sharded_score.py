@@ -1,0 +1,194 @@
+"""`stride score` across a shard set against the one-host `stride score`:
+ranks as processes on loopback meeting through a rendezvous directory, each
+running its contiguous share of the prompt through every layer, the earlier
+ranks' KV passed around a ring at each layer.
+
+Where every rank after the first holds exactly one of the attention kernel's
+segments (8 pages of 32 tokens: 256 positions), the merge of the ranks'
+partial softmax states folds the same terms in the same order as the one-host
+kernel, so the logits must be byte-identical (2 ranks x 256 and 4 ranks x 256
+tokens, dense and R-SWA); other splits group the same sums differently and
+must agree to rounding (same argmax almost everywhere, small |delta|).
+
+Failure: a rank killed mid-prefill makes the others exit at once with "a peer
+is gone"; a rank that stalls (SIGSTOP) makes its peers exit at their deadline
+with "timed out" and the rest with "a peer is gone" as those close their
+connections; top-k is refused with a clear error."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from stride_server import SMOL, binary
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+PAGE = 32
+SEGMENT = 8 * PAGE  # attention/work_partition.h: kSegmentPages pages
+
+
+def prompt_ids(n):
+    text = open(os.path.join(ROOT, "docs", "serving.md")).read()
+    r = subprocess.run([binary(), "tokenize", "-m", SMOL, "-p", text], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    ids = r.stdout.split()
+    assert len(ids) >= n
+    return ids[:n]
+
+
+def one_host(ids, tmp_path, policy="dense", kv="f16"):
+    out = tmp_path / f"one-{kv}.f32"
+    r = subprocess.run([binary(), "score", "-m", SMOL, "--ids", " ".join(ids), "--attention", policy, "--kv-type", kv,
+                        "--threads", "2", "-o", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    meta = json.loads(r.stdout.strip().splitlines()[-1])
+    return np.fromfile(out, dtype=np.float32).reshape(meta["n_tokens"], meta["n_vocab"])
+
+
+def start_ranks(ids, world, tmp_path, policy="dense", timeout_ms=60000):
+    """The shard set's processes, started at once; stderr piped (rank r's 'connected' line)."""
+    ids_file = tmp_path / "ids.txt"
+    ids_file.write_text(" ".join(ids))
+    meet = tmp_path / "rendezvous"
+    meet.mkdir(exist_ok=True)
+    procs = []
+    for rank in range(world):
+        cmd = [binary(), "score", "-m", SMOL, "--ids-file", str(ids_file), "--attention", policy, "--threads", "1",
+               "--shard-world", str(world), "--shard-rank", str(rank), "--rendezvous", f"file:{meet}",
+               "--shard-timeout-ms", str(timeout_ms), "-o", str(tmp_path / "sharded.f32")]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      stdin=subprocess.DEVNULL))
+    return procs
+
+
+def finish(procs, timeout=600):
+    """[(returncode, stdout, stderr)] of every rank; none may outlive the timeout."""
+    results = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=timeout)
+            results.append((p.returncode, out, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return results
+
+
+def run_sharded(ids, world, tmp_path, policy="dense"):
+    results = finish(start_ranks(ids, world, tmp_path, policy))
+    for rank, (rc, _, err) in enumerate(results):
+        assert rc == 0, f"rank {rank} exit {rc}: {err[-2000:]}"
+    metas = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in results]
+    logits = np.fromfile(tmp_path / "sharded.f32", dtype=np.float32).reshape(len(ids), metas[0]["n_vocab"])
+    return logits, metas
+
+
+def page_image_bytes(info):
+    """K and V of every kv head of a 32-token f16 page, and the slots' int32 positions (kv/store/kv_pool.h)."""
+    kv_heads = info["n_head_kv"]
+    return PAGE * kv_heads * (info["head_dim"] + info["head_dim_v"]) * 2 + PAGE * 4
+
+
+@pytest.fixture(scope="module")
+def smol_info():
+    r = subprocess.run([binary(), "info", "--model", SMOL, "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    return info.get("config", info)
+
+
+@pytest.mark.parametrize("world,n,policy", [(2, 2 * SEGMENT, "dense"), (4, 4 * SEGMENT, "dense"),
+                                           (4, 4 * SEGMENT, "rswa:sinks=4,window=64")],
+                         ids=["2x256-dense", "4x256-dense", "4x256-rswa"])
+def test_shards_on_segment_boundaries_give_the_one_host_bytes(world, n, policy, tmp_path, smol_info):
+    ids = prompt_ids(n)
+    want = one_host(ids, tmp_path, policy)
+    got, metas = run_sharded(ids, world, tmp_path, policy)
+    assert [(m["pos_begin"], m["pos_end"]) for m in metas] == [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
+    diff = np.abs(got - want).max(axis=1)
+    bad = np.nonzero(diff)[0]
+    assert len(bad) == 0, f"{len(bad)} of {n} positions differ, the first at {bad[0]} by up to {diff.max():.3g}"
+
+    # Payload: per layer, W - 1 blocks of (16 + pages * page image) and 8 bytes agreeing on the page count;
+    # 16 bytes agreeing on the prompt; ranks after 0 also send their logits rows.
+    block = 16 + (SEGMENT // PAGE) * page_image_bytes(smol_info)
+    for m in metas:
+        assert m["ring_bytes_per_layer"] == (world - 1) * block + 8
+        ring = m["payload_bytes_sent"] - m["logits_bytes_sent"] - 16
+        assert ring == smol_info["n_layer"] * m["ring_bytes_per_layer"], m
+        rows = m["pos_end"] - m["pos_begin"]
+        assert m["logits_bytes_sent"] == (0 if m["shard_rank"] == 0 else rows * m["n_vocab"] * 4)
+        # A rank's pool holds its own positions only: a 1/W share of the prompt's KV.
+        kv_page = page_image_bytes(smol_info) - PAGE * 4
+        assert m["peak_kv_bytes"] == smol_info["n_layer"] * (rows // PAGE) * kv_page, m
+
+
+def test_other_splits_agree_to_rounding(tmp_path):
+    """Rounding moved by a different grouping of the same sums is amplified by the
+    quantized activations; its yardstick is the one host's own change from f16
+    to f32 KV, a change of the same kind (SmolLM2, 2026-12-06: both move a row's
+    largest logit by 0.6 on average and flip 5% of the argmaxes, at near-ties)."""
+    ids = prompt_ids(700)  # 2 ranks: 352 + 348 positions, rank 1 spans two segments
+    want = one_host(ids, tmp_path)
+    yardstick = one_host(ids, tmp_path, kv="f32")
+    got, metas = run_sharded(ids, 2, tmp_path)
+    assert [(m["pos_begin"], m["pos_end"]) for m in metas] == [(0, 352), (352, 700)]
+    assert np.array_equal(got[:352], want[:352]), "rank 0 attends to its own keys only: the one-host bytes"
+
+    def drift(x):
+        return np.abs(x[352:] - want[352:]).max(axis=1).mean(), np.mean(x[352:].argmax(1) == want[352:].argmax(1))
+
+    (d_sharded, same_sharded), (d_kv, same_kv) = drift(got), drift(yardstick)
+    assert d_sharded <= 1.5 * d_kv, f"mean largest |delta| {d_sharded:.3g}, f16 vs f32 KV {d_kv:.3g}"
+    assert same_sharded >= same_kv - 0.03, f"argmax agrees at {same_sharded:.1%}, f16 vs f32 KV {same_kv:.1%}"
+
+
+def wait_connected(proc, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "connected" in line:
+            return
+        assert line or proc.poll() is None, f"rank exited before connecting: {proc.returncode}"
+    pytest.fail("rank did not connect")
+
+
+@pytest.mark.parametrize("how", ["killed", "stalled"])
+def test_a_lost_rank_fails_the_others_cleanly(how, tmp_path):
+    ids = prompt_ids(4 * SEGMENT)
+    timeout_ms = 60000 if how == "killed" else 8000
+    procs = start_ranks(ids, 4, tmp_path, timeout_ms=timeout_ms)
+    victim = procs[2]
+    try:
+        wait_connected(victim)
+        time.sleep(0.3)  # inside the prefill: the ranks connected, then exchange at every layer
+        t0 = time.monotonic()
+        victim.send_signal(signal.SIGKILL if how == "killed" else signal.SIGSTOP)
+        others = finish([p for p in procs if p is not victim], timeout=timeout_ms / 1000 + 60)
+        elapsed = time.monotonic() - t0
+    finally:
+        victim.kill()
+        victim.wait()
+    # A stalled rank's peers time out, then close their connections, so the rest learn at once that they are gone.
+    for rc, _, err in others:
+        assert rc != 0, "a rank finished a prompt whose shard set lost a rank"
+        assert "a peer is gone" in err or (how == "stalled" and "timed out" in err), err[-2000:]
+        assert "ring pass failed" in err or "allreduce max failed" in err, err[-2000:]  # inside the layers' exchanges
+    if how == "stalled":
+        assert any("timed out" in err for _, _, err in others), [err[-300:] for _, _, err in others]
+    # Killed: at once, far inside the 60 s deadline. Stalled: at the 8 s deadline, not a hang.
+    assert elapsed < (20 if how == "killed" else 8 + 30), f"the other ranks took {elapsed:.1f} s to give up"
+
+
+def test_top_k_and_incomplete_options_are_refused(tmp_path):
+    ids = prompt_ids(2 * SEGMENT)
+    for rc, _, err in finish(start_ranks(ids, 2, tmp_path, policy="topk:sparsity=0.5"), timeout=300):
+        assert rc != 0 and "top-k attention is not supported across shard ranks" in err, err[-2000:]
+    r = subprocess.run([binary(), "score", "-m", SMOL, "--ids", "1 2 3", "--shard-world", "2", "-o",
+                        str(tmp_path / "x.f32")], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "--rendezvous" in r.stderr, r.stderr

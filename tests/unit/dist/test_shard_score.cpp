@@ -1,0 +1,48 @@
+// How `stride score --shard-world` cuts a prompt (shard_positions): runs of
+// whole pages, contiguous and in rank order, covering every position once,
+// each rank holding ceil(n / world) tokens rounded up to pages and the last
+// the rest; a prompt that leaves a rank no position is refused.
+#include <gtest/gtest.h>
+
+#include "dist/shard_score.h"
+
+namespace stride::dist {
+namespace {
+
+TEST(ShardPositions, CoverThePromptInContiguousRunsOfPages) {
+  for (const int64_t n : {64, 100, 512, 700, 1024, 1025, 4097}) {
+    for (const int world : {1, 2, 3, 4}) {
+      int64_t next = 0;
+      for (int rank = 0; rank < world; ++rank) {
+        const auto shard = shard_positions(n, world, rank, 32);
+        if (!shard.ok()) {
+          // Refused only when the runs before it already cover the prompt.
+          EXPECT_GE(((n + world - 1) / world + 31) / 32 * 32 * rank, n) << n << " " << world << " " << rank;
+          next = n;
+          break;
+        }
+        EXPECT_EQ(shard->pos_begin, next) << n << " tokens, rank " << rank << "/" << world;
+        EXPECT_EQ(shard->pos_begin % 32, 0);  // so every run but the last is whole pages
+        EXPECT_GT(shard->tokens(), 0);
+        next = shard->pos_end;
+      }
+      EXPECT_EQ(next, n) << n << " tokens over " << world << " ranks";
+    }
+  }
+}
+
+TEST(ShardPositions, SplitEvenlyOnPageBoundaries) {
+  EXPECT_EQ(shard_positions(1024, 4, 2, 32)->pos_begin, 512);
+  EXPECT_EQ(shard_positions(1024, 4, 2, 32)->pos_end, 768);
+  EXPECT_EQ(shard_positions(700, 2, 1, 32)->pos_begin, 352);  // 350 rounded up to 11 pages
+  EXPECT_EQ(shard_positions(700, 2, 1, 32)->pos_end, 700);
+}
+
+TEST(ShardPositions, RefuseARankWithoutPositions) {
+  EXPECT_EQ(shard_positions(40, 4, 2, 32).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard_positions(100, 2, 2, 32).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard_positions(0, 1, 0, 32).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace stride::dist

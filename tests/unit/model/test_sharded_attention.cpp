@@ -1,0 +1,99 @@
+// The model's sharded-attention hook (model/sharded_attention.h): with a hook
+// the model writes each layer's keys and values, then hands the layer's
+// queries to the hook instead of running the kernel on the step's lists. A
+// hook that attends to the sequence's own pages with the kernel gives the
+// bits of the model without one; the hook's error ends the step (a lost
+// peer); a batch of two sequences and top-k layers are refused.
+#include <gtest/gtest.h>
+
+#include <span>
+#include <vector>
+
+#include "attention/attention_kernel.h"
+#include "engine/engine.h"
+#include "tiny_engine.h"
+
+namespace stride {
+namespace {
+
+// Attends to the sequence's own pages with the one-host kernel; fails at fail_at.
+class OwnPagesAttention final : public ShardedAttention {
+ public:
+  OwnPagesAttention(const KvManager& kv, KvManager::SeqId seq, int fail_at = -1)
+      : kv_(kv), seq_(seq), fail_at_(fail_at) {}
+  Status attend(int layer, const AttentionParams& params, const float* q, int n, float* out,
+                ThreadPool& threads) override {
+    calls.push_back({layer, n});
+    if (layer == fail_at_) return IoError("a peer is gone");
+    const int ps = kv_.config().page_size;
+    const std::vector<int32_t>& table = *kv_.page_table(seq_, layer);
+    const int64_t q_pos0 = kv_.length(seq_);
+    AttentionPlan plan = plan_attention(kv_.layer_policy(layer), table, ps, q_pos0 + n, q_pos0, n, default_q_block(n));
+    plan.work = partition_work(plan, ps, kv_.config().n_kv_heads);
+    return attention_paged(kv_.pool(), plan, kv_.layer_policy(layer), params, q, out, threads);
+  }
+  std::vector<std::pair<int, int>> calls;  // (layer, n) of every call
+
+ private:
+  const KvManager& kv_;
+  KvManager::SeqId seq_;
+  int fail_at_;
+};
+
+const std::vector<int32_t> kIds = {5, 9, 13, 2, 7, 7, 30, 11, 4, 19, 3, 8, 21, 4, 17, 6, 2};
+
+Status step_with(Engine& e, std::span<const SequenceStep> steps, ShardedAttention& hook) {
+  STRIDE_ASSIGN_OR_RETURN(StepPlan plan, e.kv().prepare(steps));
+  STRIDE_RETURN_IF_ERROR(e.model().forward_batch(e.kv(), plan, e.pool(), &hook));
+  return e.kv().commit(plan);
+}
+
+TEST(ShardedAttentionHook, TheKernelOnOwnPagesGivesTheBitsOfNoHook) {
+  auto engine = testing_util::tiny_engine("llama", "dense");
+  ASSERT_TRUE(engine);
+  auto want = engine->score(kIds);
+  ASSERT_TRUE(want.ok());
+  const KvManager::SeqId seq = *engine->kv().add_sequence();
+  std::vector<float> got(want->size());
+  const SequenceStep step{seq, kIds.data(), (int)kIds.size(), true, got.data()};
+  OwnPagesAttention hook(engine->kv(), seq);
+  const Status st = step_with(*engine, std::span<const SequenceStep>(&step, 1), hook);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(got, *want);
+  ASSERT_EQ((int)hook.calls.size(), engine->config().n_layer);
+  for (int l = 0; l < engine->config().n_layer; ++l)
+    EXPECT_EQ(hook.calls[(size_t)l], std::make_pair(l, (int)kIds.size()));
+  engine->kv().remove_sequence(seq);
+}
+
+TEST(ShardedAttentionHook, ItsErrorEndsTheStep) {
+  auto engine = testing_util::tiny_engine("llama", "dense");
+  ASSERT_TRUE(engine);
+  const KvManager::SeqId seq = *engine->kv().add_sequence();
+  const SequenceStep step{seq, kIds.data(), (int)kIds.size(), false, nullptr};
+  OwnPagesAttention hook(engine->kv(), seq, /*fail_at=*/1);
+  const Status st = step_with(*engine, std::span<const SequenceStep>(&step, 1), hook);
+  EXPECT_EQ(st.code(), StatusCode::kIoError) << st.to_string();
+  EXPECT_EQ(hook.calls.size(), 2u);
+  engine->kv().remove_sequence(seq);
+}
+
+TEST(ShardedAttentionHook, RefusesABatchAndTopK) {
+  auto engine = testing_util::tiny_engine("llama", "dense");
+  ASSERT_TRUE(engine);
+  const KvManager::SeqId a = *engine->kv().add_sequence(), b = *engine->kv().add_sequence();
+  const SequenceStep steps[2] = {{a, kIds.data(), 4, false, nullptr}, {b, kIds.data(), 4, false, nullptr}};
+  OwnPagesAttention hook(engine->kv(), a);
+  EXPECT_EQ(step_with(*engine, std::span<const SequenceStep>(steps, 2), hook).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(hook.calls.empty());
+
+  auto topk = testing_util::tiny_engine("llama", "topk:sparsity=0.5");
+  ASSERT_TRUE(topk);
+  const KvManager::SeqId s = *topk->kv().add_sequence();
+  const SequenceStep step{s, kIds.data(), (int)kIds.size(), false, nullptr};
+  OwnPagesAttention topk_hook(topk->kv(), s);
+  EXPECT_EQ(step_with(*topk, std::span<const SequenceStep>(&step, 1), topk_hook).code(), StatusCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace stride
