@@ -114,7 +114,7 @@ void BM_DecodeAttention(benchmark::State& state) {
   const AttentionPlan& pages_plan = step.seqs.empty() ? AttentionPlan{} : step.seqs[0].layers[0].pages;
   const double pages = (double)pages_plan.n_entries() / (pages_plan.per_head() ? kKvHeads : 1);
   state.counters["pages_read"] = pages;
-  state.counters["pages_held"] = (double)cache->pages_held(seq, 0);
+  state.counters["pages_held"] = (double)cache->sequences().pages_held(seq, 0);
   // Bytes of K and V streamed per call.
   state.SetBytesProcessed((int64_t)(pages * kPage * kKvHeads * kHeadDim * 2 * 2 * calls));
   state.SetLabel(kPolicies[state.range(0)]);
@@ -144,7 +144,7 @@ void BM_TopkSelection(benchmark::State& state) {
   }
   const AttentionPlan& plan = step.seqs[0].layers[0].pages;
   state.counters["pages_read"] = (double)plan.n_entries() / kKvHeads;
-  state.counters["pages_held"] = (double)cache->pages_held(seq, 0);
+  state.counters["pages_held"] = (double)cache->sequences().pages_held(seq, 0);
   state.SetLabel(kPolicies[state.range(0)]);
 }
 

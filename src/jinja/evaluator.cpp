@@ -7,19 +7,20 @@
 #include "jinja/builtins.h"
 #include "jinja/error.h"
 #include "jinja/renderer.h"
+#include "jinja/value_ops.h"
 
 namespace stride::jinja {
 namespace {
 
 [[noreturn]] void unsupported(const std::string& op, const Value& l, const Value& r) {
-  fail("unsupported operand type(s) for " + op + ": '" + l.type_name() + "' and '" + r.type_name() + "'");
+  fail("unsupported operand type(s) for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "'");
 }
 
 void require_defined(const Value& v) {
-  if (v.is_undefined()) fail("'" + v.undefined_name() + "' is undefined");
+  if (v.is(ValueKind::Undefined)) fail("'" + v.undefined_name() + "' is undefined");
 }
 
-int64_t int_of(const Value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
+int64_t int_of(const Value& v) { return v.is(ValueKind::Bool) ? v.as_bool() : v.as_int(); }
 
 int64_t checked(bool overflow, int64_t v) {
   if (overflow) fail("integer overflow");
@@ -43,8 +44,8 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
   }
   require_defined(l);
   require_defined(r);
-  const bool ints = (l.is_int() || l.is_bool()) && (r.is_int() || r.is_bool());
-  const bool nums = l.is_number() && r.is_number();
+  const bool ints = (l.is(ValueKind::Int) || l.is(ValueKind::Bool)) && (r.is(ValueKind::Int) || r.is(ValueKind::Bool));
+  const bool nums = is_number(l) && is_number(r);
   const char c = op[0];
   if (op == "+") {
     if (ints) {
@@ -52,12 +53,12 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
       const bool overflow = __builtin_add_overflow(int_of(l), int_of(r), &out);
       return Value(checked(overflow, out));
     }
-    if (nums) return Value(l.as_number() + r.as_number());
-    if (l.is_string() && r.is_string()) {
+    if (nums) return Value(as_number(l) + as_number(r));
+    if (l.is(ValueKind::String) && r.is(ValueKind::String)) {
       // Markup + str escapes the str (markupsafe); the result is Markup.
       auto side = [&](const Value& v, bool other_markup) {
         if (!other_markup || v.as_str().markup) return v.as_str();
-        Str e = Str::derived(html_escape(v.text()), v.as_str().any_literal());
+        Str e = Str::derived(html_escape(v.as_str().text), v.as_str().any_literal());
         return e;
       };
       const bool markup = l.as_str().markup || r.as_str().markup;
@@ -67,14 +68,14 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
       check_size(s.text.size());
       return Value(std::move(s));
     }
-    if (l.is_list() && r.is_list()) {
+    if (l.is(ValueKind::List) && r.is(ValueKind::List)) {
       std::vector<Value> items = l.as_list().items;
       items.insert(items.end(), r.as_list().items.begin(), r.as_list().items.end());
       count_items(items.size());
       return Value::list(std::move(items));
     }
-    if (l.is_string() || r.is_string()) {
-      fail(std::string("can only concatenate str (not \"") + (l.is_string() ? r : l).type_name() + "\") to str");
+    if (l.is(ValueKind::String) || r.is(ValueKind::String)) {
+      fail(std::string("can only concatenate str (not \"") + type_name((l.is(ValueKind::String) ? r : l)) + "\") to str");
     }
     unsupported(op, l, r);
   }
@@ -84,7 +85,7 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
       const bool overflow = __builtin_sub_overflow(int_of(l), int_of(r), &out);
       return Value(checked(overflow, out));
     }
-    if (nums) return Value(l.as_number() - r.as_number());
+    if (nums) return Value(as_number(l) - as_number(r));
     unsupported(op, l, r);
   }
   if (op == "*") {
@@ -93,15 +94,15 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
       const bool overflow = __builtin_mul_overflow(int_of(l), int_of(r), &out);
       return Value(checked(overflow, out));
     }
-    if (nums) return Value(l.as_number() * r.as_number());
-    const Value* seq = (l.is_string() || l.is_list()) ? &l : (r.is_string() || r.is_list()) ? &r : nullptr;
+    if (nums) return Value(as_number(l) * as_number(r));
+    const Value* seq = (l.is(ValueKind::String) || l.is(ValueKind::List)) ? &l : (r.is(ValueKind::String) || r.is(ValueKind::List)) ? &r : nullptr;
     const Value* count = seq == &l ? &r : &l;
-    if (seq && (count->is_int() || count->is_bool())) {
+    if (seq && (count->is(ValueKind::Int) || count->is(ValueKind::Bool))) {
       const int64_t n = std::max<int64_t>(0, int_of(*count));
-      const size_t unit = seq->is_string() ? seq->text().size() : seq->as_list().items.size();
+      const size_t unit = seq->is(ValueKind::String) ? seq->as_str().text.size() : seq->as_list().items.size();
       if (unit != 0 && static_cast<size_t>(n) > (size_t{1} << 40) / unit) throw JinjaError(ErrorKind::Limit, "repetition too large");
-      if (seq->is_string()) {
-        check_size(seq->text().size() * static_cast<size_t>(n));
+      if (seq->is(ValueKind::String)) {
+        check_size(seq->as_str().text.size() * static_cast<size_t>(n));
         Str s;
         for (int64_t i = 0; i < n; ++i) s.append(seq->as_str());
         return Value(std::move(s));
@@ -114,8 +115,8 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
     unsupported(op, l, r);
   }
   if (c == '/' || op == "%") {
-    if (op == "%" && l.is_string()) {  // printf-style formatting: %s and %d
-      std::vector<Value> args = r.is_list() && r.as_list().tuple ? r.as_list().items : std::vector<Value>{r};
+    if (op == "%" && l.is(ValueKind::String)) {  // printf-style formatting: %s and %d
+      std::vector<Value> args = r.is(ValueKind::List) && r.as_list().tuple ? r.as_list().items : std::vector<Value>{r};
       const Str& f = l.as_str();
       Str out;
       size_t next = 0;
@@ -144,7 +145,7 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
         i = j;
         if (next >= args.size()) fail("not enough arguments for format string");
         const Value& a = args[next++];
-        tainted |= a.is_string() && a.as_str().any_literal();
+        tainted |= a.is(ValueKind::String) && a.as_str().any_literal();
         char buf[512];
         if (k == 's' || k == 'r') {
           const std::string text = k == 's' ? to_str(a).text : repr(a);
@@ -165,25 +166,25 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
             out.append(left ? cut + pad : pad + cut);
           }
         } else if (k == 'd' || k == 'i') {
-          std::snprintf(buf, sizeof buf, (spec + "lld").c_str(), static_cast<long long>(a.as_number()));
+          std::snprintf(buf, sizeof buf, (spec + "lld").c_str(), static_cast<long long>(as_number(a)));
           out.append(buf);
         } else if (k == 'f' || k == 'F' || k == 'e' || k == 'E' || k == 'g' || k == 'G') {
-          std::snprintf(buf, sizeof buf, (spec + k).c_str(), a.as_number());
+          std::snprintf(buf, sizeof buf, (spec + k).c_str(), as_number(a));
           out.append(buf);
         } else if (k == 'x' || k == 'X' || k == 'o') {
-          std::snprintf(buf, sizeof buf, (spec + "ll" + k).c_str(), static_cast<long long>(a.as_number()));
+          std::snprintf(buf, sizeof buf, (spec + "ll" + k).c_str(), static_cast<long long>(as_number(a)));
           out.append(buf);
         } else {
           fail(std::string("unsupported format character '") + k + "'");
         }
       }
-      if (next < args.size() && !r.is_dict()) fail("not all arguments converted during string formatting");
+      if (next < args.size() && !r.is(ValueKind::Dict)) fail("not all arguments converted during string formatting");
       check_size(out.text.size());
       return Value(Str::derived(std::move(out.text), tainted));
     }
     if (!nums) unsupported(op, l, r);
-    if (r.as_number() == 0) fail(op == "%" ? "integer modulo by zero" : "division by zero");
-    if (op == "/") return Value(l.as_number() / r.as_number());
+    if (as_number(r) == 0) fail(op == "%" ? "integer modulo by zero" : "division by zero");
+    if (op == "/") return Value(as_number(l) / as_number(r));
     if (ints) {
       const int64_t a = int_of(l), b = int_of(r);
       int64_t q = a / b, m = a % b;
@@ -193,7 +194,7 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
       }
       return op == "//" ? Value(q) : Value(m);
     }
-    const double a = l.as_number(), b = r.as_number();
+    const double a = as_number(l), b = as_number(r);
     return op == "//" ? Value(std::floor(a / b)) : Value(floor_mod(a, b));
   }
   if (op == "**") {
@@ -207,7 +208,7 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
       }
       return Value(out);
     }
-    return Value(std::pow(l.as_number(), r.as_number()));
+    return Value(std::pow(as_number(l), as_number(r)));
   }
   fail("unknown operator " + op);
 }
@@ -215,19 +216,19 @@ Value Renderer::eval_binary(const std::string& op, const Value& l, const Value& 
 static bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
     case Value::Kind::String:
-      if (!item.is_string()) fail("'in <string>' requires string as left operand");
-      return container.text().find(item.text()) != std::string::npos;
+      if (!item.is(ValueKind::String)) fail("'in <string>' requires string as left operand");
+      return container.as_str().text.find(item.as_str().text) != std::string::npos;
     case Value::Kind::List:
       for (const Value& v : container.as_list().items) {
         if (values_equal(v, item)) return true;
       }
       return false;
     case Value::Kind::Dict:
-      if (item.is_list() || item.is_dict()) fail(std::string("unhashable type: '") + item.type_name() + "'");
-      if (!(item.is_string() || item.is_number() || item.is_none())) return false;
+      if (item.is(ValueKind::List) || item.is(ValueKind::Dict)) fail(std::string("unhashable type: '") + type_name(item) + "'");
+      if (!(item.is(ValueKind::String) || is_number(item) || item.is(ValueKind::None))) return false;
       return container.as_dict().find(dict_key(item)) != nullptr;
     case Value::Kind::Undefined: return false;
-    default: fail(std::string("argument of type '") + container.type_name() + "' is not iterable");
+    default: fail(std::string("argument of type '") + type_name(container) + "' is not iterable");
   }
 }
 
@@ -262,9 +263,9 @@ CallArgs Renderer::eval_args(const Expr& e) {
 
 Value Renderer::eval_call(const Expr& e) {
   Value callee = eval(*e.target);
-  if (!callee.is_function()) {
-    if (callee.is_undefined()) fail("'" + callee.undefined_name() + "' is undefined");
-    fail(std::string("'") + callee.type_name() + "' object is not callable");
+  if (!callee.is(ValueKind::Function)) {
+    if (callee.is(ValueKind::Undefined)) fail("'" + callee.undefined_name() + "' is undefined");
+    fail(std::string("'") + type_name(callee) + "' object is not callable");
   }
   CallArgs args = eval_args(e);
   return callee.as_function().call(args);
@@ -284,7 +285,7 @@ Value Renderer::eval(const Expr& e) {
     case Expr::Kind::Literal: return e.literal;
     case Expr::Kind::Name: {
       Value v = lookup(e.name);
-      return v.is_undefined() ? global_value(*this, e.name) : v;
+      return v.is(ValueKind::Undefined) ? global_value(*this, e.name) : v;
     }
     case Expr::Kind::Attr: return get_attribute(*this, eval(*e.target), e.name);
     case Expr::Kind::Item: return get_item(*this, eval(*e.target), eval(*e.args[0]));
@@ -305,24 +306,24 @@ Value Renderer::eval(const Expr& e) {
     case Expr::Kind::Unary: {
       Value v = eval(*e.args[0]);
       require_defined(v);
-      if (!v.is_number()) fail(std::string("bad operand type for unary ") + e.name + ": '" + v.type_name() + "'");
-      if (e.name == "+") return v.is_bool() ? Value(int_of(v)) : v;
-      if (v.is_float()) return Value(-v.as_float());
+      if (!is_number(v)) fail(std::string("bad operand type for unary ") + e.name + ": '" + type_name(v) + "'");
+      if (e.name == "+") return v.is(ValueKind::Bool) ? Value(int_of(v)) : v;
+      if (v.is(ValueKind::Float)) return Value(-v.as_float());
       return Value(checked(int_of(v) == INT64_MIN, -int_of(v)));
     }
     case Expr::Kind::Binary: return eval_binary(e.name, eval(*e.args[0]), eval(*e.args[1]));
     case Expr::Kind::Compare: return eval_compare(e);
     case Expr::Kind::And: {
       Value l = eval(*e.args[0]);
-      return l.truthy() ? eval(*e.args[1]) : l;
+      return truthy(l) ? eval(*e.args[1]) : l;
     }
     case Expr::Kind::Or: {
       Value l = eval(*e.args[0]);
-      return l.truthy() ? l : eval(*e.args[1]);
+      return truthy(l) ? l : eval(*e.args[1]);
     }
-    case Expr::Kind::Not: return Value(!eval(*e.args[0]).truthy());
+    case Expr::Kind::Not: return Value(!truthy(eval(*e.args[0])));
     case Expr::Kind::Cond:
-      if (eval(*e.args[0]).truthy()) return eval(*e.args[1]);
+      if (truthy(eval(*e.args[0]))) return eval(*e.args[1]);
       return e.args[2] ? eval(*e.args[2]) : Value::undefined();
     case Expr::Kind::List:
     case Expr::Kind::Tuple: {

@@ -8,11 +8,12 @@
 #include "jinja/error.h"
 #include "jinja/json.h"
 #include "jinja/renderer.h"
+#include "jinja/value_ops.h"
 
 namespace stride::jinja {
 namespace {
 
-bool tainted(const Value& v) { return v.is_string() && v.as_str().any_literal(); }
+bool tainted(const Value& v) { return v.is(ValueKind::String) && v.as_str().any_literal(); }
 
 // Jinja's make_attrgetter: "a.b.0" walks items.
 Value attr_path(Renderer& r, const Value& item, const std::string& path) {
@@ -30,11 +31,11 @@ Value attr_path(Renderer& r, const Value& item, const std::string& path) {
 
 // The key case-insensitive filters compare by.
 Value fold_case(const Value& v, bool case_sensitive) {
-  if (case_sensitive || !v.is_string()) return v;
-  return Value(to_lower(v.text()));
+  if (case_sensitive || !v.is(ValueKind::String)) return v;
+  return Value(to_lower(v.as_str().text));
 }
 
-bool flag(const Value* v, bool def) { return v ? v->truthy() : def; }
+bool flag(const Value* v, bool def) { return v ? truthy(*v) : def; }
 
 // select / reject / selectattr / rejectattr
 Value select_items(Renderer& r, const Value& input, CallArgs& args, bool attr, bool keep) {
@@ -49,10 +50,10 @@ Value select_items(Renderer& r, const Value& input, CallArgs& args, bool attr, b
   CallArgs test_args;
   test_args.positional.assign(args.positional.begin() + static_cast<long>(pos), args.positional.end());
   std::vector<Value> out;
-  for (const Value& item : input.truthy() ? iterate(input) : std::vector<Value>{}) {
+  for (const Value& item : truthy(input) ? iterate(input) : std::vector<Value>{}) {
     r.count_items(1);
     const Value subject = attr ? attr_path(r, item, attribute) : item;
-    const bool ok = test.empty() ? subject.truthy() : apply_test(r, test, subject, test_args);
+    const bool ok = test.empty() ? truthy(subject) : apply_test(r, test, subject, test_args);
     if (ok == keep) out.push_back(item);
   }
   return Value::list(std::move(out), false, /*generator=*/true);
@@ -66,11 +67,11 @@ Value map_items(Renderer& r, const Value& input, CallArgs& args) {
     if (k == "attribute") attribute = &v;
     if (k == "default") def = &v;
   }
-  for (const Value& item : input.truthy() ? iterate(input) : std::vector<Value>{}) {
+  for (const Value& item : truthy(input) ? iterate(input) : std::vector<Value>{}) {
     r.count_items(1);
     if (attribute) {
       Value v = attr_path(r, item, to_str(*attribute).text);
-      out.push_back(v.is_undefined() && def ? *def : v);
+      out.push_back(v.is(ValueKind::Undefined) && def ? *def : v);
     } else {
       if (args.positional.empty()) fail("map needs a filter name or attribute=");
       CallArgs rest;
@@ -108,22 +109,22 @@ Value tojson(const Value& input, CallArgs& args) {
   const Value* sort_keys = args.get(3, "sort_keys");
   o.ensure_ascii = flag(ensure_ascii, false);
   o.sort_keys = flag(sort_keys, false);
-  if (indent && !indent->is_none()) {
-    if (indent->is_string()) o.indent = indent->text();
+  if (indent && !indent->is(ValueKind::None)) {
+    if (indent->is(ValueKind::String)) o.indent = indent->as_str().text;
     else o.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, indent->as_int())), ' ');
     o.item_separator = ",";
   }
-  if (separators && !separators->is_none()) {
-    if (!separators->is_list() || separators->as_list().items.size() != 2) fail("separators must be a pair");
+  if (separators && !separators->is(ValueKind::None)) {
+    if (!separators->is(ValueKind::List) || separators->as_list().items.size() != 2) fail("separators must be a pair");
     o.item_separator = to_str(separators->as_list().items[0]).text;
     o.key_separator = to_str(separators->as_list().items[1]).text;
   }
   bool any_client = false;  // tojson of client data is client text (see str.h)
   std::function<void(const Value&)> scan = [&](const Value& x) {
     if (any_client) return;
-    if (x.is_string()) any_client = x.as_str().any_literal();
-    else if (x.is_list()) for (const Value& i : x.as_list().items) scan(i);
-    else if (x.is_dict()) {
+    if (x.is(ValueKind::String)) any_client = x.as_str().any_literal();
+    else if (x.is(ValueKind::List)) for (const Value& i : x.as_list().items) scan(i);
+    else if (x.is(ValueKind::Dict)) {
       any_client = x.as_dict().literal_keys && !x.as_dict().items.empty();
       for (const auto& kv : x.as_dict().items) scan(kv.second);
     }
@@ -133,11 +134,11 @@ Value tojson(const Value& input, CallArgs& args) {
 }
 
 Value indent_filter(const Value& input, CallArgs& args) {
-  if (!input.is_string()) fail(std::string("can only concatenate ") + input.type_name() + " and str in indent");
+  if (!input.is(ValueKind::String)) fail(std::string("can only concatenate ") + type_name(input) + " and str in indent");
   const Value* width = args.get(0, "width");
   const bool first = flag(args.get(1, "first"), false);
   const bool blank = flag(args.get(2, "blank"), false);
-  std::string pad = width ? (width->is_string() ? width->text() : std::string(width->as_int(), ' ')) : "    ";
+  std::string pad = width ? (width->is(ValueKind::String) ? width->as_str().text : std::string(width->as_int(), ' ')) : "    ";
   std::string s = to_str(input).text + "\n";
   std::vector<std::string> lines;  // str.splitlines on "\n" (templates' text has no other breaks)
   size_t start = 0;
@@ -171,12 +172,12 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   }
   if (name == "trim") {
     const Value* chars = args.get(0, "chars");
-    return Value(strip_str(to_str(input), chars && !chars->is_none() ? chars : nullptr, true, true));
+    return Value(strip_str(to_str(input), chars && !chars->is(ValueKind::None) ? chars : nullptr, true, true));
   }
   if (name == "default" || name == "d") {
     const Value* def = args.get(0, "default_value");
     const bool boolean = flag(args.get(1, "boolean"), false);
-    if (input.is_undefined() || (boolean && !input.truthy())) return def ? *def : Value(std::string());
+    if (input.is(ValueKind::Undefined) || (boolean && !truthy(input))) return def ? *def : Value(std::string());
     return input;
   }
   if (name == "join") {
@@ -195,7 +196,7 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   if (name == "upper" || name == "lower" || name == "capitalize" || name == "title" || name == "replace") {
     Value s(to_str(input));
     if (name == "title") {  // Jinja's title: words start after spaces, '-', and opening brackets
-      std::string o = s.text();
+      std::string o = s.as_str().text;
       bool start = true;
       for (char& c : o) {
         if (c & 0x80) {
@@ -217,16 +218,16 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   }
   if (name == "list") return Value::list(iterate(input));
   if (name == "items") {
-    if (input.is_undefined()) return Value::list({});
-    if (!input.is_dict()) fail("items filter needs a mapping");
+    if (input.is(ValueKind::Undefined)) return Value::list({});
+    if (!input.is(ValueKind::Dict)) fail("items filter needs a mapping");
     Value method = get_attribute(r, input, "items");
     return method.as_function().call(args);
   }
   if (name == "dictsort") {
-    if (!input.is_dict()) fail("dictsort filter needs a mapping");
+    if (!input.is(ValueKind::Dict)) fail("dictsort filter needs a mapping");
     const bool cs = flag(args.get(0, "case_sensitive"), false);
     const Value* by = args.get(1, "by");
-    const bool by_value = by && by->is_string() && by->text() == "value";
+    const bool by_value = by && by->is(ValueKind::String) && by->as_str().text == "value";
     const bool reverse = flag(args.get(2, "reverse"), false);
     const DictData& d = input.as_dict();
     std::vector<Value> pairs;
@@ -253,7 +254,7 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     for (const Value& item : iterate(input)) {
       r.count_items(1);
       Value key = fold_case(attribute ? attr_path(r, item, to_str(*attribute).text) : item, cs);
-      if (key.is_list() || key.is_dict()) fail(std::string("unhashable type: '") + key.type_name() + "'");
+      if (key.is(ValueKind::List) || key.is(ValueKind::Dict)) fail(std::string("unhashable type: '") + type_name(key) + "'");
       if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return values_equal(s, key); })) {
         seen.push_back(key);
         out.push_back(item);
@@ -263,8 +264,8 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   }
   if (name == "sort") return sort_items(r, input, args);
   if (name == "reverse") {
-    if (input.is_string()) {
-      const std::vector<size_t> off = utf8_offsets(input.text());
+    if (input.is(ValueKind::String)) {
+      const std::vector<size_t> off = utf8_offsets(input.as_str().text);
       Str out;
       for (size_t i = off.size() - 1; i > 0; --i) out.append(input.as_str().substr(off[i - 1], off[i]));
       return Value(std::move(out));
@@ -273,16 +274,16 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     std::reverse(items.begin(), items.end());
     return Value::list(std::move(items), false, true);
   }
-  if ((name == "int" || name == "float") && input.is_undefined()) fail("'" + input.undefined_name() + "' is undefined");
+  if ((name == "int" || name == "float") && input.is(ValueKind::Undefined)) fail("'" + input.undefined_name() + "' is undefined");
   if (name == "int") {
     const Value* def = args.get(0, "default");
-    if (input.is_string() && input.text().find_first_of("xXpP") != std::string::npos) {
+    if (input.is(ValueKind::String) && input.as_str().text.find_first_of("xXpP") != std::string::npos) {
       return def ? *def : Value(int64_t{0});  // strtod would read hex; Python's int()/float() do not
     }
-    if (input.is_int()) return input;
-    if (input.is_bool()) return Value(static_cast<int64_t>(input.as_bool()));
-    if (input.is_float()) return Value(static_cast<int64_t>(input.as_float()));
-    if (input.is_string()) {
+    if (input.is(ValueKind::Int)) return input;
+    if (input.is(ValueKind::Bool)) return Value(static_cast<int64_t>(input.as_bool()));
+    if (input.is(ValueKind::Float)) return Value(static_cast<int64_t>(input.as_float()));
+    if (input.is(ValueKind::String)) {
       std::string s = strip_str(input.as_str(), nullptr, true, true).text;
       char* end = nullptr;
       const long long v = std::strtoll(s.c_str(), &end, 10);
@@ -294,11 +295,11 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
   }
   if (name == "float") {
     const Value* def = args.get(0, "default");
-    if (input.is_string() && input.text().find_first_of("xXpP") != std::string::npos) {
+    if (input.is(ValueKind::String) && input.as_str().text.find_first_of("xXpP") != std::string::npos) {
       return def ? *def : Value(0.0);
     }
-    if (input.is_number()) return Value(input.as_number());
-    if (input.is_string()) {
+    if (is_number(input)) return Value(as_number(input));
+    if (input.is(ValueKind::String)) {
       std::string s = strip_str(input.as_str(), nullptr, true, true).text;
       char* end = nullptr;
       const double d = std::strtod(s.c_str(), &end);
@@ -307,23 +308,23 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     return def ? *def : Value(0.0);
   }
   if (name == "abs") {
-    if (input.is_int()) return Value(input.as_int() < 0 ? -input.as_int() : input.as_int());
-    return Value(std::fabs(input.as_number()));
+    if (input.is(ValueKind::Int)) return Value(input.as_int() < 0 ? -input.as_int() : input.as_int());
+    return Value(std::fabs(as_number(input)));
   }
   if (name == "round") {
-    if (input.is_int() || input.is_bool()) return Value(input.is_bool() ? int64_t{input.as_bool()} : input.as_int());
+    if (input.is(ValueKind::Int) || input.is(ValueKind::Bool)) return Value(input.is(ValueKind::Bool) ? int64_t{input.as_bool()} : input.as_int());
     const Value* p = args.get(0, "precision");
     const Value* m = args.get(1, "method");
-    const double scale = std::pow(10.0, p ? p->as_number() : 0.0);
+    const double scale = std::pow(10.0, p ? as_number(*p) : 0.0);
     const std::string method = m ? to_str(*m).text : "common";
-    const double x = input.as_number() * scale;
+    const double x = as_number(input) * scale;
     // Python's round() sends halves to the even neighbour, as nearbyint does by default.
     const double v = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
     return Value(v / scale);
   }
   if (name == "indent") return indent_filter(input, args);
   if (name == "e" || name == "escape") {
-    if (input.is_string() && input.as_str().markup) return input;
+    if (input.is(ValueKind::String) && input.as_str().markup) return input;
     Str s = Str::derived(html_escape(to_str(input).text), tainted(input));
     s.markup = true;
     return Value(std::move(s));
@@ -349,7 +350,7 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     Value total = start ? *start : Value(int64_t{0});
     for (const Value& item : iterate(input)) {
       const Value x = attribute ? attr_path(r, item, to_str(*attribute).text) : item;
-      total = (total.is_int() && x.is_int()) ? Value(total.as_int() + x.as_int()) : Value(total.as_number() + x.as_number());
+      total = (total.is(ValueKind::Int) && x.is(ValueKind::Int)) ? Value(total.as_int() + x.as_int()) : Value(as_number(total) + as_number(x));
     }
     return total;
   }
@@ -377,7 +378,7 @@ Value apply_filter(Renderer& r, const std::string& name, const Value& input, Cal
     const Value* n = args.get(0, "name");
     if (!n) return Value::undefined();
     // Jinja's attr() looks up attributes only: a dict's keys are not attributes.
-    if (input.is_dict()) {
+    if (input.is(ValueKind::Dict)) {
       const std::string key = to_str(*n).text;
       const bool method = key == "items" || key == "keys" || key == "values" || key == "get";
       return method ? get_attribute(r, input, key) : Value::undefined(key);

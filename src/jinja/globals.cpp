@@ -5,6 +5,7 @@
 #include "jinja/builtins.h"
 #include "jinja/error.h"
 #include "jinja/renderer.h"
+#include "jinja/value_ops.h"
 
 namespace stride::jinja {
 
@@ -14,8 +15,8 @@ Value global_value(Renderer& r, const std::string& name) {
     return Value::function(name, [rp](CallArgs& a) {
       auto arg = [&](size_t i) -> int64_t {
         const Value& v = a.positional[i];
-        if (!v.is_int() && !v.is_bool()) fail("range() arguments must be integers");
-        return v.is_bool() ? v.as_bool() : v.as_int();
+        if (!v.is(ValueKind::Int) && !v.is(ValueKind::Bool)) fail("range() arguments must be integers");
+        return v.is(ValueKind::Bool) ? v.as_bool() : v.as_int();
       };
       int64_t start = 0, stop = 0, step = 1;
       if (a.positional.size() == 1) stop = arg(0);
@@ -32,28 +33,25 @@ Value global_value(Renderer& r, const std::string& name) {
         rp->count_items(1);
         out.emplace_back(i);
       }
-      auto list = std::make_shared<ListData>();
-      list->items = std::move(out);
-      list->python_repr = step == 1 ? "range(" + std::to_string(start) + ", " + std::to_string(stop) + ")"
-                                    : "range(" + std::to_string(start) + ", " + std::to_string(stop) + ", " +
-                                          std::to_string(step) + ")";
-      return Value(std::shared_ptr<const ListData>(std::move(list)));
+      std::string python_repr = "range(" + std::to_string(start) + ", " + std::to_string(stop) +
+                                (step == 1 ? ")" : ", " + std::to_string(step) + ")");
+      return Value::list(std::move(out), false, false, std::move(python_repr));
     });
   }
   if (name == "dict") {
     return Value::function(name, [](CallArgs& a) {
       DictData d;
-      if (!a.positional.empty() && a.positional[0].is_dict()) d = a.positional[0].as_dict();
+      if (!a.positional.empty() && a.positional[0].is(ValueKind::Dict)) d = a.positional[0].as_dict();
       for (auto& [k, v] : a.named) d.set(k, v);
       return Value::dict(std::move(d));
     });
   }
   if (name == "namespace") {
     return Value::function(name, [](CallArgs& a) {
-      auto ns = std::make_shared<NamespaceData>();
-      if (!a.positional.empty() && a.positional[0].is_dict()) ns->attrs = a.positional[0].as_dict();
-      for (auto& [k, v] : a.named) ns->attrs.set(k, v);
-      return Value(std::move(ns));
+      DictData attrs;
+      if (!a.positional.empty() && a.positional[0].is(ValueKind::Dict)) attrs = a.positional[0].as_dict();
+      for (auto& [k, v] : a.named) attrs.set(k, v);
+      return Value::namespace_object(std::move(attrs));
     });
   }
   if (name == "raise_exception") {
@@ -64,7 +62,7 @@ Value global_value(Renderer& r, const std::string& name) {
   if (name == "strftime_now") {
     return Value::function(name, [rp](CallArgs& a) {
       const Value* f = a.get(0, "format");
-      if (!f || !f->is_string()) fail("strftime_now needs a format string");
+      if (!f || !f->is(ValueKind::String)) fail("strftime_now needs a format string");
       std::tm tm{};
       if (rp->options().now) {
         tm = *rp->options().now;
@@ -73,7 +71,7 @@ Value global_value(Renderer& r, const std::string& name) {
         localtime_r(&t, &tm);
       }
       char buf[512];
-      const size_t n = f->text().size() < 128 ? std::strftime(buf, sizeof buf, f->text().c_str(), &tm) : 0;
+      const size_t n = f->as_str().text.size() < 128 ? std::strftime(buf, sizeof buf, f->as_str().text.c_str(), &tm) : 0;
       return Value(std::string(buf, n));
     });
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "jinja/error.h"
+#include "jinja/value_ops.h"
 
 namespace stride::jinja {
 
@@ -91,7 +92,7 @@ static void dump(const Value& v, const JsonDumpOptions& o, int level, std::strin
       out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : float_repr(d);
       return;
     }
-    case Value::Kind::String: dump_string(v.text(), o.ensure_ascii, out); return;
+    case Value::Kind::String: dump_string(v.as_str().text, o.ensure_ascii, out); return;
     case Value::Kind::List: {
       const ListData& l = v.as_list();
       if (l.generator) fail("Object of type generator is not JSON serializable");
@@ -112,7 +113,7 @@ static void dump(const Value& v, const JsonDumpOptions& o, int level, std::strin
     }
     case Value::Kind::Dict:
     case Value::Kind::Namespace: {
-      if (v.is_namespace()) fail("Object of type Namespace is not JSON serializable");
+      if (v.is(ValueKind::Namespace)) fail("Object of type Namespace is not JSON serializable");
       const DictData& d = v.as_dict();
       if (d.items.empty()) {
         out += "{}";
@@ -128,8 +129,8 @@ static void dump(const Value& v, const JsonDumpOptions& o, int level, std::strin
         if (i) out += o.item_separator;
         if (o.indent) newline(level + 1);
         const Value key = key_value(items[i]->first, false);  // json.dumps writes int keys as strings
-        if (key.is_string()) dump_string(key.text(), o.ensure_ascii, out);
-        else dump_string(key.is_none() ? "null" : key.is_float() ? float_repr(key.as_float()) : to_str(key).text, o.ensure_ascii, out);
+        if (key.is(ValueKind::String)) dump_string(key.as_str().text, o.ensure_ascii, out);
+        else dump_string(key.is(ValueKind::None) ? "null" : key.is(ValueKind::Float) ? float_repr(key.as_float()) : to_str(key).text, o.ensure_ascii, out);
         out += o.key_separator;
         dump(items[i]->second, o, level + 1, out);
       }
@@ -137,7 +138,7 @@ static void dump(const Value& v, const JsonDumpOptions& o, int level, std::strin
       out += '}';
       return;
     }
-    default: fail(std::string("Object of type ") + v.type_name() + " is not JSON serializable");
+    default: fail(std::string("Object of type ") + type_name(v) + " is not JSON serializable");
   }
 }
 

@@ -7,6 +7,7 @@
 #include "jinja/builtins.h"
 #include "jinja/error.h"
 #include "jinja/renderer.h"
+#include "jinja/value_ops.h"
 
 namespace stride::jinja {
 namespace {
@@ -29,7 +30,7 @@ Value dict_method(const Value& self, const std::string& name) {
       const Value* k = a.get(0, "key");
       const Value* def = a.get(1, "default");
       if (!k) fail("get expected at least 1 argument");
-      const Value* v = (k->is_string() || k->is_number() || k->is_none()) ? self.as_dict().find(dict_key(*k)) : nullptr;
+      const Value* v = (k->is(ValueKind::String) || is_number(*k) || k->is(ValueKind::None)) ? self.as_dict().find(dict_key(*k)) : nullptr;
       return v ? *v : def ? *def : Value::none();
     });
   }
@@ -71,7 +72,7 @@ Value get_attribute(Renderer& r, const Value& obj, const std::string& name) {
       fail("'" + (obj.undefined_name().empty() ? std::string("value") : obj.undefined_name()) + "' is undefined");
     case Value::Kind::Dict: {
       Value m = dict_method(obj, name);
-      if (!m.is_undefined()) return m;
+      if (!m.is(ValueKind::Undefined)) return m;
       const Value* v = obj.as_dict().find(name);
       return v ? *v : Value::undefined(name);
     }
@@ -90,34 +91,34 @@ Value get_item(Renderer& r, const Value& obj, const Value& key) {
     case Value::Kind::Undefined:
       fail("'" + (obj.undefined_name().empty() ? std::string("value") : obj.undefined_name()) + "' is undefined");
     case Value::Kind::Dict:
-      if (key.is_string()) {
+      if (key.is(ValueKind::String)) {
         const Value* v = obj.as_dict().find(dict_key(key));
-        return v ? *v : get_attribute(r, obj, key.text());
+        return v ? *v : get_attribute(r, obj, key.as_str().text);
       }
-      if (key.is_number() || key.is_none()) {
+      if (is_number(key) || key.is(ValueKind::None)) {
         const Value* v = obj.as_dict().find(dict_key(key));
         return v ? *v : Value::undefined();
       }
       return Value::undefined();
     case Value::Kind::List:
     case Value::Kind::String: {
-      if (key.is_string()) return get_attribute(r, obj, key.text());
-      if (!key.is_int() && !key.is_bool()) return Value::undefined();
-      int64_t i = key.is_bool() ? key.as_bool() : key.as_int();
-      if (obj.is_list()) {
+      if (key.is(ValueKind::String)) return get_attribute(r, obj, key.as_str().text);
+      if (!key.is(ValueKind::Int) && !key.is(ValueKind::Bool)) return Value::undefined();
+      int64_t i = key.is(ValueKind::Bool) ? key.as_bool() : key.as_int();
+      if (obj.is(ValueKind::List)) {
         const auto n = static_cast<int64_t>(obj.as_list().items.size());
         if (i < 0) i += n;
         if (i < 0 || i >= n) return Value::undefined();
         return obj.as_list().items[i];
       }
-      const std::vector<size_t> off = utf8_offsets(obj.text());
+      const std::vector<size_t> off = utf8_offsets(obj.as_str().text);
       const auto n = static_cast<int64_t>(off.size() - 1);
       if (i < 0) i += n;
       if (i < 0 || i >= n) return Value::undefined();
       return Value(obj.as_str().substr(off[i], off[i + 1]));
     }
     case Value::Kind::Namespace:
-      return key.is_string() ? get_attribute(r, obj, key.text()) : Value::undefined();
+      return key.is(ValueKind::String) ? get_attribute(r, obj, key.as_str().text) : Value::undefined();
     default: return Value::undefined();
   }
 }
@@ -125,28 +126,28 @@ Value get_item(Renderer& r, const Value& obj, const Value& key) {
 Value slice_value(Renderer& r, const Value& obj, const Value& start_v, const Value& stop_v, const Value& step_v) {
   int64_t n;
   std::vector<size_t> off;
-  if (obj.is_list()) {
+  if (obj.is(ValueKind::List)) {
     n = static_cast<int64_t>(obj.as_list().items.size());
-  } else if (obj.is_string()) {
-    off = utf8_offsets(obj.text());
+  } else if (obj.is(ValueKind::String)) {
+    off = utf8_offsets(obj.as_str().text);
     n = static_cast<int64_t>(off.size() - 1);
-  } else if (obj.is_undefined()) {
+  } else if (obj.is(ValueKind::Undefined)) {
     fail("'" + obj.undefined_name() + "' is undefined");
   } else {
     // Jinja2 folds a slice of a literal (3[1:]) to undefined at compile time;
     // a value from the context fails, as here.
-    fail(std::string("'") + obj.type_name() + "' object is not subscriptable");
+    fail(std::string("'") + type_name(obj) + "' object is not subscriptable");
   }
   auto as_index = [](const Value& v, const char* what) -> int64_t {
-    if (v.is_int()) return v.as_int();
-    if (v.is_bool()) return v.as_bool();
+    if (v.is(ValueKind::Int)) return v.as_int();
+    if (v.is(ValueKind::Bool)) return v.as_bool();
     fail(std::string("slice ") + what + " must be an integer or None");
   };
-  const int64_t step = step_v.is_none() ? 1 : as_index(step_v, "step");
+  const int64_t step = step_v.is(ValueKind::None) ? 1 : as_index(step_v, "step");
   if (step == 0) fail("slice step cannot be zero");
   // Python's PySlice_AdjustIndices.
   auto adjust = [&](const Value& v, int64_t def) -> int64_t {
-    if (v.is_none()) return def;
+    if (v.is(ValueKind::None)) return def;
     int64_t i = as_index(v, "index");
     if (i < 0) {
       i += n;
@@ -161,7 +162,7 @@ Value slice_value(Renderer& r, const Value& obj, const Value& start_v, const Val
   std::vector<int64_t> picks;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) picks.push_back(i);
   r.count_items(picks.size());
-  if (obj.is_list()) {
+  if (obj.is(ValueKind::List)) {
     std::vector<Value> out;
     for (int64_t i : picks) out.push_back(obj.as_list().items[i]);
     return Value::list(std::move(out), obj.as_list().tuple);

@@ -5,6 +5,7 @@
 #include "jinja/builtins.h"
 #include "jinja/error.h"
 #include "jinja/renderer.h"
+#include "jinja/value_ops.h"
 
 namespace stride::jinja {
 
@@ -15,29 +16,29 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
     if (!arg) fail("test '" + name + "' needs an argument");
     return *arg;
   };
-  if (name == "defined") return !v.is_undefined();
-  if (name == "undefined") return v.is_undefined();
-  if (name == "none") return v.is_none();
-  if (name == "string") return v.is_string();
-  if (name == "mapping") return v.is_dict();
-  if (name == "iterable") return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined();
-  if (name == "sequence") return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined();
-  if (name == "number") return v.is_number();
-  if (name == "integer") return v.is_int();
-  if (name == "float") return v.is_float();
-  if (name == "boolean") return v.is_bool();
-  if (name == "true") return v.is_bool() && v.as_bool();
-  if (name == "false") return v.is_bool() && !v.as_bool();
-  if (name == "callable") return v.is_function();
+  if (name == "defined") return !v.is(ValueKind::Undefined);
+  if (name == "undefined") return v.is(ValueKind::Undefined);
+  if (name == "none") return v.is(ValueKind::None);
+  if (name == "string") return v.is(ValueKind::String);
+  if (name == "mapping") return v.is(ValueKind::Dict);
+  if (name == "iterable") return v.is(ValueKind::List) || v.is(ValueKind::Dict) || v.is(ValueKind::String) || v.is(ValueKind::Undefined);
+  if (name == "sequence") return v.is(ValueKind::List) || v.is(ValueKind::Dict) || v.is(ValueKind::String) || v.is(ValueKind::Undefined);
+  if (name == "number") return is_number(v);
+  if (name == "integer") return v.is(ValueKind::Int);
+  if (name == "float") return v.is(ValueKind::Float);
+  if (name == "boolean") return v.is(ValueKind::Bool);
+  if (name == "true") return v.is(ValueKind::Bool) && v.as_bool();
+  if (name == "false") return v.is(ValueKind::Bool) && !v.as_bool();
+  if (name == "callable") return v.is(ValueKind::Function);
   if (name == "odd" || name == "even") {  // value % 2 == 1 / == 0, on any number
-    if (!v.is_number()) fail(std::string("odd/even need a number, not ") + v.type_name());
-    double m = std::fmod(v.as_number(), 2.0);
+    if (!is_number(v)) fail(std::string("odd/even need a number, not ") + type_name(v));
+    double m = std::fmod(as_number(v), 2.0);
     if (m < 0) m += 2.0;
     return name == "odd" ? m == 1.0 : m == 0.0;
   }
   if (name == "divisibleby") {
     const Value& d = need_arg();
-    if (!v.is_int() || !d.is_int() || d.as_int() == 0) fail("divisibleby needs non-zero integers");
+    if (!v.is(ValueKind::Int) || !d.is(ValueKind::Int) || d.as_int() == 0) fail("divisibleby needs non-zero integers");
     return v.as_int() % d.as_int() == 0;
   }
   if (name == "eq" || name == "equalto" || name == "==") return values_equal(v, need_arg());
@@ -48,8 +49,8 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
   if (name == "ge" || name == ">=") return compare_values(v, need_arg()) >= 0;
   if (name == "in") {
     const Value& c = need_arg();
-    if (c.is_string()) return v.is_string() && c.text().find(v.text()) != std::string::npos;
-    if (c.is_dict()) return (v.is_string() || v.is_number() || v.is_none()) && c.as_dict().find(dict_key(v)) != nullptr;
+    if (c.is(ValueKind::String)) return v.is(ValueKind::String) && c.as_str().text.find(v.as_str().text) != std::string::npos;
+    if (c.is(ValueKind::Dict)) return (v.is(ValueKind::String) || is_number(v) || v.is(ValueKind::None)) && c.as_dict().find(dict_key(v)) != nullptr;
     for (const Value& x : iterate(c)) {
       if (values_equal(x, v)) return true;
     }
@@ -69,8 +70,8 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
   if (name == "sameas") {
     const Value& o = need_arg();
     if (v.kind() != o.kind()) return false;
-    if (v.is_none() || v.is_undefined()) return true;
-    if (v.is_bool()) return v.as_bool() == o.as_bool();
+    if (v.is(ValueKind::None) || v.is(ValueKind::Undefined)) return true;
+    if (v.is(ValueKind::Bool)) return v.as_bool() == o.as_bool();
     if (v.kind() == K::List) return &v.as_list() == &o.as_list();
     if (v.kind() == K::Dict) return &v.as_dict() == &o.as_dict();
     return values_equal(v, o);

@@ -2,11 +2,12 @@
 
 #include "jinja/builtins.h"
 #include "jinja/error.h"
+#include "jinja/value_ops.h"
 
 namespace stride::jinja {
 
 Renderer::Renderer(const RenderOptions& options, const Value& context) : options_(options) {
-  if (context.is_dict()) {
+  if (context.is(ValueKind::Dict)) {
     for (const auto& [k, v] : context.as_dict().items) root_.vars[k] = v;
   }
 }
@@ -90,7 +91,7 @@ Renderer::Flow Renderer::exec_node(const Node& n) {
     case Node::Kind::Output: emit(to_str(eval(*n.expr))); return Flow::Normal;
     case Node::Kind::If:
       for (const auto& [cond, body] : n.branches) {
-        if (!cond || eval(*cond).truthy()) return exec(body);
+        if (!cond || truthy(eval(*cond))) return exec(body);
       }
       return Flow::Normal;
     case Node::Kind::For: {
@@ -127,7 +128,7 @@ Renderer::Flow Renderer::exec_node(const Node& n) {
       const Expr& call = *n.expr;
       Value callee = eval(*call.target);
       CallArgs args = eval_args(call);
-      if (!callee.is_function()) fail("'" + call.target->name + "' is not callable");
+      if (!callee.is(ValueKind::Function)) fail("'" + call.target->name + "' is not callable");
       // Macros take the caller as a named argument.
       args.named.emplace_back("caller", caller);
       emit(to_str(callee.as_function().call(args)));
@@ -164,7 +165,7 @@ void Renderer::exec_set(const Node& n) {
     return;
   }
   Value ns = lookup(n.targets[0]);
-  if (!ns.is_namespace()) fail("cannot assign attribute on non-namespace object");
+  if (!ns.is(ValueKind::Namespace)) fail("cannot assign attribute on non-namespace object");
   ns.as_namespace().attrs.set(n.attr, std::move(v));
 }
 
@@ -205,7 +206,7 @@ void Renderer::exec_for(const Node& n, Flow* flow) {
     for (const Value& v : all) {
       count_items(1);
       assign(n.targets, v, &frame);
-      if (eval(*n.cond).truthy()) items.push_back(v);
+      if (truthy(eval(*n.cond))) items.push_back(v);
     }
   } else {
     items = std::move(all);

@@ -8,6 +8,7 @@
 #include "jinja/builtins.h"
 #include "jinja/error.h"
 #include "jinja/renderer.h"
+#include "jinja/value_ops.h"
 
 namespace stride::jinja {
 namespace {
@@ -30,16 +31,16 @@ uint32_t packed_at(const std::string& s, size_t b, size_t e) {
 }
 
 const std::string& str_arg(const Value* v, const char* what) {
-  if (!v || !v->is_string()) fail(std::string(what) + " must be a string");
-  return v->text();
+  if (!v || !v->is(ValueKind::String)) fail(std::string(what) + " must be a string");
+  return v->as_str().text;
 }
 
 // Python's str.split / rsplit.
 Value split(Renderer& r, const Str& s, const Value* sep_v, const Value* max_v, bool from_right) {
-  int64_t maxsplit = max_v && !max_v->is_none() ? static_cast<int64_t>(max_v->as_number()) : -1;
+  int64_t maxsplit = max_v && !max_v->is(ValueKind::None) ? static_cast<int64_t>(as_number(*max_v)) : -1;
   std::vector<std::pair<size_t, size_t>> pieces;
   const std::string& t = s.text;
-  if (!sep_v || sep_v->is_none()) {
+  if (!sep_v || sep_v->is(ValueKind::None)) {
     // Runs of whitespace separate; empty pieces are dropped.
     std::vector<std::pair<size_t, size_t>> words;
     size_t i = 0;
@@ -62,7 +63,7 @@ Value split(Renderer& r, const Str& s, const Value* sep_v, const Value* max_v, b
       pieces.insert(pieces.end(), words.begin() + keep, words.end());
     }
   } else {
-    const std::string& sep = sep_v->text();
+    const std::string& sep = sep_v->as_str().text;
     if (sep.empty()) fail("empty separator");
     std::vector<size_t> hits;
     for (size_t p = t.find(sep); p != std::string::npos; p = t.find(sep, p + sep.size())) hits.push_back(p);
@@ -88,10 +89,10 @@ bool prefix_match(const std::string& s, const Value& p, bool suffix) {
     if (x.size() > s.size()) return false;
     return suffix ? s.compare(s.size() - x.size(), x.size(), x) == 0 : s.compare(0, x.size(), x) == 0;
   };
-  if (p.is_string()) return one(p.text());
-  if (p.is_list()) {
+  if (p.is(ValueKind::String)) return one(p.as_str().text);
+  if (p.is(ValueKind::List)) {
     for (const Value& v : p.as_list().items) {
-      if (v.is_string() && one(v.text())) return true;
+      if (v.is(ValueKind::String) && one(v.as_str().text)) return true;
     }
     return false;
   }
@@ -138,10 +139,10 @@ Str python_format(const Str& f, CallArgs& args) {
         }
       }
       if (!v) fail("format field '" + field + "' has no argument");
-      tainted |= v->is_string() && v->as_str().any_literal();
+      tainted |= v->is(ValueKind::String) && v->as_str().any_literal();
       std::string text = conversion == 'r' ? repr(*v) : to_str(*v).text;
       if (!spec.empty()) {
-        char fill = ' ', align = v->is_number() && conversion == 's' ? '>' : '<';
+        char fill = ' ', align = is_number(*v) && conversion == 's' ? '>' : '<';
         size_t k = 0;
         if (spec.size() >= 2 && std::strchr("<>^", spec[1])) {
           fill = spec[0];
@@ -190,7 +191,7 @@ Value string_method(Renderer& r, const Value& self, const std::string& name) {
     const bool taint = s.any_literal();
     if (name == "strip" || name == "lstrip" || name == "rstrip") {
       const Value* chars = a.get(0, "chars");
-      return Value(strip_str(s, chars && !chars->is_none() ? chars : nullptr, name != "rstrip", name != "lstrip"));
+      return Value(strip_str(s, chars && !chars->is(ValueKind::None) ? chars : nullptr, name != "rstrip", name != "lstrip"));
     }
     if (name == "split" || name == "rsplit") return split(*rp, s, a.get(0, "sep"), a.get(1, "maxsplit"), name == "rsplit");
     if (name == "startswith" || name == "endswith") {
@@ -220,9 +221,9 @@ Value string_method(Renderer& r, const Value& self, const std::string& name) {
     if (name == "replace") {
       const std::string& old = str_arg(a.get(0, "old"), "replace() argument 1");
       const Value* nv = a.get(1, "new");
-      if (!nv || !nv->is_string()) fail("replace() argument 2 must be str");
+      if (!nv || !nv->is(ValueKind::String)) fail("replace() argument 2 must be str");
       const Value* cv = a.get(2, "count");
-      int64_t count = cv ? static_cast<int64_t>(cv->as_number()) : -1;
+      int64_t count = cv ? static_cast<int64_t>(as_number(*cv)) : -1;
       Str out;
       size_t pos = 0;
       if (old.empty()) {  // Python inserts `new` around every code point
@@ -249,7 +250,7 @@ Value string_method(Renderer& r, const Value& self, const std::string& name) {
     if (name == "format") return Value(python_format(s, a));
     if (name == "center") {
       const Value* w = a.get(0, "width");
-      if (!w || !w->is_int()) fail("center() needs an integer width");
+      if (!w || !w->is(ValueKind::Int)) fail("center() needs an integer width");
       const auto len = static_cast<int64_t>(utf8_length(t));
       if (w->as_int() <= len) return self;
       rp->check_size(static_cast<size_t>(w->as_int()));
@@ -278,7 +279,7 @@ Value string_method(Renderer& r, const Value& self, const std::string& name) {
       Str out;
       bool first = true;
       for (const Value& v : iterate(*it)) {
-        if (!v.is_string()) fail("sequence item: expected str instance");
+        if (!v.is(ValueKind::String)) fail("sequence item: expected str instance");
         if (!first) out.append(s);
         first = false;
         out.append(v.as_str());

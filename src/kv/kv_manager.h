@@ -139,22 +139,17 @@ class KvManager final : public StepKv {
                             const std::string& key_prefix);
   const SharedPageStore* shared_tier() const { return shared_ ? shared_->store() : nullptr; }
 
-  // Pool pages prepare() would reserve now for n_new more tokens of seq.
-  int64_t pages_to_reserve(SeqId seq, int n_new) const;
-
   const KvPool& pool() const override { return *pool_; }
   const PolicySpec& layer_policy(int layer) const override { return cfg_.layer_policies[(size_t)layer]; }
   int head_dim_k() const override { return cfg_.head_dim_k; }
   const KvManagerConfig& config() const { return cfg_; }
   KvStats stats() const;
-  // Pages the sequence holds on this layer now.
-  int64_t pages_held(SeqId seq, int layer) const { return seqs_.pages_held(seq, layer); }
-  // Logical page -> physical page (-1: released) of one layer; for tests and tools.
-  const std::vector<int32_t>* page_table(SeqId seq, int layer) const { return seqs_.page_table(seq, layer); }
+  // Each sequence's length and page tables: pages_held(seq, layer),
+  // page_table(seq, layer) (logical page -> physical page, -1: released).
+  const SequenceTable& sequences() const { return seqs_; }
 
  private:
-  friend class StepPlan;
-  void return_spares(StepPlan& plan);  // unused reserved pages back to the pool
+  friend class StepPlan;  // returns its unused spares to pages_
   // Whether a layer with policy p runs a top-k hot set (topk_hot_set.h):
   // with resident=N and a tier, it keeps at most N pages (or the step's
   // picks, sinks and window if more) in the pool, the others in tier slots.

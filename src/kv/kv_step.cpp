@@ -36,17 +36,13 @@ StepPlan& StepPlan::operator=(StepPlan&& o) noexcept {
 StepPlan::~StepPlan() { release_spares(); }
 
 void StepPlan::release_spares() {
-  if (owner_) owner_->return_spares(*this);
+  if (owner_)
+    for (SeqStepPlan& sp : seqs)
+      for (LayerStepPlan& lp : sp.layers) {
+        for (const int32_t page : lp.spare_pages) owner_->pages_.release(page);
+        lp.spare_pages.clear();
+      }
   owner_ = nullptr;
-}
-
-int64_t KvManager::pages_to_reserve(SeqId seq, int n_new) const {
-  if (!seqs_.valid(seq) || n_new <= 0) return 0;
-  SequenceStep step;
-  step.seq = seq;
-  step.n = n_new;
-  return reservation_.step_pages(seqs_[seq], n_new,
-                                 reservation_.tier_may_refuse(seqs_, std::span<const SequenceStep>(&step, 1)));
 }
 
 Expected<StepPlan> KvManager::prepare(std::span<const SequenceStep> batch, std::vector<int>* unfit) {
@@ -208,14 +204,6 @@ Status KvManager::commit(StepPlan& plan) {
   }
   plan.release_spares();
   return result;
-}
-
-void KvManager::return_spares(StepPlan& plan) {
-  for (SeqStepPlan& sp : plan.seqs)
-    for (LayerStepPlan& lp : sp.layers) {
-      for (const int32_t page : lp.spare_pages) pages_.release(page);
-      lp.spare_pages.clear();
-    }
 }
 
 }  // namespace stride

@@ -92,7 +92,7 @@ jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>&
     // Roles are checked against a fixed list before this: template text, not client text.
     d.set("role", jinja::Value(m.role));
     d.set("content", jinja::Value(jinja::Str(m.content, /*all_literal=*/true)));
-    if (!m.tool_calls.is_undefined()) d.set("tool_calls", m.tool_calls);
+    if (!m.tool_calls.is(jinja::ValueKind::Undefined)) d.set("tool_calls", m.tool_calls);
     if (!m.tool_call_id.empty()) d.set("tool_call_id", jinja::Value(jinja::Str(m.tool_call_id, true)));
     if (!m.name.empty()) d.set("name", jinja::Value(jinja::Str(m.name, true)));
     if (m.thinking) {  // gpt-oss reads `thinking`, Qwen3-style templates `reasoning_content`
@@ -102,7 +102,7 @@ jinja::Value chat_context(const ChatTemplate& t, const std::vector<ChatMessage>&
     list.push_back(jinja::Value::dict(std::move(d)));
   }
   jinja::DictData ctx;
-  if (extra.is_dict()) ctx = extra.as_dict();
+  if (extra.is(jinja::ValueKind::Dict)) ctx = extra.as_dict();
   ctx.set("messages", jinja::Value::list(std::move(list)));
   ctx.set("bos_token", jinja::Value(t.bos_token));
   ctx.set("eos_token", jinja::Value(t.eos_token));
@@ -209,7 +209,7 @@ Expected<RenderedChat> render_chat_marked(const ChatTemplate& t, const std::vect
     if (c.role != "system" && c.role != "user" && c.role != "assistant" && !tool_role) {
       return InvalidArgument("unsupported message role '" + m.role + "'");
     }
-    native_tools = native_tools || tool_role || !c.tool_calls.is_undefined();
+    native_tools = native_tools || tool_role || !c.tool_calls.is(jinja::ValueKind::Undefined);
     messages.push_back(std::move(c));
   }
   if (t.jinja) {

@@ -59,7 +59,7 @@ namespace {
 jinja::Value template_variables(const GenerationRequest& g, bool native) {
   jinja::Value vars = g.template_kwargs;
   const auto set = [&](const char* key, jinja::Value v, bool keep_existing) {
-    jinja::DictData d = vars.is_dict() ? vars.as_dict() : jinja::DictData{};
+    jinja::DictData d = vars.is(jinja::ValueKind::Dict) ? vars.as_dict() : jinja::DictData{};
     if (!keep_existing || !d.find(key)) d.set(key, std::move(v));
     vars = jinja::Value::dict(std::move(d));
   };

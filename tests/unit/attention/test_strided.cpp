@@ -118,7 +118,7 @@ TEST(StridedPolicy, ReleasesPagesOutsideWindowGlobalsAndStride) {
   steps.commit(*seq, n);
   // Kept: every 4th page (0, 4, ..., 36: 10 pages, page 0 also holds the
   // globals) plus the pages the next query's window (600, 640] touches (37..39).
-  EXPECT_EQ(cache->pages_held(*seq, 0), 10 + 3);
+  EXPECT_EQ(cache->sequences().pages_held(*seq, 0), 10 + 3);
   cache->remove_sequence(*seq);
   EXPECT_EQ(cache->stats().pages_used, 0);
 }

@@ -131,7 +131,7 @@ TEST(StridedRanges, PagesHoldingARangeAreKeptForever) {
   steps.commit(*seq, n);
   // Strided pages 0, 4, ..., 36 (10), the window's pages 37..39 (3), and the
   // range pages 6, 7 (100-131; page 8 is strided anyway) and 21 (345).
-  EXPECT_EQ(cache->pages_held(*seq, 0), 10 + 3 + 3);
+  EXPECT_EQ(cache->sequences().pages_held(*seq, 0), 10 + 3 + 3);
   cache->remove_sequence(*seq);
   EXPECT_EQ(cache->stats().pages_used, 0);
 }

@@ -76,7 +76,7 @@ void check_reuse(const std::string& path, const std::string& policy, int hit, bo
   run_tokens(*plain, *r, ids, 0, hit, false);
   int64_t fewest_pages = hit / kPage;
   for (int l = 0; l < plain->config().n_layer; ++l)
-    fewest_pages = std::min(fewest_pages, plain->kv().pages_held(*r, l));
+    fewest_pages = std::min(fewest_pages, plain->kv().sequences().pages_held(*r, l));
   if (windowed) {
     EXPECT_LT(fewest_pages, hit / kPage) << "no layer released a page";
   }

@@ -67,8 +67,8 @@ class StepDriver {
   const KvManagerConfig& config() const { return kv_.config(); }
   KvStats stats() const { return kv_.stats(); }
   int64_t length(KvManager::SeqId seq) const { return kv_.length(seq); }
-  int64_t pages_held(KvManager::SeqId seq, int layer) const { return kv_.pages_held(seq, layer); }
-  const std::vector<int32_t>* page_table(KvManager::SeqId seq, int layer) const { return kv_.page_table(seq, layer); }
+  int64_t pages_held(KvManager::SeqId seq, int layer) const { return kv_.sequences().pages_held(seq, layer); }
+  const std::vector<int32_t>* page_table(KvManager::SeqId seq, int layer) const { return kv_.sequences().page_table(seq, layer); }
   Expected<KvManager::SeqId> add_sequence() { return kv_.add_sequence(); }
   Expected<KvManager::PrefixHit> add_sequence_with_prefix(std::span<const int32_t> prompt) {
     return kv_.add_sequence_with_prefix(prompt);

@@ -51,11 +51,11 @@ TEST(KVCachePages, RswaAndWindowHoldBoundedPagesDenseGrows) {
   const int64_t win_bound = ceil_div(64, s.page) + 1;
   int64_t used_min = INT64_MAX, used_max = 0;
   decode(*cache, *seq, s, 1200, threads, [&](int64_t len) {
-    ASSERT_LE(cache->pages_held(*seq, 0), rswa_bound) << len;
-    ASSERT_LE(cache->pages_held(*seq, 1), win_bound) << len;
-    ASSERT_EQ(cache->pages_held(*seq, 2), ceil_div(len, s.page)) << len;  // dense: linear
+    ASSERT_LE(cache->sequences().pages_held(*seq, 0), rswa_bound) << len;
+    ASSERT_LE(cache->sequences().pages_held(*seq, 1), win_bound) << len;
+    ASSERT_EQ(cache->sequences().pages_held(*seq, 2), ceil_div(len, s.page)) << len;  // dense: linear
     if (len >= 1000) {
-      const int64_t used = cache->stats().pages_used - cache->pages_held(*seq, 2);
+      const int64_t used = cache->stats().pages_used - cache->sequences().pages_held(*seq, 2);
       used_min = std::min(used_min, used);
       used_max = std::max(used_max, used);
     }
@@ -64,7 +64,7 @@ TEST(KVCachePages, RswaAndWindowHoldBoundedPagesDenseGrows) {
   EXPECT_LE(used_max, rswa_bound + win_bound);
   EXPECT_LE(used_max - used_min, 2);
   // The sink page is still there, released window pages are -1.
-  const auto* table = cache->page_table(*seq, 0);
+  const auto* table = cache->sequences().page_table(*seq, 0);
   ASSERT_NE(table, nullptr);
   EXPECT_GE((*table)[0], 0);
   EXPECT_EQ((*table)[10], -1);
@@ -113,8 +113,8 @@ TEST(KVCachePages, ExhaustionIsAStatusAndChangesNothing) {
   EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
   EXPECT_FALSE(st.message().empty());
   EXPECT_EQ(kv.stats().pages_used, 4);
-  EXPECT_EQ(kv.pages_held(*seq, 0), 2);
-  EXPECT_EQ(kv.pages_held(*seq, 1), 2);
+  EXPECT_EQ(kv.sequences().pages_held(*seq, 0), 2);
+  EXPECT_EQ(kv.sequences().pages_held(*seq, 1), 2);
   EXPECT_EQ(kv.length(*seq), 0);
   EXPECT_TRUE(cache.reserve(*seq, 80).ok());  // 5 per layer: 6 more, fits exactly
   EXPECT_EQ(kv.stats().pages_used, 10);
@@ -145,7 +145,7 @@ TEST(KVCachePages, SequenceIdsAreReusedCleanAndInvalidIdsAreErrors) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(*c, *a);  // reused
   EXPECT_EQ(cache->length(*c), 0);
-  EXPECT_EQ(cache->pages_held(*c, 0), 0);
+  EXPECT_EQ(cache->sequences().pages_held(*c, 0), 0);
   EXPECT_EQ(cache->stats().pages_used, 0);
   StepDriver steps(*cache);
   EXPECT_EQ(steps.reserve(-1, 1).code(), StatusCode::kInvalidArgument);
@@ -155,8 +155,8 @@ TEST(KVCachePages, SequenceIdsAreReusedCleanAndInvalidIdsAreErrors) {
   // One sequence twice in one step.
   const SequenceStep twice[2] = {{*c, nullptr, 1}, {*c, nullptr, 1}};
   EXPECT_EQ(cache->prepare(twice).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(cache->pages_held(99, 0), 0);
-  EXPECT_EQ(cache->pages_held(*c, 7), 0);
+  EXPECT_EQ(cache->sequences().pages_held(99, 0), 0);
+  EXPECT_EQ(cache->sequences().pages_held(*c, 7), 0);
   cache->remove_sequence(99);
 }
 

@@ -46,7 +46,7 @@ void expect_holds(const KvManager& kv, KvManager::SeqId seq, const Rows& want) {
   ASSERT_EQ(kv.length(seq), want.n());
   const int ps = kShape.page, hd = kShape.hd;
   for (int l = 0; l < kLayers; ++l) {
-    const std::vector<int32_t>& table = *kv.page_table(seq, l);
+    const std::vector<int32_t>& table = *kv.sequences().page_table(seq, l);
     for (int64_t pos = 0; pos < want.n(); ++pos) {
       const int32_t page = table[(size_t)(pos / ps)];
       ASSERT_GE(page, 0);
@@ -93,8 +93,8 @@ TEST(KvFork, SharesFullPagesCopiesTheOpenPageAndKeepsBranchesApart) {
   ASSERT_TRUE(child.ok()) << child.status().to_string();
   EXPECT_EQ(kv->stats().pages_used, used_before + kLayers);  // one copy of the open page per layer
   for (int l = 0; l < kLayers; ++l) {
-    const auto& a = *kv->page_table(parent, l);
-    const auto& b = *kv->page_table(*child, l);
+    const auto& a = *kv->sequences().page_table(parent, l);
+    const auto& b = *kv->sequences().page_table(*child, l);
     ASSERT_EQ(a.size(), 3u);
     ASSERT_EQ(b.size(), 3u);
     EXPECT_EQ(a[0], b[0]);

@@ -36,7 +36,7 @@ int64_t measured_peak(const PolicySpec& p, int64_t n, int chunk) {
     auto plan = (*kv)->prepare(std::span<const SequenceStep>(&r, 1));
     EXPECT_TRUE(plan.ok()) << plan.status().to_string();
     if (!plan.ok()) return -1;
-    peak = std::max(peak, (*kv)->pages_held(*seq, 0));  // what the step holds
+    peak = std::max(peak, (*kv)->sequences().pages_held(*seq, 0));  // what the step holds
     EXPECT_TRUE((*kv)->write(*plan, 0, 0, rows.data(), rows.data()).ok());
     EXPECT_TRUE((*kv)->commit(*plan).ok());
     done += c;

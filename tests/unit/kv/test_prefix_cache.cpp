@@ -118,11 +118,11 @@ TEST(PrefixCache, HitSharesThePhysicalPagesAndCountsTokens) {
   EXPECT_EQ(cache->length(b->seq), 96);
   EXPECT_EQ(cache->stats().pages_used, used_a) << "shared, not copied";
   for (int l = 0; l < 2; ++l) {
-    const auto& ta = *cache->page_table(*a, l);
-    const auto& tb = *cache->page_table(b->seq, l);
+    const auto& ta = *cache->sequences().page_table(*a, l);
+    const auto& tb = *cache->sequences().page_table(b->seq, l);
     ASSERT_EQ(tb.size(), 6u);
     EXPECT_TRUE(std::equal(tb.begin(), tb.end(), ta.begin())) << "layer " << l;
-    EXPECT_EQ(cache->pages_held(b->seq, l), 6);
+    EXPECT_EQ(cache->sequences().pages_held(b->seq, l), 6);
   }
   const KvStats st = cache->stats();
   EXPECT_EQ(st.prefix_queries, 1);
@@ -191,7 +191,7 @@ TEST_P(PrefixCacheWindowed, HitOnlyWhenNeededPagesArePresent) {
   ASSERT_TRUE(feed(*cache, *a, d, ids, 96, 16).ok());
   // At length 96 (next query 96, window 20) the windowed layer holds pages 4
   // and 5 (positions > 76), plus page 0 with sinks; pages 1-3 went back.
-  const auto& wt = *cache->page_table(*a, 1);
+  const auto& wt = *cache->sequences().page_table(*a, 1);
   EXPECT_EQ(wt[1], -1);
   EXPECT_EQ(wt[3], -1);
   EXPECT_GE(wt[4], 0);
@@ -202,13 +202,13 @@ TEST_P(PrefixCacheWindowed, HitOnlyWhenNeededPagesArePresent) {
   auto b = cache->add_sequence_with_prefix(std::span(ids).first(100));
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->reused_tokens, 96) << "the released pages are not needed at 96";
-  const auto& bt = *cache->page_table(b->seq, 1);
+  const auto& bt = *cache->sequences().page_table(b->seq, 1);
   ASSERT_EQ(bt.size(), 6u);
   EXPECT_EQ(bt[0], sinks ? wt[0] : -1);
   EXPECT_EQ(bt[2], -1);
   EXPECT_EQ(bt[4], wt[4]);
   EXPECT_EQ(bt[5], wt[5]);
-  EXPECT_EQ(cache->pages_held(b->seq, 1), sinks ? 3 : 2);
+  EXPECT_EQ(cache->sequences().pages_held(b->seq, 1), sinks ? 3 : 2);
   cache->remove_sequence(b->seq);
 
   // A moves on to 128: the windowed layer releases pages 4 and 5 (cached).
@@ -216,8 +216,8 @@ TEST_P(PrefixCacheWindowed, HitOnlyWhenNeededPagesArePresent) {
   // needs pages 4-5, at 80 pages 3-4, and so on down to page 0 at 16, which
   // only the sink layer still holds.
   ASSERT_TRUE(feed(*cache, *a, d, ids, 128, 16).ok());
-  EXPECT_EQ((*cache->page_table(*a, 1))[4], -1);
-  EXPECT_EQ((*cache->page_table(*a, 1))[5], -1);
+  EXPECT_EQ((*cache->sequences().page_table(*a, 1))[4], -1);
+  EXPECT_EQ((*cache->sequences().page_table(*a, 1))[5], -1);
   evict_everything(*cache);
   auto c = cache->add_sequence_with_prefix(std::span(ids).first(100));
   ASSERT_TRUE(c.ok());
@@ -240,7 +240,7 @@ TEST(PrefixCache, TopKLayersKeepEveryPageAndShareThem) {
   auto b = cache->add_sequence_with_prefix(ids);
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->reused_tokens, 96);
-  EXPECT_EQ(cache->pages_held(b->seq, 0), 6);
+  EXPECT_EQ(cache->sequences().pages_held(b->seq, 0), 6);
   ASSERT_TRUE(feed(*cache, b->seq, d, ids, 120, 16).ok());
   cache->remove_sequence(b->seq);
   EXPECT_EQ(cache->stats().pages_used, 0);
@@ -294,7 +294,7 @@ TEST(PrefixCache, ExhaustionAfterAHitIsAnErrorWithNoStateChange) {
   EXPECT_EQ(after.pages_used, before.pages_used);
   EXPECT_EQ(after.pages_cached, before.pages_cached);
   EXPECT_EQ(cache->length(b->seq), 128);
-  EXPECT_EQ(cache->page_table(b->seq, 0)->size(), 8u);
+  EXPECT_EQ(cache->sequences().page_table(b->seq, 0)->size(), 8u);
   // Smaller steps fit until the pool is really full; then the same error.
   EXPECT_TRUE(feed(*cache, b->seq, d, ids, 160, 32).ok());
   EXPECT_EQ(feed(*cache, b->seq, d, ids, 200, 8).code(), StatusCode::kResourceExhausted);

@@ -152,7 +152,7 @@ TEST_P(SharedTierImport, ReplicaBHoldsReplicaAsPagesByteForByte) {
   EXPECT_TRUE(sb->rejected.empty());
   for (int l = 0; l < 2; ++l)
     for (int p = 0; p < 5; ++p) {
-      const int32_t pa = (*a.kv->page_table(a.seq, l))[(size_t)p], pb = (*b->page_table(hit->seq, l))[(size_t)p];
+      const int32_t pa = (*a.kv->sequences().page_table(a.seq, l))[(size_t)p], pb = (*b->sequences().page_table(hit->seq, l))[(size_t)p];
       ASSERT_GE(pb, 0);
       EXPECT_EQ(image(*a.kv, pa), image(*b, pb)) << "layer " << l << " page " << p;
     }

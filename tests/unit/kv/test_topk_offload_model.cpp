@@ -60,7 +60,7 @@ Trace run(Engine& e, const std::vector<int32_t>& ids) {
   }
   t.stats = e.kv().stats();
   for (int l = 0; l < e.config().n_layer; ++l)
-    t.max_layer_pages = std::max(t.max_layer_pages, e.kv().pages_held(*seq, l));
+    t.max_layer_pages = std::max(t.max_layer_pages, e.kv().sequences().pages_held(*seq, l));
   e.kv().remove_sequence(*seq);
   return t;
 }
