@@ -246,6 +246,7 @@ class Api::CompletionRelay final : public GenerationRelay {
       if (chat && (g_.tools.active() || g_.tools.format == serving::ToolFormat::Harmony)) {
         apply_tool_calls(one, c.text, g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
       }
+      settle_finish_reason(one["choices"][0]);
       one["choices"][0]["index"] = list.size();
       list.push_back(std::move(one["choices"][0]));
       if (body.is_null()) body = std::move(one);

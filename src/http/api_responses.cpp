@@ -62,13 +62,16 @@ class ResponseStream {
   }
 
   // The finished object: status from the finish reason, usage, the one message.
+  // OpenAI's values: a cap or the server's deadline ("timeout") is
+  // "incomplete" for max_output_tokens, a cancelled request "cancelled";
+  // stride's reason, where it says more, is "stride_finish_reason".
   void finish(const serving::Event& ev, const std::string& text, int cache_write_tokens) {
-    const bool complete = ev.finish_reason == "stop";
-    response_["status"] = complete ? "completed" : "incomplete";
-    if (!complete) {
-      response_["incomplete_details"] = {
-          {"reason", ev.finish_reason == "length" ? std::string("max_output_tokens") : ev.finish_reason}};
-    }
+    const std::string& reason = ev.finish_reason;
+    const bool complete = reason == "stop";
+    const bool cancelled = reason == "cancelled";
+    response_["status"] = complete ? "completed" : cancelled ? "cancelled" : "incomplete";
+    if (!complete && !cancelled) response_["incomplete_details"] = {{"reason", "max_output_tokens"}};
+    if (!complete && reason != "length") response_["stride_finish_reason"] = reason;
     response_["output"] = json::array({message_item(text, complete ? "completed" : "incomplete")});
     response_["usage"] = {{"input_tokens", ev.prompt_tokens},
                           {"input_tokens_details",
@@ -149,6 +152,7 @@ class Api::ResponsesRelay final : public GenerationRelay {
     res.write_chunk(rs_.event("response.content_part.done", part_done));
     res.write_chunk(rs_.event("response.output_item.done",
                               {{"output_index", 0}, {"item", rs_.response()["output"][0]}}));
+    // A cancelled response has no stream event of its own: it ends as response.incomplete does.
     const bool complete = rs_.response()["status"] == "completed";
     res.write_chunk(rs_.event(complete ? "response.completed" : "response.incomplete", {{"response", rs_.response()}}));
     res.end_stream();

@@ -63,6 +63,15 @@ json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenize
   return {{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
+void settle_finish_reason(json& choice) {
+  const json& reason = choice["finish_reason"];
+  if (!reason.is_string()) return;
+  const std::string r = reason.get<std::string>();
+  if (r == "stop" || r == "length" || r == "tool_calls" || r == "function_call" || r == "content_filter") return;
+  choice["stride_finish_reason"] = r;
+  choice["finish_reason"] = "length";
+}
+
 json completion_json(const ResponseIds& ids, const std::string& text, const std::string& finish, const json& logprobs,
                      const json& usage) {
   json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", logprobs}};
@@ -82,6 +91,7 @@ json completion_json(const ResponseIds& ids, const std::string& text, const std:
 json delta_chunk_json(const ResponseIds& ids, const json& delta, const std::string& finish, const json& logprobs) {
   json choice = {{"index", 0}, {"logprobs", logprobs}};
   choice["finish_reason"] = finish.empty() ? json() : json(finish);
+  settle_finish_reason(choice);
   if (ids.chat) {
     choice["delta"] = delta;
   } else {
