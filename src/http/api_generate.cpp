@@ -188,14 +188,17 @@ class Api::CompletionRelay final : public GenerationRelay {
 
   // Usage: each prompt once (its first branch reports it), every branch's tokens.
   nlohmann::json usage() const {
-    int prompt = 0, completion = 0, cached = 0;
+    const serving::ServeConfig& cfg = api_.config();
+    int prompt = 0, completion = 0, cached = 0, cache_written = 0;
     for (size_t i = 0; i < choices_.size(); ++i) {
-      completion += choices_[i].completion_tokens;
+      const Choice& c = choices_[i];
+      completion += c.completion_tokens;
       if (i % (size_t)g_.best_of != 0) continue;
-      prompt += choices_[i].prompt_tokens;
-      cached += choices_[i].cached_tokens;
+      prompt += c.prompt_tokens;
+      cached += c.cached_tokens;
+      cache_written += cache_write_tokens(c.prompt_tokens, c.cached_tokens, cfg.page_size, cfg.cache_reuse);
     }
-    return usage_json(prompt, completion, cached);
+    return usage_json(prompt, completion, cached, cache_written);
   }
 
   // The choices returned, in index order: every branch, or with best_of the

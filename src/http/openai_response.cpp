@@ -10,11 +10,11 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
-json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int cache_write_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}, {"cache_write_tokens", cache_write_tokens}}}};
 }
 
 int cache_write_tokens(int prompt_tokens, int cached_tokens, int page_size, bool prefix_cache) {

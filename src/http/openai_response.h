@@ -17,8 +17,10 @@ struct ResponseIds {
 };
 
 // `cached_tokens`: the prompt tokens the prefix cache supplied (OpenAI's
-// prompt_tokens_details.cached_tokens).
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
+// prompt_tokens_details.cached_tokens); `cache_write_tokens`: those it keeps
+// from this request (prompt_tokens_details.cache_write_tokens, as the
+// official client names it).
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int cache_write_tokens);
 // OpenAI's input_tokens_details.cache_write_tokens: the prompt tokens in the
 // whole KV pages this request computed, which the prefix cache keeps for later
 // requests (none without the prefix cache).

@@ -107,6 +107,39 @@ def test_response_reports_cache_reads_and_writes(client):
     assert again.input_tokens_details.cache_write_tokens == n // PAGE * PAGE - (n - 1) // PAGE * PAGE
 
 
+@pytest.mark.parametrize("route", ["chat", "completions"])
+def test_completion_usage_reports_cache_writes(client, route):
+    """chat/completions usage carries prompt_tokens_details.cache_write_tokens where the official client reads
+    it: the first request writes the whole pages of its prompt, the same prompt again only what the cache did
+    not already hold (the page of its last token, which is always computed, when that page is whole)."""
+    text = f"Spell the words of this {route} sentence, which is long enough to fill a few pages of the cache. " * 3
+    if route == "chat":
+        # A system turn of its own: the template's default one would share a page with the other tests' prompts.
+        ask = dict(model=MODEL, max_tokens=2, messages=[{"role": "system", "content": f"Spell ({route})."},
+                                                        {"role": "user", "content": text}])
+        create = client.chat.completions.with_raw_response.create
+        schema = "CreateChatCompletionResponse"
+    else:
+        ask = dict(model=MODEL, max_tokens=2, prompt=text)
+        create = client.completions.with_raw_response.create
+        schema = "CreateCompletionResponse"
+    raw = [create(**ask) for _ in range(2)]
+    for r in raw:
+        spec.assert_valid(schema, r.http_response.json())
+    first, again = (r.parse().usage for r in raw)
+    n = first.prompt_tokens
+    assert again.prompt_tokens == n and n > 3 * PAGE
+    assert first.prompt_tokens_details.cached_tokens == 0
+    assert first.prompt_tokens_details.cache_write_tokens == n // PAGE * PAGE
+    assert again.prompt_tokens_details.cached_tokens == (n - 1) // PAGE * PAGE
+    assert again.prompt_tokens_details.cache_write_tokens == n // PAGE * PAGE - (n - 1) // PAGE * PAGE
+    # The streamed usage chunk says the same.
+    chunks = list(client.chat.completions.create(**ask, stream=True, stream_options={"include_usage": True})
+                  if route == "chat" else
+                  client.completions.create(**ask, stream=True, stream_options={"include_usage": True}))
+    assert chunks[-1].usage.prompt_tokens_details.cache_write_tokens == again.prompt_tokens_details.cache_write_tokens
+
+
 def test_embeddings_default_base64_and_float(client):
     """The client asks for base64 unless told otherwise and decodes it itself."""
     b64 = client.embeddings.create(model=MODEL, input=["Hello", "world"])
