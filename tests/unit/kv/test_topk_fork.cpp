@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cache_test_util.h"
@@ -48,6 +49,24 @@ void feed(StepDriver& steps, KvManager::SeqId seq, int from, int to, int first, 
   }
 }
 
+// A hot-set manager whose tier has `tier_slots` slots, and a parent sequence
+// fed kForkAt tokens: most of its pages are in the tier.
+struct Parent {
+  std::unique_ptr<KvManager> cache;
+  std::unique_ptr<StepDriver> steps;
+  KvManager::SeqId seq = -1;
+
+  explicit Parent(int64_t tier_slots) : cache(make_topk_cache(kHot, 64, {tier_slots, ""})) {
+    if (!cache) return;
+    steps = std::make_unique<StepDriver>(*cache);
+    auto added = steps->add_sequence();
+    EXPECT_TRUE(added.ok());
+    seq = *added;
+    Rows unused;
+    feed(*steps, seq, 0, kForkAt, 100, unused);
+  }
+};
+
 bool same(const Rows& a, const Rows& b) {
   for (int l = 0; l < kLayers; ++l)
     if (a[l].size() != b[l].size() || std::memcmp(a[l].data(), b[l].data(), a[l].size() * sizeof(float)) != 0)
@@ -66,18 +85,15 @@ TEST(TopkHotSetFork, BranchesContinueAsTheUnlimitedPolicyWithSlotsOfTheirOwn) {
     feed(steps, *seq, 0, kTok, 100, want);
     ASSERT_EQ(want[0].size(), (size_t)(kTok - kForkAt) * kS.n_head * kS.hd);
   }
-  auto cache = make_topk_cache(kHot, 64, {128, ""});
-  ASSERT_TRUE(cache);
-  StepDriver steps(*cache);
-  auto parent = steps.add_sequence();
-  ASSERT_TRUE(parent.ok());
-  Rows unused;
-  feed(steps, *parent, 0, kForkAt, 100, unused);
+  Parent p(128);
+  ASSERT_TRUE(p.cache);
+  StepDriver& steps = *p.steps;
+  const KvManager::SeqId parent = p.seq;
   const KvStats before = steps.stats();
   ASSERT_GT(before.topk_pages_offloaded, 0);
-  ASSERT_LT(steps.pages_held(*parent, 0), kForkAt / kS.page) << "the parent has pages in the tier";
+  ASSERT_LT(steps.pages_held(parent, 0), kForkAt / kS.page) << "the parent has pages in the tier";
 
-  auto child = cache->fork_sequence(*parent);
+  auto child = p.cache->fork_sequence(parent);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
   const KvStats forked = steps.stats();
   EXPECT_EQ(forked.forks, 1);
@@ -86,12 +102,12 @@ TEST(TopkHotSetFork, BranchesContinueAsTheUnlimitedPolicyWithSlotsOfTheirOwn) {
 
   Rows got_parent, got_child;
   feed(steps, *child, kForkAt, kTok, 0, got_child);  // the child first: the parent's pages must not depend on it
-  feed(steps, *parent, kForkAt, kTok, 0, got_parent);
+  feed(steps, parent, kForkAt, kTok, 0, got_parent);
   EXPECT_TRUE(same(got_child, want)) << "the forked branch's attention differs from an unforked run";
   EXPECT_TRUE(same(got_parent, want)) << "the parent's attention changed after the fork";
   EXPECT_EQ(steps.stats().topk_restore_failed, 0);
 
-  steps.remove_sequence(*parent);
+  steps.remove_sequence(parent);
   steps.remove_sequence(*child);
   const KvStats end = steps.stats();
   EXPECT_EQ(end.pages_used, 0);
@@ -100,16 +116,12 @@ TEST(TopkHotSetFork, BranchesContinueAsTheUnlimitedPolicyWithSlotsOfTheirOwn) {
 
 TEST(TopkHotSetFork, ATierWithoutRoomRefusesWithNothingChanged) {
   // Five slots: the parent's cold pages fill them, so the copies find none.
-  auto cache = make_topk_cache(kHot, 64, {5, ""});
-  ASSERT_TRUE(cache);
-  StepDriver steps(*cache);
-  auto parent = steps.add_sequence();
-  ASSERT_TRUE(parent.ok());
-  Rows unused;
-  feed(steps, *parent, 0, kForkAt, 100, unused);
+  Parent p(5);
+  ASSERT_TRUE(p.cache);
+  StepDriver& steps = *p.steps;
   const KvStats before = steps.stats();
   ASSERT_EQ(before.tier_slots_owned, 5);
-  auto child = cache->fork_sequence(*parent);
+  auto child = p.cache->fork_sequence(p.seq);
   ASSERT_FALSE(child.ok());
   EXPECT_EQ(child.status().code(), StatusCode::kResourceExhausted) << child.status().to_string();
   const KvStats after = steps.stats();
@@ -119,8 +131,8 @@ TEST(TopkHotSetFork, ATierWithoutRoomRefusesWithNothingChanged) {
   EXPECT_EQ(after.forks, 0);
   // The parent goes on.
   Rows rest;
-  feed(steps, *parent, kForkAt, kTok, 0, rest);
-  steps.remove_sequence(*parent);
+  feed(steps, p.seq, kForkAt, kTok, 0, rest);
+  steps.remove_sequence(p.seq);
   EXPECT_EQ(steps.stats().pages_used, 0);
   EXPECT_EQ(steps.stats().tier_slots_owned, 0);
 }
