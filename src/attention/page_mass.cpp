@@ -60,4 +60,25 @@ std::vector<float> gather_head_keys(const KvPool& pool, const std::vector<int32_
   return out;
 }
 
+std::vector<float> oracle_page_scores(const KvPool& pool, const std::vector<int32_t>& page_table, int64_t kv_len,
+                                      const float* q, int n_q, int n_head, int n_kv_heads, float scale) {
+  const int ps = pool.shape().page_size, dim = pool.shape().head_dim_k;
+  const int64_t n_pages = kv_len <= 0 ? 0 : (kv_len + ps - 1) / ps;
+  const int group = n_head / n_kv_heads;
+  const float s = scale > 0.f ? scale : 1.f / std::sqrt((float)dim);
+  std::vector<float> out((size_t)n_kv_heads * n_pages, -1.f);  // [n_kv_heads, n_pages]
+  std::vector<const float*> rows;
+  for (int h = 0; h < n_kv_heads; ++h) {
+    std::vector<int64_t> absent;
+    const std::vector<float> keys = gather_head_keys(pool, page_table, kv_len, h, &absent);
+    rows.clear();
+    for (int i = 0; i < n_q; ++i)
+      for (int g = 0; g < group; ++g) rows.push_back(q + ((size_t)i * n_head + (size_t)h * group + g) * dim);
+    const std::vector<double> mass = exact_page_mass(rows.data(), (int)rows.size(), dim, s, keys.data(), kv_len, ps);
+    for (int64_t L = 0; L < n_pages; ++L) out[(size_t)h * n_pages + L] = (float)mass[(size_t)L];
+    for (const int64_t L : absent) out[(size_t)h * n_pages + L] = -1.f;
+  }
+  return out;
+}
+
 }  // namespace stride

@@ -23,4 +23,13 @@ std::vector<double> exact_page_mass(const float* const* rows, int n_rows, int di
 std::vector<float> gather_head_keys(const KvPool& pool, const std::vector<int32_t>& page_table, int64_t n_keys,
                                     int head, std::vector<int64_t>* absent = nullptr);
 
+// The oracle selector's page scores (estimate=oracle): for each kv head, the
+// exact softmax mass of every logical page, averaged over the step's queries
+// and the head's group of query heads. q: [n_q, n_head, head_dim] (RoPE
+// applied); every key in [0, kv_len) counts as visible (decode steps).
+// Returns [n_kv_heads, ceil(kv_len / page_size)]; absent pages get -1, below
+// any mass.
+std::vector<float> oracle_page_scores(const KvPool& pool, const std::vector<int32_t>& page_table, int64_t kv_len,
+                                      const float* q, int n_q, int n_head, int n_kv_heads, float scale);
+
 }  // namespace stride

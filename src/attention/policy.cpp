@@ -1,5 +1,5 @@
 // Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
-// | "topk:sparsity=R|mass=P[,min=T,max=T],block=B[,sinks=S,window=W,resident=N,decode=dense,estimate=pooled]"
+// | "topk:sparsity=R|mass=P[,min=T,max=T],block=B[,sinks=S,window=W,resident=N,decode=dense|prefill=dense,estimate=pooled|oracle]"
 // | "sparse_prefill[:...]" (topk's keys; decode=dense, select=block, estimate=pooled, mass=0.95 by default)
 // | "strided:window=W,stride=S[,globals=G,block=B,ranges=A-B+C-D]".
 // Arguments are comma-separated key=value; a list inside one value uses '+'.
@@ -120,17 +120,33 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
       else
         return InvalidArgument("policy 'topk': decode must be 'dense' or 'topk', got '" +
                                std::string(kv.value) + "'");
-    } else if (kv.key == "estimate") {
-      if (kv.value == "bound") spec.pooled_estimate = false;
-      else if (kv.value == "pooled") spec.pooled_estimate = true;
+    } else if (kv.key == "prefill") {
+      if (kv.value == "dense") spec.prefill_dense = true;
+      else if (kv.value == "topk") spec.prefill_dense = false;
       else
-        return InvalidArgument("policy 'topk': estimate must be 'bound' or 'pooled', got '" +
+        return InvalidArgument("policy 'topk': prefill must be 'dense' or 'topk', got '" +
+                               std::string(kv.value) + "'");
+    } else if (kv.key == "estimate") {
+      spec.pooled_estimate = spec.oracle_estimate = false;
+      if (kv.value == "pooled") spec.pooled_estimate = true;
+      else if (kv.value == "oracle") spec.oracle_estimate = true;
+      else if (kv.value != "bound")
+        return InvalidArgument("policy 'topk': estimate must be 'bound', 'pooled' or 'oracle', got '" +
                                std::string(kv.value) + "'");
     } else {
       return unknown_key("topk", kv,
-                         "sparsity, mass, min, max, block, sinks, window, resident, select, decode, estimate");
+                         "sparsity, mass, min, max, block, sinks, window, resident, select, decode, prefill, estimate");
     }
   }
+  if (spec.decode_dense && spec.prefill_dense)
+    return InvalidArgument("policy 'topk': decode=dense and prefill=dense read every page: that is 'dense'");
+  if (spec.prefill_dense && spec.resident > 0)
+    return InvalidArgument("policy 'topk': prefill=dense reads every page, so it cannot keep only resident=N in the pool");
+  if (spec.oracle_estimate && !spec.prefill_dense)
+    return InvalidArgument("policy 'topk': estimate=oracle scores every key of every page, so it runs on decode "
+                           "steps only: give prefill=dense too");
+  if (spec.oracle_estimate && spec.mass > 0.0)
+    return InvalidArgument("policy 'topk': estimate=oracle ranks pages at a fixed budget: give sparsity=R, not mass=P");
   if (spec.decode_dense && spec.resident > 0)
     return InvalidArgument("policy 'topk': decode=dense reads every page, so it cannot keep only resident=N in the pool");
   if (fixed_budget && spec.mass > 0.0)
@@ -295,7 +311,9 @@ std::string policy_to_string(const PolicySpec& p) {
       if (p.resident > 0) s += ",resident=" + std::to_string(p.resident);
       if (p.select_per_block) s += ",select=block";
       if (p.decode_dense) s += ",decode=dense";
+      if (p.prefill_dense) s += ",prefill=dense";
       if (p.pooled_estimate) s += ",estimate=pooled";
+      if (p.oracle_estimate) s += ",estimate=oracle";
       return s;
     }
     case PolicyKind::Strided: {

@@ -51,6 +51,13 @@ struct PolicySpec {
   // and speculative verification read every page, so the KV the prompt left
   // is what dense decoding would read.
   bool decode_dense = false;
+  // TopK: prompt chunks read every page and selection runs only on decode
+  // steps (Quest's setting): the prompt's KV and logits are dense's.
+  bool prefill_dense = false;
+  // TopK: rank pages by their exact attention mass for the step's queries
+  // instead of an estimate: the oracle a selector is measured against at the
+  // same reads. Every key is scored, so it runs on decode steps only.
+  bool oracle_estimate = false;
   // TopK: score pages with each query head's mean query over the block
   // instead of every query's bound (cheaper by the block size; an estimate,
   // not a bound, as block-sparse prefill methods use).
@@ -79,18 +86,21 @@ struct PolicySpec {
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
-//        [,decode=dense][,estimate=bound|pooled]"
+//        [,decode=dense|prefill=dense][,estimate=bound|pooled|oracle]"
 // | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,
 //        estimate=pooled and mass=0.95 unless given
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);
 
-// Does a top-k layer select pages for a step of n_new tokens? Under
-// decode=dense only prompt chunks do: one token, or a step whose tail may be
-// dropped (speculative verification), reads every page.
+// Does a top-k layer select pages for a step of n_new tokens? A decode step
+// is one token, or a step whose tail may be dropped (speculative
+// verification); every other step is a prompt chunk. decode=dense reads every
+// page on decode steps, prefill=dense on prompt chunks.
 inline bool topk_selects(const PolicySpec& p, int n_new, bool may_truncate) {
-  return p.kind == PolicyKind::TopK && !(p.decode_dense && (n_new <= 1 || may_truncate));
+  if (p.kind != PolicyKind::TopK) return false;
+  const bool decode_step = n_new <= 1 || may_truncate;
+  return decode_step ? !p.decode_dense : !p.prefill_dense;
 }
 
 // Does k_pos fall in one of the strided policy's global ranges?

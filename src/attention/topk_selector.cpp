@@ -129,7 +129,8 @@ int64_t topk_mass_picks(double P, const std::vector<float>& est_fixed,
 TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                          const TopkColdPages* cold, int n_next, float scale, WorkerScratch* scratch) {
+                          const TopkColdPages* cold, int n_next, float scale, WorkerScratch* scratch,
+                          const std::vector<float>* exact) {
   TopkSelection sel;
   sel.q_block = std::max(1, q_block);
   sel.n_q = n_q;
@@ -178,6 +179,12 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
                 max_summary_bound(x.br.rows.data() + (size_t)h * x.br.n_rows, x.br.n_rows, mn, mn + dim, dim);
           }
         }
+      if (exact) {
+        const size_t stride = exact->size() / (size_t)n_kv_heads;  // pages per kv head
+        for (int h = 0; h < n_kv_heads; ++h)
+          for (int64_t L = 0; L < std::min<int64_t>(n_scored, (int64_t)stride); ++L)
+            x.page_scores[(size_t)h * n_scored + L] = (*exact)[(size_t)h * stride + L];
+      }
       x.log_keys.resize((size_t)gp + 1);
       for (int64_t j = 1; j <= gp; ++j) x.log_keys[(size_t)j] = std::log((float)(j * page_size));
     }
@@ -290,9 +297,9 @@ Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<in
 Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                        float scale, WorkerScratch* scratch) {
+                        float scale, WorkerScratch* scratch, const std::vector<float>* exact) {
   return topk_plan(select_topk(p, page_table, page_size, kv_len, q_pos0, n_q, q_block, sums, q,
-                               n_head, n_kv_heads, nullptr, 0, scale, scratch),
+                               n_head, n_kv_heads, nullptr, 0, scale, scratch, exact),
                    page_table, page_size, kv_len);
 }
 

@@ -82,11 +82,14 @@ struct TopkSelection {
 // scale: the softmax scale, for mass=P's estimate (0: 1/sqrt(head_dim)).
 // scratch: the calling worker's (core/worker_scratch.h); null: buffers of this
 // call only (tests and tools).
+// exact: null, or page scores that replace the summaries' bounds for ranking
+// ([n_kv_heads, ceil(kv_len / page_size)], higher first: the oracle's
+// attention masses, attention/page_mass.h).
 TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                           const TopkColdPages* cold = nullptr, int n_next = 0, float scale = 0.f,
-                          WorkerScratch* scratch = nullptr);
+                          WorkerScratch* scratch = nullptr, const std::vector<float>* exact = nullptr);
 
 // The plan of a selection over the current page table; a selected page not
 // in the pool is an Internal error (never skipped). The plan always carries
@@ -98,6 +101,7 @@ Expected<AttentionPlan> topk_plan(const TopkSelection& sel, const std::vector<in
 Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
-                        float scale = 0.f, WorkerScratch* scratch = nullptr);
+                        float scale = 0.f, WorkerScratch* scratch = nullptr,
+                        const std::vector<float>* exact = nullptr);
 
 }  // namespace stride

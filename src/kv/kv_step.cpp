@@ -2,8 +2,10 @@
 // (top-k), commit (advance, cache, release). See kv_manager.h.
 #include <algorithm>
 #include <cassert>
+#include <optional>
 #include <string>
 
+#include "attention/page_mass.h"
 #include "attention/topk_selector.h"
 #include "kv/kv_manager.h"
 #include "kv/layer_pages.h"
@@ -154,9 +156,13 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
     STRIDE_ASSIGN_OR_RETURN(lp.pages, hot_->plan(policy, ls.pages, ls.hot, s.length, kv_len, q, step.n, n_head,
                                                  scale, lp.spare_pages, scratch));
   } else {
+    // The oracle (estimate=oracle) ranks by exact mass: slow on purpose, a yardstick for evaluations.
+    std::optional<std::vector<float>> exact;
+    if (policy.oracle_estimate)
+      exact = oracle_page_scores(*pool_, pt.table, kv_len, q, step.n, n_head, cfg_.n_kv_heads, scale);
     STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, pt.table, cfg_.page_size, kv_len, s.length, step.n,
                                                 policy_q_block(policy, step.n), *summaries_, q, n_head,
-                                                cfg_.n_kv_heads, scale, &scratch));
+                                                cfg_.n_kv_heads, scale, &scratch, exact ? &*exact : nullptr));
   }
   finish_layer_plan(pt, cfg_.page_size, cfg_.n_kv_heads, lp);
   lp.needs_selection = false;

@@ -352,4 +352,38 @@ TEST(SparsePrefill, PromptChunksMatchTheSelectionAndDecodeReadsEveryPage) {
   EXPECT_EQ(st.pages_read - pre.pages_read, st.pages_present - pre.pages_present) << "decode read them all";
 }
 
+// prefill=dense (Quest's setting): prompt chunks read every page, decode
+// steps select; estimate=oracle ranks by exact mass and needs it.
+TEST(TopkDecodeOnly, ParsesPrintsAndRefusesWhatCannotRun) {
+  for (const char* text : {"topk:sparsity=0.9,prefill=dense", "topk:sparsity=0.8,block=64,prefill=dense,estimate=oracle"}) {
+    auto p = parse_policy(text);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status().to_string();
+    EXPECT_TRUE(p->prefill_dense);
+    EXPECT_FALSE(topk_selects(*p, 64, false)) << "a prompt chunk reads every page";
+    EXPECT_TRUE(topk_selects(*p, 1, false) && topk_selects(*p, 8, true)) << "decode steps select";
+    EXPECT_EQ(*parse_policy(policy_to_string(*p)), *p) << policy_to_string(*p);
+  }
+  for (const char* bad : {"topk:estimate=oracle", "topk:prefill=dense,decode=dense", "topk:prefill=dense,resident=64",
+                          "topk:mass=0.9,prefill=dense,estimate=oracle", "topk:prefill=sometimes", "sparse_prefill:prefill=dense"})
+    EXPECT_FALSE(parse_policy(bad).ok()) << bad;
+}
+
+TEST(TopkDecodeOnly, PromptReadsEveryPageAndDecodeMatchesTheSelection) {
+  std::vector<int> chunks = {300};
+  chunks.resize(33, 1);
+  const KvStats st = check_topk("topk:sparsity=0.8,prefill=dense", 332, chunks, 2);
+  const KvStats pre = check_topk("topk:sparsity=0.8,prefill=dense", 300, {300}, 2);
+  EXPECT_EQ(pre.pages_read, pre.pages_present) << "the prompt read every page";
+  EXPECT_LT(st.pages_read - pre.pages_read, st.pages_present - pre.pages_present) << "decode read a share";
+  check_topk("topk:sparsity=0.6,block=32,sinks=20,window=40,prefill=dense", 300, split_into(300, {150, 1}), 2);
+}
+
+// The oracle reads the pages of highest exact softmax mass (topk_oracle.h's
+// plain double loops over the stored f16 keys), on one and several threads.
+TEST(TopkDecodeOnly, OracleMatchesTheExactMassSelection) {
+  check_topk("topk:sparsity=0.8,prefill=dense,estimate=oracle", 400, split_into(400, {200, 1}), 2);
+  check_topk("topk:sparsity=0.9,block=32,prefill=dense,estimate=oracle", 300, split_into(300, {100, 1}), 1);
+  check_topk("topk:sparsity=0.5,prefill=dense,estimate=oracle", 653, {650, 1, 1, 1}, 3);
+}
+
 }  // namespace stride

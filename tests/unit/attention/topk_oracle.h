@@ -70,8 +70,34 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
     }
     return best;
   };
+  // estimate=oracle: a page's score is its exact softmax mass, averaged over
+  // the rows, with every key in [0, kv_end) visible (decode); a group's is its best page's.
+  std::vector<double> page_mass;
+  if (pol.oracle_estimate) {
+    const std::vector<float> kr = f16_round(k);  // what the pool stores
+    const double scale = 1.0 / std::sqrt((double)s.hd);
+    page_mass.assign((size_t)((kv_end + s.page - 1) / s.page), 0.0);
+    for (const std::vector<float>& r : rows) {
+      std::vector<double> e((size_t)kv_end);
+      double top = -INFINITY, sum = 0;
+      for (int64_t t = 0; t < kv_end; ++t) {
+        double dot = 0;
+        for (int c = 0; c < s.hd; ++c) dot += (double)r[c] * kr[((size_t)t * s.n_kv + h) * s.hd + c];
+        top = std::max(top, e[(size_t)t] = scale * dot);
+      }
+      for (double& x : e) sum += (x = std::exp(x - top));
+      for (int64_t t = 0; t < kv_end; ++t) page_mass[(size_t)(t / s.page)] += e[(size_t)t] / sum / rows.size();
+    }
+  }
+  auto group_score = [&](int64_t g) {
+    if (!pol.oracle_estimate) return group_bound(g);
+    float best = -INFINITY;
+    for (int64_t L = g * gp; L < (g + 1) * gp && L < (int64_t)page_mass.size(); ++L)
+      best = std::max(best, (float)page_mass[(size_t)L]);
+    return best;
+  };
   std::vector<std::pair<float, int64_t>> cand;
-  for (int64_t g = n_sink; g < local_from; ++g) cand.push_back({group_bound(g), g});
+  for (int64_t g = n_sink; g < local_from; ++g) cand.push_back({group_score(g), g});
   std::sort(cand.begin(), cand.end(), [](auto& a, auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
