@@ -35,7 +35,13 @@ AttentionPagedFn attention_paged_for(CpuPath p) {
 
 Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
                        const AttentionParams& p, const float* q, float* out, ThreadPool& threads) {
-  return attention_paged_for(active_cpu_path())(pool, plan, policy, p, q, out, threads);
+  return attention_paged_for(active_cpu_path())(pool, plan, policy, p, q, out, nullptr, threads);
+}
+
+Status attention_paged_partial(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+                               const AttentionParams& p, const float* q, const AttentionPartialOut& out,
+                               ThreadPool& threads) {
+  return attention_paged_for(active_cpu_path())(pool, plan, policy, p, q, nullptr, &out, threads);
 }
 
 }  // namespace stride

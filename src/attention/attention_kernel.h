@@ -28,6 +28,23 @@ namespace stride {
 Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
                        const AttentionParams& p, const float* q, float* out, ThreadPool& threads);
 
+// The unnormalised softmax states of attention over a subset of the keys
+// (one shard's pages), so that partials over disjoint keys merge exactly
+// with softmax_merge. Row r = query i * n_head + head, as in out.
+// m, d: [n_q, p.n_head]; o: [n_q, p.n_head, head_dim_v], sum_j exp(s_j - m) v_j.
+// A row that sees no key gets m = -inf, d = 0, o = 0 (or, with an
+// attention sink, the sink's own state: m = its logit, d = 1, o = 0).
+struct AttentionPartialOut {
+  float* m = nullptr;
+  float* d = nullptr;
+  float* o = nullptr;
+};
+
+// attention_paged without the final o / d: the states for a merge.
+Status attention_paged_partial(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
+                               const AttentionParams& p, const float* q, const AttentionPartialOut& out,
+                               ThreadPool& threads);
+
 // Softmax partial state of one query row over a subset of keys.
 struct SoftmaxPartial {
   float m = -INFINITY;  // running max of scores

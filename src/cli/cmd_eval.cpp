@@ -18,6 +18,7 @@
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "cli/eval_report.h"
+#include "eval/interleaved_sweep.h"
 #include "eval/ruler_reference.h"
 #include "eval/ruler_score.h"
 #include "eval/ruler_suite.h"
@@ -49,6 +50,8 @@ struct EvalArgs {
   std::string resume;  // trial log (JSON lines): trials in it are not run again; new ones are appended
   bool dry_run = false;
   bool trace_failures = false;  // trace the selection of each needle a policy misses where dense found it
+  std::string order = "policy";  // policy: each run over every prompt in turn; prompt: each prompt through every run
+  bool logged_only = false;      // report the prompts every run has in the trial log; run nothing
 };
 
 Expected<RulerSuiteOptions> suite_options(const EvalArgs& a) {
@@ -256,8 +259,37 @@ int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance
   }
   std::vector<SweepRun> sweep = {{"dense", run_key(reference, "dense", a.chunk), !a.reference.empty()}};
   for (const std::string& policy : a.policies) sweep.push_back({policy, run_key(a.model, policy, a.chunk)});
+  if (a.logged_only) {
+    std::erase_if(instances, [&](const TaskInstance& t) {
+      return std::any_of(sweep.begin(), sweep.end(), [&](const SweepRun& r) {
+        return !r.recorded && !log->find(r.key, prompt_fingerprint(t), t.max_new_tokens);
+      });
+    });
+    std::fprintf(stderr, "eval: %zu prompts have every run in the trial log; reporting those\n", instances.size());
+    if (instances.empty()) return fail("no prompt has every run in the trial log");
+  }
   if (Status st = print_sweep_cost(**dense, sweep, instances, log.get()); !st.ok()) return fail(st);
   if (a.dry_run) return 0;
+  if (a.order == "prompt" && !a.logged_only) {
+    std::vector<std::unique_ptr<Engine>> engines;
+    std::vector<InterleavedRun> interleaved;
+    for (const SweepRun& r : sweep) {
+      if (r.recorded) continue;
+      Engine* e = dense->get();
+      if (&r != &sweep[0]) {
+        auto made = make_engine(a.model, r.policy, context, a.chunk, false);
+        if (!made) return fail(made.status());
+        e = engines.emplace_back(std::move(*made)).get();
+      }
+      interleaved.push_back({e, r.policy, memo_of(log.get(), r.key)});
+    }
+    const bool tty = isatty(fileno(stderr));
+    Status st = run_prompt_by_prompt(interleaved, instances, [&](size_t done, size_t total) {
+      if (tty) std::fprintf(stderr, "\rprompt by prompt: %zu/%zu", done, total);
+    });
+    if (tty) std::fprintf(stderr, "\n");
+    if (!st.ok()) return fail(st);
+  }
 
   if (recorded) {
     std::fprintf(stderr, "eval: dense: %zu trials from %s (recorded, not re-run)\n", recorded->trials.size(),
@@ -287,6 +319,8 @@ int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance
 
 int eval(const EvalArgs& a) {
   if (!a.plot_out.empty() && a.json_out.empty()) return fail("--plot needs --json (the plot is drawn from it)");
+  if ((a.order == "prompt" || a.logged_only) && a.resume.empty())
+    return fail("--order prompt and --logged-only need --resume (the trial log carries the trials)");
   nlohmann::json report;
   report["model"] = a.model.model;
   report["seed"] = a.seed;
@@ -341,6 +375,13 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                 "for each needle a top-k policy misses where dense found it, record per layer and kv head "
                 "the needle pages' rank by the selector's estimate and by exact attention mass");
   cmd->add_flag("--dry-run", args->dry_run, "print what the sweep would run and its estimated time, then stop");
+  cmd->add_option("--order", args->order,
+                  "policy: each run over every prompt in turn; prompt: each prompt through every run first "
+                  "(needs --resume), so a stopped sweep leaves paired trials")
+      ->check(CLI::IsMember({"policy", "prompt"}))
+      ->capture_default_str();
+  cmd->add_flag("--logged-only", args->logged_only,
+                "run nothing: report the prompts for which every run is in the --resume trial log");
   cmd->add_option("--plot", args->plot_out, "draw a heat-map PNG from the JSON (needs matplotlib)");
   cmd->add_option("--chat", args->chat, "auto: the GGUF's chat template if it has one; on; off")
       ->capture_default_str();

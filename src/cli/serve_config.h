@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "http/api.h"
+#include "http/served_model.h"
 #include "serving/config.h"
 
 namespace stride::cli {

@@ -4,7 +4,7 @@
 // /v1/embeddings; no engine, KV pool or scheduler.
 #include <memory>
 
-#include "http/api.h"
+#include "http/served_model.h"
 #include "serving/config.h"
 #include "serving/metrics.h"
 

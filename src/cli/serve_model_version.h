@@ -2,7 +2,7 @@
 // `stride serve`: one model version, from its path to a warmed-up scheduler.
 #include <memory>
 
-#include "http/api.h"
+#include "http/served_model.h"
 #include "serving/config.h"
 #include "serving/metrics.h"
 

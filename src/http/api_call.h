@@ -1,18 +1,20 @@
 #pragma once
 // One request's context inside the API (id, key, timing, what the audit log
-// records); private to server/api*.cpp. The Responder holds it until the
+// records); private to http/api*.cpp. The Responder holds it until the
 // response is over (its relay, if any, updates it), then it is recorded.
 #include <string>
 
-#include "http/api.h"
+#include "http/api_context.h"
+#include "http/responder.h"
 
 namespace stride::server {
 
-struct Api::Call final : ResponseEpilogue {
-  explicit Call(Api& a) : api(a) {}
-  void done(const Responder& res) override { api.record(*this, res); }
+struct ApiCall final : ResponseEpilogue {
+  explicit ApiCall(ApiContext& c) : ctx(c) {}
+  // The metrics and the audit line of the request (api_router.cpp).
+  void done(const Responder& res) override;
 
-  Api& api;
+  ApiContext& ctx;
   std::string id;
   std::string key_id = "-";
   std::string endpoint;

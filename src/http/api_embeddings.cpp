@@ -3,8 +3,7 @@
 // input, answer in OpenAI's shape.
 #include <chrono>
 
-#include "http/api.h"
-#include "http/api_call.h"
+#include "http/api_embeddings.h"
 #include "http/embeddings_request.h"
 #include "http/openai_response.h"
 
@@ -38,12 +37,10 @@ EmbeddingsContext embeddings_context(const ModelHandle& m, const serving::ServeC
   return ctx;
 }
 
-}  // namespace
-
 // Gathers one vector per input, then answers with all of them.
-class Api::EmbeddingsRelay final : public EventRelay {
+class EmbeddingsRelay final : public EventRelay {
  public:
-  EmbeddingsRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot,
+  EmbeddingsRelay(ApiHandler& api, ApiCall& call, std::unique_ptr<serving::Admission::Slot> slot,
                   std::shared_ptr<serving::RequestChannel> ch, size_t n_inputs, bool base64, int prompt_tokens)
       : api_(api), call_(call), slot_(std::move(slot)), ch_(std::move(ch)), vectors_(n_inputs), base64_(base64),
         prompt_tokens_(prompt_tokens) {}
@@ -71,7 +68,7 @@ class Api::EmbeddingsRelay final : public EventRelay {
       if (ev.finish_reason == "timeout") {
         api_.error(res, call_, 503,
                    "the request did not finish within request_timeout_s (" +
-                       std::to_string(api_.cfg_.request_timeout_s) + " s)",
+                       std::to_string(api_.config().request_timeout_s) + " s)",
                    "", "timeout");
       } else {
         api_.error(res, call_, 503, "the request was cancelled (" + ev.finish_reason + ")", "", "cancelled");
@@ -84,8 +81,8 @@ class Api::EmbeddingsRelay final : public EventRelay {
   void on_client_gone() override { call_.finish_reason = "client_disconnected"; }
 
  private:
-  Api& api_;
-  Call& call_;
+  ApiHandler& api_;
+  ApiCall& call_;
   std::unique_ptr<serving::Admission::Slot> slot_;  // counted against the key while the request runs
   std::shared_ptr<serving::RequestChannel> ch_;
   std::vector<std::vector<float>> vectors_;
@@ -94,7 +91,9 @@ class Api::EmbeddingsRelay final : public EventRelay {
   size_t received_ = 0;
 };
 
-void Api::embeddings(const HttpRequest& req, Responder& res, Call& call) {
+}  // namespace
+
+void EmbeddingsHandler::embeddings(const HttpRequest& req, Responder& res, ApiCall& call) {
   nlohmann::json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   const ModelHandle& m = *call.model;

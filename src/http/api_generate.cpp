@@ -4,8 +4,8 @@
 #include <chrono>
 #include <optional>
 
-#include "http/api.h"
-#include "http/api_call.h"
+#include "http/api_generate.h"
+#include "http/api_sessions.h"
 #include "http/generation_relay.h"
 #include "http/openai_request.h"
 #include "http/openai_response.h"
@@ -29,47 +29,12 @@ void append_logprobs(nlohmann::json& into, const nlohmann::json& more) {
   }
 }
 
-}  // namespace
-
-ParseContext Api::parse_context(const HttpRequest& req, const Call& call) const {
-  ParseContext ctx;
-  ctx.cfg = &cfg_;
-  ctx.tok = call.model->engine->tokenizer();
-  ctx.chat = &call.model->chat;
-  ctx.model_id = call.model->id;
-  ctx.model_names = call.model->names;
-  ctx.attention = call.model->attention;
-  ctx.n_vocab = call.model->engine->config().n_vocab;
-  ctx.body = req.body();
-  return ctx;
-}
-
-std::shared_ptr<serving::RequestChannel> Api::submit_generation(Responder& res, Call& call,
-                                                                const serving::Admission::Slot& slot,
-                                                                GenerationCall& g) {
-  call.prompt_tokens = (int)g.req.prompt.size();
-  if (cfg_.audit_log_prompts) call.prompt = g.prompt_text;
-  g.req.id = call.id;
-  g.req.deadline = Clock::now() + std::chrono::microseconds((int64_t)(cfg_.request_timeout_s * 1e6));
-  auto refused = slot.refusal();
-  if (refused) {
-    refuse(res, call, *refused);
-    return nullptr;
-  }
-  auto ch = std::make_shared<serving::RequestChannel>(std::move(g.req));
-  if ((refused = admission_.submit(*call.model->scheduler, ch))) {
-    refuse(res, call, *refused);
-    return nullptr;
-  }
-  return ch;
-}
-
 // The events of one completion request, turned into its response: each
 // choice's (n, best_of, batched prompts: Event::index) accumulated into one
 // JSON body, or streamed as chunks that carry their choice's index.
-class Api::CompletionRelay final : public GenerationRelay {
+class CompletionRelay final : public GenerationRelay {
  public:
-  CompletionRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, GenerationCall g, bool chat)
+  CompletionRelay(ApiHandler& api, ApiCall& call, std::unique_ptr<serving::Admission::Slot> slot, GenerationCall g, bool chat)
       : GenerationRelay(api, call, std::move(slot), g.stream),
         g_(std::move(g)),
         tok_(*call.model->engine->tokenizer()),
@@ -283,13 +248,15 @@ class Api::CompletionRelay final : public GenerationRelay {
   size_t finished_ = 0;
 };
 
-void Api::generate(const HttpRequest& req, Responder& res, Call& call, bool chat) {
+}  // namespace
+
+void CompletionsHandler::generate(const HttpRequest& req, Responder& res, ApiCall& call, bool chat) {
   nlohmann::json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   GenerationCall g;
   ApiError e = parse_generation(body, chat, parse_context(req, call), g);
   if (!e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
-  if (!g.session.empty() && !attach_session(res, call, g)) return;
+  if (!g.session.empty() && !sessions_.attach_session(res, call, g)) return;
   auto slot = std::make_unique<serving::Admission::Slot>(admission_, client_key(call));
   auto ch = submit_generation(res, call, *slot, g);
   if (!ch) return;

@@ -2,8 +2,7 @@
 // read onto the completions path (http/infill_request.h) and the answer is
 // written in llama-server's shape: one JSON body, or with "stream": true
 // `data:` lines of {"content", "stop": false} and a last one with "stop": true.
-#include "http/api.h"
-#include "http/api_call.h"
+#include "http/api_infill.h"
 #include "http/infill_request.h"
 #include "http/openai_response.h"
 
@@ -18,11 +17,9 @@ const char* stop_type(const std::string& finish) {
   return "none";
 }
 
-}  // namespace
-
-class Api::InfillRelay final : public EventRelay {
+class InfillRelay final : public EventRelay {
  public:
-  InfillRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, bool stream)
+  InfillRelay(ApiHandler& api, ApiCall& call, std::unique_ptr<serving::Admission::Slot> slot, bool stream)
       : api_(api), call_(call), slot_(std::move(slot)), stream_(stream) {}
 
   void open(Responder& res) {
@@ -75,15 +72,17 @@ class Api::InfillRelay final : public EventRelay {
   }
 
  private:
-  Api& api_;
-  Call& call_;
+  ApiHandler& api_;
+  ApiCall& call_;
   std::unique_ptr<serving::Admission::Slot> slot_;  // counted against the key while the request runs
   const bool stream_;
   std::string content_;
   int delivered_ = 0;
 };
 
-void Api::infill(const HttpRequest& req, Responder& res, Call& call) {
+}  // namespace
+
+void InfillHandler::infill(const HttpRequest& req, Responder& res, ApiCall& call) {
   nlohmann::json body;
   GenerationCall g;
   ApiError e = parse_json_object(req.body(), body);

@@ -2,8 +2,7 @@
 // model object (with vLLM's extra members).
 #include <string>
 
-#include "http/api.h"
-#include "http/api_call.h"
+#include "http/api_models.h"
 #include "http/openai_request.h"
 #include "http/openai_response.h"
 
@@ -38,7 +37,7 @@ std::string percent_decoded(std::string_view s) {
 
 }  // namespace
 
-nlohmann::json Api::model_object(const Call& call, const std::string& name) const {
+nlohmann::json ModelsHandler::model_object(const ApiCall& call, const std::string& name) const {
   const ModelHandle& m = *call.model;
   return {{"id", name},
           {"object", "model"},
@@ -51,13 +50,13 @@ nlohmann::json Api::model_object(const Call& call, const std::string& name) cons
 }
 
 // One entry per served name (aliases of the same weights), as vLLM lists them.
-void Api::models(Responder& res, Call& call) {
+void ModelsHandler::models(Responder& res, ApiCall& call) {
   nlohmann::json data = nlohmann::json::array();
   for (const std::string& name : call.model->names) data.push_back(model_object(call, name));
   json(res, call, 200, dump(nlohmann::json{{"object", "list"}, {"data", data}}));
 }
 
-void Api::retrieve_model(Responder& res, Call& call, std::string_view escaped_name) {
+void ModelsHandler::retrieve_model(Responder& res, ApiCall& call, std::string_view escaped_name) {
   const std::string name = percent_decoded(escaped_name);
   if (name.empty()) return error(res, call, 404, "no model named: /v1/models/{model}", "model", "model_not_found");
   // The same 404 as a generation naming another model: it lists the served names.

@@ -5,8 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "http/api.h"
-#include "http/api_call.h"
+#include "http/api_responses.h"
 #include "http/generation_relay.h"
 #include "http/openai_response.h"
 #include "http/responses_request.h"
@@ -102,13 +101,11 @@ class ResponseStream {
   int sequence_ = 0;
 };
 
-}  // namespace
-
 // The events of one Responses request, turned into the response object or
 // its typed event stream.
-class Api::ResponsesRelay final : public GenerationRelay {
+class ResponsesRelay final : public GenerationRelay {
  public:
-  ResponsesRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, const ResponsesCall& rc)
+  ResponsesRelay(ApiHandler& api, ApiCall& call, std::unique_ptr<serving::Admission::Slot> slot, const ResponsesCall& rc)
       : GenerationRelay(api, call, std::move(slot), rc.gen.stream),
         rs_(rc, call.id, call.model->id),
         tok_(*call.model->engine->tokenizer()),
@@ -183,7 +180,9 @@ class Api::ResponsesRelay final : public GenerationRelay {
   nlohmann::json lps_ = nlohmann::json::array();  // every written token's, for the done events and the object
 };
 
-void Api::responses(const HttpRequest& req, Responder& res, Call& call) {
+}  // namespace
+
+void ResponsesHandler::responses(const HttpRequest& req, Responder& res, ApiCall& call) {
   nlohmann::json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   ResponsesCall rc;

@@ -7,8 +7,7 @@
 #include <optional>
 
 #include "loader/encrypted_file.h"
-#include "http/api.h"
-#include "http/api_call.h"
+#include "http/api_sessions.h"
 #include "http/log.h"
 #include "http/openai_prompt.h"
 #include "http/openai_request.h"
@@ -129,7 +128,7 @@ Json session_json(const SessionFile& s, const SessionEntry& e) {
 
 }  // namespace
 
-void Api::sessions(const HttpRequest& req, Responder& res, Call& call) {
+void SessionsHandler::sessions(const HttpRequest& req, Responder& res, ApiCall& call) {
   if (!sessions_)
     return error(res, call, 404, "saved sessions are off: start the server with session_dir (--session-dir)", "",
                  "sessions_disabled");
@@ -159,7 +158,7 @@ void Api::sessions(const HttpRequest& req, Responder& res, Call& call) {
   error(res, call, 405, "method not allowed on " + call.endpoint, "", "method_not_allowed", {{"Allow", "GET, POST, DELETE"}});
 }
 
-void Api::show_session(Responder& res, Call& call, const std::string& name) {
+void SessionsHandler::show_session(Responder& res, ApiCall& call, const std::string& name) {
   auto key = key_of(*call.model);
   if (!key.ok()) return error(res, call, 500, key.status().message(), "", "model_key");
   auto s = sessions_->load(name, identity_of(*call.model), *key ? &**key : nullptr);
@@ -171,9 +170,9 @@ void Api::show_session(Responder& res, Call& call, const std::string& name) {
 
 // Waits for the prompt's pages, then writes them to the store; the write is
 // disk work, so it runs off the network threads.
-class Api::SessionSaveRelay final : public EventRelay {
+class SessionsHandler::SessionSaveRelay final : public EventRelay {
  public:
-  SessionSaveRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, std::string name,
+  SessionSaveRelay(SessionsHandler& api, ApiCall& call, std::unique_ptr<serving::Admission::Slot> slot, std::string name,
                    size_t n_tokens, std::optional<ModelKey> key)
       : api_(api), call_(call), slot_(std::move(slot)), name_(std::move(name)), n_tokens_(n_tokens),
         key_(std::move(key)) {}
@@ -217,8 +216,8 @@ class Api::SessionSaveRelay final : public EventRelay {
   }
 
  private:
-  Api& api_;
-  Call& call_;
+  SessionsHandler& api_;
+  ApiCall& call_;
   std::unique_ptr<serving::Admission::Slot> slot_;  // counted against the key while the request runs
   const std::string name_;
   const size_t n_tokens_;
@@ -226,7 +225,7 @@ class Api::SessionSaveRelay final : public EventRelay {
   std::shared_ptr<const KvSnapshot> snapshot_;
 };
 
-void Api::save_session(const HttpRequest& req, Responder& res, Call& call, const std::string& name) {
+void SessionsHandler::save_session(const HttpRequest& req, Responder& res, ApiCall& call, const std::string& name) {
   Json body;
   if (ApiError e = parse_json_object(req.body(), body); !e.ok()) return error(res, call, e.status, e.message, e.param, e.code);
   GenerationCall g;
@@ -243,7 +242,7 @@ void Api::save_session(const HttpRequest& req, Responder& res, Call& call, const
                                                               std::move(*key)));
 }
 
-bool Api::attach_session(Responder& res, Call& call, GenerationCall& g) {
+bool SessionsHandler::attach_session(Responder& res, ApiCall& call, GenerationCall& g) {
   if (!sessions_) {
     error(res, call, 400, "'session' needs saved sessions, which are off (no session_dir)", "session", "sessions_disabled");
     return false;

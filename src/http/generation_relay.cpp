@@ -2,13 +2,13 @@
 
 namespace stride::server {
 
-void Api::GenerationRelay::open(Responder& res) {
+void GenerationRelay::open(Responder& res) {
   if (!streaming_) return;
   res.begin_stream({{"X-Request-Id", call_.id}});
   write_head(res);
 }
 
-bool Api::GenerationRelay::on_event(serving::Event& ev, Responder& res) {
+bool GenerationRelay::on_event(serving::Event& ev, Responder& res) {
   if (ev.kind == serving::EventKind::Token) {
     on_token(ev, res);
     return true;
@@ -28,7 +28,7 @@ bool Api::GenerationRelay::on_event(serving::Event& ev, Responder& res) {
   return !write_finish(ev, res);
 }
 
-void Api::GenerationRelay::on_client_gone() {
+void GenerationRelay::on_client_gone() {
   call_.finish_reason = "client_disconnected";
   call_.completion_tokens = delivered_tokens_;
 }

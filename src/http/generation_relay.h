@@ -8,12 +8,12 @@
 #include <memory>
 #include <string>
 
-#include "http/api.h"
-#include "http/api_call.h"
+#include "http/api_handler.h"
+#include "http/event_relay.h"
 
 namespace stride::server {
 
-class Api::GenerationRelay : public EventRelay {
+class GenerationRelay : public EventRelay {
  public:
   // The stream's head, before any event (nothing for one JSON body).
   void open(Responder& res);
@@ -21,7 +21,7 @@ class Api::GenerationRelay : public EventRelay {
   void on_client_gone() final;
 
  protected:
-  GenerationRelay(Api& api, Call& call, std::unique_ptr<serving::Admission::Slot> slot, bool streaming)
+  GenerationRelay(ApiHandler& api, ApiCall& call, std::unique_ptr<serving::Admission::Slot> slot, bool streaming)
       : api_(api), call_(call), streaming_(streaming), slot_(std::move(slot)) {}
 
   // The endpoint's first chunks, after the stream's headers.
@@ -41,8 +41,8 @@ class Api::GenerationRelay : public EventRelay {
     pending_tokens_ = 0;
   }
 
-  Api& api_;
-  Call& call_;
+  ApiHandler& api_;
+  ApiCall& call_;
   const bool streaming_;
 
  private:

@@ -7,7 +7,9 @@
 #include "engine/step_runner.h"
 #include "grammar/grammar_matcher.h"
 #include "kv/kv_pages_needed.h"
+#include "serving/scheduler_scoring.h"
 #include "serving/scheduler_sequence.h"
+#include "serving/scheduler_speculative.h"
 
 namespace stride::serving {
 
@@ -16,7 +18,8 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 }  // namespace
 
 Scheduler::Scheduler(Engine& engine, const SchedulerOptions& opts, Metrics& metrics)
-    : engine_(engine), opts_(opts), metrics_(metrics) {
+    : engine_(engine), opts_(opts), metrics_(metrics),
+      speculative_(std::make_unique<SpeculativeSteps>(engine_, opts_, metrics_)) {
   if (opts_.step_tokens <= 0 || opts_.step_tokens > engine_.model().max_chunk()) {
     opts_.step_tokens = engine_.model().max_chunk();
   }
@@ -207,11 +210,11 @@ void Scheduler::admit(std::deque<std::unique_ptr<Sequence>>& waiting) {
 Status Scheduler::run_step_with_room(std::vector<SequenceStep>& steps, std::vector<Sequence*>& owners,
                                      std::deque<std::unique_ptr<Sequence>>& waiting) {
   std::vector<int> unfit;
-  const BeforeCommit verify = [&](std::span<int> keep) { verify_step(keep, owners); };
+  const BeforeCommit verify = [&](std::span<int> keep) { speculative_->verify_step(keep, owners); };
   Status st =
       run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit, verify);
   // Drafts are the first thing to give up when the pool is short.
-  if (st.code() == StatusCode::kResourceExhausted && strip_drafts(steps, owners))
+  if (st.code() == StatusCode::kResourceExhausted && speculative_->strip_drafts(steps, owners))
     st = run_step(engine_.model(), engine_.kv(), steps.data(), (int)steps.size(), engine_.pool(), &unfit, verify);
   const bool prompts_only = !unfit.empty() && unfit.size() < steps.size() &&
                             std::all_of(unfit.begin(), unfit.end(), [&](int i) { return owners[i]->n_generated == 0; });
@@ -270,7 +273,7 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
       s.verifying = false;
       int n = 0;
       if (pass == 0) {
-        n = plan_decode(s, draft_room, st);
+        n = speculative_->plan_decode(s, draft_room, st);
         draft_room -= n - 1;
       } else {
         n = (int)std::min<int64_t>(rem, budget);
@@ -280,7 +283,7 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
         st.n = n;
         st.logits = s.want_logits ? s.logits.data() : nullptr;
         if (s.scoring_prompt()) {
-          plan_prompt_rows(s, st);
+          plan_prompt_rows(s, st, engine_);
           n = st.n;
         }
       }
@@ -309,7 +312,7 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   admission_paused_ = false;
   for (size_t i = 0; i < steps.size(); ++i) {
     Sequence& s = *owners[i];
-    if (!s.verifying && s.scoring_prompt()) score_prompt_rows(s, steps[i]);
+    if (!s.verifying && s.scoring_prompt()) score_prompt_rows(s, steps[i], engine_);
     s.n_cached += s.verifying ? 1 + s.verified.accepted : steps[i].n;
     if (s.want_logits && s.req().max_tokens == 0) {  // the scored prompt is the whole answer
       s.want_logits = false;
@@ -354,7 +357,7 @@ bool Scheduler::step(std::deque<std::unique_ptr<Sequence>>& waiting) {
   });
   for (Sequence* s : owners) {
     if (s->verifying) {
-      emit_verified(*s);
+      speculative_->emit_verified(*s, [this](Sequence& v) { after_logits(v); });
       continue;
     }
     if (!s->want_logits) continue;

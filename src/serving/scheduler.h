@@ -40,6 +40,8 @@ struct SchedulerOptions {
   std::vector<std::string> grammar_control_texts;
 };
 
+class SpeculativeSteps;  // scheduler_speculative.h
+
 class Scheduler {
  public:
   Scheduler(Engine& engine, const SchedulerOptions& opts, Metrics& metrics);
@@ -54,8 +56,11 @@ class Scheduler {
   // shutting down (HTTP 503).
   Status submit(std::shared_ptr<RequestChannel> channel);
 
- private:
+  // A request as the scheduler holds it (scheduler_sequence.h, private to the
+  // scheduler's files and its helpers: scheduler_speculative.h, scheduler_scoring.h).
   struct Sequence;
+
+ private:
   void loop();
   void take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting);
   // Parallel sampling and batched prompts (scheduler_branches.cpp): a
@@ -72,16 +77,6 @@ class Scheduler {
   Status run_step_with_room(std::vector<SequenceStep>& steps, std::vector<Sequence*>& owners,
                             std::deque<std::unique_ptr<Sequence>>& waiting);
   void after_logits(Sequence& s);
-  // Speculative decoding (scheduler_speculative.cpp).
-  void start_drafter(Sequence& s);
-  int plan_decode(Sequence& s, int draft_room, SequenceStep& st);
-  void verify_step(std::span<int> keep, const std::vector<Sequence*>& owners);
-  bool strip_drafts(std::vector<SequenceStep>& steps, const std::vector<Sequence*>& owners);
-  void emit_verified(Sequence& s);
-  // Prompt log-probs (scheduler_scoring.cpp): a scoring prefill chunk keeps
-  // every position's logits; after the step they become the prompt's log-probs.
-  void plan_prompt_rows(Sequence& s, SequenceStep& st);
-  void score_prompt_rows(Sequence& s, const SequenceStep& st);
   void finish(Sequence& s, const std::string& reason);
   void fail(Sequence& s, const Status& st);
   // Embedding inputs: a sequence without prefix reuse, and the pooled vector once prefilled.
@@ -95,6 +90,7 @@ class Scheduler {
   Engine& engine_;
   SchedulerOptions opts_;
   Metrics& metrics_;
+  std::unique_ptr<SpeculativeSteps> speculative_;  // speculative decoding's part of a step
   std::vector<std::unique_ptr<Sequence>> running_;
   // Set by a step that preempted, cleared by one that ran: no admissions in
   // between, so a readmitted sequence cannot take back (through the prefix

@@ -12,6 +12,7 @@
 #include "grammar/grammar_matcher.h"
 #include "kv/kv_pages_needed.h"
 #include "serving/scheduler_sequence.h"
+#include "serving/scheduler_speculative.h"
 
 namespace stride::serving {
 
@@ -21,7 +22,7 @@ std::unique_ptr<Scheduler::Sequence> Scheduler::new_generation(const std::shared
                                       prompt_index, branch);
   if (s->req().grammar) s->matcher = std::make_unique<grammar::GrammarMatcher>(s->req().grammar, token_trie());
   // Branches share their prompt's first logits, which a speculating step does not keep.
-  if (s->req().branches == 1) start_drafter(*s);
+  if (s->req().branches == 1) speculative_->start_drafter(*s);
   return s;
 }
 

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "serving/scheduler_sequence.h"
+#include "serving/scheduler_scoring.h"
 
 namespace stride::serving {
 
@@ -18,7 +18,7 @@ namespace {
 constexpr int kScoringChunk = 64;
 }  // namespace
 
-void Scheduler::plan_prompt_rows(Sequence& s, SequenceStep& st) {
+void plan_prompt_rows(Scheduler::Sequence& s, SequenceStep& st, Engine& engine) {
   const int64_t prompt = (int64_t)s.prompt().size();
   if (s.prompt_logprobs.empty()) {
     // The first token is predicted by nothing.
@@ -30,19 +30,19 @@ void Scheduler::plan_prompt_rows(Sequence& s, SequenceStep& st) {
   st.n = (int)std::min<int64_t>({(int64_t)st.n, (int64_t)kScoringChunk, prompt - s.n_cached});
   s.want_logits = st.n == s.remaining();
   st.all_logits = true;
-  s.prompt_rows.resize((size_t)st.n * (size_t)engine_.config().n_vocab);
+  s.prompt_rows.resize((size_t)st.n * (size_t)engine.config().n_vocab);
   st.logits = s.prompt_rows.data();
 }
 
-void Scheduler::score_prompt_rows(Sequence& s, const SequenceStep& st) {
-  const int n_vocab = engine_.config().n_vocab;
+void score_prompt_rows(Scheduler::Sequence& s, const SequenceStep& st, Engine& engine) {
+  const int n_vocab = engine.config().n_vocab;
   const std::vector<int32_t>& prompt = s.prompt();  // this sequence's, in a batch of prompts
   const int64_t pos0 = s.n_cached;  // the chunk's first position (n_cached not yet advanced)
   // Rows whose next token is still a prompt token.
   const int rows = (int)std::clamp<int64_t>((int64_t)prompt.size() - 1 - pos0, 0, st.n);
   const size_t base = s.prompt_logprobs.size();
   s.prompt_logprobs.resize(base + (size_t)rows);
-  engine_.pool().run_chunks(rows, [&](int j, int) {
+  engine.pool().run_chunks(rows, [&](int j, int) {
     s.prompt_logprobs[base + (size_t)j] = token_logprobs(s.prompt_rows.data() + (size_t)j * (size_t)n_vocab, n_vocab,
                                                          prompt[(size_t)(pos0 + j + 1)], s.req().prompt_logprobs);
   });

@@ -1,6 +1,6 @@
 #pragma once
-// A request as the scheduler holds it (scheduler.cpp, scheduler_events.cpp,
-// scheduler_speculative.cpp).
+// A request as the scheduler holds it (scheduler*.cpp and the helpers they
+// use: scheduler_speculative.h, scheduler_scoring.h).
 #include <memory>
 #include <vector>
 

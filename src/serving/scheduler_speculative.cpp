@@ -7,12 +7,11 @@
 // they had come from as many plain steps.
 #include <algorithm>
 
-#include "engine/step_runner.h"
-#include "serving/scheduler_sequence.h"
+#include "serving/scheduler_speculative.h"
 
 namespace stride::serving {
 
-void Scheduler::start_drafter(Sequence& s) {
+void SpeculativeSteps::start_drafter(Sequence& s) {
   const SpeculativeMode mode = s.req().speculative.value_or(opts_.speculative.mode);
   // Grammar-constrained requests decode plainly: the matcher's state cannot
   // be rolled back past a rejected draft.
@@ -26,7 +25,7 @@ void Scheduler::start_drafter(Sequence& s) {
 // The step of a sequence with one token left to feed: with drafts (at most
 // draft_room of them) when it speculates and a drafter finds some, else the
 // plain one-token decode. Returns the tokens it sends.
-int Scheduler::plan_decode(Sequence& s, int draft_room, SequenceStep& st) {
+int SpeculativeSteps::plan_decode(Sequence& s, int draft_room, SequenceStep& st) {
   st.seq = s.seq;
   s.verifying = false;
   if (s.drafter && draft_room > 0) {
@@ -56,7 +55,7 @@ int Scheduler::plan_decode(Sequence& s, int draft_room, SequenceStep& st) {
 }
 
 // Turns every speculative step back into a plain decode; false when there was none.
-bool Scheduler::strip_drafts(std::vector<SequenceStep>& steps, const std::vector<Sequence*>& owners) {
+bool SpeculativeSteps::strip_drafts(std::vector<SequenceStep>& steps, const std::vector<Sequence*>& owners) {
   bool any = false;
   for (size_t i = 0; i < steps.size(); ++i) {
     Sequence& s = *owners[i];
@@ -69,7 +68,7 @@ bool Scheduler::strip_drafts(std::vector<SequenceStep>& steps, const std::vector
   return any;
 }
 
-void Scheduler::verify_step(std::span<int> keep, const std::vector<Sequence*>& owners) {
+void SpeculativeSteps::verify_step(std::span<int> keep, const std::vector<Sequence*>& owners) {
   std::vector<int> verifying;
   for (size_t i = 0; i < owners.size(); ++i)
     if (owners[i]->verifying) verifying.push_back((int)i);
@@ -81,7 +80,7 @@ void Scheduler::verify_step(std::span<int> keep, const std::vector<Sequence*>& o
   for (const int i : verifying) keep[(size_t)i] = 1 + owners[(size_t)i]->verified.accepted;
 }
 
-void Scheduler::emit_verified(Sequence& s) {
+void SpeculativeSteps::emit_verified(Sequence& s, const std::function<void(Sequence&)>& after_logits) {
   const int drafted = (int)s.drafts.size();
   s.drafter->record(drafted, s.verified.accepted);
   metrics_.spec_draft_tokens += drafted;

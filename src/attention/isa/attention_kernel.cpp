@@ -119,14 +119,21 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   sc.o.swap(sc.fold_o);
 }
 
-// out row of (query i, head) <- o / d.
+// out row of (query i, head) <- o / d; or, with partial, its (m, d, o) as they are.
 void write_rows(const Scratch& sc, const AttentionPlan& plan, const AttentionParams& p,
-                const Geometry& g, int b, int h, int rows, float* out) {
+                const Geometry& g, int b, int h, int rows, float* out, const AttentionPartialOut* partial) {
   const int q_first = b * plan.q_block;
   for (int r = 0; r < rows; ++r) {
     const int i = r / g.group, j = r % g.group;
-    float* dst = out + ((int64_t)(q_first + i) * p.n_head + (int64_t)h * g.group + j) * g.dv;
+    const int64_t row = (int64_t)(q_first + i) * p.n_head + (int64_t)h * g.group + j;
     const float* src = sc.o.data() + (int64_t)r * g.dv;
+    if (partial) {
+      partial->m[row] = sc.m[r];
+      partial->d[row] = sc.d[r];
+      std::copy(src, src + g.dv, partial->o + row * g.dv);
+      continue;
+    }
+    float* dst = out + row * g.dv;
     const float inv = sc.d[r] > 0.f ? 1.f / sc.d[r] : 0.f;
     for (int t = 0; t < g.dv; ++t) dst[t] = src[t] * inv;
   }
@@ -136,7 +143,8 @@ void write_rows(const Scratch& sc, const AttentionPlan& plan, const AttentionPar
 // then normalises as write_rows does.
 void fold_segments(const AttentionPlan& plan, const AttentionParams& p, const Geometry& g,
                    const WorkPartition& w, const std::vector<SoftmaxPartial>& part_md,
-                   const std::vector<float>& part_o, float* out, Scratch& sc) {
+                   const std::vector<float>& part_o, float* out, const AttentionPartialOut* partial,
+                   Scratch& sc) {
   const int max_rows = plan.q_block * g.group;
   for (int bh = 0; bh < w.n_pairs(); ++bh) {
     const int h = bh % g.n_kv, b = bh / g.n_kv;
@@ -155,14 +163,15 @@ void fold_segments(const AttentionPlan& plan, const AttentionParams& p, const Ge
       sc.m[r] = st.m;
       sc.d[r] = st.d;
     }
-    write_rows(sc, plan, p, g, b, h, rows, out);
+    write_rows(sc, plan, p, g, b, h, rows, out, partial);
   }
 }
 
 }  // namespace
 
 Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
-                            const AttentionParams& p, const float* q, float* out, ThreadPool& threads) {
+                       const AttentionParams& p, const float* q, float* out,
+                       const AttentionPartialOut* partial, ThreadPool& threads) {
   const KvPoolShape& shape = pool.shape();
   if (p.n_head <= 0 || p.n_head % shape.n_kv_heads != 0)
     return InvalidArgument("attention: " + std::to_string(p.n_head) + " query heads for " +
@@ -212,7 +221,7 @@ Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const Poli
       int rows = 0;
       run_item(pool, plan, policy, p, g, q, range, sc, rows);
       if (!split) {
-        write_rows(sc, plan, p, g, range.b, range.h, rows, out);
+        write_rows(sc, plan, p, g, range.b, range.h, rows, out, partial);
         continue;
       }
       for (int r = 0; r < rows; ++r) {
@@ -225,7 +234,7 @@ Status attention_paged(const KvPool& pool, const AttentionPlan& plan, const Poli
   if (inline_run) body(threads.scratch(0));
   else threads.run_chunks(threads.size(), [&](int, int, int worker) { body(threads.scratch(worker)); });
   if (!split) return Status::Ok();
-  fold_segments(plan, p, g, w, part_md, part_o, out, threads.scratch(0).get<Scratch>());
+  fold_segments(plan, p, g, w, part_md, part_o, out, partial, threads.scratch(0).get<Scratch>());
   return Status::Ok();
 }
 

@@ -182,3 +182,32 @@ def test_a_stopped_sweep_resumes_from_its_trial_log(stride, result, tmp_path):
     for s in second["summary"]:
         lo, hi = s["ci95"]
         assert 0 <= lo <= s["accuracy"] <= hi <= 1 and s["trials"] == len(DEPTHS), s
+
+
+def test_a_prompt_by_prompt_sweep_leaves_paired_trials(stride, result, tmp_path):
+    """--order prompt runs each prompt through dense and the policy before the
+    next prompt, answering as the policy-by-policy run did; a sweep stopped
+    half way reports, with --logged-only, exactly the prompts both runs hold."""
+    log = tmp_path / "trials.jsonl"
+    args = ("-a", WINDOW, "--tasks", ",".join(TASKS), "--lengths", 1024, "--depths", len(DEPTHS), "--threads", 2,
+            "--resume", log)
+    p = run(stride, "eval", "-m", MODEL, *args, "--order", "prompt", "--json", tmp_path / "paired.json")
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    runs = [json.loads(line)["run"] for line in log.read_text().splitlines()]
+    n = len(TASKS) * len(DEPTHS)
+    assert len(runs) == 2 * n
+    assert runs[0::2] == [runs[0]] * n and runs[1::2] == [runs[1]] * n and runs[0] != runs[1], runs
+    fresh = {(t["task"], t["depth"], t["policy"]): t["answer"] for t in result["report"]["trials"]}
+    paired = json.loads((tmp_path / "paired.json").read_text())
+    assert {(t["task"], t["depth"], t["policy"]): t["answer"] for t in paired["trials"]} == fresh
+
+    # As if stopped after three prompts and a half: the half-done prompt is not reported.
+    log.write_text("\n".join(log.read_text().splitlines()[:7]) + "\n")
+    p = run(stride, "eval", "-m", MODEL, *args, "--logged-only", "--json", tmp_path / "part.json")
+    err = p.stderr.decode()
+    assert p.returncode == 0 and "3 prompts have every run in the trial log" in err, err[-2000:]
+    part = json.loads((tmp_path / "part.json").read_text())
+    assert len(part["trials"]) == 2 * 3 and all(t["recalled"] for t in part["trials"])
+    assert {(t["task"], t["depth"], t["policy"]): t["answer"] for t in part["trials"]}.items() <= fresh.items()
+    p = run(stride, "eval", "-m", MODEL, "-a", WINDOW, "--order", "prompt")
+    assert p.returncode != 0 and b"need --resume" in p.stderr

@@ -1,0 +1,44 @@
+#pragma once
+// The keys one rank holds of a sequence sharded by position: the contiguous
+// positions [pos_begin, pos_end), kept in pages of the rank's own pool (the
+// i-th page holds positions pos_begin + i * page_size onwards, each slot with
+// its absolute position, so policies mask as on one host): the pool pages
+// page_ids lists, or pages 0, 1, ... when it is empty. pos_begin is a
+// multiple of the page size; for the one-host kernel's bits the shard
+// boundaries are multiples of its segment (kSegmentPages pages).
+#include <cstdint>
+#include <vector>
+
+#include "attention/attention_params.h"
+#include "attention/plan.h"
+#include "attention/policy.h"
+#include "kv/store/kv_pool.h"
+
+namespace stride::dist {
+
+struct KvShard {
+  int64_t pos_begin = 0;
+  int64_t pos_end = 0;
+  std::vector<int32_t> page_ids{};  // [pages(page_size)] pool page of each page; empty: 0, 1, ...
+
+  int64_t tokens() const { return pos_end - pos_begin; }
+  int32_t pages(int page_size) const { return (int32_t)((tokens() + page_size - 1) / page_size); }
+  int32_t pool_page(int32_t i) const { return page_ids.empty() ? i : page_ids[(size_t)i]; }
+};
+
+// One layer's attention on one rank: its pages and what every rank agrees on.
+struct ShardedLayer {
+  const KvPool* pool = nullptr;  // this rank's pages of the layer
+  KvShard shard;                 // the positions they hold
+  PolicySpec policy;             // top-k is not supported across ranks yet
+  AttentionParams params;        // sink logits join on rank 0 only
+};
+
+// The attention plan of queries [q_pos0, q_pos0 + n_q) in blocks of q_block
+// over the keys of `shard` only, naming the shard's local pages, with its
+// work partition: the entries of the one-host plan that fall in the shard,
+// so a rank reads exactly the pages the one host would have read there.
+AttentionPlan plan_shard_attention(const PolicySpec& policy, const KvShard& shard, int page_size,
+                                   int n_kv_heads, int64_t q_pos0, int n_q, int q_block);
+
+}  // namespace stride::dist

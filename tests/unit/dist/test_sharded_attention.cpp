@@ -1,0 +1,181 @@
+// Attention of one layer across 2 and 4 ranks, each a process on loopback
+// holding one contiguous position shard of the KV, connected through Gloo:
+// decode (rank 0's query to every rank, partials back to rank 0) and ring
+// prefill (each rank's chunk of queries, KV passed around the ring), against
+// the scalar reference and, with shards on the kernel's segments, bit for
+// bit against the one-host kernel. And a rank that dies mid-operation: the
+// others return an IoError within the timeout instead of hanging.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dist/ring_prefill.h"
+#include "dist/shard_group.h"
+#include "dist/sharded_decode.h"
+#include "rank_processes.h"
+#include "shard_fixture.h"
+
+namespace stride::dist {
+namespace {
+
+using testing::kHd;
+using testing::kNhead;
+using testing::kPage;
+using testing::kSegmentKeys;
+using testing::Layer;
+using testing::RankReport;
+using testing::RendezvousDir;
+
+constexpr int64_t S = kSegmentKeys;
+constexpr auto kDeadline = std::chrono::seconds(60);
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Decode on `world` ranks: the query at position kv_len - 1 (or the last n_q).
+RankReport decode_rank(const RendezvousDir& dir, const Layer& layer, const PolicySpec& policy,
+                       const std::vector<KvShard>& shards, const std::vector<float>& q, int n_q, int rank) {
+  RankReport rep;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
+  if (!group.ok()) return testing::failed(group.status());
+  const auto pool = layer.pool_for(shards[rank], shards[rank].pages(kPage));
+  const ShardedLayer mine{pool.get(), shards[rank], policy, layer.params()};
+  std::vector<float> my_q = rank == 0 ? q : std::vector<float>(q.size(), 0.f);
+  std::vector<float> out((size_t)n_q * kNhead * kHd);
+  ThreadPool threads(1);
+  rep.status = sharded_decode(**group, mine, my_q.data(), n_q, layer.kv_len - n_q, out.data(), threads);
+  if (rank == 0) rep.out = out;
+  rep.bytes_sent = (*group)->payload_bytes_sent();
+  rep.seconds = since(t0);
+  return rep;
+}
+
+RankReport prefill_rank(const RendezvousDir& dir, const Layer& layer, const PolicySpec& policy,
+                        const std::vector<KvShard>& shards, const std::vector<float>& q_all, int rank) {
+  RankReport rep;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
+  if (!group.ok()) return testing::failed(group.status());
+  const KvShard& shard = shards[rank];
+  int32_t max_pages = 0;
+  for (const KvShard& s : shards) max_pages = std::max(max_pages, s.pages(kPage));
+  const auto pool = layer.pool_for(shard, max_pages);
+  const ShardedLayer mine{pool.get(), shard, policy, layer.params()};
+  const int n_q = (int)shard.tokens();
+  const float* q = q_all.data() + shard.pos_begin * kNhead * kHd;
+  rep.out.resize((size_t)n_q * kNhead * kHd);
+  ThreadPool threads(1);
+  rep.status = ring_prefill(**group, mine, q, n_q, rep.out.data(), threads);
+  rep.bytes_sent = (*group)->payload_bytes_sent();
+  rep.seconds = since(t0);
+  return rep;
+}
+
+struct Case {
+  const char* policy;
+  KvStorage storage;
+  bool sinks;
+  std::vector<int64_t> bounds;
+  bool segment_aligned;  // every shard after the first is one kernel segment
+};
+
+std::string describe(const Case& c) {
+  std::string s = std::string(c.policy) + " " + kv_storage_name(c.storage) + (c.sinks ? " sinks" : "") + " bounds:";
+  for (int64_t b : c.bounds) s.append(" ").append(std::to_string(b));
+  return s;
+}
+
+void check_decode(const Case& c) {
+  SCOPED_TRACE(describe(c));
+  const PolicySpec policy = *parse_policy(c.policy);
+  const Layer layer(c.bounds.back(), c.storage, c.sinks);
+  const auto shards = testing::shards_at(c.bounds);
+  const int n_q = 1;
+  const auto q = testing::random_vec((size_t)n_q * kNhead * kHd, 3);
+  const RendezvousDir dir;
+  const auto ranks = testing::run_ranks(
+      (int)shards.size(), [&](int r) { return decode_rank(dir, layer, policy, shards, q, n_q, r); }, kDeadline);
+  int64_t bytes = 0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    ASSERT_TRUE(ranks[r].reported) << "rank " << r << " crashed or hung";
+    ASSERT_TRUE(ranks[r].report.status.ok()) << ranks[r].report.status.to_string();
+    bytes += ranks[r].report.bytes_sent;
+  }
+  // Payload per layer and token (sharded_decode.h): the query out, the partials back.
+  const int64_t world = (int64_t)shards.size();
+  EXPECT_EQ(bytes, (world - 1) * kNhead * (kHd + kHd + 2) * 4);
+  std::printf("[ decode ] %s: %d ranks, payload %lld bytes per layer per token\n", describe(c).c_str(),
+              (int)world, (long long)bytes);
+  const auto& got = ranks[0].report.out;
+  const auto want = layer.reference(policy, q.data(), n_q, layer.kv_len - n_q);
+  EXPECT_LT(testing::max_abs_diff(got, want), 2e-5f);
+  if (c.segment_aligned) {
+    ThreadPool threads(2);
+    const auto kernel = layer.one_host(policy, q.data(), n_q, layer.kv_len - n_q, threads);
+    ASSERT_EQ(kernel.size(), got.size());
+    EXPECT_EQ(std::memcmp(got.data(), kernel.data(), got.size() * sizeof(float)), 0);
+  }
+}
+
+void check_prefill(const Case& c) {
+  SCOPED_TRACE(describe(c));
+  const PolicySpec policy = *parse_policy(c.policy);
+  const Layer layer(c.bounds.back(), c.storage, c.sinks);
+  const auto shards = testing::shards_at(c.bounds);
+  const auto q = testing::random_vec((size_t)layer.kv_len * kNhead * kHd, 4);
+  const RendezvousDir dir;
+  const auto ranks = testing::run_ranks(
+      (int)shards.size(), [&](int r) { return prefill_rank(dir, layer, policy, shards, q, r); }, kDeadline);
+  int64_t bytes = 0;
+  ThreadPool threads(2);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    ASSERT_TRUE(ranks[r].reported) << "rank " << r << " crashed or hung";
+    ASSERT_TRUE(ranks[r].report.status.ok()) << ranks[r].report.status.to_string();
+    bytes += ranks[r].report.bytes_sent;
+    const KvShard& s = shards[r];
+    const float* my_q = q.data() + s.pos_begin * kNhead * kHd;
+    const auto want = layer.reference(policy, my_q, (int)s.tokens(), s.pos_begin);
+    const auto& got = ranks[r].report.out;
+    EXPECT_LT(testing::max_abs_diff(got, want), 2e-5f) << "rank " << r;
+    if (c.segment_aligned) {
+      const auto kernel = layer.one_host(policy, my_q, (int)s.tokens(), s.pos_begin, threads);
+      ASSERT_EQ(kernel.size(), got.size());
+      EXPECT_EQ(std::memcmp(got.data(), kernel.data(), got.size() * sizeof(float)), 0) << "rank " << r;
+    }
+  }
+  // Payload (ring_prefill.h): W - 1 blocks of max_pages page images per rank, and the page-count agreement.
+  const int64_t world = (int64_t)shards.size();
+  int64_t max_pages = 0;
+  for (const KvShard& s : shards) max_pages = std::max<int64_t>(max_pages, s.pages(kPage));
+  const auto pool = KvPool::create(layer.shape(), 1);
+  ASSERT_TRUE(pool.ok());
+  const int64_t block = 16 + max_pages * (*pool)->page_image_bytes();
+  EXPECT_EQ(bytes, world * ((world - 1) * block + 8));
+  std::printf("[ prefill ] %s: %d ranks, payload %lld bytes per layer (%.1f per token)\n", describe(c).c_str(),
+              (int)world, (long long)bytes, (double)bytes / layer.kv_len);
+}
+
+TEST(ShardedAttention, OneRankIsTheOneHostKernel) {
+  check_decode({"dense", KvStorage::F16, true, {0, 3 * S + 77}, true});
+  check_prefill({"dense", KvStorage::F16, true, {0, 2 * S + 5}, true});
+}
+
+TEST(ShardedAttention, DecodeOverTwoAndFourRanks) {
+  check_decode({"dense", KvStorage::F16, true, {0, 3 * S, 3 * S + 77}, true});
+  check_decode({"dense", KvStorage::F16, false, {0, 2 * S, 3 * S, 4 * S, 4 * S + 37}, true});
+  check_decode({"rswa:sinks=4,window=300,pos=rel", KvStorage::Int8, false, {0, 13 * kPage, 26 * kPage, 40 * kPage, 1000}, false});
+}
+
+TEST(ShardedAttention, RingPrefillOverTwoAndFourRanks) {
+  check_prefill({"dense", KvStorage::F16, true, {0, 2 * S, 3 * S}, true});
+  check_prefill({"dense", KvStorage::F16, false, {0, S, 2 * S, 3 * S, 4 * S}, true});
+  check_prefill({"window:size=200", KvStorage::F32, false, {0, 10 * kPage, 20 * kPage, 30 * kPage, 37 * kPage + 5}, false});
+}
+
+}  // namespace
+}  // namespace stride::dist
