@@ -12,9 +12,13 @@ model ran, the prefix-cache counters and the fork counters
 prefilled once and its pages shared by the branches; eight separate requests
 admitted together each prefill it (none is in the prefix cache yet).
 
-Writes bench/out/parallel_sampling.json.
+`--attention` and `--kv-offload-bytes` run both on another policy, e.g. a
+top-k hot set (`topk:sparsity=0.8,resident=8` with a tier), whose branches
+fork with copies of the prompt's pages in the tier.
+
+Writes bench/out/parallel_sampling.json (or --out).
 Run: ~/.cache/stride/venv/bin/python bench/parallel_sampling.py [--model PATH] [--prompt-tokens 2000]
-     [--n 8] [--max-tokens 32] [--threads 2]
+     [--n 8] [--max-tokens 32] [--threads 2] [--attention POLICY --kv-offload-bytes 512M]
 """
 import argparse
 import json
@@ -37,8 +41,11 @@ def body(prompt, args, seed, n=1):
 
 
 def server(args):
-    return StrideServer(args.model, extra_args=["--kv-budget", args.kv_budget], threads=args.threads,
-                        env={"STRIDE_MAX_BATCH": str(args.n), "STRIDE_REQUEST_TIMEOUT_S": "3600"})
+    extra = ["--kv-budget", args.kv_budget] + (["--attention", args.attention] if args.attention else [])
+    env = {"STRIDE_MAX_BATCH": str(args.n), "STRIDE_REQUEST_TIMEOUT_S": "3600"}
+    if args.kv_offload_bytes:
+        env["STRIDE_KV_OFFLOAD_BYTES"] = args.kv_offload_bytes
+    return StrideServer(args.model, extra_args=extra, threads=args.threads, env=env)
 
 
 def scenario(args, prompt, together):
@@ -82,6 +89,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kv-budget", default="512M")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--attention", default="", help="the server's policy (default: the model's)")
+    ap.add_argument("--kv-offload-bytes", default="", help="an offload tier of this size (a top-k hot set needs one)")
     ap.add_argument("--out", default=os.path.join(OUT_DIR, "parallel_sampling.json"))
     args = ap.parse_args()
     prompt = token_prompt(args.prompt_tokens, rng(args.seed))
@@ -95,6 +104,8 @@ def main():
         "n": args.n,
         "max_tokens": args.max_tokens,
         "threads": args.threads,
+        "attention": args.attention or "default",
+        "kv_offload_bytes": args.kv_offload_bytes or "0",
         f"n={args.n}": scenario(args, prompt, together=True),
         f"{args.n}x n=1": scenario(args, prompt, together=False),
     }

@@ -61,6 +61,7 @@ window.stride = window.stride || {};
       $("json-mode").addEventListener("change", () => { $("json-schema").hidden = !$("json-mode").checked; });
     }
 
+    // Fills the model list; false (the reason in this.modelsError) when it cannot be read.
     async loadModels() {
       try {
         const r = await fetch("/v1/models", { headers: authHeaders() });
@@ -73,9 +74,13 @@ window.stride = window.stride || {};
           option.value = option.textContent = m.id;
           select.appendChild(option);
         }
+        this.modelsError = null;
         this.status("ready");
+        return true;
       } catch (e) {
+        this.modelsError = e.message;
         this.status("models: " + e.message, true);
+        return false;
       }
     }
 
@@ -103,7 +108,7 @@ window.stride = window.stride || {};
       const system = $("system").value.trim();
       if (system) messages.push({ role: "system", content: system });
       messages.push(...this.history);
-      const body = { model: $("model").value || undefined, messages, stream: true,
+      const body = { model: $("model").value, messages, stream: true,
                      stream_options: { include_usage: true } };
       const num = (id, parse) => { const v = $(id).value.trim(); return v === "" ? undefined : parse(v); };
       body.temperature = num("temperature", parseFloat);
@@ -127,6 +132,11 @@ window.stride = window.stride || {};
     async send() {
       const text = $("prompt").value;
       if (!text.trim() || this.controller) return;
+      // The server needs a model name, which only the model list gives: without it nothing is sent.
+      if (!$("model").value && !(await this.loadModels())) {
+        const hint = this.modelsError.startsWith("401") ? "; enter the API key above" : "";
+        return this.status(`no model to ask: the model list did not load (${this.modelsError})${hint}`, true);
+      }
       let body;
       this.history.push({ role: "user", content: text });
       try {
@@ -162,7 +172,8 @@ window.stride = window.stride || {};
               replyText.textContent += piece;
               reply.scrollIntoView({ block: "end" });
             }
-            if (choice.finish_reason) finish = choice.finish_reason;
+            // stride's own reason (timeout) says more than OpenAI's "length" for it.
+            if (choice.finish_reason) finish = choice.stride_finish_reason || choice.finish_reason;
           }
         });
         this.history.push({ role: "assistant", content: replyText.textContent });

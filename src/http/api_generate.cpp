@@ -47,7 +47,8 @@ class CompletionRelay final : public GenerationRelay {
     const bool channels = g_.tools.format == serving::ToolFormat::Harmony;
     if (chat && (g_.tools.active() || channels))
       for (Choice& c : choices_) c.tool_stream.emplace(g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
-    if (g_.echo) choices_[0].text = *g_.echo;  // completions (one prompt, n=1): the text starts with the prompt
+    // Completions `echo`: each choice's text starts with its prompt.
+    if (echoed()) for (size_t i = 0; i < choices_.size(); ++i) choices_[i].text = echo_of(i);
   }
 
   void write_head(Responder& res) override {
@@ -55,7 +56,8 @@ class CompletionRelay final : public GenerationRelay {
       for (size_t i = 0; i < choices_.size(); ++i)
         res.write_chunk(sse(indexed(chunk_json(ids_, "", "", nullptr, true), (int)i)));
     // An echoed prompt goes first; when it is scored, with its log-probs, once they come.
-    if (g_.echo && !g_.prompt_logprobs) res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", nullptr)));
+    if (echoed() && !g_.prompt_logprobs)
+      for (size_t i = 0; i < choices_.size(); ++i) res.write_chunk(sse(indexed(chunk_json(ids_, echo_of(i), "", nullptr), (int)i)));
   }
 
   void write_stream_error(int http_status, const std::string& message, Responder& res) override {
@@ -88,6 +90,7 @@ class CompletionRelay final : public GenerationRelay {
  private:
   struct Choice {
     std::string text;
+    nlohmann::json prompt_lps;  // an echoed prompt's log-probs (completions shape), once scored
     std::vector<serving::TokenLogprob> lps;
     std::optional<ToolReplyStream> tool_stream;
     bool finished = false;
@@ -101,12 +104,27 @@ class CompletionRelay final : public GenerationRelay {
     return chunk;
   }
 
+  bool echoed() const { return !g_.echo.empty(); }
+  // The prompt choice i echoes: choices are [prompts * branches].
+  const std::string& echo_of(size_t i) const { return g_.echo[i / (size_t)g_.best_of]; }
+
+  // A prompt's log-probs, scored by its first branch (or by a branch that
+  // could not fork and ran the prompt itself): every branch of that prompt
+  // still without them takes them, and streamed, sends them with its echo.
+  bool take_prompt_logprobs(const serving::Event& ev, Responder& res) {
+    const nlohmann::json lp = logprobs_json(ev.prompt_logprobs, tok_, false, 0);
+    const size_t first = (size_t)ev.index / (size_t)g_.best_of * (size_t)g_.best_of;
+    for (size_t i = first; i < first + (size_t)g_.best_of; ++i) {
+      if (!choices_[i].prompt_lps.is_null()) continue;
+      choices_[i].prompt_lps = lp;
+      if (g_.stream && !res.write_chunk(sse(indexed(chunk_json(ids_, echo_of(i), "", lp), (int)i)))) return false;
+    }
+    return true;
+  }
+
   void on_choice_token(Choice& c, const serving::Event& ev, Responder& res) {
     generated(ev.tokens);
-    if (!ev.prompt_logprobs.empty()) {
-      prompt_lp_ = logprobs_json(ev.prompt_logprobs, tok_, false, 0);
-      if (g_.stream && !res.write_chunk(sse(chunk_json(ids_, *g_.echo, "", prompt_lp_)))) return;
-    }
+    if (!ev.prompt_logprobs.empty() && echoed() && !take_prompt_logprobs(ev, res)) return;
     if (!g_.stream) {
       c.text += ev.text;
       c.lps.insert(c.lps.end(), ev.logprobs.begin(), ev.logprobs.end());
@@ -153,14 +171,17 @@ class CompletionRelay final : public GenerationRelay {
 
   // Usage: each prompt once (its first branch reports it), every branch's tokens.
   nlohmann::json usage() const {
-    int prompt = 0, completion = 0, cached = 0;
+    const serving::ServeConfig& cfg = api_.config();
+    int prompt = 0, completion = 0, cached = 0, cache_written = 0;
     for (size_t i = 0; i < choices_.size(); ++i) {
-      completion += choices_[i].completion_tokens;
+      const Choice& c = choices_[i];
+      completion += c.completion_tokens;
       if (i % (size_t)g_.best_of != 0) continue;
-      prompt += choices_[i].prompt_tokens;
-      cached += choices_[i].cached_tokens;
+      prompt += c.prompt_tokens;
+      cached += c.cached_tokens;
+      cache_written += cache_write_tokens(c.prompt_tokens, c.cached_tokens, cfg.page_size, cfg.cache_reuse);
     }
-    return usage_json(prompt, completion, cached);
+    return usage_json(prompt, completion, cached, cache_written);
   }
 
   // The choices returned, in index order: every branch, or with best_of the
@@ -200,17 +221,18 @@ class CompletionRelay final : public GenerationRelay {
     nlohmann::json list = nlohmann::json::array();
     for (size_t i : returned()) {
       const Choice& c = choices_[i];
-      const size_t offset = g_.echo ? g_.echo->size() : 0;
+      const size_t offset = echoed() ? echo_of(i).size() : 0;
       nlohmann::json lp = g_.logprobs ? logprobs_json(c.lps, tok_, chat, offset) : nlohmann::json();
-      if (!prompt_lp_.is_null()) {
+      if (!c.prompt_lps.is_null()) {
         nlohmann::json generated = std::move(lp);
-        lp = prompt_lp_;
+        lp = c.prompt_lps;
         append_logprobs(lp, generated);
       }
       nlohmann::json one = completion_json(ids_, c.text, c.finish_reason, lp, u);
       if (chat && (g_.tools.active() || g_.tools.format == serving::ToolFormat::Harmony)) {
         apply_tool_calls(one, c.text, g_.tools.format, g_.tools.active(), g_.tools.legacy_functions);
       }
+      settle_finish_reason(one["choices"][0]);
       one["choices"][0]["index"] = list.size();
       list.push_back(std::move(one["choices"][0]));
       if (body.is_null()) body = std::move(one);
@@ -224,7 +246,6 @@ class CompletionRelay final : public GenerationRelay {
   const ResponseIds ids_;
   std::vector<Choice> choices_;  // [prompts * branches]
   size_t finished_ = 0;
-  nlohmann::json prompt_lp_;  // an echoed prompt's log-probs (completions shape)
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // or the typed event stream (response.created ... response.completed).
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "http/api_responses.h"
 #include "http/generation_relay.h"
@@ -50,25 +51,28 @@ class ResponseStream {
   const json& response() const { return response_; }
   const std::string& item_id() const { return item_id_; }
 
-  json message_item(const std::string& text, const std::string& status) const {
+  json message_item(const std::string& text, const std::string& status, const json& logprobs) const {
     json content = json::array();
-    if (!text.empty() || status != "in_progress") content.push_back(text_part(text));
+    if (!text.empty() || status != "in_progress") content.push_back(text_part(text, logprobs));
     return {{"id", item_id_}, {"type", "message"}, {"status", status}, {"role", "assistant"}, {"content", content}};
   }
-  static json text_part(const std::string& text) {
-    // Log-probs are not offered on /v1/responses (top_logprobs and include are refused): always none.
-    return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", json::array()}};
+  // `logprobs`: the text's tokens in chat's logprobs.content shape (empty unless include asked for them).
+  static json text_part(const std::string& text, const json& logprobs) {
+    return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", logprobs}};
   }
 
   // The finished object: status from the finish reason, usage, the one message.
-  void finish(const serving::Event& ev, const std::string& text, int cache_write_tokens) {
-    const bool complete = ev.finish_reason == "stop";
-    response_["status"] = complete ? "completed" : "incomplete";
-    if (!complete) {
-      response_["incomplete_details"] = {
-          {"reason", ev.finish_reason == "length" ? std::string("max_output_tokens") : ev.finish_reason}};
-    }
-    response_["output"] = json::array({message_item(text, complete ? "completed" : "incomplete")});
+  // OpenAI's values: a cap or the server's deadline ("timeout") is
+  // "incomplete" for max_output_tokens, a cancelled request "cancelled";
+  // stride's reason, where it says more, is "stride_finish_reason".
+  void finish(const serving::Event& ev, const std::string& text, const json& logprobs, int cache_write_tokens) {
+    const std::string& reason = ev.finish_reason;
+    const bool complete = reason == "stop";
+    const bool cancelled = reason == "cancelled";
+    response_["status"] = complete ? "completed" : cancelled ? "cancelled" : "incomplete";
+    if (!complete && !cancelled) response_["incomplete_details"] = {{"reason", "max_output_tokens"}};
+    if (!complete && reason != "length") response_["stride_finish_reason"] = reason;
+    response_["output"] = json::array({message_item(text, complete ? "completed" : "incomplete", logprobs)});
     response_["usage"] = {{"input_tokens", ev.prompt_tokens},
                           {"input_tokens_details",
                            {{"cached_tokens", ev.cached_tokens}, {"cache_write_tokens", cache_write_tokens}}},
@@ -102,26 +106,31 @@ class ResponseStream {
 class ResponsesRelay final : public GenerationRelay {
  public:
   ResponsesRelay(ApiHandler& api, ApiCall& call, std::unique_ptr<serving::Admission::Slot> slot, const ResponsesCall& rc)
-      : GenerationRelay(api, call, std::move(slot), rc.gen.stream), rs_(rc, call.id, call.model->id) {}
+      : GenerationRelay(api, call, std::move(slot), rc.gen.stream),
+        rs_(rc, call.id, call.model->id),
+        tok_(*call.model->engine->tokenizer()),
+        logprobs_(rc.gen.logprobs) {}
 
  private:
   void write_head(Responder& res) override {
     res.write_chunk(rs_.event("response.created", {{"response", rs_.response()}}));
     res.write_chunk(rs_.event("response.in_progress", {{"response", rs_.response()}}));
     res.write_chunk(rs_.event("response.output_item.added",
-                              {{"output_index", 0}, {"item", rs_.message_item("", "in_progress")}}));
+                              {{"output_index", 0}, {"item", rs_.message_item("", "in_progress", lps_)}}));
     nlohmann::json added = rs_.at_part();
-    added["part"] = ResponseStream::text_part("");
+    added["part"] = ResponseStream::text_part("", lps_);
     res.write_chunk(rs_.event("response.content_part.added", added));
   }
 
   void on_token(const serving::Event& ev, Responder& res) override {
     generated(ev.tokens);
     text_ += ev.text;
+    // A token's log-prob goes out with the next delta (text may be held back until it is whole UTF-8).
+    if (logprobs_) held_.insert(held_.end(), ev.logprobs.begin(), ev.logprobs.end());
     if (!streaming_ || ev.text.empty()) return;
     nlohmann::json delta = rs_.at_part();
     delta["delta"] = ev.text;
-    delta["logprobs"] = nlohmann::json::array();
+    delta["logprobs"] = take_held();
     if (res.write_chunk(rs_.event("response.output_text.delta", delta))) written();  // else gone: the session ends it
   }
 
@@ -132,28 +141,43 @@ class ResponsesRelay final : public GenerationRelay {
 
   bool write_finish(const serving::Event& ev, Responder& res) override {
     const serving::ServeConfig& cfg = api_.config();
-    rs_.finish(ev, text_, cache_write_tokens(ev.prompt_tokens, ev.cached_tokens, cfg.page_size, cfg.cache_reuse));
+    take_held();
+    rs_.finish(ev, text_, lps_, cache_write_tokens(ev.prompt_tokens, ev.cached_tokens, cfg.page_size, cfg.cache_reuse));
     if (!streaming_) {
       api_.json(res, call_, 200, dump(rs_.response()));
       return true;
     }
     nlohmann::json done = rs_.at_part();
     done["text"] = text_;
-    done["logprobs"] = nlohmann::json::array();
+    done["logprobs"] = lps_;
     res.write_chunk(rs_.event("response.output_text.done", done));
     nlohmann::json part_done = rs_.at_part();
-    part_done["part"] = ResponseStream::text_part(text_);
+    part_done["part"] = ResponseStream::text_part(text_, lps_);
     res.write_chunk(rs_.event("response.content_part.done", part_done));
     res.write_chunk(rs_.event("response.output_item.done",
                               {{"output_index", 0}, {"item", rs_.response()["output"][0]}}));
+    // A cancelled response has no stream event of its own: it ends as response.incomplete does.
     const bool complete = rs_.response()["status"] == "completed";
     res.write_chunk(rs_.event(complete ? "response.completed" : "response.incomplete", {{"response", rs_.response()}}));
     res.end_stream();
     return true;
   }
 
+  // The held tokens' log-probs (chat's logprobs.content entries), added to the text's.
+  nlohmann::json take_held() {
+    if (held_.empty()) return nlohmann::json::array();
+    nlohmann::json out = logprobs_json(held_, tok_, /*chat=*/true, 0)["content"];
+    held_.clear();
+    for (const auto& one : out) lps_.push_back(one);
+    return out;
+  }
+
   ResponseStream rs_;
+  const Tokenizer& tok_;
+  const bool logprobs_;
   std::string text_;
+  std::vector<serving::TokenLogprob> held_;  // log-probs not yet written
+  nlohmann::json lps_ = nlohmann::json::array();  // every written token's, for the done events and the object
 };
 
 }  // namespace

@@ -280,9 +280,6 @@ ApiError read_generation(const json& b, bool chat, const ParseContext& ctx, serv
   }
   TRY(read_logprobs(b, chat, g));
   TRY(read_scoring_fields(b, chat, ctx.n_vocab, g));
-  if (g.echo && (out.best_of > 1 || !g.more_texts.empty() || !g.more_tokens.empty())) {
-    return bad_field("echo", "'echo' is served for one prompt with n=1");
-  }
   TRY(read_attention(b, ctx));
   TRY(read_structured_output(b, ctx, g));
   // Extension: a saved session whose tokens start the prompt (http/api_sessions.cpp checks the rest).
@@ -307,9 +304,11 @@ ApiError prepare_call(const serving::GenerationRequest& g, const ParseContext& c
   out.tools.format = p.tool_format;
   out.logprobs = out.req.top_logprobs >= 0;
   out.prompt_logprobs = out.req.prompt_logprobs >= 0;
-  if (g.echo) {
-    out.echo = g.prompt == serving::GenerationRequest::Prompt::Text ? g.text : ctx.tok->decode(out.req.prompt);
-  }
+  // An echoed prompt as the client wrote it: a text prompt's text, a token prompt decoded.
+  auto echo = [&](const serving::GenerationRequest& one, const std::vector<int32_t>& prompt) {
+    if (g.echo) out.echo.push_back(one.prompt == serving::GenerationRequest::Prompt::Text ? one.text : ctx.tok->decode(prompt));
+  };
+  echo(g, out.req.prompt);
   out.req.branches = out.best_of;
   out.req.sum_logprobs = out.best_of > out.n;
   // A batch's other prompts, each prepared (tokenized, its room checked) as if sent alone.
@@ -318,6 +317,7 @@ ApiError prepare_call(const serving::GenerationRequest& g, const ParseContext& c
   std::vector<std::vector<int32_t>> token_lists = std::exchange(one.more_tokens, {});
   auto add = [&]() -> ApiError {
     TRY(api_error(serving::prepare_generation(one, ctx.prepare(), p)));
+    echo(one, p.req.prompt);
     out.req.more_prompts.push_back(std::move(p.req.prompt));
     return {};
   };

@@ -49,8 +49,9 @@ struct GenerationCall {
   ToolsRequest tools;       // chat: tool_choice none unless the request offers tools
   std::string prompt_text;  // for the audit log (only when enabled)
   std::string session;      // "session": continue from this saved session (the API loads it)
-  std::optional<std::string> echo;  // completions `echo`: the prompt's text, which the reply starts with
-  bool prompt_logprobs = false;     // echo with logprobs: the prompt is scored
+  // Completions `echo`: each prompt's text, which its choices start with (empty: no echo).
+  std::vector<std::string> echo;
+  bool prompt_logprobs = false;  // echo with logprobs: each prompt is scored
 };
 
 // "model" must be empty (the default) or one of the served names; the 404

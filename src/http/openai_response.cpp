@@ -10,11 +10,11 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
-json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int cache_write_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}, {"cache_write_tokens", cache_write_tokens}}}};
 }
 
 int cache_write_tokens(int prompt_tokens, int cached_tokens, int page_size, bool prefix_cache) {
@@ -63,6 +63,15 @@ json logprobs_json(const std::vector<serving::TokenLogprob>& lps, const Tokenize
   return {{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
+void settle_finish_reason(json& choice) {
+  const json& reason = choice["finish_reason"];
+  if (!reason.is_string()) return;
+  const std::string r = reason.get<std::string>();
+  if (r == "stop" || r == "length" || r == "tool_calls" || r == "function_call" || r == "content_filter") return;
+  choice["stride_finish_reason"] = r;
+  choice["finish_reason"] = "length";
+}
+
 json completion_json(const ResponseIds& ids, const std::string& text, const std::string& finish, const json& logprobs,
                      const json& usage) {
   json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", logprobs}};
@@ -82,6 +91,7 @@ json completion_json(const ResponseIds& ids, const std::string& text, const std:
 json delta_chunk_json(const ResponseIds& ids, const json& delta, const std::string& finish, const json& logprobs) {
   json choice = {{"index", 0}, {"logprobs", logprobs}};
   choice["finish_reason"] = finish.empty() ? json() : json(finish);
+  settle_finish_reason(choice);
   if (ids.chat) {
     choice["delta"] = delta;
   } else {

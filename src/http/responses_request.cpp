@@ -134,18 +134,37 @@ ApiError refuse_unsupported(const Fields& f) {
   bool background = false;
   STRIDE_API_TRY(f.opt_bool("background", background));
   if (background) return unsupported("background", "background responses are not supported");
-  if (const json* v = f.find("include"); v && !(v->is_array() && v->empty())) {
-    return unsupported("include", "'include' is not supported");
-  }
   if (const json* v = f.find("truncation"); v && *v != "disabled") {
     return unsupported("truncation", "only 'truncation': 'disabled' is supported");
   }
-  int top_logprobs = 0;
-  STRIDE_API_TRY(f.opt_int("top_logprobs", 0, 20, top_logprobs));
-  if (top_logprobs != 0) return unsupported("top_logprobs", "'top_logprobs' is not supported on /v1/responses");
   int64_t max_tool_calls = 0;
   STRIDE_API_TRY(f.opt_int("max_tool_calls", 0, 1 << 20, max_tool_calls));
   if (const json* v = f.find("stream_options"); v && !v->is_object()) return f.type_error("stream_options", "an object");
+  return {};
+}
+
+// include: of OpenAI's extra outputs only "message.output_text.logprobs",
+// which turns on the chat request's logprobs (top_logprobs alternatives per
+// token, 0 to 20). Without it top_logprobs asks for nothing, as in vLLM.
+ApiError read_include(const Fields& f, json& chat) {
+  constexpr const char* kLogprobs = "message.output_text.logprobs";
+  const json* include = f.find("include");
+  if (include && !include->is_array()) return f.type_error("include", "a list of strings");
+  bool logprobs = false;
+  for (const json& item : include ? *include : json::array()) {
+    if (!item.is_string()) return f.type_error("include", "a list of strings");
+    if (item != kLogprobs) {
+      return unsupported("include", "'include' value '" + item.get<std::string>() + "' is not supported (only " +
+                                        kLogprobs + ")");
+    }
+    logprobs = true;
+  }
+  int top_logprobs = 0;
+  STRIDE_API_TRY(f.opt_int("top_logprobs", 0, 20, top_logprobs));
+  if (logprobs) {
+    chat["logprobs"] = true;
+    chat["top_logprobs"] = top_logprobs;
+  }
   return {};
 }
 
@@ -197,6 +216,7 @@ ApiError parse_responses(const json& b, const ParseContext& ctx, ResponsesCall& 
   STRIDE_API_TRY(f.opt_int("max_output_tokens", kMinMaxOutputTokens, INT32_MAX, max_output));
   json chat = json::object();
   STRIDE_API_TRY(read_reasoning(f, chat));
+  STRIDE_API_TRY(read_include(f, chat));
   json messages = json::array();
   if (const json* v = f.find("instructions")) {
     if (!v->is_string()) return f.type_error("instructions", "a string");

@@ -1,7 +1,9 @@
 // KvManager::fork_sequence: a second sequence on the pages of a first.
 // Full pages are read-only once written (a sequence only ever writes at its
 // end), so both sequences may reference them; the open page is written by
-// both next, so each gets its own copy.
+// both next, so each gets its own copy. With a top-k hot set the pages the
+// parent moved to the tier are copied into owned slots of the child's
+// (TopkHotSet::fork_layer): a slot belongs to one sequence.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -14,7 +16,6 @@ namespace stride {
 
 Expected<KvManager::SeqId> KvManager::fork_sequence(SeqId parent) {
   if (!seqs_.valid(parent)) return InvalidArgument("KV manager: unknown sequence " + std::to_string(parent));
-  if (hot_) return Unsupported("KV manager: a sequence of a top-k hot set cannot be forked");
   const int64_t length = seqs_[parent].length;
   const int ps = cfg_.page_size;
   // The partly written page, when there is one: logical page length / ps.
@@ -24,11 +25,18 @@ Expected<KvManager::SeqId> KvManager::fork_sequence(SeqId parent) {
     if (open_page >= 0 && open_page < ls.pages.size() && ls.pages.table[(size_t)open_page] >= 0) ++n_copies;
   std::vector<int32_t> copies;
   STRIDE_RETURN_IF_ERROR(pages_.allocate(n_copies, copies));  // all or nothing
-  const Expected<SeqId> added = seqs_.add();
-  if (!added.ok()) {
+  std::vector<HotSetLayer> hot_layers(hot_ ? seqs_[parent].layers.size() : 0);
+  auto undo = [&](const Status& why) {
+    for (HotSetLayer& hs : hot_layers) hot_->drop_tier(hs);
     for (const int32_t page : copies) pages_.release(page);
-    return added.status();
+    return why;
+  };
+  for (size_t l = 0; l < hot_layers.size(); ++l) {
+    const KvLayerState& ls = seqs_[parent].layers[l];
+    if (const Status st = hot_->fork_layer(ls.pages, ls.hot, hot_layers[l]); !st.ok()) return undo(st);
   }
+  const Expected<SeqId> added = seqs_.add();
+  if (!added.ok()) return undo(added.status());
   const SeqId child = *added;
   const KvSequence& from = seqs_[parent];  // add() may have grown the table: take the reference after it
   KvSequence& to = seqs_[child];
@@ -45,6 +53,7 @@ Expected<KvManager::SeqId> KvManager::fork_sequence(SeqId parent) {
     const PageTable& src = from.layers[l].pages;
     PageTable& dst = to.layers[l].pages;
     dst.scan_from = src.scan_from;
+    if (hot_) to.layers[l].hot = std::move(hot_layers[l]);
     const int64_t n_logical = std::min<int64_t>(src.size(), (length + ps - 1) / ps);
     for (int64_t L = 0; L < n_logical; ++L) {
       const int32_t page = src.table[(size_t)L];

@@ -90,8 +90,8 @@ class KvManager final : public StepKv {
   // shared (one more reference each), its last, partly written page copied,
   // since both sequences write their next tokens there. Parallel sampling's
   // branches start this way from one prefilled prompt. ResourceExhausted
-  // when the pool cannot take the copies; Unsupported with a top-k hot set
-  // (its tier state is per sequence). Nothing changes on error.
+  // when the pool cannot take the copies, or (top-k hot set) the tier the
+  // copies of the parent's cold pages. Nothing changes on error.
   Expected<SeqId> fork_sequence(SeqId parent);
   // A new sequence whose first position is first_pos (a multiple of the
   // page size; kv_shard_sequence.cpp): one shard of a sequence spread by

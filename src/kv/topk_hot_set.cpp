@@ -270,6 +270,31 @@ void TopkHotSet::drop_pages_from(const PageTable& pt, HotSetLayer& hs, int64_t f
   }
 }
 
+Status TopkHotSet::fork_layer(const PageTable& pt, const HotSetLayer& from, HotSetLayer& to) {
+  to.last_pick = from.last_pick;
+  to.prefetched = from.prefetched;
+  to.cold_sums = from.cold_sums;
+  to.step = from.step;
+  to.tier_key.assign(from.tier_key.size(), 0);
+  to.prefix_key.assign(from.prefix_key.size(), PrefixKey{});
+  to.prefix_known.assign(from.prefix_key.size(), 0);  // its slots are its own, never the cache's
+  for (size_t L = 0; L < from.tier_key.size(); ++L) {
+    if (from.tier_key[L] == 0 || (L < pt.table.size() && pt.table[L] >= 0)) continue;
+    {
+      std::optional<PinnedPage> slot = tier_.pin(from.tier_key[L], TierSpace::Owned);
+      if (!slot) return Internal("top-k hot set: an owned tier slot is missing");  // owned slots are never evicted
+      const std::span<const uint8_t> image = slot->bytes();
+      if (image.size() != slot_image_.size()) return Internal("top-k hot set: a tier slot of another size");
+      std::copy(image.begin(), image.end(), slot_image_.begin());
+    }
+    const uint64_t key = next_key_++;
+    STRIDE_RETURN_IF_ERROR(tier_.put(key, slot_image_, TierSpace::Owned));
+    to.tier_key[L] = key;
+    ++to.pages_in_tier;
+  }
+  return Status::Ok();
+}
+
 void TopkHotSet::drop_tier(HotSetLayer& hs) {
   for (size_t L = 0; L < hs.tier_key.size(); ++L)
     if (hs.tier_key[L] != 0) release_slot(hs, L);

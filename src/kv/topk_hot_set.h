@@ -86,6 +86,12 @@ class TopkHotSet {
   // The sequence ends: frees the layer's owned slots (or hands those of
   // prefix pages to the tier's cache space).
   void drop_tier(HotSetLayer& hs);
+  // A fork's state of one layer (`to`, empty before): the parent's selection
+  // history and key summaries, and an owned slot of its own for each page
+  // whose image is only in the tier (a page back in the pool is shared, as
+  // any full page, and saved afresh if the child moves it out). A refused
+  // slot fails the call; `to` then holds the slots made so far (drop_tier).
+  Status fork_layer(const PageTable& pt, const HotSetLayer& from, HotSetLayer& to);
 
  private:
   // Moves one page out; *freed: its pool page went back to the pool (it was

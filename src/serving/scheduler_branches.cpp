@@ -74,6 +74,7 @@ void Scheduler::fork_branches(Sequence& first, std::deque<std::unique_ptr<Sequen
     }
     b->seq = *seq;
     b->n_cached = first.n_cached;
+    b->prompt_scored = true;  // the first branch scored the shared prompt (echo with logprobs)
     b->logits = first.logits;  // before the first branch's grammar mask and sampling touch them
     b->want_logits = true;
     owners.push_back(b.get());

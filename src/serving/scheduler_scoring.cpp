@@ -19,11 +19,11 @@ constexpr int kScoringChunk = 64;
 }  // namespace
 
 void plan_prompt_rows(Scheduler::Sequence& s, SequenceStep& st, Engine& engine) {
-  const int64_t prompt = (int64_t)s.req().prompt.size();
+  const int64_t prompt = (int64_t)s.prompt().size();
   if (s.prompt_logprobs.empty()) {
     // The first token is predicted by nothing.
     TokenLogprob first;
-    first.id = s.req().prompt[0];
+    first.id = s.prompt()[0];
     first.logprob = std::numeric_limits<float>::quiet_NaN();
     s.prompt_logprobs.push_back(first);
   }
@@ -36,7 +36,7 @@ void plan_prompt_rows(Scheduler::Sequence& s, SequenceStep& st, Engine& engine) 
 
 void score_prompt_rows(Scheduler::Sequence& s, const SequenceStep& st, Engine& engine) {
   const int n_vocab = engine.config().n_vocab;
-  const std::vector<int32_t>& prompt = s.req().prompt;
+  const std::vector<int32_t>& prompt = s.prompt();  // this sequence's, in a batch of prompts
   const int64_t pos0 = s.n_cached;  // the chunk's first position (n_cached not yet advanced)
   // Rows whose next token is still a prompt token.
   const int rows = (int)std::clamp<int64_t>((int64_t)prompt.size() - 1 - pos0, 0, st.n);
@@ -54,6 +54,7 @@ void score_prompt_rows(Scheduler::Sequence& s, const SequenceStep& st, Engine& e
   s.prompt_scored = true;
   s.prompt_rows = {};
   Event ev;
+  ev.index = s.choice;
   ev.prompt_logprobs = std::move(s.prompt_logprobs);
   s.prompt_logprobs.clear();
   s.ch->push(std::move(ev));

@@ -16,6 +16,7 @@ import numpy as np
 import openai
 import pytest
 
+import official_spec as spec
 from stride_server import ROOT, SMOL, StrideServer
 
 SMOL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -219,6 +220,74 @@ def test_streamed_echo_sends_the_prompt_first(client):
     assert text == PROMPT + plain.choices[0].text
     no_lp = list(client.completions.create(model=SMOL_NAME, prompt=PROMPT, max_tokens=0, echo=True, stream=True))
     assert no_lp[0].choices[0].text == PROMPT
+
+
+def assert_prompt_scored(smol_llama, lp, text, n_prompt_tokens=None):
+    """`lp` (a choice's log-probs) starts with the prompt `text`, scored as llama.cpp scores it."""
+    ids = smol_llama.tokenize(text.encode(), add_bos=False, special=False)
+    assert "".join(lp.tokens[:len(ids)]) == text and lp.token_logprobs[0] is None
+    want, _ = llama_prompt_logprobs(smol_llama, ids)
+    assert np.abs(np.array(lp.token_logprobs[1:len(ids)]) - want).max() <= MAX_LOGPROB_DIFF
+
+
+BATCH = ["The quick brown fox jumps over the lazy dog.", "One, two, three, four", PROMPT]
+
+
+@pytest.mark.parametrize("as_tokens", [False, True])
+def test_batched_prompts_are_each_echoed_and_scored(client, smol_llama, as_tokens):
+    """The scoring use over a batch (lm-eval style): each choice is its own prompt, echoed and scored."""
+    prompts = [smol_llama.tokenize(t.encode(), add_bos=False, special=False) for t in BATCH] if as_tokens else BATCH
+    raw = client.completions.with_raw_response.create(model=SMOL_NAME, prompt=prompts, max_tokens=0, echo=True,
+                                                      logprobs=1)
+    spec.assert_valid("CreateCompletionResponse", raw.http_response.json())
+    r = raw.parse()
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    for c, text in zip(r.choices, BATCH):
+        assert c.text == text and c.finish_reason == "length"
+        assert len(c.logprobs.tokens) == len(smol_llama.tokenize(text.encode(), add_bos=False, special=False))
+        assert_prompt_scored(smol_llama, c.logprobs, text)
+    assert r.usage.prompt_tokens == sum(len(c.logprobs.tokens) for c in r.choices)
+
+
+def test_echo_with_n_branches_and_a_batch(client, smol_llama):
+    """n = 2 over two prompts: every branch starts with its prompt and its prompt's log-probs (scored once,
+    on the pages the branches share), then its own tokens; greedy branches equal the plain greedy answer."""
+    prompts = [PROMPT, BATCH[1]]
+    raw = client.completions.with_raw_response.create(model=SMOL_NAME, prompt=prompts, n=2, max_tokens=4,
+                                                      temperature=0, echo=True, logprobs=1)
+    spec.assert_valid("CreateCompletionResponse", raw.http_response.json())
+    r = raw.parse()
+    assert len(r.choices) == 4
+    for c in r.choices:
+        text = prompts[c.index // 2]
+        plain = client.completions.create(model=SMOL_NAME, prompt=text, max_tokens=4, temperature=0)
+        assert c.text == text + plain.choices[0].text
+        assert "".join(c.logprobs.tokens) == c.text
+        assert c.logprobs.text_offset == [len("".join(c.logprobs.tokens[:i])) for i in range(len(c.logprobs.tokens))]
+        assert_prompt_scored(smol_llama, c.logprobs, text)
+    # Each prompt counted once.
+    assert r.usage.prompt_tokens == sum(len(smol_llama.tokenize(t.encode(), add_bos=False, special=False))
+                                        for t in prompts)
+
+
+@pytest.mark.parametrize("logprobs", [None, 1])
+def test_streamed_echo_of_a_batch_with_n(client, logprobs):
+    prompts = [PROMPT, BATCH[1]]
+    chunks = list(client.completions.with_raw_response.create(
+        model=SMOL_NAME, prompt=prompts, n=2, max_tokens=3, temperature=0, echo=True, logprobs=logprobs,
+        stream=True).parse())
+    texts = {}
+    for c in chunks:
+        spec.assert_completion_chunk_valid(c.model_dump(mode="json", exclude_unset=True))
+        for ch in c.choices:
+            if ch.index not in texts:
+                assert ch.text == prompts[ch.index // 2], (ch.index, ch.text)  # the echo comes first
+                if logprobs:
+                    assert ch.logprobs.token_logprobs[0] is None
+            texts[ch.index] = texts.get(ch.index, "") + ch.text
+    for i in range(4):
+        plain = client.completions.create(model=SMOL_NAME, prompt=prompts[i // 2], max_tokens=3, temperature=0)
+        assert texts[i] == prompts[i // 2] + plain.choices[0].text
 
 
 def test_echo_is_completions_only(srv):

@@ -91,6 +91,15 @@ def test_response_and_stream(client):
     assert "response.output_text.delta" in types
 
 
+def assert_cache_reads_and_writes(n, first, again):
+    """The cache details of a prompt of n tokens sent twice: whole pages are written, then read, but for the
+    page of the last token, which is always computed."""
+    assert n > 3 * PAGE
+    assert first.cached_tokens == 0 and first.cache_write_tokens == n // PAGE * PAGE
+    assert again.cached_tokens == (n - 1) // PAGE * PAGE
+    assert again.cache_write_tokens == n // PAGE * PAGE - (n - 1) // PAGE * PAGE
+
+
 def test_response_reports_cache_reads_and_writes(client):
     """The first request computes the prompt and writes its whole pages to the prefix cache; the same
     prompt again reads them (all but the page of its last token, which is always computed)."""
@@ -99,12 +108,37 @@ def test_response_reports_cache_reads_and_writes(client):
                input="Count the words of this sentence, which is long enough to fill a few pages of the cache. " * 3)
     first = client.responses.create(**ask).usage
     again = client.responses.create(**ask).usage
-    n = first.input_tokens
-    assert again.input_tokens == n and n > 3 * PAGE
-    assert first.input_tokens_details.cached_tokens == 0
-    assert first.input_tokens_details.cache_write_tokens == n // PAGE * PAGE
-    assert again.input_tokens_details.cached_tokens == (n - 1) // PAGE * PAGE
-    assert again.input_tokens_details.cache_write_tokens == n // PAGE * PAGE - (n - 1) // PAGE * PAGE
+    assert again.input_tokens == first.input_tokens
+    assert_cache_reads_and_writes(first.input_tokens, first.input_tokens_details, again.input_tokens_details)
+
+
+@pytest.mark.parametrize("route", ["chat", "completions"])
+def test_completion_usage_reports_cache_writes(client, route):
+    """chat/completions usage carries prompt_tokens_details.cache_write_tokens where the official client reads
+    it: the first request writes the whole pages of its prompt, the same prompt again only what the cache did
+    not already hold (the page of its last token, which is always computed, when that page is whole)."""
+    text = f"Spell the words of this {route} sentence, which is long enough to fill a few pages of the cache. " * 3
+    if route == "chat":
+        # A system turn of its own: the template's default one would share a page with the other tests' prompts.
+        ask = dict(model=MODEL, max_tokens=2, messages=[{"role": "system", "content": f"Spell ({route})."},
+                                                        {"role": "user", "content": text}])
+        create = client.chat.completions.with_raw_response.create
+        schema = "CreateChatCompletionResponse"
+    else:
+        ask = dict(model=MODEL, max_tokens=2, prompt=text)
+        create = client.completions.with_raw_response.create
+        schema = "CreateCompletionResponse"
+    raw = [create(**ask) for _ in range(2)]
+    for r in raw:
+        spec.assert_valid(schema, r.http_response.json())
+    first, again = (r.parse().usage for r in raw)
+    assert again.prompt_tokens == first.prompt_tokens
+    assert_cache_reads_and_writes(first.prompt_tokens, first.prompt_tokens_details, again.prompt_tokens_details)
+    # The streamed usage chunk says the same.
+    chunks = list(client.chat.completions.create(**ask, stream=True, stream_options={"include_usage": True})
+                  if route == "chat" else
+                  client.completions.create(**ask, stream=True, stream_options={"include_usage": True}))
+    assert chunks[-1].usage.prompt_tokens_details.cache_write_tokens == again.prompt_tokens_details.cache_write_tokens
 
 
 def test_embeddings_default_base64_and_float(client):

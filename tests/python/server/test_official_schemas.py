@@ -156,6 +156,58 @@ def test_response_stream_events(srv, variant):
     spec.assert_valid("Response", last["response"], "the final response object")
 
 
+# ---- requests the server ended (request_timeout_s) ----
+
+@pytest.fixture(scope="module")
+def hasty():
+    """A server whose requests all time out: every deadline passes within the first step."""
+    s = StrideServer(SMOL, extra_args=["--kv-budget", "16M", "--served-model-name", MODEL, "--request-timeout", "0.001"])
+    yield s
+    s.__exit__(None, None, None)
+
+
+TIMED_OUT = {"/v1/chat/completions": {"messages": HI, "max_tokens": 64},
+             "/v1/completions": {"prompt": "Once upon a", "max_tokens": 64},
+             "/v1/responses": {"input": "Hi", "max_output_tokens": 64}}
+
+
+def finished_choices(objects):
+    return [ch for o in objects for ch in o.get("choices", []) if ch.get("finish_reason")]
+
+
+@pytest.mark.parametrize("path", list(TIMED_OUT))
+def test_timed_out_body_keeps_to_the_spec(hasty, path):
+    body = post_json(hasty, path, dict(TIMED_OUT[path], model=MODEL))
+    if path == "/v1/responses":
+        spec.assert_valid("Response", body)
+        assert body["status"] == "incomplete" and body["incomplete_details"] == {"reason": "max_output_tokens"}
+        assert body["stride_finish_reason"] == "timeout"
+        return
+    spec.assert_valid("CreateChatCompletionResponse" if "chat" in path else "CreateCompletionResponse", body)
+    (choice,) = body["choices"]
+    assert choice["finish_reason"] == "length" and choice["stride_finish_reason"] == "timeout", choice
+
+
+@pytest.mark.parametrize("path", list(TIMED_OUT))
+def test_timed_out_stream_keeps_to_the_spec(hasty, path):
+    responses = path == "/v1/responses"
+    events = [ev for _, ev in sse(hasty, path, dict(TIMED_OUT[path], model=MODEL, stream=True),
+                                  done_marker=not responses)]
+    if responses:
+        for ev in events:
+            spec.assert_stream_event_valid(ev)
+        assert events[-1]["type"] == "response.incomplete"
+        assert events[-1]["response"]["stride_finish_reason"] == "timeout"
+        return
+    for c in events:
+        if "chat" in path:
+            spec.assert_valid("CreateChatCompletionStreamResponse", c, f"the chunk {c}")
+        else:
+            spec.assert_completion_chunk_valid(c)
+    (choice,) = finished_choices(events)
+    assert choice["finish_reason"] == "length" and choice["stride_finish_reason"] == "timeout", choice
+
+
 # ---- embeddings ----
 
 @pytest.mark.parametrize("inp", ["Hello", ["Hello", "world"], [1, 2, 3], [[1, 2], [3, 4, 5]]])

@@ -253,3 +253,25 @@ def test_branches_that_find_no_pages_to_fork_wait_and_still_finish():
         assert [ch.text for ch in many.choices] == singles
         assert m["stride_kv_forks_total"] < 3, m["stride_kv_forks_total"]
         assert many.usage.completion_tokens == 32
+
+
+def test_branches_fork_under_a_top_k_hot_set():
+    """With top-k's hot set (resident=N and an offload tier) the prompt's pages in the tier are copied into
+    each branch's own slots at the fork: the branches fork rather than prefill again, and still equal single
+    requests with successive seeds."""
+    with StrideServer(SMOL, extra_args=["--kv-budget", "64M", "--attention", "topk:sparsity=0.8,resident=4"],
+                      env={"STRIDE_KV_OFFLOAD_BYTES": "256M", "STRIDE_MAX_BATCH": "4"}) as s:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+        ids = json.loads(s.post("/tokenize", {"prompt": long_prompt("pear")})[2])["tokens"]
+        kw = dict(model=MODEL, prompt=ids, max_tokens=8, temperature=1.0, seed=5, extra_body={"ignore_eos": True})
+        before = s.metrics()
+        many = c.completions.create(n=3, **kw)
+        m = s.metrics()
+        assert m["stride_kv_topk_pages_offloaded_total"] > 0, "the hot set moved nothing to the tier"
+        assert m["stride_kv_forks_total"] - before["stride_kv_forks_total"] == 2
+        assert m["stride_prompt_tokens_total"] - before["stride_prompt_tokens_total"] == many.usage.prompt_tokens
+        singles = [c.completions.create(**{**kw, "seed": 5 + j}).choices[0].text for j in range(3)]
+        assert [ch.text for ch in many.choices] == singles
+        end = s.metrics()
+        assert end["stride_kv_cache_pages_used"] == 0 and end["stride_kv_topk_offload_refused_total"] == 0
+

@@ -12,6 +12,7 @@ import jsonschema
 import openai
 import pytest
 
+import official_spec as spec
 from stride_server import GEMMA, SMOL, StrideServer
 
 NAMES = ["smol", "smollm2-135m", "team/default"]
@@ -138,6 +139,47 @@ def test_streamed_events_accumulate_to_the_full_response(client):
     assert events[-1].response.usage.output_tokens == full.usage.output_tokens
 
 
+LOGPROBS = "message.output_text.logprobs"
+
+
+def test_logprobs_equal_chat_greedy(client):
+    """include ["message.output_text.logprobs"] puts each output token's log-prob, with top_logprobs alternatives,
+    on the output_text part, as chat completions reports them for the same prompt (OpenAI's LogProb shape)."""
+    kw = dict(model=NAMES[0], max_output_tokens=20, temperature=0)
+    raw = client.responses.with_raw_response.create(input="Name a colour.", include=[LOGPROBS], top_logprobs=3, **kw)
+    spec.assert_valid("Response", raw.http_response.json())
+    part = raw.parse().output[0].content[0]
+    chat = client.chat.completions.create(model=NAMES[0], messages=[{"role": "user", "content": "Name a colour."}],
+                                          max_tokens=20, temperature=0, logprobs=True, top_logprobs=3)
+    want = chat.choices[0].logprobs.content
+    assert len(part.logprobs) == len(want) == chat.usage.completion_tokens
+    for got, ref in zip(part.logprobs, want):
+        assert (got.token, got.bytes) == (ref.token, ref.bytes)
+        assert got.logprob == pytest.approx(ref.logprob, abs=1e-5)
+        assert [t.token for t in got.top_logprobs] == [t.token for t in ref.top_logprobs] and len(got.top_logprobs) == 3
+        # Greedy: the sampled token is the likeliest alternative.
+        assert got.top_logprobs[0].token == got.token
+    assert "".join(t.token for t in part.logprobs) == part.text
+    # Without the include, top_logprobs asks for nothing.
+    plain = client.responses.create(input="Name a colour.", top_logprobs=3, **kw)
+    assert plain.output[0].content[0].logprobs == [] and plain.output_text == part.text
+
+
+def test_streamed_logprobs_add_up_to_the_full_ones(client):
+    kw = dict(model=NAMES[0], input="Write a word.", max_output_tokens=16, temperature=0, include=[LOGPROBS],
+              top_logprobs=1)
+    full = client.responses.create(**kw).output[0].content[0].logprobs
+    events = list(client.responses.create(stream=True, **kw))
+    for e in events:
+        spec.assert_stream_event_valid(e.model_dump(mode="json", exclude_unset=True))
+    deltas = [lp for e in events if e.type == "response.output_text.delta" for lp in e.logprobs]
+    done = next(e for e in events if e.type == "response.output_text.done")
+    assert full and [lp.token for lp in deltas] == [lp.token for lp in full] == [lp.token for lp in done.logprobs]
+    assert [lp.logprob for lp in deltas] == pytest.approx([lp.logprob for lp in full], abs=1e-5)
+    final = events[-1].response.output[0].content[0].logprobs
+    assert [lp.model_dump() for lp in final] == [lp.model_dump() for lp in done.logprobs]
+
+
 def test_json_schema_format_validates(client):
     schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
                                                "population": {"type": "integer", "minimum": 0}},
@@ -173,6 +215,9 @@ def test_json_schema_format_validates(client):
     ({"input": "hi", "text": {"format": {"type": "xml"}}}, "text.format"),
     ({"input": "hi", "text": {"format": {"type": "json_schema", "schema": {"type": "nope"}}}}, "text.format"),
     ({"input": "hi", "stream": "yes"}, "stream"),
+    ({"input": "hi", "include": ["reasoning.encrypted_content"]}, "include"),
+    ({"input": "hi", "include": "message.output_text.logprobs"}, "include"),
+    ({"input": "hi", "include": [LOGPROBS], "top_logprobs": 21}, "top_logprobs"),
 ])
 def test_bad_requests_name_the_field(srv, body, param):
     status, _, raw = srv.post("/v1/responses", {"model": srv.model_name, **body})

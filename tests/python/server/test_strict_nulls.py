@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from official_spec import errors as spec_errors, schemas as spec_schemas
 from stride_server import ROOT, SMOL, StrideServer
@@ -82,6 +83,56 @@ def test_null_is_refused_exactly_where_the_spec_has_no_null(srv, path):
             assert set(out["error"]) == {"message", "type", "param", "code"}, out
             refused.append(field)
     assert refused and (allowed or path == "/v1/embeddings"), (refused, allowed)
+
+
+OURS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
+        "/v1/responses": "ResponseRequest", "/v1/embeddings": "EmbeddingRequest"}
+
+
+@pytest.fixture(scope="module")
+def ours():
+    with open(os.path.join(ROOT, "docs", "openapi.yaml")) as f:
+        return yaml.safe_load(f)["components"]["schemas"]
+
+
+def _our_resolved(ours, node):
+    while "$ref" in node:
+        node = ours[node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def _our_properties(ours, node):
+    node = _our_resolved(ours, node)
+    out = {}
+    for part in node.get("allOf", []):
+        out.update(_our_properties(ours, part))
+    out.update(node.get("properties", {}))
+    return out
+
+
+def _our_nullable(ours, node):
+    node = _our_resolved(ours, node)
+    t = node.get("type")
+    if node.get("nullable") is True or t == "null" or (isinstance(t, list) and "null" in t):
+        return True
+    return any(_our_nullable(ours, m) for k in ("anyOf", "oneOf") for m in node.get(k, []))
+
+
+@pytest.mark.parametrize("path", list(OURS))
+def test_our_document_says_where_null_is_refused(srv, ours, path):
+    """docs/openapi.yaml's request bodies, field by field, against what the server does with null: a field the
+    document marks nullable answers as if it were left out, any other is a 400 naming it."""
+    _, base = BASE[path]
+    fields = _our_properties(ours, {"$ref": f"#/components/schemas/{OURS[path]}"})
+    assert len(fields) >= 5
+    wrong = []
+    for field, schema in sorted(fields.items()):
+        status, out = post(srv, path, {**base, field: None})
+        refused = status == 400 and error_param(status, out) == field
+        if _our_nullable(ours, schema) == refused:
+            wrong.append((field, "nullable" if not refused else "not nullable", status,
+                          out["error"]["message"] if refused else None))
+    assert not wrong, f"docs/openapi.yaml's {OURS[path]} disagrees with the server: {wrong}"
 
 
 def test_the_servers_table_matches_the_spec():

@@ -148,6 +148,27 @@ def test_chat_streams_the_same_answer_as_the_api(srv, browser):
     assert not severe_console_errors(browser)
 
 
+def test_without_the_model_list_the_page_says_why(srv, browser):
+    """No API key: /v1/models is a 401, so the page has no model name to send (the server requires one);
+    sending says so instead of sending a request the server refuses, and entering the key recovers."""
+    browser.get(srv.url + "/#chat")
+    browser.execute_script("localStorage.removeItem('stride.apiKey');")
+    browser.refresh()
+    wait(browser, lambda d: status(d).startswith("models: 401"))
+    send(browser, "Hello")
+    wait(browser, lambda d: status(d).startswith("no model to ask"))
+    assert "enter the API key" in status(browser)
+    assert assistant_texts(browser) == [] and browser.find_element(By.ID, "prompt").get_attribute("value") == "Hello"
+    key = browser.find_element(By.ID, "api-key")
+    key.send_keys(API_KEY)
+    browser.find_element(By.ID, "prompt").click()  # the key field's change event loads the list
+    wait(browser, lambda d: d.find_element(By.ID, "model").get_attribute("value") == "smol")
+    set_field(browser, "max-tokens", 4)
+    browser.find_element(By.ID, "send").click()
+    wait(browser, lambda d: status(d) == "done" and len(assistant_texts(d)) == 1)
+    browser.get_log("browser")  # the 401s above
+
+
 def test_stop_cancels_the_request_on_the_server(srv, browser):
     open_ui(browser, srv)
     set_field(browser, "temperature", 0.8)
