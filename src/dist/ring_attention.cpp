@@ -8,7 +8,7 @@ namespace stride::dist {
 Status RingAttention::attend(int layer, const AttentionParams& params, const float* q, int n, float* out,
                              ThreadPool& threads) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<int32_t>* table = kv_.page_table(seq_, layer);
+  const std::vector<int32_t>* table = kv_.sequences().page_table(seq_, layer);
   if (!table) return InvalidArgument("ring attention: unknown sequence " + std::to_string(seq_));
   const int ps = kv_.config().page_size;
   ShardedLayer shard_layer{&kv_.pool(), KvShard{pos_begin_, pos_end_, {}}, kv_.layer_policy(layer), params};

@@ -53,8 +53,8 @@ TEST(KvShardSequence, HoldsItsPositionsOnlyInPagesOfItsOwn) {
   ASSERT_TRUE(kv->commit(*plan).ok());
   EXPECT_EQ(kv->length(*seq), kFirst + kN);
   for (int l = 0; l < kLayers; ++l) {
-    EXPECT_EQ(kv->pages_held(*seq, l), 3);  // positions 64..103: pages 4, 5, 6
-    const std::vector<int32_t>& table = *kv->page_table(*seq, l);
+    EXPECT_EQ(kv->sequences().pages_held(*seq, l), 3);  // positions 64..103: pages 4, 5, 6
+    const std::vector<int32_t>& table = *kv->sequences().page_table(*seq, l);
     ASSERT_EQ(table.size(), 7u);
     for (int p = 0; p < 4; ++p) EXPECT_EQ(table[(size_t)p], -1) << "page " << p;
     for (int i = 0; i < kN; ++i) {
@@ -117,7 +117,7 @@ TEST(KvShardSequence, AWindowReleasesItsPagesAsOnOneHost) {
   ASSERT_TRUE(plan.ok());
   ASSERT_TRUE(kv->commit(*plan).ok());
   // At length 112 the next query (112) sees keys 97..112: pages 6 (96..111) and 7 on.
-  for (int l = 0; l < kLayers; ++l) EXPECT_EQ(kv->pages_held(*seq, l), 1) << "layer " << l;
+  for (int l = 0; l < kLayers; ++l) EXPECT_EQ(kv->sequences().pages_held(*seq, l), 1) << "layer " << l;
 }
 
 TEST(KvShardSequence, StartsOnlyAtAPageBoundary) {

@@ -26,7 +26,7 @@ class OwnPagesAttention final : public ShardedAttention {
     calls.push_back({layer, n});
     if (layer == fail_at_) return IoError("a peer is gone");
     const int ps = kv_.config().page_size;
-    const std::vector<int32_t>& table = *kv_.page_table(seq_, layer);
+    const std::vector<int32_t>& table = *kv_.sequences().page_table(seq_, layer);
     const int64_t q_pos0 = kv_.length(seq_);
     AttentionPlan plan = plan_attention(kv_.layer_policy(layer), table, ps, q_pos0 + n, q_pos0, n, default_q_block(n));
     plan.work = partition_work(plan, ps, kv_.config().n_kv_heads);
