@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dist/ring_attention.h"
+#include "dist/shard_step.h"
 #include "kv/scoped_sequence.h"
 
 namespace stride::dist {
@@ -16,35 +17,10 @@ namespace {
 
 constexpr uint32_t kLogitsTag = 1;  // a rank's logits rows to rank 0
 
-// FNV-1a over the ids, so the ranks can check that they were given one prompt.
-int64_t prompt_digest(const std::vector<int32_t>& ids) {
-  uint64_t h = 1469598103934665603ull;
-  for (const int32_t id : ids) {
-    h ^= (uint32_t)id;
-    h *= 1099511628211ull;
-  }
-  return (int64_t)(h >> 2);  // non-negative, so its negation is exact
-}
-
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-// One step of the shard's tokens, its attention through `ring`.
-Status run_shard_step(Engine& engine, const SequenceStep& step, RingAttention& ring) {
-  Transformer& model = engine.model();
-  KvManager& kv = engine.kv();
-  const int chunk = model.max_chunk();
-  model.set_max_chunk(std::max(chunk, step.n));
-  Status st = [&]() -> Status {
-    STRIDE_ASSIGN_OR_RETURN(StepPlan plan, kv.prepare(std::span<const SequenceStep>(&step, 1)));
-    STRIDE_RETURN_IF_ERROR(model.forward_batch(kv, plan, engine.pool(), &ring));
-    return kv.commit(plan);
-  }();
-  model.set_max_chunk(chunk);
-  return st;
 }
 
 }  // namespace
@@ -67,10 +43,7 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
   for (const PolicySpec& p : engine.layer_policies())
     if (p.kind == PolicyKind::TopK) return Unsupported("top-k attention is not supported across shard ranks yet");
   if (ids.empty()) return InvalidArgument("score: no tokens");
-  const int64_t digest = prompt_digest(ids);
-  int64_t agree[2] = {digest, -digest};
-  STRIDE_RETURN_IF_ERROR(group.allreduce_max(agree, 2));
-  if (agree[0] != -agree[1]) return InvalidArgument("the shard ranks were given different prompts");
+  STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, ids));
 
   KvManager& kv = engine.kv();
   const int ps = kv.config().page_size;
