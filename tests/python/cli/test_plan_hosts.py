@@ -51,7 +51,7 @@ def test_kv_per_rank_is_the_shard_of_the_context(hosts, kv, bytes_per_value, sca
 def test_host_memory_gives_the_fewest_hosts_that_hold_the_context(info):
     context = 1 << 20
     one = plan("--context", str(context), "--hosts", "1")["shard"]
-    for memory in [one["total_bytes_per_rank"] // 3, one["total_bytes_per_rank"] // 5, 2 << 30]:
+    for memory in [one["total_bytes_per_rank"] // d for d in (2, 3, 5, 8)]:
         s = plan("--context", str(context), "--host-memory", str(memory))["shard"]
         assert s["total_bytes_per_rank"] <= memory
         assert s["kv_bytes_per_rank"] == kv_bytes_per_rank(info, context, s["hosts"], 2)

@@ -10,6 +10,7 @@ Needs root (CAP_NET_ADMIN); the namespaces are removed in every path."""
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -81,12 +82,28 @@ def hosts_of():
 
 
 def test_namespaces_are_separate_hosts(hosts_of):
-    """The rank namespaces reach each other through the bridge only, and not at loopback."""
+    """A rank namespace reaches another's address through the bridge, but not at its own loopback."""
     h = hosts_of(2)
-    ping = subprocess.run(h.wrap(0, ["ping", "-c", "1", "-W", "5", h.address(1)]), capture_output=True, text=True)
-    assert ping.returncode == 0, ping.stdout + ping.stderr
-    own = subprocess.run(h.wrap(0, ["ip", "-o", "-4", "addr"]), capture_output=True, text=True).stdout
-    assert h.address(0) in own and h.address(1) not in own
+    listen = ("import socket; s = socket.socket(); s.bind(('0.0.0.0', 5555)); s.listen(); s.settimeout(30); "
+              "c, _ = s.accept(); c.sendall(b'ok')")
+    server = subprocess.Popen(h.wrap(1, [sys.executable, "-c", listen]))
+    try:
+        connect = ("import socket, sys, time\n"
+                   "for _ in range(100):\n"
+                   "    try:\n"
+                   "        c = socket.create_connection((sys.argv[1], 5555), timeout=5); break\n"
+                   "    except ConnectionRefusedError:\n"
+                   "        time.sleep(0.1)\n"
+                   "print(c.recv(2).decode())")
+        peer = subprocess.run(h.wrap(0, [sys.executable, "-c", connect, h.address(1)]), capture_output=True,
+                              text=True, timeout=60)
+        assert peer.stdout.strip() == "ok", peer.stderr
+        own = subprocess.run(h.wrap(0, [sys.executable, "-c", "import socket; socket.create_connection(('127.0.0.1', 5555))"]),
+                             capture_output=True, text=True, timeout=60)
+        assert "ConnectionRefusedError" in own.stderr, own.stdout + own.stderr
+    finally:
+        server.kill()
+        server.wait()
 
 
 @pytest.mark.parametrize("world", [2, 4])
