@@ -50,7 +50,10 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
     j["pos_begin"] = r->shard.pos_begin;
     j["pos_end"] = r->shard.pos_end;
     j["prefill_seconds"] = r->prefill_seconds;
+    j["prefill_cpu_seconds"] = r->prefill_cpu_seconds;
     j["decode_seconds"] = r->decode_seconds;
+    j["decode_cpu_seconds"] = r->decode_cpu_seconds;
+    j["prefill_bytes_sent"] = r->prefill_bytes_sent;
     j["payload_bytes_sent"] = r->payload_bytes_sent;
     const KvStats ks = engine.kv().stats();
     j["peak_kv_bytes"] = ks.peak_pages_used * ks.bytes_per_page;

@@ -37,14 +37,13 @@ Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, co
     if (p.kind == PolicyKind::TopK) return Unsupported("top-k attention is not supported across shard ranks yet");
   if (prompt.empty()) return InvalidArgument("the prompt is empty");
   if (!engine.tokenizer()) return Unsupported("generation needs a tokenizer (GGUF model)");
-  STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, prompt));
-
   KvManager& kv = engine.kv();
   const int n_vocab = engine.config().n_vocab;
   const int64_t n = (int64_t)prompt.size();
   const int root = group.world() - 1, rank = group.rank();
   ShardGeneration r;
-  STRIDE_ASSIGN_OR_RETURN(r.shard, shard_positions(n, group.world(), rank, kv.config().page_size));
+  STRIDE_ASSIGN_OR_RETURN(r.shard, group_shard_positions(n, group, kv.config().page_size));
+  STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, prompt));
   STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(r.shard.pos_begin));
   ScopedSequence seq(kv, sid);
 
@@ -55,9 +54,12 @@ Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, co
   step.n = (int)r.shard.tokens();
   step.logits = logits.data();
   auto t0 = std::chrono::steady_clock::now();
+  double cpu0 = process_cpu_seconds();
   RingAttention ring(group, kv, sid, r.shard.pos_begin, r.shard.pos_end);
   STRIDE_RETURN_IF_ERROR(run_shard_step(engine, step, ring));
   r.prefill_seconds = seconds_since(t0);
+  r.prefill_cpu_seconds = process_cpu_seconds() - cpu0;
+  r.prefill_bytes_sent = group.payload_bytes_sent();
 
   Sampler sampler(opts.sampling);
   DecodeLoop loop(*engine.tokenizer(), DecodeLimits{opts.max_tokens, 0, opts.ignore_eos, opts.stop}, n);
@@ -67,6 +69,7 @@ Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, co
   };
   DecodeAttention attend_root(group, kv, sid, r.shard.pos_begin, root);
   t0 = std::chrono::steady_clock::now();
+  cpu0 = process_cpu_seconds();
   for (int k = 0; k < opts.max_tokens; ++k) {
     SampledToken tok;
     if (rank == root) {
@@ -96,6 +99,7 @@ Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, co
   }
   emit(loop.finish());
   r.decode_seconds = seconds_since(t0);
+  r.decode_cpu_seconds = process_cpu_seconds() - cpu0;
   r.text = loop.text();
   r.payload_bytes_sent = group.payload_bytes_sent();
   return r;

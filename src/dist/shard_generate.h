@@ -30,9 +30,12 @@ struct ShardGeneration {
   std::vector<float> logprobs;    // [ids] each token's log-probability under the model (every rank)
   std::string text;
   FinishReason finish = FinishReason::Length;
-  double prefill_seconds = 0;     // this rank's prefill step, wall time
+  double prefill_seconds = 0;      // this rank's prefill step, wall time
+  double prefill_cpu_seconds = 0;  // CPU time of this process in it (every thread)
   double decode_seconds = 0;
-  int64_t payload_bytes_sent = 0;  // ShardGroup::payload_bytes_sent at the end
+  double decode_cpu_seconds = 0;
+  int64_t prefill_bytes_sent = 0;  // ShardGroup::payload_bytes_sent after the prefill
+  int64_t payload_bytes_sent = 0;  // and at the end
 };
 
 // Every rank passes the same prompt (checked) and options; speculative

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <ctime>
 #include <span>
 #include <string>
 
@@ -16,12 +15,6 @@ namespace stride::dist {
 namespace {
 
 constexpr uint32_t kLogitsTag = 1;  // a rank's logits rows to rank 0
-
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 }  // namespace
 
@@ -39,17 +32,21 @@ Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size)
   return shard;
 }
 
+Expected<KvShard> group_shard_positions(int64_t n, const ShardGroup& group, int page_size) {
+  for (int r = 0; r < group.world(); ++r) STRIDE_RETURN_IF_ERROR(shard_positions(n, group.world(), r, page_size).status());
+  return shard_positions(n, group.world(), group.rank(), page_size);
+}
+
 Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids) {
   for (const PolicySpec& p : engine.layer_policies())
     if (p.kind == PolicyKind::TopK) return Unsupported("top-k attention is not supported across shard ranks yet");
   if (ids.empty()) return InvalidArgument("score: no tokens");
-  STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, ids));
-
   KvManager& kv = engine.kv();
   const int ps = kv.config().page_size;
   const int64_t n = (int64_t)ids.size(), n_vocab = engine.config().n_vocab;
   ShardScore r;
-  STRIDE_ASSIGN_OR_RETURN(r.shard, shard_positions(n, group.world(), group.rank(), ps));
+  STRIDE_ASSIGN_OR_RETURN(r.shard, group_shard_positions(n, group, ps));
+  STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, ids));
   STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(r.shard.pos_begin));
   ScopedSequence seq(kv, sid);
   std::vector<float> mine((size_t)(r.shard.tokens() * n_vocab));  // [shard tokens, n_vocab]

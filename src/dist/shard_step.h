@@ -13,6 +13,9 @@
 
 namespace stride::dist {
 
+// CPU time of this process so far (every thread), for per-rank compute figures.
+double process_cpu_seconds();
+
 // InvalidArgument on every rank when any rank's ids differ.
 Status agree_on_prompt(ShardGroup& group, const std::vector<int32_t>& ids);
 

@@ -92,3 +92,9 @@ def test_a_rank_killed_mid_decode_fails_the_other_cleanly(victim, tmp_path):
     assert "a peer is gone" in meta["error"]
     assert meta["kv_pages_held"] == 0, "the failed request's pages are released"
     assert elapsed < 20, f"the surviving rank took {elapsed:.1f} s to give up"
+
+
+def test_a_prompt_too_short_for_the_ranks_is_refused_on_every_rank(tmp_path):
+    """5 tokens cannot give 2 ranks a page each: both say so, before any exchange."""
+    for rc, _, err in finish(start_run_ranks(prompt_ids(5), 2, tmp_path, n_new=4), timeout=300):
+        assert rc == 1 and "leaves shard rank 1 of 2 no positions" in err, err[-2000:]
