@@ -33,11 +33,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def prompt_ids(binary, model, n):
     """n token ids of the repository's docs, repeated as needed."""
-    text = ""
-    for name in sorted(os.listdir(os.path.join(ROOT, "docs"))):
-        if name.endswith(".md"):
-            text += open(os.path.join(ROOT, "docs", name)).read()
-    r = subprocess.run([binary, "tokenize", "-m", model, "-p", text], capture_output=True, text=True, check=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".md") as f:
+        for name in sorted(os.listdir(os.path.join(ROOT, "docs"))):
+            if name.endswith(".md"):
+                f.write(open(os.path.join(ROOT, "docs", name)).read())
+        f.flush()
+        r = subprocess.run([binary, "tokenize", "-m", model, "-f", f.name], capture_output=True, text=True, check=True)
     ids = r.stdout.split()
     while len(ids) < n:
         ids += ids
