@@ -48,11 +48,12 @@ def prompt_ids(binary, model, n):
 def run_ranks(binary, model, ids, world, decode, timeout_s):
     """Every rank's JSON line of one `stride run --shard-world world`."""
     with tempfile.TemporaryDirectory() as meet:
+        prefix = f"bench-{time.time_ns()}"  # one for the whole set
         procs = []
         for rank in range(world):
             cmd = [binary, "run", "-m", model, "--prompt-ids", " ".join(ids), "-n", str(decode), "--temperature", "0",
                    "--ignore-eos", "--threads", "1", "--json", "--shard-world", str(world), "--shard-rank", str(rank),
-                   "--rendezvous", f"file:{meet}", "--shard-prefix", f"bench-{time.time_ns()}",
+                   "--rendezvous", f"file:{meet}", "--shard-prefix", prefix,
                    "--shard-timeout-ms", str(timeout_s * 1000)]
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         rows = []

@@ -98,7 +98,8 @@ int score(const ScoreArgs& a) {
   if (sharded && a.reference) return fail("--reference runs on one host only");
 #ifdef STRIDE_WITH_GLOO
   if (sharded) {  // a rank's pool holds its shard (the largest is rank 0's), not the whole prompt
-    auto largest = dist::shard_positions((int64_t)ids->size(), a.shard.world, 0, opts->page_size);
+    // Refused on every rank before any rank connects, so none waits for a peer that gave up.
+    auto largest = dist::every_rank_positions((int64_t)ids->size(), a.shard.world, 0, opts->page_size);
     if (!largest) return fail(largest.status());
     opts->kv_tokens = largest->tokens();
   }

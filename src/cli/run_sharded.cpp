@@ -7,6 +7,7 @@
 #include "cli/cli_common.h"
 #ifdef STRIDE_WITH_GLOO
 #include "dist/shard_generate.h"
+#include "dist/shard_score.h"
 #endif
 
 namespace stride::cli {
@@ -22,6 +23,9 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
   (void)shard, (void)engine, (void)prompt, (void)g, (void)json;
   return fail("this build has no context parallelism (Gloo was not found at build time)");
 #else
+  // Refused on every rank before any rank connects, so none waits for a peer that gave up.
+  auto mine = dist::every_rank_positions((int64_t)prompt.size(), shard.world, shard.rank, engine.kv().config().page_size);
+  if (!mine) return fail(mine.status());
   auto group = connect_shard_group(shard);
   if (!group) return fail(group.status());
   auto r = dist::generate_sharded(engine, **group, prompt, g, [](const std::string& piece) {

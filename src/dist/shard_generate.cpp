@@ -42,7 +42,7 @@ Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, co
   const int64_t n = (int64_t)prompt.size();
   const int root = group.world() - 1, rank = group.rank();
   ShardGeneration r;
-  STRIDE_ASSIGN_OR_RETURN(r.shard, group_shard_positions(n, group, kv.config().page_size));
+  STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), rank, kv.config().page_size));
   STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, prompt));
   STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(r.shard.pos_begin));
   ScopedSequence seq(kv, sid);

@@ -32,9 +32,9 @@ Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size)
   return shard;
 }
 
-Expected<KvShard> group_shard_positions(int64_t n, const ShardGroup& group, int page_size) {
-  for (int r = 0; r < group.world(); ++r) STRIDE_RETURN_IF_ERROR(shard_positions(n, group.world(), r, page_size).status());
-  return shard_positions(n, group.world(), group.rank(), page_size);
+Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size) {
+  for (int r = 0; r < world; ++r) STRIDE_RETURN_IF_ERROR(shard_positions(n, world, r, page_size).status());
+  return shard_positions(n, world, rank, page_size);
 }
 
 Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids) {
@@ -45,7 +45,7 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
   const int ps = kv.config().page_size;
   const int64_t n = (int64_t)ids.size(), n_vocab = engine.config().n_vocab;
   ShardScore r;
-  STRIDE_ASSIGN_OR_RETURN(r.shard, group_shard_positions(n, group, ps));
+  STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), group.rank(), ps));
   STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, ids));
   STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(r.shard.pos_begin));
   ScopedSequence seq(kv, sid);

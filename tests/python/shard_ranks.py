@@ -108,9 +108,9 @@ def run_sharded_score(ids, world, tmp_path, policy="dense", **how):
     return logits, metas
 
 
-def one_host_run(ids, n_new):
+def one_host_run(ids, n_new, policy="dense"):
     """Greedy `stride run --json` of ids on one host."""
-    r = subprocess.run([binary(), "run", "-m", SMOL, "--prompt-ids", " ".join(ids), "-n", str(n_new),
+    r = subprocess.run([binary(), "run", "-m", SMOL, "--prompt-ids", " ".join(ids), "-n", str(n_new), "-a", policy,
                         "--temperature", "0", "--ignore-eos", "--threads", "2", "--json"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr

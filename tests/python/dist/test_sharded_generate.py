@@ -22,8 +22,8 @@ import pytest
 from shard_ranks import N_NEW, PAGE, SEGMENT, finish, model_info, one_host_run, page_image_bytes, prompt_ids, start_ranks
 from stride_server import SMOL
 
-def start_run_ranks(ids, world, tmp_path, n_new, timeout_ms=60000):
-    return start_ranks(lambda rank: ["run", "-m", SMOL, "--prompt-ids", " ".join(ids), "-n", str(n_new),
+def start_run_ranks(ids, world, tmp_path, n_new, timeout_ms=60000, policy="dense"):
+    return start_ranks(lambda rank: ["run", "-m", SMOL, "--prompt-ids", " ".join(ids), "-n", str(n_new), "-a", policy,
                                      "--temperature", "0", "--ignore-eos", "--threads", "1", "--json"],
                        world, tmp_path / "rendezvous", timeout_ms)
 
@@ -33,11 +33,13 @@ def smol_info():
     return model_info()
 
 
-@pytest.mark.parametrize("world", [2, 4])
-def test_sharded_decode_gives_the_one_host_tokens_and_logprobs(world, tmp_path, smol_info):
+@pytest.mark.parametrize("world,policy", [(2, "dense"), (4, "dense"), (4, "rswa:sinks=4,window=64")],
+                         ids=["2x256-dense", "4x256-dense", "4x256-rswa"])
+def test_sharded_decode_gives_the_one_host_tokens_and_logprobs(world, policy, tmp_path, smol_info):
+    """R-SWA: the ranks before the window hold only what its sinks and window keep (the rest released)."""
     ids = prompt_ids(world * SEGMENT)
-    want = one_host_run(ids, N_NEW)
-    results = finish(start_run_ranks(ids, world, tmp_path, N_NEW))
+    want = one_host_run(ids, N_NEW, policy)
+    results = finish(start_run_ranks(ids, world, tmp_path, N_NEW, policy=policy))
     for rank, (rc, _, err) in enumerate(results):
         assert rc == 0, f"rank {rank} exit {rc}: {err[-2000:]}"
     metas = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in results]
@@ -63,9 +65,9 @@ def test_sharded_decode_gives_the_one_host_tokens_and_logprobs(world, tmp_path, 
         else:
             decode = steps * layers * heads * (smol_info["head_dim_v"] + 2) * 4
         assert m["payload_bytes_sent"] == prefill + decode, m
-    # A rank's pool held its shard; the last rank also the generated tokens' pages.
+    # A rank's pool held its shard; the last rank also the generated tokens' pages (dense keeps them all).
     kv_page = page_image_bytes(smol_info) - PAGE * 4
-    for m in metas:
+    for m in metas if policy == "dense" else []:
         pages = SEGMENT // PAGE + (-(-N_NEW // PAGE) if m["shard_rank"] == world - 1 else 0)
         assert m["peak_kv_bytes"] == layers * pages * kv_page, m
 
