@@ -1,6 +1,7 @@
 // `stride plan`: memory needed by a model at a context length and batch under
 // a policy (weights, KV, peak activations), the largest context and batch a
-// budget allows, and the seed planner's formula beside ours.
+// budget allows, the seed planner's formula beside ours, and what each host
+// of a shard set needs for one long sequence (plan_hosts.h).
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "cli/cli_common.h"
 #include "cli/rope_options.h"
 #include "cli/commands.h"
+#include "cli/plan_hosts.h"
 #include "eval/memory_plan.h"
 #include "kv/store/kv_pool.h"
 #include "loader/model_source.h"
@@ -24,6 +26,8 @@ struct PlanArgs {
   std::string budget;
   int chunk = 256;
   bool json = false;
+  int hosts = 0;            // > 0: each rank's need on this many hosts
+  std::string host_memory;  // bytes per host: the fewest hosts that hold the context
 };
 
 std::string human(int64_t b) {
@@ -85,6 +89,26 @@ int plan(const PlanArgs& a) {
     j["largest_context"] = largest_context(in, budget, kCap);
     j["largest_batch"] = largest_batch(in, budget);
   }
+  HostPlan hosts;
+  const bool sharded = a.hosts > 0 || !a.host_memory.empty();
+  if (sharded) {
+    if (a.hosts > 0) {
+      hosts = plan_hosts(in, a.hosts);
+    } else {
+      auto mem = parse_bytes(a.host_memory);
+      if (!mem) return fail(mem.status());
+      auto fewest = fewest_hosts(in, *mem, 4096);
+      if (!fewest) return fail(fewest.status());
+      hosts = *fewest;
+    }
+    j["shard"] = {{"hosts", hosts.hosts},
+                  {"tokens_per_rank", hosts.tokens_per_rank},
+                  {"weight_bytes", hosts.weight_bytes},
+                  {"kv_bytes_per_rank", hosts.kv_bytes},
+                  {"activation_bytes_per_rank", hosts.activation_bytes},
+                  {"ring_bytes_per_rank", hosts.ring_bytes},
+                  {"total_bytes_per_rank", hosts.total_bytes}};
+  }
   if (a.json) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -113,6 +137,12 @@ int plan(const PlanArgs& a) {
                 (long long)a.batch, (long long)j["largest_batch"].get<int64_t>(),
                 (long long)a.context);
   }
+  if (sharded) {
+    std::printf("shard set  %d hosts, %lld tokens per rank: weights %s + kv %s + activations %s + ring %s = %s per host\n",
+                hosts.hosts, (long long)hosts.tokens_per_rank, human(hosts.weight_bytes).c_str(),
+                human(hosts.kv_bytes).c_str(), human(hosts.activation_bytes).c_str(), human(hosts.ring_bytes).c_str(),
+                human(hosts.total_bytes).c_str());
+  }
   return 0;
 }
 
@@ -133,6 +163,10 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--kv-type", args->model.kv_type, "KV storage: f16, f32 or int8")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "one JSON object");
+  auto* hosts = cmd->add_option("--hosts", args->hosts, "a shard set of this many hosts: each rank's need")
+                    ->check(CLI::Range(1, 4096));
+  cmd->add_option("--host-memory", args->host_memory, "memory per host, e.g. 24G: the fewest hosts a context needs")
+      ->excludes(hosts);
   cmd->callback([args, &exit_code] { exit_code = plan(*args); });
 }
 

@@ -7,6 +7,7 @@
 #include "cli/cli_common.h"
 #include "cli/rope_options.h"
 #include "cli/commands.h"
+#include "cli/run_sharded.h"
 #include "serving/kv_metrics.h"
 
 namespace stride::cli {
@@ -36,6 +37,7 @@ struct RunArgs {
   int draft_min = 1;
   int ngram_min = 1;
   int ngram_max = 3;
+  ShardArgs shard;
 };
 
 int run(const RunArgs& a) {
@@ -46,6 +48,7 @@ int run(const RunArgs& a) {
   engine_opts->draft_model_path = a.draft_model;
   auto spec_mode = parse_speculative_mode(a.speculative);
   if (!spec_mode) return fail(spec_mode.status());
+  if (Status st = check_shard_args(a.shard); !st.ok()) return fail(st);
 
   // The KV pool is sized once the prompt length is known.
   std::vector<int32_t> prompt;
@@ -57,6 +60,8 @@ int run(const RunArgs& a) {
   }
   const int64_t guess = (int64_t)(prompt.empty() ? a.prompt.size() + 8 : prompt.size()) + a.max_tokens;
   if (a.model.max_context <= 0) engine_opts->max_context = guess;
+  if (a.shard.sharded())  // a rank's pool holds its shard, not the whole context
+    engine_opts->kv_tokens = shard_kv_tokens(guess - a.max_tokens, a.shard.world, engine_opts->page_size, a.max_tokens);
   const auto load_start = std::chrono::steady_clock::now();
   auto created = Engine::create(*engine_opts);
   if (!created) return fail(created.status());
@@ -90,6 +95,7 @@ int run(const RunArgs& a) {
   g.speculative.ngram_min = a.ngram_min;
   g.speculative.ngram_max = a.ngram_max;
 
+  if (a.shard.sharded()) return run_sharded(a.shard, *engine, prompt, g, a.json);
   auto result = engine->generate(prompt, g, [](const std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
@@ -100,6 +106,7 @@ int run(const RunArgs& a) {
   if (a.json) {
     nlohmann::json j;
     j["generated_ids"] = r.generated_ids;
+    j["logprobs"] = r.logprobs;
     j["text"] = r.text;
     j["finish_reason"] = finish_reason_name(r.finish);
     j["prompt_tokens"] = r.prompt_tokens;
@@ -167,6 +174,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "end with one JSON object of ids and figures");
   cmd->add_flag("--no-bos", args->no_bos, "do not add BOS even if the model asks for it");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past end-of-generation tokens");
+  add_shard_options(cmd, args->shard);
   cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }
 

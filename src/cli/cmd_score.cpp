@@ -2,7 +2,6 @@
 // position (raw little-endian f32, [n_tokens, n_vocab]) for oracle comparisons.
 // With --shard-world N every rank of a shard set runs the same command with
 // its --shard-rank; rank 0 writes the file (dist/shard_score.h).
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -10,6 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/rope_options.h"
 #include "cli/commands.h"
+#include "cli/shard_options.h"
 #include "model/reference_forward.h"
 #ifdef STRIDE_WITH_GLOO
 #include "dist/shard_score.h"
@@ -18,15 +18,6 @@
 namespace stride::cli {
 
 namespace {
-
-struct ShardArgs {
-  int world = 1;
-  int rank = 0;
-  std::string rendezvous;
-  std::string prefix = "score";
-  std::string host = "127.0.0.1";
-  int timeout_ms = 30000;
-};
 
 struct ScoreArgs {
   ModelRunOptions model;
@@ -50,30 +41,22 @@ int write_logits(const std::string& path, const std::vector<float>& logits) {
 #ifdef STRIDE_WITH_GLOO
 // This rank's share of a sharded score; rank 0 writes the logits.
 int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& ids) {
-  std::signal(SIGPIPE, SIG_IGN);  // a dead peer's socket fails the operation instead
-  dist::ShardGroupOptions go;
-  go.rank = a.shard.rank;
-  go.world = a.shard.world;
-  go.rendezvous = a.shard.rendezvous;
-  go.prefix = a.shard.prefix;
-  go.listen_host = a.shard.host;
-  go.timeout = std::chrono::milliseconds(a.shard.timeout_ms);
-  auto group = dist::ShardGroup::connect(go);
+  auto group = connect_shard_group(a.shard);
   if (!group) return fail(group.status());
-  std::fprintf(stderr, "shard rank %d/%d: connected\n", go.rank, go.world);
+  const dist::ShardGroup& go = **group;
   auto r = dist::score_sharded(engine, **group, ids);
   if (!r) return fail(r.status());
-  if (go.rank == 0 && write_logits(a.out, r->logits) != 0) return 1;
+  if (go.rank() == 0 && write_logits(a.out, r->logits) != 0) return 1;
   // The ring's payload per layer (ring_prefill.h): W - 1 blocks of the largest shard's pages, and its page count agreed.
   const int ps = engine.kv().config().page_size;
-  auto largest = dist::shard_positions((int64_t)ids.size(), go.world, 0, ps);
+  auto largest = dist::shard_positions((int64_t)ids.size(), go.world(), 0, ps);
   if (!largest) return fail(largest.status());
   const int64_t block = 16 + (int64_t)largest->pages(ps) * engine.kv().pool().page_image_bytes();
   nlohmann::json j;
   j["n_tokens"] = ids.size();
   j["n_vocab"] = engine.config().n_vocab;
-  j["shard_rank"] = go.rank;
-  j["shard_world"] = go.world;
+  j["shard_rank"] = go.rank();
+  j["shard_world"] = go.world();
   j["pos_begin"] = r->shard.pos_begin;
   j["pos_end"] = r->shard.pos_end;
   j["forward_seconds"] = r->forward_seconds;
@@ -82,7 +65,7 @@ int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& 
   j["wait_seconds"] = r->wait_seconds;
   j["payload_bytes_sent"] = r->payload_bytes_sent;
   j["logits_bytes_sent"] = r->logits_bytes_sent;
-  j["ring_bytes_per_layer"] = (go.world - 1) * block + 8;
+  j["ring_bytes_per_layer"] = (go.world() - 1) * block + 8;
   j["n_layer"] = engine.config().n_layer;
   const KvStats ks = engine.kv().stats();
   j["peak_kv_bytes"] = ks.peak_pages_used * ks.bytes_per_page;  // this rank's pool pages at their most
@@ -110,14 +93,13 @@ int score(const ScoreArgs& a) {
   if (!opts) return fail(opts.status());
   opts->prefill_chunk = a.chunk;
   // With a rendezvous even one rank runs the sharded path (a baseline for its timings).
-  const bool sharded = !a.shard.rendezvous.empty();
-  if (a.shard.world > 1 && !sharded) return fail("--shard-world needs --rendezvous");
+  const bool sharded = a.shard.sharded();
+  if (Status st = check_shard_args(a.shard); !st.ok()) return fail(st);
   if (sharded && a.reference) return fail("--reference runs on one host only");
-#ifndef STRIDE_WITH_GLOO
-  if (sharded) return fail("this build has no context parallelism (Gloo was not found at build time)");
-#else
+#ifdef STRIDE_WITH_GLOO
   if (sharded) {  // a rank's pool holds its shard (the largest is rank 0's), not the whole prompt
-    auto largest = dist::shard_positions((int64_t)ids->size(), a.shard.world, 0, opts->page_size);
+    // Refused on every rank before any rank connects, so none waits for a peer that gave up.
+    auto largest = dist::every_rank_positions((int64_t)ids->size(), a.shard.world, 0, opts->page_size);
     if (!largest) return fail(largest.status());
     opts->kv_tokens = largest->tokens();
   }
@@ -158,27 +140,8 @@ void add_score_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--kv-budget", args->model.kv_budget, "KV pool size, e.g. 512M");
   cmd->add_flag("--reference", args->reference,
                 "use the slow scalar reference forward pass (f32 activations, naive attention)");
-  auto* world = cmd->add_option("--shard-world", args->shard.world,
-                                "ranks of a shard set that split the prompt by position (1 with --rendezvous: the sharded path on one rank)")
-                    ->check(CLI::Range(1, 4096))
-                    ->capture_default_str();
-  cmd->add_option("--shard-rank", args->shard.rank, "this process's rank, 0 .. world-1 (rank 0 writes --out)")
-      ->check(CLI::NonNegativeNumber)
-      ->needs(world);
-  cmd->add_option("--rendezvous", args->shard.rendezvous, "where the ranks meet: file:/dir or redis://host[:port]")
-      ->needs(world);
-  cmd->add_option("--shard-prefix", args->shard.prefix, "the shard set's keys in the rendezvous store; new per start")
-      ->capture_default_str();
-  cmd->add_option("--shard-host", args->shard.host, "the address the other ranks reach this rank at")
-      ->capture_default_str();
-  cmd->add_option("--shard-timeout-ms", args->shard.timeout_ms, "deadline of connecting and of every exchange")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_shard_options(cmd, args->shard);
   cmd->callback([args, &exit_code] {
-    if (args->shard.rank >= args->shard.world) {
-      exit_code = fail("--shard-rank must be below --shard-world");
-      return;
-    }
     exit_code = score(*args);
   });
 }

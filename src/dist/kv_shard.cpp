@@ -1,6 +1,9 @@
 #include "dist/kv_shard.h"
 
+#include <algorithm>
 #include <vector>
+
+#include "attention/work_partition.h"
 
 namespace stride::dist {
 
@@ -31,6 +34,20 @@ AttentionPlan plan_shard_attention(const PolicySpec& policy, const KvShard& shar
   }
   plan.work = partition_work(plan, page_size, n_kv_heads);
   return plan;
+}
+
+std::vector<KvShard> split_at_segments(const KvShard& shard, int page_size) {
+  const int64_t segment = (int64_t)kSegmentPages * page_size;
+  std::vector<KvShard> pieces;
+  for (int64_t begin = shard.pos_begin; begin < shard.pos_end;) {
+    const int64_t end = std::min(shard.pos_end, (begin / segment + 1) * segment);
+    KvShard piece{begin, end, {}};
+    const int32_t first = (int32_t)((begin - shard.pos_begin) / page_size);
+    for (int32_t i = 0; i < piece.pages(page_size); ++i) piece.page_ids.push_back(shard.pool_page(first + i));
+    pieces.push_back(std::move(piece));
+    begin = end;
+  }
+  return pieces;
 }
 
 }  // namespace stride::dist

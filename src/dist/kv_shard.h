@@ -41,4 +41,9 @@ struct ShardedLayer {
 AttentionPlan plan_shard_attention(const PolicySpec& policy, const KvShard& shard, int page_size,
                                    int n_kv_heads, int64_t q_pos0, int n_q, int q_block);
 
+// shard cut where the one-host kernel starts a segment (every kSegmentPages
+// pages, at fixed key positions): one piece per segment it touches, in
+// position order, each naming its own pool pages.
+std::vector<KvShard> split_at_segments(const KvShard& shard, int page_size);
+
 }  // namespace stride::dist

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <ctime>
 #include <span>
 #include <string>
 
 #include "dist/ring_attention.h"
+#include "dist/shard_step.h"
 #include "kv/scoped_sequence.h"
 
 namespace stride::dist {
@@ -15,37 +15,6 @@ namespace stride::dist {
 namespace {
 
 constexpr uint32_t kLogitsTag = 1;  // a rank's logits rows to rank 0
-
-// FNV-1a over the ids, so the ranks can check that they were given one prompt.
-int64_t prompt_digest(const std::vector<int32_t>& ids) {
-  uint64_t h = 1469598103934665603ull;
-  for (const int32_t id : ids) {
-    h ^= (uint32_t)id;
-    h *= 1099511628211ull;
-  }
-  return (int64_t)(h >> 2);  // non-negative, so its negation is exact
-}
-
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-// One step of the shard's tokens, its attention through `ring`.
-Status run_shard_step(Engine& engine, const SequenceStep& step, RingAttention& ring) {
-  Transformer& model = engine.model();
-  KvManager& kv = engine.kv();
-  const int chunk = model.max_chunk();
-  model.set_max_chunk(std::max(chunk, step.n));
-  Status st = [&]() -> Status {
-    STRIDE_ASSIGN_OR_RETURN(StepPlan plan, kv.prepare(std::span<const SequenceStep>(&step, 1)));
-    STRIDE_RETURN_IF_ERROR(model.forward_batch(kv, plan, engine.pool(), &ring));
-    return kv.commit(plan);
-  }();
-  model.set_max_chunk(chunk);
-  return st;
-}
 
 }  // namespace
 
@@ -63,20 +32,21 @@ Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size)
   return shard;
 }
 
+Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size) {
+  for (int r = 0; r < world; ++r) STRIDE_RETURN_IF_ERROR(shard_positions(n, world, r, page_size).status());
+  return shard_positions(n, world, rank, page_size);
+}
+
 Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids) {
   for (const PolicySpec& p : engine.layer_policies())
     if (p.kind == PolicyKind::TopK) return Unsupported("top-k attention is not supported across shard ranks yet");
   if (ids.empty()) return InvalidArgument("score: no tokens");
-  const int64_t digest = prompt_digest(ids);
-  int64_t agree[2] = {digest, -digest};
-  STRIDE_RETURN_IF_ERROR(group.allreduce_max(agree, 2));
-  if (agree[0] != -agree[1]) return InvalidArgument("the shard ranks were given different prompts");
-
   KvManager& kv = engine.kv();
   const int ps = kv.config().page_size;
   const int64_t n = (int64_t)ids.size(), n_vocab = engine.config().n_vocab;
   ShardScore r;
-  STRIDE_ASSIGN_OR_RETURN(r.shard, shard_positions(n, group.world(), group.rank(), ps));
+  STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), group.rank(), ps));
+  STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, ids));
   STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(r.shard.pos_begin));
   ScopedSequence seq(kv, sid);
   std::vector<float> mine((size_t)(r.shard.tokens() * n_vocab));  // [shard tokens, n_vocab]

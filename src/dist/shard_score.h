@@ -23,6 +23,9 @@ namespace stride::dist {
 // rank order, each of ceil(n / world) tokens rounded up to whole pages, the
 // last rank the rest. InvalidArgument when a rank would hold none.
 Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size);
+// shard_positions of `rank`, refused alike on every rank when any rank
+// would hold none (so every rank can check before it connects).
+Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size);
 
 struct ShardScore {
   KvShard shard;               // this rank's positions

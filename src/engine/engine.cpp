@@ -9,6 +9,7 @@
 #include "kv/store/kv_pool.h"
 #include "kv/scoped_sequence.h"
 #include "model/weight_prefetch.h"
+#include "sampler/logprobs.h"
 #include "core/process_memory.h"
 
 namespace stride {
@@ -181,7 +182,11 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
   } else {
     for (int step = 0; step < opts.max_tokens; ++step) {
       const int32_t id = sampler.sample(logits.data(), n_vocab, history);
-      if (take_token(id, loop, history, r, emit)) break;
+      const float logprob = token_logprobs(logits.data(), n_vocab, id, 0).logprob;
+      const size_t kept = r.generated_ids.size();
+      const bool done = take_token(id, loop, history, r, emit);
+      if (r.generated_ids.size() > kept) r.logprobs.push_back(logprob);
+      if (done) break;
       Status st = run_sequence(*model_, *kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
       if (!st.ok()) return st;
     }

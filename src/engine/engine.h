@@ -62,6 +62,7 @@ struct GenerateOptions {
 
 struct GenerateResult {
   std::vector<int32_t> generated_ids;
+  std::vector<float> logprobs;  // [generated_ids] each token's log-probability under the model (plain decoding)
   std::string text;
   FinishReason finish = FinishReason::Length;
   int prompt_tokens = 0;

@@ -34,3 +34,24 @@ def test_loading_on_two_threads_generates_what_one_thread_does():
     assert one["threads"] == 1 and two["threads"] == 2
     assert len(one["generated_ids"]) == 6
     assert one["generated_ids"] == two["generated_ids"]
+
+
+def test_logprobs_are_the_log_softmax_of_each_step_logits(tmp_path):
+    """Each generated token's `logprobs` entry is log softmax of the logits that chose it, computed
+    here in float64 from `stride score` of the prompt and the generated tokens (one forward pass,
+    so equal to rounding of the batched matmuls)."""
+    import numpy as np
+    j, _ = run_json(2)
+    prompt = [1, 504, 3458, 282, 260]
+    ids = prompt + j["generated_ids"]
+    out = tmp_path / "logits.f32"
+    res = subprocess.run([str(STRIDE), "score", "-m", str(SMOL), "--ids", " ".join(map(str, ids)), "-o", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    logits = np.fromfile(out, dtype=np.float32).reshape(len(ids), -1).astype(np.float64)
+    rows = logits[len(prompt) - 1:len(ids) - 1]
+    lse = np.log(np.exp(rows - rows.max(1, keepdims=True)).sum(1)) + rows.max(1)
+    want = rows[np.arange(len(rows)), j["generated_ids"]] - lse
+    assert len(j["logprobs"]) == len(j["generated_ids"]) == 6
+    assert np.allclose(j["logprobs"], want, atol=2e-3), (j["logprobs"], want.tolist())
+    assert all(lp <= 0 for lp in j["logprobs"])

@@ -15,7 +15,6 @@ is gone"; a rank that stalls (SIGSTOP) makes its peers exit at their deadline
 with "timed out" and the rest with "a peer is gone" as those close their
 connections; top-k is refused with a clear error."""
 import json
-import os
 import signal
 import subprocess
 import time
@@ -23,83 +22,14 @@ import time
 import numpy as np
 import pytest
 
+from shard_ranks import (PAGE, SEGMENT, finish, model_info, one_host_logits, page_image_bytes, prompt_ids,
+                         run_sharded_score, start_score_ranks, wait_connected)
 from stride_server import SMOL, binary
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PAGE = 32
-SEGMENT = 8 * PAGE  # attention/work_partition.h: kSegmentPages pages
-
-
-def prompt_ids(n):
-    text = open(os.path.join(ROOT, "docs", "serving.md")).read()
-    r = subprocess.run([binary(), "tokenize", "-m", SMOL, "-p", text], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    ids = r.stdout.split()
-    assert len(ids) >= n
-    return ids[:n]
-
-
-def one_host(ids, tmp_path, policy="dense", kv="f16"):
-    out = tmp_path / f"one-{kv}.f32"
-    r = subprocess.run([binary(), "score", "-m", SMOL, "--ids", " ".join(ids), "--attention", policy, "--kv-type", kv,
-                        "--threads", "2", "-o", str(out)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    meta = json.loads(r.stdout.strip().splitlines()[-1])
-    return np.fromfile(out, dtype=np.float32).reshape(meta["n_tokens"], meta["n_vocab"])
-
-
-def start_ranks(ids, world, tmp_path, policy="dense", timeout_ms=60000):
-    """The shard set's processes, started at once; stderr piped (rank r's 'connected' line)."""
-    ids_file = tmp_path / "ids.txt"
-    ids_file.write_text(" ".join(ids))
-    meet = tmp_path / "rendezvous"
-    meet.mkdir(exist_ok=True)
-    procs = []
-    for rank in range(world):
-        cmd = [binary(), "score", "-m", SMOL, "--ids-file", str(ids_file), "--attention", policy, "--threads", "1",
-               "--shard-world", str(world), "--shard-rank", str(rank), "--rendezvous", f"file:{meet}",
-               "--shard-timeout-ms", str(timeout_ms), "-o", str(tmp_path / "sharded.f32")]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                      stdin=subprocess.DEVNULL))
-    return procs
-
-
-def finish(procs, timeout=600):
-    """[(returncode, stdout, stderr)] of every rank; none may outlive the timeout."""
-    results = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=timeout)
-            results.append((p.returncode, out, err))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return results
-
-
-def run_sharded(ids, world, tmp_path, policy="dense"):
-    results = finish(start_ranks(ids, world, tmp_path, policy))
-    for rank, (rc, _, err) in enumerate(results):
-        assert rc == 0, f"rank {rank} exit {rc}: {err[-2000:]}"
-    metas = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in results]
-    logits = np.fromfile(tmp_path / "sharded.f32", dtype=np.float32).reshape(len(ids), metas[0]["n_vocab"])
-    return logits, metas
-
-
-def page_image_bytes(info):
-    """K and V of every kv head of a 32-token f16 page, and the slots' int32 positions (kv/store/kv_pool.h)."""
-    kv_heads = info["n_head_kv"]
-    return PAGE * kv_heads * (info["head_dim"] + info["head_dim_v"]) * 2 + PAGE * 4
 
 
 @pytest.fixture(scope="module")
 def smol_info():
-    r = subprocess.run([binary(), "info", "--model", SMOL, "--json"], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    info = json.loads(r.stdout)
-    return info.get("config", info)
+    return model_info()
 
 
 @pytest.mark.parametrize("world,n,policy", [(2, 2 * SEGMENT, "dense"), (4, 4 * SEGMENT, "dense"),
@@ -107,8 +37,8 @@ def smol_info():
                          ids=["2x256-dense", "4x256-dense", "4x256-rswa"])
 def test_shards_on_segment_boundaries_give_the_one_host_bytes(world, n, policy, tmp_path, smol_info):
     ids = prompt_ids(n)
-    want = one_host(ids, tmp_path, policy)
-    got, metas = run_sharded(ids, world, tmp_path, policy)
+    want = one_host_logits(ids, tmp_path, policy)
+    got, metas = run_sharded_score(ids, world, tmp_path, policy)
     assert [(m["pos_begin"], m["pos_end"]) for m in metas] == [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
     diff = np.abs(got - want).max(axis=1)
     bad = np.nonzero(diff)[0]
@@ -134,9 +64,9 @@ def test_other_splits_agree_to_rounding(tmp_path):
     to f32 KV, a change of the same kind (SmolLM2, 2026-12-06: both move a row's
     largest logit by 0.6 on average and flip 5% of the argmaxes, at near-ties)."""
     ids = prompt_ids(700)  # 2 ranks: 352 + 348 positions, rank 1 spans two segments
-    want = one_host(ids, tmp_path)
-    yardstick = one_host(ids, tmp_path, kv="f32")
-    got, metas = run_sharded(ids, 2, tmp_path)
+    want = one_host_logits(ids, tmp_path)
+    yardstick = one_host_logits(ids, tmp_path, kv="f32")
+    got, metas = run_sharded_score(ids, 2, tmp_path)
     assert [(m["pos_begin"], m["pos_end"]) for m in metas] == [(0, 352), (352, 700)]
     assert np.array_equal(got[:352], want[:352]), "rank 0 attends to its own keys only: the one-host bytes"
 
@@ -148,21 +78,11 @@ def test_other_splits_agree_to_rounding(tmp_path):
     assert same_sharded >= same_kv - 0.03, f"argmax agrees at {same_sharded:.1%}, f16 vs f32 KV {same_kv:.1%}"
 
 
-def wait_connected(proc, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if "connected" in line:
-            return
-        assert line or proc.poll() is None, f"rank exited before connecting: {proc.returncode}"
-    pytest.fail("rank did not connect")
-
-
 @pytest.mark.parametrize("how", ["killed", "stalled"])
 def test_a_lost_rank_fails_the_others_cleanly(how, tmp_path):
     ids = prompt_ids(4 * SEGMENT)
     timeout_ms = 60000 if how == "killed" else 8000
-    procs = start_ranks(ids, 4, tmp_path, timeout_ms=timeout_ms)
+    procs = start_score_ranks(ids, 4, tmp_path, timeout_ms=timeout_ms)
     victim = procs[2]
     try:
         wait_connected(victim)
@@ -187,7 +107,7 @@ def test_a_lost_rank_fails_the_others_cleanly(how, tmp_path):
 
 def test_top_k_and_incomplete_options_are_refused(tmp_path):
     ids = prompt_ids(2 * SEGMENT)
-    for rc, _, err in finish(start_ranks(ids, 2, tmp_path, policy="topk:sparsity=0.5"), timeout=300):
+    for rc, _, err in finish(start_score_ranks(ids, 2, tmp_path, policy="topk:sparsity=0.5"), timeout=300):
         assert rc != 0 and "top-k attention is not supported across shard ranks" in err, err[-2000:]
     r = subprocess.run([binary(), "score", "-m", SMOL, "--ids", "1 2 3", "--shard-world", "2", "-o",
                         str(tmp_path / "x.f32")], capture_output=True, text=True, timeout=120)

@@ -4,6 +4,7 @@
 // the rest; a prompt that leaves a rank no position is refused.
 #include <gtest/gtest.h>
 
+#include "dist/kv_shard.h"
 #include "dist/shard_score.h"
 
 namespace stride::dist {
@@ -42,6 +43,27 @@ TEST(ShardPositions, RefuseARankWithoutPositions) {
   EXPECT_EQ(shard_positions(40, 4, 2, 32).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(shard_positions(100, 2, 2, 32).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(shard_positions(0, 1, 0, 32).status().code(), StatusCode::kInvalidArgument);
+}
+
+// The root of a decode folds its keys one kernel segment at a time
+// (sharded_decode.h): pieces cut at absolute multiples of 8 pages, naming the
+// shard's own pool pages.
+TEST(SplitAtSegments, CutsAtTheKernelsFixedKeyPositions) {
+  KvShard shard{256 + 64, 256 * 3 + 5, {}};
+  for (int32_t i = 0; i < shard.pages(32); ++i) shard.page_ids.push_back(100 + i);
+  const auto pieces = split_at_segments(shard, 32);
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[0].pos_begin, 320);
+  EXPECT_EQ(pieces[0].pos_end, 512);
+  EXPECT_EQ(pieces[1].pos_begin, 512);
+  EXPECT_EQ(pieces[1].pos_end, 768);
+  EXPECT_EQ(pieces[2].pos_begin, 768);
+  EXPECT_EQ(pieces[2].pos_end, 773);
+  EXPECT_EQ(pieces[0].page_ids, (std::vector<int32_t>{100, 101, 102, 103, 104, 105}));
+  EXPECT_EQ(pieces[1].page_ids.front(), 106);
+  EXPECT_EQ(pieces[1].page_ids.size(), 8u);
+  EXPECT_EQ(pieces[2].page_ids, (std::vector<int32_t>{114}));
+  EXPECT_EQ(split_at_segments(KvShard{0, 256, {}}, 32).size(), 1u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Attention of one layer across 2 and 4 ranks, each a process on loopback
 // holding one contiguous position shard of the KV, connected through Gloo:
-// decode (rank 0's query to every rank, partials back to rank 0) and ring
+// decode (the root's query to every rank, partials back to the root: rank 0,
+// or the last rank as in generation, whose shard may span segments) and ring
 // prefill (each rank's chunk of queries, KV passed around the ring), against
 // the scalar reference and, with shards on the kernel's segments, bit for
 // bit against the one-host kernel. And a rank that dies mid-operation: the
@@ -38,18 +39,19 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 // Decode on `world` ranks: the query at position kv_len - 1 (or the last n_q).
 RankReport decode_rank(const RendezvousDir& dir, const Layer& layer, const PolicySpec& policy,
-                       const std::vector<KvShard>& shards, const std::vector<float>& q, int n_q, int rank) {
+                       const std::vector<KvShard>& shards, const std::vector<float>& q, int n_q, int root,
+                       int rank) {
   RankReport rep;
   const auto t0 = std::chrono::steady_clock::now();
   auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
   if (!group.ok()) return testing::failed(group.status());
   const auto pool = layer.pool_for(shards[rank], shards[rank].pages(kPage));
   const ShardedLayer mine{pool.get(), shards[rank], policy, layer.params()};
-  std::vector<float> my_q = rank == 0 ? q : std::vector<float>(q.size(), 0.f);
+  std::vector<float> my_q = rank == root ? q : std::vector<float>(q.size(), 0.f);
   std::vector<float> out((size_t)n_q * kNhead * kHd);
   ThreadPool threads(1);
-  rep.status = sharded_decode(**group, mine, my_q.data(), n_q, layer.kv_len - n_q, out.data(), threads);
-  if (rank == 0) rep.out = out;
+  rep.status = sharded_decode(**group, mine, my_q.data(), n_q, layer.kv_len - n_q, out.data(), threads, root);
+  if (rank == root) rep.out = out;
   rep.bytes_sent = (*group)->payload_bytes_sent();
   rep.seconds = since(t0);
   return rep;
@@ -81,7 +83,8 @@ struct Case {
   KvStorage storage;
   bool sinks;
   std::vector<int64_t> bounds;
-  bool segment_aligned;  // every shard after the first is one kernel segment
+  bool segment_aligned;  // every shard after the first is one kernel segment, but the root's may span several
+  int root = 0;
 };
 
 std::string describe(const Case& c) {
@@ -99,7 +102,8 @@ void check_decode(const Case& c) {
   const auto q = testing::random_vec((size_t)n_q * kNhead * kHd, 3);
   const RendezvousDir dir;
   const auto ranks = testing::run_ranks(
-      (int)shards.size(), [&](int r) { return decode_rank(dir, layer, policy, shards, q, n_q, r); }, kDeadline);
+      (int)shards.size(), [&](int r) { return decode_rank(dir, layer, policy, shards, q, n_q, c.root, r); },
+      kDeadline);
   int64_t bytes = 0;
   for (size_t r = 0; r < ranks.size(); ++r) {
     ASSERT_TRUE(ranks[r].reported) << "rank " << r << " crashed or hung";
@@ -111,7 +115,7 @@ void check_decode(const Case& c) {
   EXPECT_EQ(bytes, (world - 1) * kNhead * (kHd + kHd + 2) * 4);
   std::printf("[ decode ] %s: %d ranks, payload %lld bytes per layer per token\n", describe(c).c_str(),
               (int)world, (long long)bytes);
-  const auto& got = ranks[0].report.out;
+  const auto& got = ranks[(size_t)c.root].report.out;
   const auto want = layer.reference(policy, q.data(), n_q, layer.kv_len - n_q);
   EXPECT_LT(testing::max_abs_diff(got, want), 2e-5f);
   if (c.segment_aligned) {
@@ -169,6 +173,14 @@ TEST(ShardedAttention, DecodeOverTwoAndFourRanks) {
   check_decode({"dense", KvStorage::F16, true, {0, 3 * S, 3 * S + 77}, true});
   check_decode({"dense", KvStorage::F16, false, {0, 2 * S, 3 * S, 4 * S, 4 * S + 37}, true});
   check_decode({"rswa:sinks=4,window=300,pos=rel", KvStorage::Int8, false, {0, 13 * kPage, 26 * kPage, 40 * kPage, 1000}, false});
+}
+
+// Generation keeps the new tokens' keys after the last shard, so the root's
+// shard grows over several segments; it folds them one by one, as one host does.
+TEST(ShardedAttention, DecodeRootedOnTheLastRankWhoseShardSpansSegments) {
+  check_decode({"dense", KvStorage::F16, true, {0, 2 * S, 4 * S + 77}, true, 1});
+  check_decode({"dense", KvStorage::F16, false, {0, S, 2 * S, 3 * S, 5 * S + 9}, true, 3});
+  check_decode({"rswa:sinks=4,window=300,pos=rel", KvStorage::F16, true, {0, 13 * kPage, 40 * kPage, 1000}, false, 2});
 }
 
 TEST(ShardedAttention, RingPrefillOverTwoAndFourRanks) {

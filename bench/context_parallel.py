@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Context parallelism: one prompt spread by position over 1, 2 and 4 ranks
+(`stride run --shard-world W`, ring prefill then decode across ranks), with
+each rank's compute seconds, the bytes it exchanged per token and layer, its
+peak KV bytes, and the speed-up those project for ranks on separate hosts.
+
+The ranks here are processes of one machine that share its cores (2 vCPUs on
+the machine this was written on), so their wall times say little: the figure
+is each rank's CPU time (one thread each). On N separate hosts a step takes
+about as long as its slowest rank's compute, plus what the transfers do not
+overlap, so the projection is
+
+    prefill speed-up(W) = CPU(1 rank) / max over ranks of CPU(rank)
+    decode  speed-up(W) = CPU per token(1 rank) / (max over ranks of CPU per token
+                          + n_layer * round trip)
+
+with the round trip an assumption (--rtt-us, a LAN's). The one-rank run is
+the same sharded path on one rank (a rendezvous, no peers).
+
+    bench/context_parallel.py --tokens 8192 --ranks 1,2,4 --decode 32
+Writes bench/out/context_parallel_<tokens>.json and .png.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def prompt_ids(binary, model, n):
+    """n token ids of the repository's docs, repeated as needed."""
+    with tempfile.NamedTemporaryFile("w", suffix=".md") as f:
+        for name in sorted(os.listdir(os.path.join(ROOT, "docs"))):
+            if name.endswith(".md"):
+                f.write(open(os.path.join(ROOT, "docs", name)).read())
+        f.flush()
+        r = subprocess.run([binary, "tokenize", "-m", model, "-f", f.name], capture_output=True, text=True, check=True)
+    ids = r.stdout.split()
+    while len(ids) < n:
+        ids += ids
+    return ids[:n]
+
+
+def run_ranks(binary, model, ids, world, decode, timeout_s):
+    """Every rank's JSON line of one `stride run --shard-world world`."""
+    with tempfile.TemporaryDirectory() as meet:
+        prefix = f"bench-{time.time_ns()}"  # one for the whole set
+        procs = []
+        for rank in range(world):
+            cmd = [binary, "run", "-m", model, "--prompt-ids", " ".join(ids), "-n", str(decode), "--temperature", "0",
+                   "--ignore-eos", "--threads", "1", "--json", "--shard-world", str(world), "--shard-rank", str(rank),
+                   "--rendezvous", f"file:{meet}", "--shard-prefix", prefix,
+                   "--shard-timeout-ms", str(timeout_s * 1000)]
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        rows = []
+        for rank, p in enumerate(procs):
+            out, err = p.communicate(timeout=timeout_s)
+            if p.returncode != 0:
+                raise RuntimeError(f"rank {rank}/{world}: {err[-1000:]}")
+            rows.append(json.loads(out.strip().splitlines()[-1]))
+        return rows
+
+
+def summarise(rows, n_layer, n_tokens, decode, one=None):
+    world = len(rows)
+    steps = decode - 1  # the last token is sampled, not run
+    prefill_bytes = sum(r["prefill_bytes_sent"] for r in rows)
+    decode_bytes = sum(r["payload_bytes_sent"] - r["prefill_bytes_sent"] for r in rows)
+    s = {
+        "ranks": world,
+        "tokens": n_tokens,
+        "prefill_cpu_seconds": [r["prefill_cpu_seconds"] for r in rows],
+        "prefill_wall_seconds": [r["prefill_seconds"] for r in rows],
+        "decode_cpu_seconds_per_token": [r["decode_cpu_seconds"] / steps for r in rows],
+        "peak_kv_bytes": [r["peak_kv_bytes"] for r in rows],
+        # Every rank's payload together, per prompt token and layer (ring prefill) and per decoded token and layer.
+        "prefill_bytes_per_token_layer": prefill_bytes / (n_tokens * n_layer),
+        "decode_bytes_per_token_layer": decode_bytes / (steps * n_layer) if steps else 0,
+        "same_tokens_as_one_rank": None if one is None else rows[0]["generated_ids"] == one["generated_ids"],
+    }
+    return s
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--binary", default=os.environ.get("STRIDE_BIN", os.path.join(ROOT, "build", "stride")))
+    ap.add_argument("--tokens", type=int, default=8192)
+    ap.add_argument("--ranks", default="1,2,4")
+    ap.add_argument("--decode", type=int, default=32, help="tokens generated (decode steps + 1)")
+    ap.add_argument("--rtt-us", type=float, default=100.0, help="assumed round trip between hosts, for the projection")
+    ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
+    a = ap.parse_args()
+
+    info = json.loads(subprocess.run([a.binary, "info", "--model", a.model, "--json"], capture_output=True,
+                                     text=True, check=True).stdout)
+    n_layer = info.get("config", info)["n_layer"]
+    ids = prompt_ids(a.binary, a.model, a.tokens)
+    runs, one = [], None
+    for world in [int(w) for w in a.ranks.split(",")]:
+        t0 = time.monotonic()
+        rows = run_ranks(a.binary, a.model, ids, world, a.decode, a.timeout)
+        s = summarise(rows, n_layer, a.tokens, a.decode, one)
+        s["wall_seconds"] = time.monotonic() - t0
+        if world == 1:
+            one = rows[0]
+        runs.append(s)
+        print(json.dumps(s), flush=True)
+    base = next(r for r in runs if r["ranks"] == 1)
+    for r in runs:
+        r["projected_prefill_speedup"] = base["prefill_cpu_seconds"][0] / max(r["prefill_cpu_seconds"])
+        latency = (n_layer * a.rtt_us * 1e-6) if r["ranks"] > 1 else 0.0
+        r["projected_decode_speedup"] = base["decode_cpu_seconds_per_token"][0] / (
+            max(r["decode_cpu_seconds_per_token"]) + latency)
+        r["projected_prefill_efficiency"] = r["projected_prefill_speedup"] / r["ranks"]
+    report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "model": os.path.basename(a.model),
+        "machine": "ranks as processes of one shared, loaded 2-vCPU Xeon (they share its 2 cores): "
+                   "CPU seconds per rank are the figure, wall times are not",
+        "threads_per_rank": 1,
+        "rtt_us_assumed": a.rtt_us,
+        "runs": runs,
+    }
+    os.makedirs(a.out, exist_ok=True)
+    stem = os.path.join(a.out, f"context_parallel_{a.tokens}")
+    with open(stem + ".json", "w") as f:
+        json.dump(report, f, indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: JSON only", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for r in runs:
+        xs = [f"{r['ranks']}r/{i}" for i in range(r["ranks"])]
+        ax[0].bar(xs, r["prefill_cpu_seconds"], label=f"{r['ranks']} ranks")
+    ax[0].set_ylabel("prefill CPU seconds per rank")
+    ax[0].set_title(f"{a.tokens} tokens, {report['model']}")
+    ax[0].legend()
+    ranks = [r["ranks"] for r in runs]
+    ax[1].plot(ranks, ranks, "k:", label="ideal")
+    ax[1].plot(ranks, [r["projected_prefill_speedup"] for r in runs], "o-", label="prefill (projected)")
+    ax[1].plot(ranks, [r["projected_decode_speedup"] for r in runs], "s-", label=f"decode (projected, RTT {a.rtt_us:g} us)")
+    ax[1].set_xlabel("ranks (separate hosts)")
+    ax[1].set_ylabel("speed-up over one rank")
+    ax[1].legend()
+    fig.suptitle("Context parallelism: ranks measured on one shared 2-vCPU machine (CPU time), projected to hosts")
+    fig.tight_layout()
+    fig.savefig(stem + ".png", dpi=110)
+    print(f"wrote {stem}.json and .png")
+
+
+if __name__ == "__main__":
+    main()

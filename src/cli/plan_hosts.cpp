@@ -1,0 +1,50 @@
+#include "cli/plan_hosts.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kv/store/kv_pool.h"
+
+namespace stride::cli {
+
+HostPlan plan_hosts(const MemoryPlanInput& in, int hosts) {
+  const ModelConfig& c = in.config;
+  const int ps = in.page_size;
+  HostPlan h;
+  h.hosts = hosts;
+  const int64_t per_rank = ((in.context + hosts - 1) / hosts + ps - 1) / ps * ps;
+  h.tokens_per_rank = std::min(per_rank, in.context);
+  const int64_t pages = (h.tokens_per_rank + ps - 1) / ps;
+  const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, ps, in.kv_storage};
+  h.weight_bytes = in.weight_bytes;
+  h.kv_bytes = (int64_t)c.n_layer * pages * shape.bytes_per_page();
+
+  MemoryPlanInput step = in;  // the shard as one step of one sequence, dense
+  step.context = h.tokens_per_rank;
+  step.batch = 1;
+  step.prefill_chunk = (int)std::min<int64_t>(h.tokens_per_rank, 1 << 30);
+  step.layer_policies.assign((size_t)c.n_layer, PolicySpec{});
+  h.activation_bytes = plan_memory(step).activation_bytes;
+
+  if (hosts > 1) {
+    const int64_t page_image = shape.bytes_per_page() + (int64_t)ps * 4;  // KvPool::page_image_bytes
+    const int64_t partials = (int64_t)hosts * h.tokens_per_rank * c.n_head * (c.head_dim_v + 2) * 4;
+    h.ring_bytes = 3 * (16 + pages * page_image) + partials;
+  }
+  h.total_bytes = h.weight_bytes + h.kv_bytes + h.activation_bytes + h.ring_bytes;
+  return h;
+}
+
+Expected<HostPlan> fewest_hosts(const MemoryPlanInput& in, int64_t host_memory, int max_hosts) {
+  // Per-rank need falls as hosts grow, so the first that fits is the fewest.
+  for (int hosts = 1; hosts <= max_hosts; ++hosts) {
+    HostPlan h = plan_hosts(in, hosts);
+    if (h.total_bytes <= host_memory) return h;
+    if (h.tokens_per_rank <= in.page_size) break;  // more hosts cannot shrink a shard below a page
+  }
+  return ResourceExhausted("no shard set of up to " + std::to_string(max_hosts) + " hosts fits " +
+                           std::to_string(host_memory) + " bytes per host at " + std::to_string(in.context) +
+                           " tokens");
+}
+
+}  // namespace stride::cli

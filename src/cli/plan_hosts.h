@@ -1,0 +1,36 @@
+#pragma once
+// `stride plan --hosts N` / `--host-memory BYTES`: what each rank of a shard
+// set needs when one sequence of `context` tokens is spread by position over
+// N hosts (docs/deploy.md), and the fewest hosts whose memory holds it.
+//
+// A rank holds the weights, the KV of its shard (the largest is rank 0's:
+// ceil(context / N) tokens rounded up to pages; every layer, every page,
+// since ring prefill needs the whole shard), the activations of its shard
+// run as one step, and ring prefill's buffers: three blocks of one layer's
+// shard pages (the one it sends, the one it receives, the pool it attends
+// to) and the partial states of its queries against each rank's block.
+#include <cstdint>
+
+#include "core/status.h"
+#include "eval/memory_plan.h"
+
+namespace stride::cli {
+
+struct HostPlan {
+  int hosts = 1;
+  int64_t tokens_per_rank = 0;  // the largest shard
+  int64_t weight_bytes = 0;
+  int64_t kv_bytes = 0;
+  int64_t activation_bytes = 0;
+  int64_t ring_bytes = 0;
+  int64_t total_bytes = 0;  // per rank
+};
+
+// in: the one-host plan's input (context, page size, KV storage, chunk).
+HostPlan plan_hosts(const MemoryPlanInput& in, int hosts);
+
+// The fewest hosts (at most max_hosts) whose ranks each fit host_memory;
+// ResourceExhausted when none does (the weights alone, or a shard of one page).
+Expected<HostPlan> fewest_hosts(const MemoryPlanInput& in, int64_t host_memory, int max_hosts);
+
+}  // namespace stride::cli

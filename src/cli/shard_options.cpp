@@ -1,0 +1,55 @@
+#include "cli/shard_options.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+
+
+namespace stride::cli {
+
+void add_shard_options(CLI::App* cmd, ShardArgs& a) {
+  if (a.prefix.empty()) a.prefix = cmd->get_name();
+  auto* world = cmd->add_option("--shard-world", a.world,
+                                "ranks of a shard set that split the prompt by position (1 with --rendezvous: the sharded path on one rank)")
+                    ->check(CLI::Range(1, 4096))
+                    ->capture_default_str();
+  cmd->add_option("--shard-rank", a.rank, "this process's rank, 0 .. world-1")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(world);
+  cmd->add_option("--rendezvous", a.rendezvous, "where the ranks meet: file:/dir or redis://host[:port]")
+      ->needs(world);
+  cmd->add_option("--shard-prefix", a.prefix, "the shard set's keys in the rendezvous store; new per start")
+      ->capture_default_str();
+  cmd->add_option("--shard-host", a.host, "the address the other ranks reach this rank at")
+      ->capture_default_str();
+  cmd->add_option("--shard-timeout-ms", a.timeout_ms, "deadline of connecting and of every exchange")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+Status check_shard_args(const ShardArgs& a) {
+  if (a.rank >= a.world) return InvalidArgument("--shard-rank must be below --shard-world");
+  if (a.world > 1 && !a.sharded()) return InvalidArgument("--shard-world needs --rendezvous");
+#ifndef STRIDE_WITH_GLOO
+  if (a.sharded()) return Unsupported("this build has no context parallelism (Gloo was not found at build time)");
+#endif
+  return Status::Ok();
+}
+
+#ifdef STRIDE_WITH_GLOO
+Expected<std::unique_ptr<dist::ShardGroup>> connect_shard_group(const ShardArgs& a) {
+  std::signal(SIGPIPE, SIG_IGN);
+  dist::ShardGroupOptions go;
+  go.rank = a.rank;
+  go.world = a.world;
+  go.rendezvous = a.rendezvous;
+  go.prefix = a.prefix;
+  go.listen_host = a.host;
+  go.timeout = std::chrono::milliseconds(a.timeout_ms);
+  STRIDE_ASSIGN_OR_RETURN(auto group, dist::ShardGroup::connect(go));
+  std::fprintf(stderr, "shard rank %d/%d: connected\n", go.rank, go.world);
+  return group;
+}
+#endif
+
+}  // namespace stride::cli

@@ -1,0 +1,20 @@
+#pragma once
+// One layer of a rank's KV sequence as the shard the sharded kernels read:
+// the pool pages holding positions [pos_begin, pos_end) of a sequence that
+// starts at pos_begin (KvManager::add_sequence_at).
+#include <cstdint>
+
+#include "core/status.h"
+#include "dist/kv_shard.h"
+#include "kv/kv_manager.h"
+
+namespace stride::dist {
+
+// Internal when a page of the range is not written, or was released and
+// released_ok is false. Released pages (a window's, behind its queries) stay
+// in page_ids as -1: the layer's policy plans no read of them. Ring prefill
+// passes whole shards, so it needs every page; decode reads what the policy keeps.
+Expected<ShardedLayer> sequence_shard(const KvManager& kv, KvManager::SeqId seq, int layer, int64_t pos_begin,
+                                      int64_t pos_end, const AttentionParams& params, bool released_ok);
+
+}  // namespace stride::dist

@@ -1,0 +1,26 @@
+#pragma once
+// What every rank of a shard set does alike around its engine: agree that
+// all ranks were given one prompt, and run one step of its own sequence with
+// the step's attention handed to a ShardedAttention (ring prefill of a
+// shard, or a decode step's partials gathered across ranks).
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "dist/shard_group.h"
+#include "engine/engine.h"
+#include "model/sharded_attention.h"
+
+namespace stride::dist {
+
+// CPU time of this process so far (every thread), for per-rank compute figures.
+double process_cpu_seconds();
+
+// InvalidArgument on every rank when any rank's ids differ.
+Status agree_on_prompt(ShardGroup& group, const std::vector<int32_t>& ids);
+
+// The step's tokens through every layer as one step (the model's chunk
+// limit raised to step.n for it), attention through `sharded`.
+Status run_shard_step(Engine& engine, const SequenceStep& step, ShardedAttention& sharded);
+
+}  // namespace stride::dist

@@ -1,0 +1,102 @@
+"""`stride run` across a shard set against the one-host `stride run`: the
+prompt spread by position over 2 and 4 rank processes on loopback (ring
+prefill), then decoded with the new tokens' keys on the last rank and every
+layer's new query attended on every rank, the partial softmax states merged
+on the last rank.
+
+With every rank after the first holding exactly one of the kernel's 256-key
+segments, the merge folds what the one-host kernel folds in its order, so
+the greedy tokens and their log-probabilities must be the one host's, bit
+for bit. The payload each rank sends is checked against the byte formula of
+the exchange, computed here from the model's shape.
+
+Failure: a rank killed mid-decode makes the other exit at once with "a peer
+is gone", holding no KV pages afterwards."""
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from shard_ranks import N_NEW, PAGE, SEGMENT, finish, model_info, one_host_run, page_image_bytes, prompt_ids, start_ranks
+from stride_server import SMOL
+
+def start_run_ranks(ids, world, tmp_path, n_new, timeout_ms=60000, policy="dense"):
+    return start_ranks(lambda rank: ["run", "-m", SMOL, "--prompt-ids", " ".join(ids), "-n", str(n_new), "-a", policy,
+                                     "--temperature", "0", "--ignore-eos", "--threads", "1", "--json"],
+                       world, tmp_path / "rendezvous", timeout_ms)
+
+
+@pytest.fixture(scope="module")
+def smol_info():
+    return model_info()
+
+
+@pytest.mark.parametrize("world,policy", [(2, "dense"), (4, "dense"), (4, "rswa:sinks=4,window=64")],
+                         ids=["2x256-dense", "4x256-dense", "4x256-rswa"])
+def test_sharded_decode_gives_the_one_host_tokens_and_logprobs(world, policy, tmp_path, smol_info):
+    """R-SWA: the ranks before the window hold only what its sinks and window keep (the rest released)."""
+    ids = prompt_ids(world * SEGMENT)
+    want = one_host_run(ids, N_NEW, policy)
+    results = finish(start_run_ranks(ids, world, tmp_path, N_NEW, policy=policy))
+    for rank, (rc, _, err) in enumerate(results):
+        assert rc == 0, f"rank {rank} exit {rc}: {err[-2000:]}"
+    metas = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in results]
+    assert len(want["generated_ids"]) == N_NEW
+    for m in metas:
+        assert m["generated_ids"] == want["generated_ids"], m["shard_rank"]
+        assert m["logprobs"] == want["logprobs"], m["shard_rank"]  # exact: JSON round-trips a float
+        assert m["text"] == want["text"]
+        assert m["kv_pages_held"] == 0
+    assert [(m["pos_begin"], m["pos_end"]) for m in metas] == [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
+
+    # Payload, from the model's shape: 16 bytes agreeing on the prompt; per layer of the prefill
+    # W - 1 ring blocks of (16 + pages * page image) and 8 bytes agreeing on the page count; per
+    # decode step (N_NEW - 1: the last token is not run) and layer, the root sends its query
+    # (H * dk floats) to W - 1 ranks and each other rank sends back a partial state (H * (dv + 2)
+    # floats); the root tells W - 1 ranks each sampled token (8 bytes).
+    layers, heads = smol_info["n_layer"], smol_info["n_head"]
+    prefill = 16 + layers * ((world - 1) * (16 + (SEGMENT // PAGE) * page_image_bytes(smol_info)) + 8)
+    steps = N_NEW - 1
+    for m in metas:
+        if m["shard_rank"] == world - 1:
+            decode = steps * layers * (world - 1) * heads * smol_info["head_dim"] * 4 + N_NEW * (world - 1) * 8
+        else:
+            decode = steps * layers * heads * (smol_info["head_dim_v"] + 2) * 4
+        assert m["payload_bytes_sent"] == prefill + decode, m
+    # A rank's pool held its shard; the last rank also the generated tokens' pages (dense keeps them all).
+    kv_page = page_image_bytes(smol_info) - PAGE * 4
+    for m in metas if policy == "dense" else []:
+        pages = SEGMENT // PAGE + (-(-N_NEW // PAGE) if m["shard_rank"] == world - 1 else 0)
+        assert m["peak_kv_bytes"] == layers * pages * kv_page, m
+
+
+@pytest.mark.parametrize("victim", ["last", "first"], ids=["root-killed", "worker-killed"])
+def test_a_rank_killed_mid_decode_fails_the_other_cleanly(victim, tmp_path):
+    ids = prompt_ids(2 * SEGMENT)
+    procs = start_run_ranks(ids, 2, tmp_path, n_new=1500)
+    killed, survivor = (procs[1], procs[0]) if victim == "last" else (procs[0], procs[1])
+    try:
+        assert os.read(survivor.stdout.fileno(), 1), "no token streamed"  # decoding has begun
+        time.sleep(0.2)
+        assert survivor.poll() is None and killed.poll() is None, "the ranks finished before the kill"
+        t0 = time.monotonic()
+        killed.send_signal(signal.SIGKILL)
+        (rc, out, err), = finish([survivor], timeout=120)
+        elapsed = time.monotonic() - t0
+    finally:
+        killed.kill()
+        killed.wait()
+    assert rc == 1, f"exit {rc}: {err[-2000:]}"  # an error, not a crash
+    assert "a peer is gone" in err, err[-2000:]
+    meta = json.loads(out.strip().splitlines()[-1])
+    assert "a peer is gone" in meta["error"]
+    assert meta["kv_pages_held"] == 0, "the failed request's pages are released"
+    assert elapsed < 20, f"the surviving rank took {elapsed:.1f} s to give up"
+
+
+def test_a_prompt_too_short_for_the_ranks_is_refused_on_every_rank(tmp_path):
+    """5 tokens cannot give 2 ranks a page each: both say so, before any exchange."""
+    for rc, _, err in finish(start_run_ranks(prompt_ids(5), 2, tmp_path, n_new=4), timeout=300):
+        assert rc == 1 and "leaves shard rank 1 of 2 no positions" in err, err[-2000:]
