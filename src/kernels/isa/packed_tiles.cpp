@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "kernels/kernel_entries.h"
 #include "kernels/packed_format.h"
@@ -46,8 +47,9 @@ void run_group_pair_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, 
     const bool first = b0 == 0, last = b0 + nb == n_blocks;
     int64_t t = tb;
 #if STRIDE_ISA_LEVEL >= 2
-    for (; t + kAmxToks <= te; t += kAmxToks)
-      tile_amx<L>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 16, first, last);
+    const int amx_tiles = (int)((te - tb) / kAmxToks);
+    if (amx_tiles > 0) tiles_amx<L>(p, g, tb, amx_tiles, st, b0, nb, as, acc, first, last);
+    t += kAmxToks * amx_tiles;
 #endif
     for (; t + kTileToks <= te; t += kTileToks)
       tile_wide<L, kTileToks>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 16, first, last);
@@ -90,6 +92,11 @@ void run_group(const Problem& p, int64_t g, int64_t tb, int64_t te) {
 // weights stay in L1 across the token tiles of a block.
 template <const Layout& L>
 void run_range_of(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
+#if STRIDE_ISA_LEVEL >= 2
+  // Tile shapes are per thread, and only token blocks of 16+ use tiles.
+  std::optional<TileScope<L>> tiles;
+  if (wr.t1 - wr.t0 >= kAmxToks) tiles.emplace();
+#endif
   for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
     const int64_t te = std::min(wr.t1, tb + kTokenBlock);
     int64_t g = wr.r0;
@@ -135,16 +142,6 @@ void run_range_typed(const Problem& p, const detail::WorkRange& wr, WorkerScratc
 }  // namespace
 
 void packed_run_range(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
-#if STRIDE_ISA_LEVEL >= 2
-  // Tile shapes are per thread, and only token blocks of 16+ use tiles.
-  if (wr.t1 - wr.t0 >= kAmxToks) {
-    const tmul::TileConfig cfg = amx_tile_config();
-    Tiles::load_config(cfg);
-    run_range_typed(p, wr, ws);
-    Tiles::release();
-    return;
-  }
-#endif
   run_range_typed(p, wr, ws);
 }
 

@@ -235,6 +235,10 @@ void stage_acts(const QuantizedActs& a, int64_t n_blocks, int64_t tb, int64_t te
       uint8_t* xu = as.xu + k * n_blocks * 32;
       for (int64_t i = 0; i < n_blocks * 32; ++i) xu[i] = (uint8_t)q[i] ^ 0x80u;
     }
+#if STRIDE_ISA_LEVEL >= 2
+    const int8_t* qt = a.q_row(t);
+    for (int64_t b = 0; b < n_blocks; ++b) std::memcpy(as.xt + (b * S + k) * 32, qt + b * 32, 32);
+#endif
     const float* d = a.d_row(t);
     for (int64_t b = 0; b < n_blocks; ++b) as.d[b * S + k] = d[b];
     if constexpr (kFloatOffset<L>) {
