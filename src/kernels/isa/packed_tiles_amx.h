@@ -18,7 +18,8 @@
 // unit (tilestored) for the AVX-512 epilogue. Tile registers are not renamed:
 // with one accumulator tile, a block's dot waited for the previous block's
 // store, and the epilogue's loads waited for that store. Two accumulator sets
-// alternate instead (tile_amx).
+// alternate instead (tiles_amx). Weights with a scale per 16 (Q6_K, Q2_K,
+// Q3_K) keep the 512-bit tiles: kernels::amx_int8_tiles_for.
 #include "kernels/isa/packed_tiles_wide.h"
 #include "kernels/isa/tile_unit.h"
 
@@ -27,46 +28,28 @@ namespace {
 
 constexpr int kAmxToks = 16;
 // The bytes a tile load or store spans (Tiles::load): A, 16 rows of 32 bytes;
-// B, 8 rows of 64; C, 16 rows of 64; q6 halves: A, 16 rows of 16 bytes 32
-// apart; B, 4 rows of 64.
-constexpr int64_t kSpanA = 512, kSpanB = 512, kSpanC = 1024, kSpanAHalf = 15 * 32 + 16, kSpanBHalf = 256;
+// B, 8 rows of 64; C, 16 rows of 64.
+constexpr int64_t kSpanA = 512, kSpanB = 512, kSpanC = 1024;
 
-// Tile registers of layouts with one scale per block: two sets of
-// A [16 tokens, 32 bytes] (one block's activations), B [8, 64 bytes] (the
-// staged weight vectors of a block) and C [16 tokens, 16 rows] int32.
+// Tile registers: two sets of A [16 tokens, 32 bytes] (one block's
+// activations), B [8, 64 bytes] (the staged weight vectors of a block) and
+// C [16 tokens, 16 rows] int32.
 constexpr int kTA[2] = {0, 3}, kTB[2] = {1, 4}, kTC[2] = {2, 5};
-// q6 layouts (a scale per 16 elements): A and B halves (elements 0-15, 16-31;
-// vectors 0-3, 4-7), one set, and two sets of the halves' C.
-enum AmxQ6Tile : int { kTALo = 0, kTAHi = 1, kTBLo = 2, kTBHi = 3 };
-constexpr int kTCLo[2] = {4, 6}, kTCHi[2] = {5, 7};
 
-template <const Layout& L>
-tmul::TileConfig amx_tile_config() {
+inline tmul::TileConfig amx_tile_config() {
   tmul::TileConfig c;
   c.palette = 1;
-  if constexpr (L.q6) {
-    tmul::set_tile(c, kTALo, kAmxToks, 16);
-    tmul::set_tile(c, kTAHi, kAmxToks, 16);
-    tmul::set_tile(c, kTBLo, 4, 64);
-    tmul::set_tile(c, kTBHi, 4, 64);
-    for (int s = 0; s < 2; ++s) {
-      tmul::set_tile(c, kTCLo[s], kAmxToks, 64);
-      tmul::set_tile(c, kTCHi[s], kAmxToks, 64);
-    }
-  } else {
-    for (int s = 0; s < 2; ++s) {
-      tmul::set_tile(c, kTA[s], kAmxToks, 32);
-      tmul::set_tile(c, kTB[s], 8, 64);
-      tmul::set_tile(c, kTC[s], kAmxToks, 64);
-    }
+  for (int s = 0; s < 2; ++s) {
+    tmul::set_tile(c, kTA[s], kAmxToks, 32);
+    tmul::set_tile(c, kTB[s], 8, 64);
+    tmul::set_tile(c, kTC[s], kAmxToks, 64);
   }
   return c;
 }
 
 // Tile configuration held for a scope (the tiles of this thread).
-template <const Layout& L>
 struct TileScope {
-  TileScope() { Tiles::load_config(amx_tile_config<L>()); }
+  TileScope() { Tiles::load_config(amx_tile_config()); }
   ~TileScope() { Tiles::release(); }
   TileScope(const TileScope&) = delete;
   TileScope& operator=(const TileScope&) = delete;
@@ -82,54 +65,27 @@ inline void tile_dot() {
 // activations, 32 bytes apart.
 template <const Layout& L, int S>
 inline void issue_block(const StagedBlock& sb, const int8_t* xb) {
-  constexpr bool kSigned = kSignedStaged<L>;
-  if constexpr (L.q6) {
-    Tiles::zero<kTCLo[S]>();
-    Tiles::zero<kTCHi[S]>();
-    Tiles::load<kTALo, kSpanAHalf>(xb, 32);
-    Tiles::load<kTBLo, kSpanBHalf>(&sb.v[0], 64);
-    tile_dot<kTALo, kTBLo, kTCLo[S], kSigned>();
-    Tiles::load<kTAHi, kSpanAHalf>(xb + 16, 32);
-    Tiles::load<kTBHi, kSpanBHalf>(&sb.v[4], 64);
-    tile_dot<kTAHi, kTBHi, kTCHi[S], kSigned>();
-  } else {
-    Tiles::zero<kTC[S]>();
-    Tiles::load<kTA[S], kSpanA>(xb, 32);
-    Tiles::load<kTB[S], kSpanB>(&sb.v[0], 64);
-    tile_dot<kTA[S], kTB[S], kTC[S], kSigned>();
-  }
+  Tiles::zero<kTC[S]>();
+  Tiles::load<kTA[S], kSpanA>(xb, 32);
+  Tiles::load<kTB[S], kSpanB>(&sb.v[0], 64);
+  if constexpr (kSignedStaged<L>) Tiles::dot_ss<kTC[S], kTA[S], kTB[S]>();
+  else Tiles::dot_su<kTC[S], kTA[S], kTB[S]>();
 }
 
-// Accumulator set S's sums to c (q6 layouts: the low halves' to c, the high
-// halves' to c + kAmxToks * 16).
-template <const Layout& L, int S>
+// Accumulator set S's sums to c.
+template <int S>
 inline void store_block(int32_t* c) {
-  if constexpr (L.q6) {
-    Tiles::store<kTCLo[S], kSpanC>(c, 64);
-    Tiles::store<kTCHi[S], kSpanC>(c + kAmxToks * 16, 64);
-  } else {
-    Tiles::store<kTC[S], kSpanC>(c, 64);
-  }
+  Tiles::store<kTC[S], kSpanC>(c, 64);
 }
 
 // The epilogue of one block for the 16 tokens: c as store_block wrote it; k:
 // the first token's index in the block-major factors of as.
 template <const Layout& L>
-[[gnu::always_inline]] inline void finish_tile_block(const StagedBlock& sb, const int32_t* c, const packed::ActStage& as, int64_t k,
-                              __m512* acc) {
+[[gnu::always_inline]] inline void finish_tile_block(const StagedBlock& sb, const int32_t* c,
+                                                     const packed::ActStage& as, int64_t k, __m512* acc) {
   // Unrolled, so that acc stays in 16 registers rather than on the stack.
 #pragma GCC unroll 16
-  for (int t = 0; t < kAmxToks; ++t) {
-    __m512i idot = _mm512_load_si512(c + 16 * t);
-    if constexpr (L.q6) {
-      const __m512i pairs = _mm512_load_si512(&sb.pairs);
-      const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);
-      const __m512i sc_hi = _mm512_srai_epi32(pairs, 16);
-      idot = _mm512_add_epi32(_mm512_mullo_epi32(idot, sc_lo),
-                              _mm512_mullo_epi32(_mm512_load_si512(c + kAmxToks * 16 + 16 * t), sc_hi));
-    }
-    finish_block<L>(sb, idot, as, k + t, acc[t]);
-  }
+  for (int t = 0; t < kAmxToks; ++t) finish_block<L>(sb, _mm512_load_si512(c + 16 * t), as, k + t, acc[t]);
 }
 
 // Token tiles [tb + 16k, tb + 16k + 16), k < n_tiles, of groups grp and
@@ -142,9 +98,9 @@ template <const Layout& L>
 template <const Layout& L>
 void tiles_amx(const Problem& p, int64_t grp, int64_t tb, int n_tiles, const StagedBlock* st, int64_t b0, int nb,
                const packed::ActStage& as, float* acc_io, bool first, bool last) {
+  static_assert(!L.q6, "a scale per 16 weights: see amx_int8_tiles_for");
   constexpr int64_t S = packed::kActStageToks;
-  constexpr int kC = (L.q6 ? 2 : 1) * kAmxToks * 16;
-  alignas(64) int32_t c[2][kC];  // per set: [16 tokens, 16 rows] (q6: low, high)
+  alignas(64) int32_t c[2][kAmxToks * 16];  // per set: [16 tokens, 16 rows]
   const int n_steps = n_tiles * nb;
   // Block i of token tile k: its 16 tokens' activations.
   auto x_of = [&](int j) { return as.xt + ((b0 + j % nb) * S + kAmxToks * (j / nb)) * 32; };
@@ -159,10 +115,10 @@ void tiles_amx(const Problem& p, int64_t grp, int64_t tb, int n_tiles, const Sta
       const int j = k * nb + i;
       const int j2 = j + 2;
       if (j & 1) {
-        store_block<L, 1>(c[1]);
+        store_block<1>(c[1]);
         if (j2 < n_steps) issue_block<L, 1>(st[j2 % nb], x_of(j2));
       } else {
-        store_block<L, 0>(c[0]);
+        store_block<0>(c[0]);
         if (j2 < n_steps) issue_block<L, 0>(st[j2 % nb], x_of(j2));
       }
       if (i > 0) finish_tile_block<L>(st[i - 1], c[(j - 1) & 1], as, (b0 + i - 1) * S + kAmxToks * k, acc);
