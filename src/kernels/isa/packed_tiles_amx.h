@@ -55,12 +55,6 @@ struct TileScope {
   TileScope& operator=(const TileScope&) = delete;
 };
 
-template <int A, int B, int C, bool kSigned>
-inline void tile_dot() {
-  if constexpr (kSigned) Tiles::dot_ss<C, A, B>();
-  else Tiles::dot_su<C, A, B>();
-}
-
 // Starts block sb's dot into accumulator set S. xb: the block's 16 tokens'
 // activations, 32 bytes apart.
 template <const Layout& L, int S>
