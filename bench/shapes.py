@@ -3,7 +3,7 @@
 
 Usage:
   ~/.cache/stride/venv/bin/python bench/shapes.py [--presets llama3.2-1b-q4_k_m ...]
-      [--reps 3] [--threads 2] [--prompt 512] [--gen 128] [--triad-gbs G] [--no-ik]
+      [--reps 3] [--threads 2] [--prompt 512] [--gen 128] [--triad-gbs G] [--no-ik] [--no-anchors]
       [--llama-bench PATH] [--ik-llama-bench PATH] [--paths avx2 ...] [--shaped-dir DIR]
       [--out bench/out/shapes]
 
@@ -13,7 +13,8 @@ rotated each rep, between
   * the two anchors (bench/anchors.py): `llama-bench -m F -p 512 -n 128 -t 2 -fa 0,1 -r 1 -o json`
     (its own warm-up runs included) of mainline llama.cpp, and of ik_llama.cpp twice, with
     run-time repacking `-rtr 1` and `-rtr 0`; for each of pp and tg the fastest (rtr, flash
-    attention) setting counts, as each engine's users would pick it (--no-ik: mainline only);
+    attention) setting counts, as each engine's users would pick it (--no-ik: mainline only;
+    --no-anchors: neither, for comparing stride's paths and builds on a busy machine);
   * stride on each kernel path `stride info --json` reports (STRIDE_CPU=avx2, avx512, amx):
     `stride run -m F --prompt-ids <512 random ids> -n 128 --temperature 0 --ignore-eos
     --json --threads 2`, after one untimed warm-up run per path.
@@ -227,6 +228,11 @@ def grouped_bars(path, groups, series, ylabel, title, unit_line=False):
 def plot(report, path):
     presets = list(report["results"])
     first = report["results"][presets[0]]["engines"]
+    if LLAMA not in first:  # --no-anchors: tok/s per stride binary and path
+        series = [(f"{n} {m}", [report["results"][p]["engines"][n][f"{m}_tok_s"] for p in presets])
+                  for n in first for m in ("prefill", "decode")]
+        grouped_bars(path, presets, series, "tok/s", f"stride, {report['threads']} threads, {report['cpu']}")
+        return
     suffixes = [("", LLAMA)] + ([("_ik", "ik")] if IK in first else [])
     series = [(f"{n.split('-', 1)[1]} {m} / {label}",
                [report["results"][p]["engines"][n][f"{m}_ratio{sfx}"] for p in presets])
@@ -256,6 +262,8 @@ def main():
     ap.add_argument("--llama-bench", default=None, help="mainline llama.cpp's llama-bench")
     ap.add_argument("--ik-llama-bench", default=None, help="ik_llama.cpp's llama-bench")
     ap.add_argument("--no-ik", action="store_true", help="mainline llama.cpp as the only anchor (quick runs)")
+    ap.add_argument("--no-anchors", action="store_true",
+                    help="stride only (its paths, and --baseline-bin): no ratios, tok/s plotted instead")
     ap.add_argument("--baseline-bin", default=None,
                     help="a second stride binary (e.g. an older build), run on the same paths alongside")
     ap.add_argument("--paths", nargs="+", default=None, choices=["avx2", "avx512", "amx"],
@@ -274,19 +282,19 @@ def main():
         if missing:
             raise SystemExit(f"this CPU cannot run stride path(s) {', '.join(missing)} (it runs {', '.join(paths)})")
         paths = [p for p in paths if p in a.paths]
-    anchor_bins = anchors.find_binaries(a.llama_bench, a.ik_llama_bench, not a.no_ik)
+    anchor_bins = {} if a.no_anchors else anchors.find_binaries(a.llama_bench, a.ik_llama_bench, not a.no_ik)
     triad, triad_src = triad_gbs(sbin, a.threads, a.triad_gbs)
     log(f"stride {sbin} (paths {', '.join(paths)}), llama-bench {anchor_bins}, triad {triad} GB/s")
     report = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "cpu": cpu_model(), "git_commit": git_commit(), "stride_bin": sbin,
-              "llama_bench": anchor_bins[LLAMA], "ik_llama_bench": anchor_bins.get(IK),
+              "llama_bench": anchor_bins.get(LLAMA), "ik_llama_bench": anchor_bins.get(IK),
               "threads": a.threads, "prompt_tokens": a.prompt, "gen_tokens": a.gen, "reps": a.reps,
               "triad_gbs": triad, "triad_source": triad_src, "loadavg": os.getloadavg(),
               "statistic": "median", "results": {}}
     for preset in a.presets:
         report["results"][preset] = bench_preset(preset, anchor_bins, sbin, paths, triad, a)
         engines = report["results"][preset]["engines"]
-        report["llama_build_commit"] = engines[LLAMA].get("build_commit")
+        report["llama_build_commit"] = engines.get(LLAMA, {}).get("build_commit")
         if IK in engines:
             report["ik_build_commit"] = engines[IK].get("build_commit")
     write_report(report, a.out, plot, markdown)

@@ -19,6 +19,7 @@ struct ActStageBuffers {
   std::vector<float> d, s;
   std::vector<int32_t> hs, qs;
   std::vector<uint8_t> xu;
+  std::vector<int8_t> xt;
 };
 
 }  // namespace
@@ -32,8 +33,9 @@ packed::ActStage packed::act_stage(WorkerScratch& ws, int64_t n_blocks) {
     b.hs.resize(n);
     b.qs.resize(n);
     b.xu.resize(n * 32);
+    b.xt.resize(n * 32);
   }
-  return {b.d.data(), b.s.data(), b.hs.data(), b.qs.data(), b.xu.data()};
+  return {b.d.data(), b.s.data(), b.hs.data(), b.qs.data(), b.xu.data(), b.xt.data()};
 }
 
 namespace {

@@ -30,6 +30,10 @@ struct ActStage {
   // (x ^ 0x80), the unsigned operand of vpdpbusd against weights staged as
   // signed integers (the 512-bit tiles; see kUnsignedActs).
   uint8_t* xu;
+  // [n_blocks, kActStageToks, 32]: the int8 activations block-major, so the
+  // 16 tokens of a block lie in 512 contiguous bytes (the AMX tiles' A
+  // operand; rows n_in bytes apart would share a few L1 sets).
+  int8_t* xt;
 };
 ActStage act_stage(WorkerScratch& ws, int64_t n_blocks);
 

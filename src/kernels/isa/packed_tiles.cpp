@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
+#include "kernels/amx_choice.h"
 #include "kernels/kernel_entries.h"
 #include "kernels/packed_format.h"
 #include "kernels/packed_tiles.h"
@@ -35,7 +37,8 @@ namespace {
 #if STRIDE_ISA_LEVEL >= 1
 // Tokens [tb, te) (at most kTokenBlock) of groups g and g + 1, a chunk of
 // staged blocks at a time; the token tiles' sums wait in acc between chunks.
-template <const Layout& L>
+// kAmx: 16-token tiles on the tile unit (amx_int8_tiles_for).
+template <const Layout& L, bool kAmx>
 void run_group_pair_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, const packed::ActStage& as) {
   alignas(64) StagedBlock st[kStageBlocks];
   alignas(64) float acc[kTokenBlock * 2 * kPackRows];  // [te - tb, 16]
@@ -46,8 +49,11 @@ void run_group_pair_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, 
     const bool first = b0 == 0, last = b0 + nb == n_blocks;
     int64_t t = tb;
 #if STRIDE_ISA_LEVEL >= 2
-    for (; t + kAmxToks <= te; t += kAmxToks)
-      tile_amx<L>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 16, first, last);
+    if constexpr (kAmx) {
+      const int amx_tiles = (int)((te - tb) / kAmxToks);
+      if (amx_tiles > 0) tiles_amx<L>(p, g, tb, amx_tiles, st, b0, nb, as, acc, first, last);
+      t += kAmxToks * amx_tiles;
+    }
 #endif
     for (; t + kTileToks <= te; t += kTileToks)
       tile_wide<L, kTileToks>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 16, first, last);
@@ -85,11 +91,17 @@ void run_group(const Problem& p, int64_t g, int64_t tb, int64_t te) {
   }
 }
 
-// Groups [g0, g1) x tokens [t0, t1): token blocks outermost so their int8
-// activations stay cached while the groups stream past; each group's
-// weights stay in L1 across the token tiles of a block.
-template <const Layout& L>
+// Groups [g0, g1) x tokens [t0, t1) of weights of type T: token blocks
+// outermost so their int8 activations stay cached while the groups stream
+// past; each group's weights stay in L1 across the token tiles of a block.
+template <DType T, const Layout& L>
 void run_range_of(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
+  constexpr bool kAmx = STRIDE_ISA_LEVEL >= 2 && kernels::amx_int8_tiles_for(T);
+#if STRIDE_ISA_LEVEL >= 2
+  // Tile shapes are per thread, and only token blocks of 16+ use tiles.
+  std::optional<TileScope> tiles;
+  if (kAmx && wr.t1 - wr.t0 >= kAmxToks) tiles.emplace();
+#endif
   for (int64_t tb = wr.t0; tb < wr.t1; tb += kTokenBlock) {
     const int64_t te = std::min(wr.t1, tb + kTokenBlock);
     int64_t g = wr.r0;
@@ -97,8 +109,8 @@ void run_range_of(const Problem& p, const detail::WorkRange& wr, WorkerScratch& 
     if (te - tb >= kVnniMinToks && g + 1 < wr.r1) {
       const int64_t n_blocks = p.w->n_in / 32;
       const packed::ActStage as = packed::act_stage(ws, n_blocks);
-      stage_acts<L>(*p.a, n_blocks, tb, te, as);
-      for (; g + 1 < wr.r1; g += 2) run_group_pair_staged<L>(p, g, tb, te, as);
+      stage_acts<L, kAmx>(*p.a, n_blocks, tb, te, as);
+      for (; g + 1 < wr.r1; g += 2) run_group_pair_staged<L, kAmx>(p, g, tb, te, as);
     }
 #else
     if (kStaged<L> && te - tb >= kStageMinToks) {
@@ -115,19 +127,19 @@ void run_range_of(const Problem& p, const detail::WorkRange& wr, WorkerScratch& 
 // run_range_of for the layout of p.w's type.
 void run_range_typed(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
   switch (p.w->type) {
-    case DType::Q4_0: return run_range_of<packed::kQ4_0>(p, wr, ws);
-    case DType::Q4_1: return run_range_of<packed::kQ4_1>(p, wr, ws);
-    case DType::Q5_0: return run_range_of<packed::kQ5_0>(p, wr, ws);
-    case DType::Q5_1: return run_range_of<packed::kQ5_1>(p, wr, ws);
-    case DType::Q8_0: return run_range_of<packed::kQ8_0>(p, wr, ws);
-    case DType::Q4_K: return run_range_of<packed::kQ4_K>(p, wr, ws);
-    case DType::Q5_K: return run_range_of<packed::kQ5_K>(p, wr, ws);
-    case DType::Q6_K: return run_range_of<packed::kQ6_K>(p, wr, ws);
-    case DType::Q2_K: return run_range_of<packed::kQ2_K>(p, wr, ws);
-    case DType::Q3_K: return run_range_of<packed::kQ3_K>(p, wr, ws);
-    case DType::IQ4_NL: return run_range_of<packed::kIQ4_NL>(p, wr, ws);
-    case DType::IQ4_XS: return run_range_of<packed::kIQ4_XS>(p, wr, ws);
-    case DType::MXFP4: return run_range_of<packed::kMXFP4>(p, wr, ws);
+    case DType::Q4_0: return run_range_of<DType::Q4_0, packed::kQ4_0>(p, wr, ws);
+    case DType::Q4_1: return run_range_of<DType::Q4_1, packed::kQ4_1>(p, wr, ws);
+    case DType::Q5_0: return run_range_of<DType::Q5_0, packed::kQ5_0>(p, wr, ws);
+    case DType::Q5_1: return run_range_of<DType::Q5_1, packed::kQ5_1>(p, wr, ws);
+    case DType::Q8_0: return run_range_of<DType::Q8_0, packed::kQ8_0>(p, wr, ws);
+    case DType::Q4_K: return run_range_of<DType::Q4_K, packed::kQ4_K>(p, wr, ws);
+    case DType::Q5_K: return run_range_of<DType::Q5_K, packed::kQ5_K>(p, wr, ws);
+    case DType::Q6_K: return run_range_of<DType::Q6_K, packed::kQ6_K>(p, wr, ws);
+    case DType::Q2_K: return run_range_of<DType::Q2_K, packed::kQ2_K>(p, wr, ws);
+    case DType::Q3_K: return run_range_of<DType::Q3_K, packed::kQ3_K>(p, wr, ws);
+    case DType::IQ4_NL: return run_range_of<DType::IQ4_NL, packed::kIQ4_NL>(p, wr, ws);
+    case DType::IQ4_XS: return run_range_of<DType::IQ4_XS, packed::kIQ4_XS>(p, wr, ws);
+    case DType::MXFP4: return run_range_of<DType::MXFP4, packed::kMXFP4>(p, wr, ws);
     default: return;  // pack_matrix produces only the types above
   }
 }
@@ -135,16 +147,6 @@ void run_range_typed(const Problem& p, const detail::WorkRange& wr, WorkerScratc
 }  // namespace
 
 void packed_run_range(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
-#if STRIDE_ISA_LEVEL >= 2
-  // Tile shapes are per thread, and only token blocks of 16+ use tiles.
-  if (wr.t1 - wr.t0 >= kAmxToks) {
-    const tmul::TileConfig cfg = amx_tile_config();
-    Tiles::load_config(cfg);
-    run_range_typed(p, wr, ws);
-    Tiles::release();
-    return;
-  }
-#endif
   run_range_typed(p, wr, ws);
 }
 

@@ -5,100 +5,122 @@
 //
 // The staged block of a group pair (StagedBlock::v, 8 x 64 bytes: row g holds
 // q[r][4g + i] at byte 4r + i, rows of the second group in bytes 32-63) is
-// already the B operand of a tile dot in its VNNI layout, and 16 tokens' int8
-// activations of a block (32 bytes each, one row stride apart) are the A
-// operand as they lie. So tdpbsud (signed activations x unsigned weights;
-// tdpbssd for weights staged signed, kSignedStaged) gives per block the
-// [16 tokens, 16 rows] int32 sums the 512-bit tile gets from 128 vpdpbusd,
-// and the float epilogue is the wide tile's, lane for lane (finish_block):
-// results are bit-identical to the AVX-512 path.
+// already the B operand of a tile dot in its VNNI layout, and the token
+// block's int8 activations, restaged block-major (ActStage::xt: 16 tokens of
+// a block in 512 contiguous bytes), are the A operand. So tdpbsud (signed
+// activations x unsigned weights; tdpbssd for weights staged signed,
+// kSignedStaged) gives per block the [16 tokens, 16 rows] int32 sums the
+// 512-bit tile gets from 128 vpdpbusd, and the float epilogue is the wide
+// tile's, lane for lane (finish_block): results are bit-identical to the
+// AVX-512 path.
+//
+// Every block has its own per-row scales, so each block's sums leave the tile
+// unit (tilestored) for the AVX-512 epilogue. Tile registers are not renamed:
+// with one accumulator tile, a block's dot waited for the previous block's
+// store, and the epilogue's loads waited for that store. Two accumulator sets
+// alternate instead (tiles_amx). Weights with a scale per 16 (Q6_K, Q2_K,
+// Q3_K) keep the 512-bit tiles: kernels::amx_int8_tiles_for.
 #include "kernels/isa/packed_tiles_wide.h"
 #include "kernels/isa/tile_unit.h"
 
 namespace stride::isa::STRIDE_ISA_NS {
 namespace {
 
-// Tile registers and their shapes (amx_tile_config).
-enum AmxTile : int {
-  kTA = 0,     // [16 tokens, 32 bytes]: one block's activations
-  kTB = 1,     // [8, 64 bytes]: the staged weight vectors of a block
-  kTC = 2,     // [16 tokens, 16 rows] int32
-  kTALo = 3,   // [16 tokens, 16 bytes]: elements 0-15 (scale pairs: q6 layouts)
-  kTAHi = 4,   // [16 tokens, 16 bytes]: elements 16-31
-  kTBLo = 5,   // [4, 64 bytes]: vectors 0-3
-  kTBHi = 6,   // [4, 64 bytes]: vectors 4-7
-  kTCHi = 7,   // [16 tokens, 16 rows] int32 of the high half
-};
 constexpr int kAmxToks = 16;
+// The bytes a tile load or store spans (Tiles::load): A, 16 rows of 32 bytes;
+// B, 8 rows of 64; C, 16 rows of 64.
+constexpr int64_t kSpanA = 512, kSpanB = 512, kSpanC = 1024;
+
+// Tile registers: two sets of A [16 tokens, 32 bytes] (one block's
+// activations), B [8, 64 bytes] (the staged weight vectors of a block) and
+// C [16 tokens, 16 rows] int32.
+constexpr int kTA[2] = {0, 3}, kTB[2] = {1, 4}, kTC[2] = {2, 5};
 
 inline tmul::TileConfig amx_tile_config() {
   tmul::TileConfig c;
   c.palette = 1;
-  tmul::set_tile(c, kTA, kAmxToks, 32);
-  tmul::set_tile(c, kTB, 8, 64);
-  tmul::set_tile(c, kTC, kAmxToks, 64);
-  tmul::set_tile(c, kTALo, kAmxToks, 16);
-  tmul::set_tile(c, kTAHi, kAmxToks, 16);
-  tmul::set_tile(c, kTBLo, 4, 64);
-  tmul::set_tile(c, kTBHi, 4, 64);
-  tmul::set_tile(c, kTCHi, kAmxToks, 64);
+  for (int s = 0; s < 2; ++s) {
+    tmul::set_tile(c, kTA[s], kAmxToks, 32);
+    tmul::set_tile(c, kTB[s], 8, 64);
+    tmul::set_tile(c, kTC[s], kAmxToks, 64);
+  }
   return c;
 }
 
-// Tokens [t0, t0 + 16) of groups grp and grp + 1 over the staged blocks
-// [b0, b0 + nb), as tile_wide<L, 16> (same arguments and accumulator layout).
+// Tile configuration held for a scope (the tiles of this thread).
+struct TileScope {
+  TileScope() { Tiles::load_config(amx_tile_config()); }
+  ~TileScope() { Tiles::release(); }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+};
+
+// Starts block sb's dot into accumulator set S. xb: the block's 16 tokens'
+// activations, 32 bytes apart.
+template <const Layout& L, int S>
+inline void issue_block(const StagedBlock& sb, const int8_t* xb) {
+  Tiles::zero<kTC[S]>();
+  Tiles::load<kTA[S], kSpanA>(xb, 32);
+  Tiles::load<kTB[S], kSpanB>(&sb.v[0], 64);
+  if constexpr (kSignedStaged<L>) Tiles::dot_ss<kTC[S], kTA[S], kTB[S]>();
+  else Tiles::dot_su<kTC[S], kTA[S], kTB[S]>();
+}
+
+// Accumulator set S's sums to c.
+template <int S>
+inline void store_block(int32_t* c) {
+  Tiles::store<kTC[S], kSpanC>(c, 64);
+}
+
+// The epilogue of one block for the 16 tokens: c as store_block wrote it; k:
+// the first token's index in the block-major factors of as.
 template <const Layout& L>
-void tile_amx(const Problem& p, int64_t grp, int64_t t0, const StagedBlock* st, int64_t b0, int nb,
-              const packed::ActStage& as, int64_t tt0, float* acc_io, bool first, bool last) {
-  const QuantizedActs& a = *p.a;
-  const int8_t* x0 = a.q_row(t0);
-  const int64_t x_stride = a.row_blocks * kActBlock;
-  alignas(64) int32_t c[kAmxToks * 16];     // [16 tokens, 16 rows]
-  alignas(64) int32_t c_hi[kAmxToks * 16];  // q6 layouts: the high halves' sums
+[[gnu::always_inline]] inline void finish_tile_block(const StagedBlock& sb, const int32_t* c,
+                                                     const packed::ActStage& as, int64_t k, __m512* acc) {
+  // Unrolled, so that acc stays in 16 registers rather than on the stack.
+#pragma GCC unroll 16
+  for (int t = 0; t < kAmxToks; ++t) finish_block<L>(sb, _mm512_load_si512(c + 16 * t), as, k + t, acc[t]);
+}
+
+// Token tiles [tb + 16k, tb + 16k + 16), k < n_tiles, of groups grp and
+// grp + 1 over the staged blocks [b0, b0 + nb): per tile as tile_wide<L, 16>
+// with tt0 = 16k and acc_io + 256k (acc_io: [16 n_tiles, 16], as
+// run_group_pair_staged keeps it). The steps (tile k, block i) form one
+// pipeline with two in flight on the tile unit: step j's sums are stored
+// while step j + 1's dot runs, and finished one step later, when the stored
+// rows have reached the cache (a load right behind a tile store waits for it).
+template <const Layout& L>
+void tiles_amx(const Problem& p, int64_t grp, int64_t tb, int n_tiles, const StagedBlock* st, int64_t b0, int nb,
+               const packed::ActStage& as, float* acc_io, bool first, bool last) {
+  static_assert(!L.q6, "a scale per 16 weights: see amx_int8_tiles_for");
+  constexpr int64_t S = packed::kActStageToks;
+  alignas(64) int32_t c[2][kAmxToks * 16];  // per set: [16 tokens, 16 rows]
+  const int n_steps = n_tiles * nb;
+  // Block i of token tile k: its 16 tokens' activations.
+  auto x_of = [&](int j) { return as.xt + ((b0 + j % nb) * S + kAmxToks * (j / nb)) * 32; };
+  issue_block<L, 0>(st[0], x_of(0));
+  if (n_steps > 1) issue_block<L, 1>(st[1 % nb], x_of(1));
   __m512 acc[kAmxToks];
-  for (int t = 0; t < kAmxToks; ++t) acc[t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc_io + 16 * t);
-  for (int i = 0; i < nb; ++i) {
-    const int64_t b = b0 + i;
-    const StagedBlock& sb = st[i];
-    const int8_t* xb = x0 + b * 32;
-    if constexpr (L.q6) {
-      Tiles::zero<2>();
-      Tiles::zero<7>();
-      Tiles::load<3>(xb, x_stride);
-      Tiles::load<4>(xb + 16, x_stride);
-      Tiles::load<5>(&sb.v[0], 64);
-      Tiles::load<6>(&sb.v[4], 64);
-      if constexpr (kSignedStaged<L>) {
-        Tiles::dot_ss<2, 3, 5>();
-        Tiles::dot_ss<7, 4, 6>();
+  for (int k = 0; k < n_tiles; ++k) {
+    float* tile_io = acc_io + kAmxToks * 16 * k;
+#pragma GCC unroll 16
+    for (int t = 0; t < kAmxToks; ++t) acc[t] = first ? _mm512_setzero_ps() : _mm512_load_ps(tile_io + 16 * t);
+    for (int i = 0; i < nb; ++i) {
+      const int j = k * nb + i;
+      const int j2 = j + 2;
+      if (j & 1) {
+        store_block<1>(c[1]);
+        if (j2 < n_steps) issue_block<L, 1>(st[j2 % nb], x_of(j2));
       } else {
-        Tiles::dot_su<2, 3, 5>();
-        Tiles::dot_su<7, 4, 6>();
+        store_block<0>(c[0]);
+        if (j2 < n_steps) issue_block<L, 0>(st[j2 % nb], x_of(j2));
       }
-      Tiles::store<2>(c, 64);
-      Tiles::store<7>(c_hi, 64);
-    } else {
-      Tiles::zero<2>();
-      Tiles::load<0>(xb, x_stride);
-      Tiles::load<1>(&sb.v[0], 64);
-      if constexpr (kSignedStaged<L>) Tiles::dot_ss<2, 0, 1>();
-      else Tiles::dot_su<2, 0, 1>();
-      Tiles::store<2>(c, 64);
+      if (i > 0) finish_tile_block<L>(st[i - 1], c[(j - 1) & 1], as, (b0 + i - 1) * S + kAmxToks * k, acc);
     }
-    const int64_t k = b * packed::kActStageToks + tt0;
-    for (int t = 0; t < kAmxToks; ++t) {
-      __m512i idot = _mm512_load_si512(c + 16 * t);
-      if constexpr (L.q6) {
-        const __m512i pairs = _mm512_load_si512(&sb.pairs);
-        const __m512i sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);
-        const __m512i sc_hi = _mm512_srai_epi32(pairs, 16);
-        idot = _mm512_add_epi32(_mm512_mullo_epi32(idot, sc_lo),
-                                _mm512_mullo_epi32(_mm512_load_si512(c_hi + 16 * t), sc_hi));
-      }
-      finish_block<L>(sb, idot, as, k + t, acc[t]);
-    }
+    // The tile's last block, stored in the last step.
+    finish_tile_block<L>(st[nb - 1], c[(k * nb + nb - 1) & 1], as, (b0 + nb - 1) * S + kAmxToks * k, acc);
+    store_tile_rows<kAmxToks>(p, grp, tb + kAmxToks * k, acc, tile_io, last);
   }
-  store_tile_rows<kAmxToks>(p, grp, t0, acc, acc_io, last);
 }
 
 }  // namespace

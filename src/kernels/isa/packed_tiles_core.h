@@ -224,8 +224,9 @@ template <const Layout& L>
 constexpr bool kUnsignedActs = STRIDE_ISA_LEVEL >= 1 && kSignedStaged<L>;
 
 // The factors of tokens [tb, te) (at most kActStageToks) that layout L's
-// tiles read, copied block-major into as.
-template <const Layout& L>
+// tiles read, copied block-major into as; kTileActs: the int8 activations
+// too (ActStage::xt, the AMX tiles' A operand).
+template <const Layout& L, bool kTileActs = false>
 void stage_acts(const QuantizedActs& a, int64_t n_blocks, int64_t tb, int64_t te, const packed::ActStage& as) {
   constexpr int64_t S = packed::kActStageToks;
   for (int64_t t = tb; t < te; ++t) {
@@ -234,6 +235,10 @@ void stage_acts(const QuantizedActs& a, int64_t n_blocks, int64_t tb, int64_t te
       const int8_t* q = a.q_row(t);
       uint8_t* xu = as.xu + k * n_blocks * 32;
       for (int64_t i = 0; i < n_blocks * 32; ++i) xu[i] = (uint8_t)q[i] ^ 0x80u;
+    }
+    if constexpr (kTileActs) {
+      const int8_t* q = a.q_row(t);
+      for (int64_t b = 0; b < n_blocks; ++b) std::memcpy(as.xt + (b * S + k) * 32, q + b * 32, 32);
     }
     const float* d = a.d_row(t);
     for (int64_t b = 0; b < n_blocks; ++b) as.d[b * S + k] = d[b];

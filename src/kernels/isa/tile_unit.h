@@ -28,9 +28,9 @@ struct Tiles {
   static void release() { tmul_model::release(); }
   template <int T>
   static void zero() { tmul_model::zero(T); }
-  template <int T>
+  template <int T, int64_t Bytes = 0>
   static void load(const void* base, int64_t stride) { tmul_model::load(T, base, stride); }
-  template <int T>
+  template <int T, int64_t Bytes = 0>
   static void store(void* base, int64_t stride) { tmul_model::store(T, base, stride); }
   // C += A (signed bytes) . B (unsigned bytes / signed bytes / bf16 pairs).
   template <int C, int A, int B>
@@ -54,17 +54,31 @@ struct Tiles {
   [[gnu::always_inline]] static void zero() {
     asm volatile("{tilezero\t%%tmm%c0|tilezero\ttmm%c0}" ::"n"(T));
   }
-  template <int T>
+  // Bytes > 0: the instruction touches just the Bytes from base, and says so;
+  // otherwise it clobbers all memory, which also keeps every local array
+  // the caller indexes (a tile's float accumulators) in memory around it.
+  template <int T, int64_t Bytes = 0>
   [[gnu::always_inline]] static void load(const void* base, int64_t stride) {
-    asm volatile("{tileloadd\t(%0,%1,1), %%tmm%c2|tileloadd\ttmm%c2, [%0+%1*1]}" ::"r"(base), "r"((long)stride),
-                 "n"(T)
-                 : "memory");
+    if constexpr (Bytes > 0) {
+      asm volatile("{tileloadd\t(%0,%1,1), %%tmm%c2|tileloadd\ttmm%c2, [%0+%1*1]}" ::"r"(base), "r"((long)stride),
+                   "n"(T), "m"(*(const char(*)[Bytes])base));
+    } else {
+      asm volatile("{tileloadd\t(%0,%1,1), %%tmm%c2|tileloadd\ttmm%c2, [%0+%1*1]}" ::"r"(base), "r"((long)stride),
+                   "n"(T)
+                   : "memory");
+    }
   }
-  template <int T>
+  template <int T, int64_t Bytes = 0>
   [[gnu::always_inline]] static void store(void* base, int64_t stride) {
-    asm volatile("{tilestored\t%%tmm%c2, (%0,%1,1)|tilestored\t[%0+%1*1], tmm%c2}" ::"r"(base), "r"((long)stride),
-                 "n"(T)
-                 : "memory");
+    if constexpr (Bytes > 0) {
+      asm volatile("{tilestored\t%%tmm%c3, (%1,%2,1)|tilestored\t[%1+%2*1], tmm%c3}"
+                   : "=m"(*(char(*)[Bytes])base)
+                   : "r"(base), "r"((long)stride), "n"(T));
+    } else {
+      asm volatile("{tilestored\t%%tmm%c2, (%0,%1,1)|tilestored\t[%0+%1*1], tmm%c2}" ::"r"(base), "r"((long)stride),
+                   "n"(T)
+                   : "memory");
+    }
   }
   template <int C, int A, int B>
   [[gnu::always_inline]] static void dot_su() {

@@ -16,6 +16,7 @@
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "kernels/amx_check.h"
+#include "kernels/amx_choice.h"
 #include "kernels/kernel_entries.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_reference.h"
@@ -148,8 +149,9 @@ TEST_P(AmxModelTypes, MatchesTheAvx512PathBitForBitAndTheReference) {
         matmul_packed(pm.value(), x.data(), wide.data(), n_tok, pool);
         const uint64_t dots = tmul_model::dots_run();
         packed::matmul_packed_on(&isa::amx_model::packed_run_range, pm.value(), x.data(), tiles.data(), n_tok, pool);
-        // One thread: the tile unit ran wherever 16 tokens meet a pair of row groups.
-        if (n_tok >= 16 && n_out > 8) EXPECT_GT(tmul_model::dots_run(), dots);
+        // One thread: the tile unit ran wherever 16 tokens meet a pair of row
+        // groups, for the types it takes (the rest run the 512-bit tiles).
+        if (n_tok >= 16 && n_out > 8 && kernels::amx_int8_tiles_for(t)) EXPECT_GT(tmul_model::dots_run(), dots);
         else EXPECT_EQ(tmul_model::dots_run(), dots);
         EXPECT_EQ(std::memcmp(tiles.data(), wide.data(), tiles.size() * sizeof(float)), 0)
             << "the tile path differs from the AVX-512 path";
@@ -172,6 +174,27 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, AmxModelTypes,
                                            DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q2_K, DType::Q3_K,
                                            DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// The choice of tiles per weight type (amx_int8_tiles_for), as measured: one
+// tile dot per 32-weight block runs on the tile unit; a scale per 16 weights
+// keeps the 512-bit tiles; types the packed matmul does not take have none.
+TEST(AmxTileChoice, FollowsTheScalesPerBlock) {
+  struct Row {
+    DType t;
+    bool tile_unit;
+  };
+  const Row table[] = {
+      {DType::Q4_0, true},   {DType::Q4_1, true},    {DType::Q5_0, true},  {DType::Q5_1, true},
+      {DType::Q8_0, true},   {DType::Q4_K, true},    {DType::Q5_K, true},  {DType::IQ4_NL, true},
+      {DType::IQ4_XS, true}, {DType::MXFP4, true},   {DType::Q6_K, false}, {DType::Q2_K, false},
+      {DType::Q3_K, false},  {DType::F32, false},    {DType::F16, false},  {DType::BF16, false},
+      {DType::Q8_1, false},  {DType::Q8_K, false},
+  };
+  for (const Row& r : table) EXPECT_EQ(kernels::amx_int8_tiles_for(r.t), r.tile_unit) << dtype_name(r.t);
+  // Every type the tile unit takes is one the packed matmul takes.
+  for (const Row& r : table)
+    if (r.tile_unit) EXPECT_TRUE(packable(r.t)) << dtype_name(r.t);
+}
 
 // A tile path that writes wrong rows, for the start-up check to catch.
 void broken_run_range(const packed::Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
