@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "eval/ruler_reference.h"
 #include "eval/sweep_cost.h"
 #include "eval/trial_log.h"
 

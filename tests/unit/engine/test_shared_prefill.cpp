@@ -78,8 +78,12 @@ void expect_same_sequence(const KvSequenceImage& got, const KvSequenceImage& wan
   ASSERT_EQ(got.pages, want.pages);
   for (size_t r = 0; r < want.pages.size(); ++r) {
     const int written = (int)std::min<int64_t>(kPage, want.length - (int64_t)want.pages[r].page * kPage);
-    EXPECT_EQ(written_bytes(got, r, shape, written), written_bytes(want, r, shape, written))
-        << "layer " << want.pages[r].layer << " page " << want.pages[r].page;
+    const std::vector<uint8_t> a = written_bytes(got, r, shape, written), b = written_bytes(want, r, shape, written);
+    ASSERT_EQ(a.size(), b.size());
+    const auto diff = std::mismatch(a.begin(), a.end(), b.begin());
+    EXPECT_TRUE(diff.first == a.end()) << "layer " << want.pages[r].layer << " page " << want.pages[r].page
+                                       << ": first different byte at " << (diff.first - a.begin()) << " of "
+                                       << a.size();
   }
 }
 
