@@ -39,7 +39,7 @@ Status print_sweep_cost(Engine& dense, const std::vector<SweepRun>& runs, const 
                (long long)probe.probe_tokens, probe.per_decoded > 0 ? 1 / probe.per_decoded : 0.0);
   if (e.shared_prefills > 0)
     std::fprintf(stderr, "eval: %d trials decode on a prefill another run shares (--no-shared-prefill: off): "
-                 "%.0f min of prefill not computed again, already left out above\n",
+                 "about %.0f min of prefill saved, not in the estimate above\n",
                  e.shared_prefills, e.saved_seconds / 60);
   return Status::Ok();
 }

@@ -35,8 +35,6 @@ std::vector<size_t> spread_order(const std::vector<TaskInstance>& instances) {
 
 }  // namespace
 
-int PrefillSharing::takers() const { return (int)std::count(takes.begin(), takes.end(), true); }
-
 PrefillSharing plan_prefill_sharing(const std::vector<InterleavedRun>& runs, const TaskInstance& t, bool share) {
   PrefillSharing plan;
   plan.takes.assign(runs.size(), false);

@@ -30,7 +30,6 @@ struct InterleavedRun {
 struct PrefillSharing {
   int producer = -1;        // index into the runs: the one that prefills; -1: no sharing
   std::vector<bool> takes;  // [runs]: decodes on the producer's prefill
-  int takers() const;
 };
 
 // For prompt t: the first run left to do (not in its trial log) whose
