@@ -80,7 +80,7 @@ Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t toke
 }
 
 Expected<std::unique_ptr<Engine>> make_engine(const ModelRunOptions& base, const std::string& policy,
-                                              int64_t tokens, int chunk, bool prefix_cache) {
+                                              int64_t tokens, int chunk, bool prefix_cache, bool page_summaries) {
   ModelRunOptions o = base;
   o.attention = policy;
   STRIDE_ASSIGN_OR_RETURN(EngineOptions opts, to_engine_options(o, tokens));
@@ -88,6 +88,7 @@ Expected<std::unique_ptr<Engine>> make_engine(const ModelRunOptions& base, const
   opts.max_context = tokens + chunk;
   opts.show_progress = false;
   opts.prefix_cache = prefix_cache;
+  opts.kv_page_summaries = page_summaries;
   return Engine::create(opts);
 }
 

@@ -39,9 +39,11 @@ Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t toke
 
 // An engine for one evaluation run: `policy` on `base`'s model, room for one
 // sequence of `tokens` tokens, prefill in chunks of `chunk`, no progress bar.
-// prefix_cache=false makes every prompt compute all of its positions.
+// prefix_cache=false makes every prompt compute all of its positions;
+// page_summaries: key summaries on every layer (EngineOptions::kv_page_summaries).
 Expected<std::unique_ptr<Engine>> make_engine(const ModelRunOptions& base, const std::string& policy,
-                                              int64_t tokens, int chunk, bool prefix_cache = true);
+                                              int64_t tokens, int chunk, bool prefix_cache = true,
+                                              bool page_summaries = false);
 
 // "1,2.5,3" -> numbers; `what` names the item in errors ("length").
 Expected<std::vector<double>> parse_number_list(const std::string& text, const char* what);

@@ -18,11 +18,11 @@
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "cli/eval_report.h"
+#include "cli/eval_sweep_cost.h"
 #include "eval/interleaved_sweep.h"
 #include "eval/ruler_reference.h"
 #include "eval/ruler_score.h"
 #include "eval/ruler_suite.h"
-#include "eval/sweep_cost.h"
 #include "eval/trial_log.h"
 #include "core/cpu_features.h"
 #include "core/sha256.h"
@@ -52,6 +52,7 @@ struct EvalArgs {
   bool trace_failures = false;  // trace the selection of each needle a policy misses where dense found it
   std::string order = "policy";  // policy: each run over every prompt in turn; prompt: each prompt through every run
   bool logged_only = false;      // report the prompts every run has in the trial log; run nothing
+  bool no_shared_prefill = false;  // --order prompt: every run computes its own prefill
 };
 
 Expected<RulerSuiteOptions> suite_options(const EvalArgs& a) {
@@ -151,50 +152,6 @@ TrialMemo memo_of(TrialLog* log, const std::string& run) {
           }};
 }
 
-// One run of the sweep: a policy (dense first) and its trial-log key.
-struct SweepRun {
-  std::string policy;
-  std::string key;
-  bool recorded = false;  // dense taken from --reference
-};
-
-// Prints what is left to run and how long it should take at dense's speed
-// (sparse policies are faster: an upper bound for them).
-Status print_sweep_cost(Engine& dense, const std::vector<SweepRun>& runs, const std::vector<TaskInstance>& instances,
-                        const TrialLog* log) {
-  size_t to_run = 0, recalled = 0;
-  int64_t prompt_tokens = 0;
-  const TaskInstance* longest = nullptr;
-  double seconds_quadratic = 0;  // filled after the probe
-  std::vector<const TaskInstance*> pending;
-  for (const SweepRun& r : runs) {
-    if (r.recorded) continue;
-    for (const TaskInstance& t : instances) {
-      if (log && log->find(r.key, prompt_fingerprint(t), t.max_new_tokens)) {
-        ++recalled;
-        continue;
-      }
-      ++to_run;
-      prompt_tokens += (int64_t)t.ids.size();
-      pending.push_back(&t);
-      if (!longest || t.ids.size() > longest->ids.size()) longest = &t;
-    }
-  }
-  std::fprintf(stderr, "eval: sweep: %zu runs x %zu prompts; %zu trials to run (%zu in the trial log), %.2fM prompt tokens\n",
-               runs.size(), instances.size(), to_run, recalled, (double)prompt_tokens / 1e6);
-  if (!longest || longest->ids.size() < 64) return Status::Ok();
-  STRIDE_ASSIGN_OR_RETURN(const SpeedProbe probe, probe_speed(dense, longest->ids));
-  for (const TaskInstance* t : pending)
-    seconds_quadratic += probe.prefill_seconds((int64_t)t->ids.size()) +
-                         probe.decode_seconds((int64_t)t->ids.size(), t->max_new_tokens);
-  std::fprintf(stderr,
-               "eval: about %.0f min at dense's speed (probe: %.0f prompt tokens/s at %lld, %.1f decoded tokens/s); "
-               "sparse policies are faster\n",
-               seconds_quadratic / 60, (double)probe.probe_tokens / probe.prefill_seconds(probe.probe_tokens),
-               (long long)probe.probe_tokens, probe.per_decoded > 0 ? 1 / probe.per_decoded : 0.0);
-  return Status::Ok();
-}
-
 // The dense run of the --reference report, which must have been made with the
 // same prefill chunk and page size (they set the order of the float sums).
 Expected<PolicyRun> recorded_dense_run(const EvalArgs& a, const std::string& model_sha256,
@@ -227,7 +184,9 @@ int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance
   ModelRunOptions reference = a.model;
   reference.layer_policies.clear();  // the reference is dense on every layer
   if (reference.kv_type == "int8") reference.kv_type = "f16";  // as validate: int8 is under test
-  auto dense = make_engine(reference, "dense", context, a.chunk, false);
+  const bool prompt_order = a.order == "prompt" && !a.logged_only;
+  const bool share = prompt_order && !a.no_shared_prefill;  // key summaries on every engine, for top-k takers
+  auto dense = make_engine(reference, "dense", context, a.chunk, false, share);
   if (!dense) return fail(dense.status());
   if (!(*dense)->tokenizer()) return fail("eval needs a model with a tokenizer (a GGUF file)");
   std::string chat_label;
@@ -268,27 +227,38 @@ int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance
     std::fprintf(stderr, "eval: %zu prompts have every run in the trial log; reporting those\n", instances.size());
     if (instances.empty()) return fail("no prompt has every run in the trial log");
   }
-  if (Status st = print_sweep_cost(**dense, sweep, instances, log.get()); !st.ok()) return fail(st);
-  if (a.dry_run) return 0;
-  if (a.order == "prompt" && !a.logged_only) {
-    std::vector<std::unique_ptr<Engine>> engines;
-    std::vector<InterleavedRun> interleaved;
-    for (const SweepRun& r : sweep) {
-      if (r.recorded) continue;
-      Engine* e = dense->get();
-      if (&r != &sweep[0]) {
-        auto made = make_engine(a.model, r.policy, context, a.chunk, false);
-        if (!made) return fail(made.status());
-        e = engines.emplace_back(std::move(*made)).get();
-      }
-      interleaved.push_back({e, r.policy, memo_of(log.get(), r.key)});
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<InterleavedRun> interleaved;
+  std::vector<size_t> sweep_of;  // interleaved run -> its sweep run
+  for (size_t i = 0; prompt_order && i < sweep.size(); ++i) {
+    if (sweep[i].recorded) continue;
+    Engine* e = dense->get();
+    if (i > 0) {
+      auto made = make_engine(a.model, sweep[i].policy, context, a.chunk, false, share);
+      if (!made) return fail(made.status());
+      e = engines.emplace_back(std::move(*made)).get();
     }
+    interleaved.push_back({e, sweep[i].policy, memo_of(log.get(), sweep[i].key)});
+    sweep_of.push_back(i);
+  }
+  std::vector<std::vector<bool>> takes(sweep.size(), std::vector<bool>(instances.size(), false));
+  for (size_t p = 0; share && p < instances.size(); ++p) {
+    const PrefillSharing plan = plan_prefill_sharing(interleaved, instances[p], true);
+    for (size_t r = 0; r < interleaved.size(); ++r) takes[sweep_of[r]][p] = plan.takes[r];
+  }
+  if (Status st = print_sweep_cost(**dense, sweep, instances, log.get(),
+                                   [&](size_t r, size_t p) { return (bool)takes[r][p]; });
+      !st.ok())
+    return fail(st);
+  if (a.dry_run) return 0;
+  if (prompt_order) {
     const bool tty = isatty(fileno(stderr));
-    Status st = run_prompt_by_prompt(interleaved, instances, [&](size_t done, size_t total) {
+    Status st = run_prompt_by_prompt(interleaved, instances, share, [&](size_t done, size_t total) {
       if (tty) std::fprintf(stderr, "\rprompt by prompt: %zu/%zu", done, total);
     });
     if (tty) std::fprintf(stderr, "\n");
     if (!st.ok()) return fail(st);
+    engines.clear();
   }
 
   if (recorded) {
@@ -380,6 +350,9 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                   "(needs --resume), so a stopped sweep leaves paired trials")
       ->check(CLI::IsMember({"policy", "prompt"}))
       ->capture_default_str();
+  cmd->add_flag("--no-shared-prefill", args->no_shared_prefill,
+                "--order prompt: every run prefills each prompt itself, instead of decoding on the prefill "
+                "of an earlier run whose prompt chunks attend alike (dense, topk prefill=dense)");
   cmd->add_flag("--logged-only", args->logged_only,
                 "run nothing: report the prompts for which every run is in the --resume trial log");
   cmd->add_option("--plot", args->plot_out, "draw a heat-map PNG from the JSON (needs matplotlib)");

@@ -85,6 +85,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   }
   kc.storage = opts.kv_storage;
   kc.layer_policies = e->layer_policies_;
+  kc.summarize_every_layer = opts.kv_page_summaries;
   kc.prefix_cache = opts.prefix_cache;
   kc.cache_salt = opts.model_version.empty() ? opts.model_path : opts.model_version;
   kc.offload_bytes = opts.kv_offload_bytes;
@@ -168,7 +169,14 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
                                          (int)((int64_t)prompt.size() - hit.reused_tokens), false,
                                          logits.data(), *pool_));
   r.prefill_seconds = seconds_since(t0);
+  return decode_prompt(seq.id(), logits, prompt, opts, on_text, std::move(r));
+}
 
+Expected<GenerateResult> Engine::decode_prompt(KvManager::SeqId seq_id, std::vector<float>& logits,
+                                               const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                               const std::function<void(const std::string&)>& on_text,
+                                               GenerateResult r) {
+  const int n_vocab = config().n_vocab;
   Sampler sampler(opts.sampling);
   DecodeLoop loop(*tokenizer_, DecodeLimits{opts.max_tokens, 0, opts.ignore_eos, opts.stop}, (int64_t)prompt.size());
   std::vector<int32_t> history = prompt;
@@ -178,7 +186,7 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
   auto t1 = Clock::now();
   r.finish = FinishReason::Length;
   if (opts.speculative.mode != SpeculativeMode::Off) {
-    STRIDE_RETURN_IF_ERROR(decode_speculative(seq.id(), logits, opts, sampler, loop, history, r, emit));
+    STRIDE_RETURN_IF_ERROR(decode_speculative(seq_id, logits, opts, sampler, loop, history, r, emit));
   } else {
     for (int step = 0; step < opts.max_tokens; ++step) {
       const int32_t id = sampler.sample(logits.data(), n_vocab, history);
@@ -187,7 +195,7 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
       const bool done = take_token(id, loop, history, r, emit);
       if (r.generated_ids.size() > kept) r.logprobs.push_back(logprob);
       if (done) break;
-      Status st = run_sequence(*model_, *kv_, seq.id(), &id, 1, false, logits.data(), *pool_);
+      Status st = run_sequence(*model_, *kv_, seq_id, &id, 1, false, logits.data(), *pool_);
       if (!st.ok()) return st;
     }
   }

@@ -50,7 +50,12 @@ struct EngineOptions {
   // Speculative decoding with a draft model of the same vocabulary (empty: none).
   std::string draft_model_path;
   int draft_sequences = 1;          // draft sequences at once (its KV pool: engine.cpp)
+  // Key summaries on every layer, so a prompt this engine prefills can be
+  // handed to top-k engines (shared_prefill.h); on any engine taking part.
+  bool kv_page_summaries = false;
 };
+
+struct PrefilledPrompt;
 
 struct GenerateOptions {
   int max_tokens = 128;
@@ -104,6 +109,24 @@ class Engine {
   };
   Expected<SuffixScores> score_suffix(const std::vector<int32_t>& ids);
 
+  // One prefill shared by several engines of the same model (shared_prefill.cpp).
+  // Whether this engine's prefill of a prompt of n tokens is one another
+  // engine could hand it, or hand out: no layer selects pages on a prompt
+  // chunk and the KV has no top-k hot set.
+  bool prefill_shareable(size_t prompt_tokens) const;
+  // generate(), which also fills `out` with the prompt's sequence and logits
+  // right after the prefill when prefill_shareable (else leaves it empty).
+  Expected<GenerateResult> generate_sharing(const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                            const std::function<void(const std::string&)>& on_text,
+                                            PrefilledPrompt& out);
+  // Whether `in` is byte for byte what this engine's own prefill of its prompt would make.
+  bool takes_prefill(const PrefilledPrompt& in) const;
+  // Whether a prefill `producer` shares of a prompt of n tokens would pass takes_prefill.
+  bool takes_prefill_of(const Engine& producer, size_t prompt_tokens) const;
+  // generate() of in.prompt on the imported sequence: decoding only. FailedPrecondition unless takes_prefill(in).
+  Expected<GenerateResult> generate_prefilled(const PrefilledPrompt& in, const GenerateOptions& opts,
+                                              const std::function<void(const std::string&)>& on_text);
+
  private:
   Engine() = default;
   std::unique_ptr<Transformer> model_;
@@ -115,6 +138,13 @@ class Engine {
   EngineOptions opts_;
   // A fresh sequence on the longest cached prefix (none when the cache is off).
   Expected<KvManager::PrefixHit> start_sequence(const std::vector<int32_t>& prompt);
+  // generate() after the prefill: samples from `logits` (the prompt's last
+  // position) and decodes on seq until done; r has the prefill's fields.
+  Expected<GenerateResult> decode_prompt(KvManager::SeqId seq, std::vector<float>& logits,
+                                         const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                         const std::function<void(const std::string&)>& on_text, GenerateResult r);
+  // What a prefill's bytes depend on besides the prompt (shared_prefill.cpp).
+  std::string prefill_identity() const;
   // Hands one sampled token to the decode loop (history, ids, text); true when generation is done.
   static bool take_token(int32_t id, DecodeLoop& loop, std::vector<int32_t>& history, GenerateResult& r,
                          const std::function<void(const std::string&)>& emit);

@@ -44,7 +44,8 @@ Expected<std::vector<TaskInstance>> build_suite(const RulerSuiteOptions& opts, c
 }
 
 Expected<PolicyRun> run_suite(Engine& engine, const std::string& policy, const std::vector<TaskInstance>& instances,
-                              const std::function<void(size_t, size_t)>& on_trial, const TrialMemo& memo) {
+                              const std::function<void(size_t, size_t)>& on_trial, const TrialMemo& memo,
+                              const TrialGenerator& generate) {
   PolicyRun run;
   run.policy = policy;
   int64_t pages_read = 0, pages_present = 0;
@@ -60,12 +61,17 @@ Expected<PolicyRun> run_suite(Engine& engine, const std::string& policy, const s
       g.sampling.temperature = 0.f;  // greedy, as RULER scores
       const auto t0 = std::chrono::steady_clock::now();
       const KvStats before = engine.kv().stats();
-      STRIDE_ASSIGN_OR_RETURN(GenerateResult r, engine.generate(t.ids, g, {}));
+      TrialGeneration gen;
+      if (generate) {
+        STRIDE_ASSIGN_OR_RETURN(gen, generate(t, g));
+      } else {
+        STRIDE_ASSIGN_OR_RETURN(gen.result, engine.generate(t.ids, g, {}));
+      }
       const KvStats after = engine.kv().stats();
-      done.answer = r.text;
-      done.new_tokens = (int)r.generated_ids.size();
-      done.pages_read = after.pages_read - before.pages_read;
-      done.pages_present = after.pages_present - before.pages_present;
+      done.answer = gen.result.text;
+      done.new_tokens = (int)gen.result.generated_ids.size();
+      done.pages_read = after.pages_read - before.pages_read + gen.prefill_pages_read;
+      done.pages_present = after.pages_present - before.pages_present + gen.prefill_pages_present;
       done.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (memo.record) STRIDE_RETURN_IF_ERROR(memo.record(t, done));
     }

@@ -55,10 +55,20 @@ struct TrialMemo {
   std::function<Status(const TaskInstance&, const RecordedTrial&)> record;
 };
 
-// on_trial(done, total) is optional.
+// How a trial's answer is generated when not engine.generate: a
+// prompt-ordered sweep shares one prefill between runs (shared_prefill.h).
+// A trial decoded on a prefill made elsewhere counts that prefill's reads.
+struct TrialGeneration {
+  GenerateResult result;
+  int64_t prefill_pages_read = 0;     // reads made by another engine's prefill
+  int64_t prefill_pages_present = 0;
+};
+using TrialGenerator = std::function<Expected<TrialGeneration>(const TaskInstance&, const GenerateOptions&)>;
+
+// on_trial(done, total) and generate are optional.
 Expected<PolicyRun> run_suite(Engine& engine, const std::string& policy, const std::vector<TaskInstance>& instances,
                               const std::function<void(size_t, size_t)>& on_trial = {},
-                              const TrialMemo& memo = {});
+                              const TrialMemo& memo = {}, const TrialGenerator& generate = {});
 
 // --trace-failures: for every trial of `run` that scores below 1 where
 // `dense` scored 1 on the same prompt and whose prompt has located needles,

@@ -35,4 +35,14 @@ Expected<SpeedProbe> probe_speed(Engine& engine, const std::vector<int32_t>& pro
   return p;
 }
 
+SweepEstimate estimate_sweep(const SpeedProbe& probe, const std::vector<PendingTrial>& trials) {
+  SweepEstimate e;
+  for (const PendingTrial& t : trials) {
+    const double prefill = probe.prefill_seconds(t.prompt_tokens);
+    e.seconds += probe.decode_seconds(t.prompt_tokens, t.max_new_tokens) + (t.shared_prefill ? 0 : prefill);
+    if (t.shared_prefill) e.saved_seconds += prefill, ++e.shared_prefills;
+  }
+  return e;
+}
+
 }  // namespace stride

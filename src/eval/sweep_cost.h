@@ -25,6 +25,23 @@ struct SpeedProbe {
   }
 };
 
+// A trial left to run: its prompt and answer bound, and whether it decodes
+// on another run's prefill of the same prompt (engine/shared_prefill.h),
+// which it then does not compute.
+struct PendingTrial {
+  int64_t prompt_tokens = 0;
+  int max_new_tokens = 0;
+  bool shared_prefill = false;
+};
+
+struct SweepEstimate {
+  double seconds = 0;        // every pending trial, shared prefills not counted
+  double saved_seconds = 0;  // the prefills shared instead of computed again
+  int shared_prefills = 0;
+};
+
+SweepEstimate estimate_sweep(const SpeedProbe& probe, const std::vector<PendingTrial>& trials);
+
 // Probes with prefixes of `prompt` (up to 2048 tokens of it); `prompt` must
 // hold at least 64 tokens.
 Expected<SpeedProbe> probe_speed(Engine& engine, const std::vector<int32_t>& prompt);

@@ -21,6 +21,9 @@ struct KvManagerConfig {
   int64_t budget_bytes = 0;       // pool capacity (K+V, all layers)
   KvStorage storage = KvStorage::F16;  // f16; f32 for exact oracle comparisons; int8 to halve KV
   std::vector<PolicySpec> layer_policies;  // [n_layer]
+  // Key summaries on every layer, not only top-k ones, so a sequence this
+  // manager prefills can be handed to a top-k manager (export_sequence).
+  bool summarize_every_layer = false;
   // Prefix cache: full pages are kept, keyed by their exact token prefix
   // (kv/prefix_chains.h: a keyed hash finds it, the tokens are compared), and
   // shared by later sequences with the same prefix.
@@ -36,6 +39,15 @@ struct KvManagerConfig {
   int64_t offload_bytes = 0;  // tier capacity; 0: no tier (evicted pages are dropped)
   std::string offload_file;   // empty: anonymous RAM; else a memory-mapped scratch file
 };
+
+// Whether a manager keeps per-page key summaries: a top-k layer selects
+// with them, and summarize_every_layer asks for them everywhere.
+inline bool keeps_summaries(const KvManagerConfig& cfg) {
+  if (cfg.summarize_every_layer) return true;
+  for (const PolicySpec& p : cfg.layer_policies)
+    if (p.kind == PolicyKind::TopK) return true;
+  return false;
+}
 
 // Everything a page's K/V depend on besides its tokens: the cache salt, the
 // page size, the storage and every layer's policy (a layer's K/V depend on

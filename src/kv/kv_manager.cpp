@@ -56,9 +56,7 @@ Expected<std::unique_ptr<KvManager>> KvManager::create(const KvManagerConfig& cf
   std::unique_ptr<HostTier> tier;
   if (cfg.offload_bytes > 0) {
     // A slot holds the page image and, with a top-k layer, the page's summaries.
-    const bool topk = std::any_of(cfg.layer_policies.begin(), cfg.layer_policies.end(),
-                                  [](const PolicySpec& p) { return p.kind == PolicyKind::TopK; });
-    const int64_t summary = topk ? PageSummaries::page_bytes(cfg.n_kv_heads, cfg.head_dim_k) : 0;
+    const int64_t summary = keeps_summaries(cfg) ? PageSummaries::page_bytes(cfg.n_kv_heads, cfg.head_dim_k) : 0;
     HostTierOptions to;
     to.capacity_bytes = cfg.offload_bytes;
     to.slot_bytes = pool->page_image_bytes() + summary;
@@ -70,11 +68,9 @@ Expected<std::unique_ptr<KvManager>> KvManager::create(const KvManagerConfig& cf
 
 namespace {
 
-// Key min/max per page, kept only when a layer selects top-k.
 std::unique_ptr<PageSummaries> make_summaries(const KvManagerConfig& cfg, int32_t n_pages) {
-  for (const PolicySpec& p : cfg.layer_policies)
-    if (p.kind == PolicyKind::TopK) return std::make_unique<PageSummaries>(n_pages, cfg.n_kv_heads, cfg.head_dim_k);
-  return nullptr;
+  if (!keeps_summaries(cfg)) return nullptr;
+  return std::make_unique<PageSummaries>(n_pages, cfg.n_kv_heads, cfg.head_dim_k);
 }
 
 // Room for a prefix entry per resident or offloaded page, and as many again

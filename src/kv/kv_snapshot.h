@@ -27,4 +27,18 @@ struct KvSnapshot {
   int64_t covered_tokens() const { return n_pages * page_size; }
 };
 
+// One sequence's pages taken out whole (KvManager::export_sequence), its
+// partly written last page included, so another manager of the same KV shape
+// can start a sequence on them (import_sequence): a prompt prefilled once
+// and decoded under several policies. Pages are images as in KvSnapshot;
+// the summaries are there when the exporting pool keeps them.
+struct KvSequenceImage {
+  int64_t length = 0;           // tokens the sequence holds
+  int32_t page_size = 0;
+  int64_t image_bytes = 0;      // bytes of one page below: pool image, then summary_bytes
+  int64_t summary_bytes = 0;    // 0: the exporting manager kept no key summaries
+  std::vector<KvSnapshot::PageRef> pages;  // every (layer, logical page) the sequence held
+  std::vector<uint8_t> images;  // [pages.size(), image_bytes]
+};
+
 }  // namespace stride

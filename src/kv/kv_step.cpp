@@ -113,7 +113,8 @@ Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const 
   if (sp.pos0 + step.n > pt.size() * ps) return Internal("KV manager: write beyond the pages prepare() reserved");
   const int64_t k_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_k;
   const int64_t v_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_v;
-  const bool summarize = summaries_ && cfg_.layer_policies[(size_t)layer].kind == PolicyKind::TopK;
+  const bool summarize =
+      summaries_ && (cfg_.summarize_every_layer || cfg_.layer_policies[(size_t)layer].kind == PolicyKind::TopK);
   for (int t = 0; t < step.n;) {
     const int64_t pos = sp.pos0 + t;
     const int slot = (int)(pos % ps);
