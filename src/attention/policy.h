@@ -61,7 +61,11 @@ struct PolicySpec {
   // TopK, two-stage (estimate=rerank): the bound ranks the candidates and
   // keeps `shortlist` x the budget's picks; those pages are then ranked by
   // their exact softmax mass from their stored keys (attention/topk_rerank.h).
-  // Decode steps only, like the oracle. shortlist is 0 unless rerank.
+  // On decode steps (prefill=dense) under a fixed budget. On prompt chunks
+  // (decode=dense) the first stage is the pooled estimate, the second scores
+  // a few of each block's queries (its last among them), and under mass=P the
+  // picks are the fewest shortlisted groups holding P of their exact mass.
+  // shortlist is 0 unless rerank.
   bool rerank_estimate = false;
   double shortlist = 0.0;
   // TopK: score pages with each query head's mean query over the block
@@ -93,8 +97,9 @@ struct PolicySpec {
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
 //        [,decode=dense|prefill=dense][,estimate=bound|pooled|oracle|rerank][,shortlist=F]"
-//   estimate=oracle and estimate=rerank (shortlist=F, F >= 1, default 4) need
-//   prefill=dense and sparsity=R; rerank refuses resident=N
+//   estimate=oracle needs prefill=dense and sparsity=R; estimate=rerank
+//   (shortlist=F, F >= 1, default 4) needs prefill=dense and sparsity=R, or
+//   decode=dense (then mass=P too); rerank refuses resident=N
 // | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,
 //        estimate=pooled and mass=0.95 unless given
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
