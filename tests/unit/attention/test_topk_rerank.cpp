@@ -152,6 +152,9 @@ TEST(TopkRerank, PromptChunksMatchTheTwoStageSelectionOnEveryCpuPath) {
     check_topk("sparse_prefill:sparsity=0.8,estimate=rerank", 400, {400}, 2);
     check_topk("sparse_prefill:sparsity=0.6,block=32,sinks=20,window=40,estimate=rerank,shortlist=2", 300,
                {130, 170}, 1);
+    check_topk("sparse_prefill:mass=0.9,min=48,max=96", 400, {200, 200}, 2);
+    check_topk("sparse_prefill:mass=0.9,max=96,estimate=rerank", 400, {200, 200}, 2);
+    check_topk("sparse_prefill:mass=0.9,min=48,estimate=rerank", 400, {200, 200}, 2);
     check_topk("sparse_prefill:mass=0.9,min=48,max=96,estimate=rerank", 400, {200, 200}, 2);
     // Decode steps after the prompt read every page.
     check_topk("sparse_prefill:estimate=rerank", 330, {300, 10, 10, 10}, 2);
@@ -253,7 +256,7 @@ TEST(TopkRerank, PromptChunkFindsTheNeedleTheLastQueryAsksFor) {
   for (const int page : decoys)
     for (int t = 0; t < s.page; ++t)
       for (int c = 0; c < s.hd; ++c) in.k[((size_t)(page * s.page + t) * s.n_kv) * s.hd + c] = c % s.page == t ? 4.f : -4.f;
-  check_topk_inputs("sparse_prefill:sparsity=0.9,estimate=rerank,shortlist=100", in.q, in.k, in.v, n, {n});
+  check_topk_inputs("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=100", in.q, in.k, in.v, n, {n});
   check_topk_inputs("sparse_prefill:estimate=rerank", in.q, in.k, in.v, n, {n});
   for (int c = 0; c < s.hd; ++c) in.v[(size_t)needle * s.n_kv * s.hd + c] = 100.f;
   auto needle_read = [&](const char* policy) {
@@ -265,8 +268,9 @@ TEST(TopkRerank, PromptChunkFindsTheNeedleTheLastQueryAsksFor) {
     return worst < 1.f;
   };
   EXPECT_TRUE(needle_read("dense"));
-  EXPECT_FALSE(needle_read("sparse_prefill:sparsity=0.9"));
-  EXPECT_TRUE(needle_read("sparse_prefill:sparsity=0.9,estimate=rerank,shortlist=100"));
+  EXPECT_FALSE(needle_read("sparse_prefill:sparsity=0.8"));
+  EXPECT_TRUE(needle_read("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=100"));
+  EXPECT_TRUE(needle_read("sparse_prefill:estimate=rerank")) << "mass=0.95 over the exact shares";
 }
 
 }  // namespace stride
