@@ -1,7 +1,8 @@
 // Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk:sparsity=R|mass=P[,min=T,max=T],block=B[,sinks=S,window=W,resident=N,decode=dense|prefill=dense,
-//        estimate=pooled|oracle|rerank,shortlist=F]"
-// | "sparse_prefill[:...]" (topk's keys; decode=dense, select=block, estimate=pooled, mass=0.95 by default)
+//        last=dense,estimate=pooled|oracle|rerank,shortlist=F]"
+// | "sparse_prefill[:...]" (topk's keys; decode=dense, select=block, estimate=pooled, mass=0.95 by default;
+//        estimate=rerank keeps the pooled estimate as its first stage)
 // | "strided:window=W,stride=S[,globals=G,block=B,ranges=A-B+C-D]".
 // Arguments are comma-separated key=value; a list inside one value uses '+'.
 #include "attention/policy.h"
@@ -137,6 +138,11 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
       else
         return InvalidArgument("policy 'topk': prefill must be 'dense' or 'topk', got '" +
                                std::string(kv.value) + "'");
+    } else if (kv.key == "last") {
+      if (kv.value == "dense") spec.last_chunk_dense = true;
+      else if (kv.value == "topk") spec.last_chunk_dense = false;
+      else
+        return InvalidArgument("policy 'topk': last must be 'dense' or 'topk', got '" + std::string(kv.value) + "'");
     } else if (kv.key == "estimate") {
       spec.pooled_estimate = spec.oracle_estimate = spec.rerank_estimate = false;
       if (kv.value == "pooled") spec.pooled_estimate = true;
@@ -150,7 +156,7 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
     } else {
       return unknown_key("topk", kv,
                          "sparsity, mass, min, max, block, sinks, window, resident, select, decode, prefill, "
-                         "estimate, shortlist");
+                         "last, estimate, shortlist");
     }
   }
   if (spec.shortlist > 0.0 && !spec.rerank_estimate)
@@ -160,13 +166,19 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
     if (spec.resident > 0)
       return InvalidArgument("policy 'topk': estimate=rerank scores the shortlisted pages from their keys in the pool, "
                              "and with resident=N they may be in the offload tier: drop resident=N");
-    if (!spec.prefill_dense)
-      return InvalidArgument("policy 'topk': estimate=rerank scores the shortlisted pages' keys for every query, so it "
-                             "runs on decode steps only: give prefill=dense too");
-    if (spec.mass > 0.0)
-      return InvalidArgument("policy 'topk': estimate=rerank keeps a shortlist of a fixed budget: give sparsity=R, "
-                             "not mass=P");
+    if (!spec.prefill_dense && !spec.decode_dense)
+      return InvalidArgument("policy 'topk': estimate=rerank selects on one side only: give prefill=dense (decode "
+                             "steps select) or decode=dense (prompt chunks select, as sparse_prefill does)");
+    if (spec.prefill_dense && spec.mass > 0.0)
+      return InvalidArgument("policy 'topk': estimate=rerank on decode steps keeps a shortlist of a fixed budget: "
+                             "give sparsity=R, not mass=P");
+    // Prompt chunks: the first stage is the pooled estimate (one mean query
+    // per head), the second scores a few of the block's queries exactly.
+    if (spec.decode_dense) spec.pooled_estimate = true;
   }
+  if (spec.last_chunk_dense && spec.prefill_dense)
+    return InvalidArgument("policy 'topk': last=dense reads every page on the prompt's last chunk, and prefill=dense "
+                           "already does on every chunk: drop one");
   if (spec.decode_dense && spec.prefill_dense)
     return InvalidArgument("policy 'topk': decode=dense and prefill=dense read every page: that is 'dense'");
   if (spec.prefill_dense && spec.resident > 0)
@@ -341,7 +353,8 @@ std::string policy_to_string(const PolicySpec& p) {
       if (p.select_per_block) s += ",select=block";
       if (p.decode_dense) s += ",decode=dense";
       if (p.prefill_dense) s += ",prefill=dense";
-      if (p.pooled_estimate) s += ",estimate=pooled";
+      if (p.last_chunk_dense) s += ",last=dense";
+      if (p.pooled_estimate && !p.rerank_estimate) s += ",estimate=pooled";
       if (p.oracle_estimate) s += ",estimate=oracle";
       if (p.rerank_estimate) {
         std::snprintf(buf, sizeof buf, "%g", p.shortlist);

@@ -54,6 +54,10 @@ struct PolicySpec {
   // TopK: prompt chunks read every page and selection runs only on decode
   // steps (Quest's setting): the prompt's KV and logits are dense's.
   bool prefill_dense = false;
+  // TopK (last=dense): the prompt chunk that ends the prompt (the one whose
+  // last token's logits are asked for) reads every page. It holds the
+  // question, whose tokens carry the retrieved answer to the decode steps.
+  bool last_chunk_dense = false;
   // TopK: rank pages by their exact attention mass for the step's queries
   // instead of an estimate: the oracle a selector is measured against at the
   // same reads. Every key is scored, so it runs on decode steps only.
@@ -61,7 +65,11 @@ struct PolicySpec {
   // TopK, two-stage (estimate=rerank): the bound ranks the candidates and
   // keeps `shortlist` x the budget's picks; those pages are then ranked by
   // their exact softmax mass from their stored keys (attention/topk_rerank.h).
-  // Decode steps only, like the oracle. shortlist is 0 unless rerank.
+  // On decode steps (prefill=dense) under a fixed budget. On prompt chunks
+  // (decode=dense) the first stage is the pooled estimate, the second scores
+  // a few of each block's queries (its last among them), and under mass=P the
+  // picks are the fewest shortlisted groups holding P of their exact mass.
+  // shortlist is 0 unless rerank.
   bool rerank_estimate = false;
   double shortlist = 0.0;
   // TopK: score pages with each query head's mean query over the block
@@ -92,9 +100,11 @@ struct PolicySpec {
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
-//        [,decode=dense|prefill=dense][,estimate=bound|pooled|oracle|rerank][,shortlist=F]"
-//   estimate=oracle and estimate=rerank (shortlist=F, F >= 1, default 4) need
-//   prefill=dense and sparsity=R; rerank refuses resident=N
+//        [,decode=dense|prefill=dense][,last=dense|topk][,estimate=bound|pooled|oracle|rerank][,shortlist=F]"
+//   estimate=oracle needs prefill=dense and sparsity=R; estimate=rerank
+//   (shortlist=F, F >= 1, default 4) needs prefill=dense and sparsity=R, or
+//   decode=dense (then mass=P too); rerank refuses resident=N; last=dense
+//   (the prompt's last chunk reads every page) needs prompt chunks to select
 // | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,
 //        estimate=pooled and mass=0.95 unless given
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
@@ -104,11 +114,14 @@ std::string policy_to_string(const PolicySpec& p);
 // Does a top-k layer select pages for a step of n_new tokens? A decode step
 // is one token, or a step whose tail may be dropped (speculative
 // verification); every other step is a prompt chunk. decode=dense reads every
-// page on decode steps, prefill=dense on prompt chunks.
-inline bool topk_selects(const PolicySpec& p, int n_new, bool may_truncate) {
+// page on decode steps, prefill=dense on prompt chunks, last=dense on the
+// chunk that ends the prompt (ends_prompt: the step asks for its last
+// token's logits only).
+inline bool topk_selects(const PolicySpec& p, int n_new, bool may_truncate, bool ends_prompt = false) {
   if (p.kind != PolicyKind::TopK) return false;
   const bool decode_step = n_new <= 1 || may_truncate;
-  return decode_step ? !p.decode_dense : !p.prefill_dense;
+  if (decode_step) return !p.decode_dense;
+  return !p.prefill_dense && !(ends_prompt && p.last_chunk_dense);
 }
 
 // Does k_pos fall in one of the strided policy's global ranges?

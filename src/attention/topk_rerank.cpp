@@ -53,4 +53,23 @@ void rerank_group_scores(const KvPool& pool, const std::vector<int32_t>& page_ta
   }
 }
 
+std::vector<int> rerank_block_queries(int nq) {
+  std::vector<int> out;
+  const int n = std::min(nq, kRerankBlockQueries);
+  const int stride = n > 0 ? nq / n : 1;
+  for (int j = 0; j < n; ++j) out.push_back(nq - 1 - j * stride);
+  return out;
+}
+
+int64_t rerank_mass_picks(double P, std::span<const float> shares, int64_t min_picks, int64_t max_picks) {
+  max_picks = std::min<int64_t>(max_picks, (int64_t)shares.size());
+  min_picks = std::min(min_picks, max_picks);
+  double shortlisted = 0;
+  for (const float e : shares) shortlisted += e;
+  double have = std::max(0.0, 1.0 - shortlisted);  // the fixed groups' share
+  int64_t k = 0;
+  for (; k < max_picks && (k < min_picks || have < P); ++k) have += shares[(size_t)k];
+  return k;
+}
+
 }  // namespace stride

@@ -44,4 +44,20 @@ void rerank_group_scores(const KvPool& pool, const std::vector<int32_t>& page_ta
                          float scale, std::span<const int64_t> shortlist, std::span<const int64_t> fixed,
                          RerankScratch& x, float* scores);
 
+// Prompt chunks: how many of a query block's queries the second stage
+// scores (with every head of the kv head's group). Scoring all of them would
+// cost a good share of the attention it saves; the last query is always
+// among them, so the prompt's last token (whose logits give the answer's
+// first token) gets its own exact ranking.
+inline constexpr int kRerankBlockQueries = 4;
+
+// The queries of a block of nq that the second stage scores: offsets in the
+// block, from the last one back at an even stride.
+std::vector<int> rerank_block_queries(int nq);
+
+// mass=P over the second stage's scores (shares of each row's softmax over
+// the shortlist and the fixed groups, best first): the fewest shortlisted
+// groups, in [min_picks, max_picks], that with the fixed groups hold P.
+int64_t rerank_mass_picks(double P, std::span<const float> shares, int64_t min_picks, int64_t max_picks);
+
 }  // namespace stride

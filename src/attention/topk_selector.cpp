@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -58,6 +59,19 @@ struct BlockRows {
   int n_rows = 0;
 };
 
+// The rows estimate=rerank's second stage scores on a prompt chunk: a few
+// of the block's queries (rerank_block_queries) x the group's heads.
+void gather_sampled_rows(BlockRows& br, const float* q, int q_first, int nq, int n_head, int n_kv, int dim) {
+  const int group = n_head / n_kv;
+  const std::vector<int> picked = rerank_block_queries(nq);
+  br.rows.clear();
+  br.n_rows = (int)picked.size() * group;
+  for (int h = 0; h < n_kv; ++h)
+    for (const int i : picked)
+      for (int j = 0; j < group; ++j)
+        br.rows.push_back(q + ((int64_t)(q_first + i) * n_head + (int64_t)h * group + j) * dim);
+}
+
 void gather_rows(BlockRows& br, const float* q, int q_first, int nq, int n_head, int n_kv, int dim,
                  bool pooled) {
   const int group = n_head / n_kv;
@@ -99,6 +113,7 @@ int64_t rank_group(uint64_t key) { return (int64_t)(key & 0xffffffffu); }
 // runs per layer and step; the largest hold a few floats per page).
 struct SelectScratch {
   BlockRows br;
+  BlockRows sampled;                // estimate=rerank's rows on prompt chunks
   std::vector<float> page_scores;   // [n_kv_heads, n_scored] by logical page
   std::vector<float> group_scores;  // [n_groups] one kv head's
   std::vector<uint64_t> ranked;     // [candidates] rank_key, best first up to the cut
@@ -163,6 +178,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     const int64_t gp = geo.group_pages;
     const int64_t n_fixed = budget.n_fixed, keep = budget.keep;
     const bool ranks = keep < geo.n_groups || p.mass > 0.0;
+    const bool sampled = p.rerank_estimate && p.decode_dense && nq > 1;
     // Page scores of every kv head: the candidates' pages, and under mass=P
     // the fixed groups' too (their estimate). Pool pages in one batched pass;
     // pages in the tier from their kept summaries. A score is the largest
@@ -171,6 +187,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     const int64_t n_scored = !ranks ? 0 : p.mass > 0.0 ? n_present : std::min(n_present, geo.local_from * gp);
     if (ranks) {
       gather_rows(x.br, q, q_first, nq, n_head, n_kv_heads, dim, p.pooled_estimate && nq > 1);
+      if (sampled && keys) gather_sampled_rows(x.sampled, q, q_first, nq, n_head, n_kv_heads, dim);
       x.page_scores.resize((size_t)n_kv_heads * n_scored);  // [n_kv_heads, n_scored]
       max_summary_bounds(x.br.rows.data(), x.br.n_rows, sums.data(), page_table.data(), n_scored,
                          n_kv_heads, dim, x.page_scores.data());
@@ -192,6 +209,24 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
       x.log_keys.resize((size_t)gp + 1);
       for (int64_t j = 1; j <= gp; ++j) x.log_keys[(size_t)j] = std::log((float)(j * page_size));
     }
+    // The second stage's rows: a prompt chunk's sampled queries (keys past
+    // the block's last query count for none of them), else the step's own.
+    const BlockRows& exact_rows = sampled ? x.sampled : x.br;
+    const int64_t exact_len = sampled ? std::min<int64_t>(kv_len, qb + 1) : kv_len;
+    // Ranks the first n_short candidates by their exact scores (stage 2), which land in x.exact.
+    auto rerank_top = [&](int h, int64_t n_short) {
+      x.shortlist.clear();
+      x.fixed.clear();
+      for (int64_t i = 0; i < n_short; ++i) x.shortlist.push_back(rank_group(x.ranked[(size_t)i]));
+      for (int64_t G = 0; G < geo.n_groups; ++G)
+        if (G < geo.n_sink || G >= geo.local_from) x.fixed.push_back(G);
+      x.exact.resize(x.shortlist.size());
+      rerank_group_scores(*keys, page_table, gp, n_present, exact_len,
+                          exact_rows.rows.data() + (size_t)h * exact_rows.n_rows, exact_rows.n_rows, h, s,
+                          x.shortlist, x.fixed, x.rerank, x.exact.data());
+      for (int64_t i = 0; i < n_short; ++i) x.ranked[(size_t)i] = rank_key(x.exact[(size_t)i], x.shortlist[(size_t)i]);
+      std::sort(x.ranked.begin(), x.ranked.begin() + n_short);
+    };
     for (int h = 0; h < n_kv_heads; ++h) {
       x.chosen.assign(geo.n_groups, 1);
       if (ranks) {
@@ -221,18 +256,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
           ranked = std::max(ranked, std::min<int64_t>(n_cand, (int64_t)std::ceil(p.shortlist * (double)extra - 1e-9)));
         if (ranked < n_cand) std::nth_element(x.ranked.begin(), x.ranked.begin() + ranked, x.ranked.end());
         std::sort(x.ranked.begin(), x.ranked.begin() + ranked);
-        if (rerank && ranked > extra) {
-          x.shortlist.clear();
-          x.fixed.clear();
-          for (int64_t i = 0; i < ranked; ++i) x.shortlist.push_back(rank_group(x.ranked[(size_t)i]));
-          for (int64_t G = 0; G < geo.n_groups; ++G)
-            if (G < geo.n_sink || G >= geo.local_from) x.fixed.push_back(G);
-          x.exact.resize(x.shortlist.size());
-          rerank_group_scores(*keys, page_table, gp, n_present, kv_len, x.br.rows.data() + (size_t)h * x.br.n_rows,
-                              x.br.n_rows, h, s, x.shortlist, x.fixed, x.rerank, x.exact.data());
-          for (int64_t i = 0; i < ranked; ++i) x.ranked[(size_t)i] = rank_key(x.exact[(size_t)i], x.shortlist[(size_t)i]);
-          std::sort(x.ranked.begin(), x.ranked.begin() + ranked);
-        }
+        if (rerank && p.mass <= 0.0 && ranked > extra) rerank_top(h, ranked);
         if (p.mass > 0.0) {
           // mass=P: a group's estimated log-mass, as if its keys all scored its bound.
           x.est_fixed.clear();
@@ -257,6 +281,15 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
             x.est_ranked.push_back(n_in > 0 ? -s * neg + x.log_keys[(size_t)n_in] : -INFINITY);
           }
           extra = topk_mass_picks(p.mass, x.est_fixed, x.est_ranked, budget.min_picks, extra);
+          // estimate=rerank: the bound's picks x shortlist go to the second
+          // stage, and mass=P is then taken over their exact shares.
+          if (rerank && extra > 0) {
+            const int64_t n_short =
+                std::min<int64_t>(ranked, (int64_t)std::ceil(p.shortlist * (double)extra - 1e-9));
+            rerank_top(h, n_short);
+            std::sort(x.exact.begin(), x.exact.end(), std::greater<float>());
+            extra = rerank_mass_picks(p.mass, x.exact, budget.min_picks, std::min(n_short, keep - n_fixed));
+          }
         }
         for (int64_t i = 0; i < extra; ++i) x.chosen[rank_group(x.ranked[i])] = 1;
         for (int64_t i = extra; i < std::min<int64_t>(ranked, extra + std::max(0, n_next)); ++i) {

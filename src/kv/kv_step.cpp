@@ -91,9 +91,11 @@ Expected<StepPlan> KvManager::prepare(std::span<const SequenceStep> batch, std::
       PageTable& pt = s.layers[(size_t)l].pages;
       while (pt.size() < n_logical) pt.push(got[next++]);
     }
+    // Only the prompt's last chunk asks for its last token's logits alone.
+    const bool ends_prompt = step.logits && !step.all_logits;
     for (int l = 0; l < cfg_.n_layer; ++l)
       plan_static_layer(s.layers[(size_t)l].pages, cfg_.layer_policies[(size_t)l], cfg_.page_size, cfg_.n_kv_heads,
-                        s.length, step.n, step.may_truncate, sp.layers[(size_t)l]);
+                        s.length, step.n, step.may_truncate, ends_prompt, sp.layers[(size_t)l]);
   }
   assert(next == got.size());
   counters_.peak_pages_used = std::max<int64_t>(counters_.peak_pages_used, pages_.n_used());

@@ -34,8 +34,8 @@ constexpr int64_t kForever = std::numeric_limits<int64_t>::max() / 4;
 }  // namespace
 
 void plan_static_layer(const PageTable& pt, const PolicySpec& policy, int page_size, int n_kv_heads, int64_t length,
-                       int n_new, bool may_truncate, LayerStepPlan& lp) {
-  if (topk_selects(policy, n_new, may_truncate)) {
+                       int n_new, bool may_truncate, bool ends_prompt, LayerStepPlan& lp) {
+  if (topk_selects(policy, n_new, may_truncate, ends_prompt)) {
     lp.needs_selection = true;  // the lists come from this layer's queries
     return;
   }

@@ -276,6 +276,60 @@ TEST(SparsePrefill, PromptChunksMatchTheSelectionAndDecodeReadsEveryPage) {
   EXPECT_EQ(st.pages_read - pre.pages_read, st.pages_present - pre.pages_present) << "decode read them all";
 }
 
+// last=dense: the prompt's last chunk (the step that asks for its last
+// token's logits) reads every page, so its attention is dense's; earlier
+// chunks, scoring steps (logits for every row) and steps without logits select.
+TEST(SparsePrefill, LastDenseReadsEveryPageOnThePromptsLastChunk) {
+  auto p = parse_policy("sparse_prefill:last=dense");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_TRUE(p->last_chunk_dense);
+  auto rt = parse_policy(policy_to_string(*p));
+  ASSERT_TRUE(rt.ok()) << policy_to_string(*p);
+  EXPECT_EQ(*rt, *p);
+  EXPECT_FALSE(parse_policy("topk:sparsity=0.9,prefill=dense,last=dense").ok());
+  EXPECT_FALSE(parse_policy("sparse_prefill:last=maybe").ok());
+  EXPECT_FALSE(topk_selects(*p, 64, false, /*ends_prompt=*/true));
+  EXPECT_TRUE(topk_selects(*p, 64, false, /*ends_prompt=*/false));
+  EXPECT_TRUE(topk_selects(*parse_policy("sparse_prefill"), 64, false, /*ends_prompt=*/true));
+
+  Shape s;
+  const int n = 300, first = 200;
+  const Inputs in = random_inputs(s, n, 31);
+  const AttentionParams params = params_for(s);
+  ThreadPool threads(2);
+  const size_t kr = (size_t)s.n_kv * s.hd, qr = (size_t)s.n_head * s.hd;
+  // Attention of the second chunk's queries, and whether that chunk selected.
+  auto second_chunk = [&](const char* policy, bool logits, bool all_logits, bool& selected) {
+    auto kv = make_cache(s, {*parse_policy(policy)});
+    auto seq = kv->add_sequence();
+    std::vector<float> out((size_t)n * qr, 0.f), logit_rows(1);
+    for (const int64_t pos : {int64_t{0}, int64_t{first}}) {
+      SequenceStep step{*seq, nullptr, pos == 0 ? first : n - first};
+      step.all_logits = all_logits;
+      step.logits = logits || all_logits ? logit_rows.data() : nullptr;  // the manager never writes them
+      auto plan = kv->prepare(std::span<const SequenceStep>(&step, 1));
+      EXPECT_TRUE(plan.ok());
+      selected = plan->seqs[0].layers[0].needs_selection;
+      EXPECT_TRUE(kv->write(*plan, 0, 0, in.k.data() + pos * kr, in.v.data() + pos * kr).ok());
+      EXPECT_TRUE(kv->select(*plan, 0, 0, in.q.data() + pos * qr, s.n_head, 0.f, threads.scratch(0)).ok());
+      EXPECT_TRUE(attention_paged(kv->pool(), plan->seqs[0].layers[0].pages, kv->config().layer_policies[0], params,
+                                  in.q.data() + pos * qr, out.data() + pos * qr, threads).ok());
+      EXPECT_TRUE(kv->commit(*plan).ok());
+    }
+    return std::vector<float>(out.begin() + (int64_t)first * qr, out.end());
+  };
+  bool selected = false;
+  const std::vector<float> dense = second_chunk("dense", true, false, selected);
+  EXPECT_EQ(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", true, false, selected), dense), 0.f);
+  EXPECT_FALSE(selected);
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", false, false, selected), dense), 1e-3f);
+  EXPECT_TRUE(selected) << "a chunk without logits is not the prompt's last";
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", false, true, selected), dense), 1e-3f);
+  EXPECT_TRUE(selected) << "a scoring chunk (logits for every row) selects";
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9", true, false, selected), dense), 1e-3f);
+  EXPECT_TRUE(selected);
+}
+
 // prefill=dense (Quest's setting): prompt chunks read every page, decode
 // steps select; estimate=oracle ranks by exact mass and needs it.
 TEST(TopkDecodeOnly, ParsesPrintsAndRefusesWhatCannotRun) {

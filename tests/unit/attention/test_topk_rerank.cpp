@@ -38,8 +38,24 @@ TEST(TopkRerank, ParsesPrintsAndRefusesWhatCannotRun) {
        {"topk:estimate=rerank", "topk:sparsity=0.9,estimate=rerank,shortlist=4",
         "topk:mass=0.9,prefill=dense,estimate=rerank", "topk:prefill=dense,shortlist=4",
         "topk:prefill=dense,estimate=rerank,shortlist=0.5", "topk:prefill=dense,estimate=rerank,shortlist=x",
-        "topk:prefill=dense,estimate=rerank,shortlist=", "sparse_prefill:estimate=rerank"})
+        "topk:prefill=dense,estimate=rerank,shortlist=", "topk:mass=0.9,estimate=rerank",
+        "sparse_prefill:estimate=rerank,resident=8"})
     EXPECT_FALSE(parse_policy(bad).ok()) << bad;
+  // Prompt chunks (decode=dense): the pooled estimate is the first stage, under
+  // a fixed budget or mass=P.
+  auto sp = parse_policy("sparse_prefill:estimate=rerank");
+  ASSERT_TRUE(sp.ok()) << sp.status().to_string();
+  EXPECT_TRUE(sp->rerank_estimate && sp->pooled_estimate && sp->decode_dense && sp->select_per_block);
+  EXPECT_DOUBLE_EQ(sp->mass, 0.95);
+  EXPECT_DOUBLE_EQ(sp->shortlist, 4.0);
+  auto sp2 = parse_policy("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=2");
+  ASSERT_TRUE(sp2.ok()) << sp2.status().to_string();
+  EXPECT_DOUBLE_EQ(sp2->shortlist, 2.0);
+  for (const PolicySpec& spec : {*sp, *sp2}) {
+    auto rt = parse_policy(policy_to_string(spec));
+    ASSERT_TRUE(rt.ok()) << policy_to_string(spec);
+    EXPECT_EQ(*rt, spec) << policy_to_string(spec);
+  }
   // The hot set may have moved a shortlisted page to the tier: refused, and said so.
   auto hot = parse_policy("topk:sparsity=0.9,resident=64,estimate=rerank");
   ASSERT_FALSE(hot.ok());
@@ -122,6 +138,30 @@ TEST(TopkRerank, DecodeMatchesTheTwoStageSelection) {
   check_topk("topk:sparsity=0.5,prefill=dense,estimate=rerank", 653, {650, 1, 1, 1}, 3);
 }
 
+// Prompt chunks select with the two stages (a few sampled queries per block
+// scored exactly) on every CPU path: the KvManager reads what the definition
+// says, under mass=P and a fixed budget, with groups, sinks and a window.
+TEST(TopkRerank, PromptChunksMatchTheTwoStageSelectionOnEveryCpuPath) {
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  ASSERT_FALSE(paths.empty());
+  for (const CpuPath path : paths) {
+    SCOPED_TRACE(cpu_path_name(path));
+    ASSERT_TRUE(set_cpu_path(path).ok());
+    check_topk("sparse_prefill:estimate=rerank", 300, {130, 170}, 2);
+    check_topk("sparse_prefill:mass=0.8,estimate=rerank,shortlist=1.5", 400, {256, 144}, 2);
+    check_topk("sparse_prefill:sparsity=0.8,estimate=rerank", 400, {400}, 2);
+    check_topk("sparse_prefill:sparsity=0.6,block=32,sinks=20,window=40,estimate=rerank,shortlist=2", 300,
+               {130, 170}, 1);
+    check_topk("sparse_prefill:mass=0.9,min=48,max=96", 400, {200, 200}, 2);
+    check_topk("sparse_prefill:mass=0.9,max=96,estimate=rerank", 400, {200, 200}, 2);
+    check_topk("sparse_prefill:mass=0.9,min=48,estimate=rerank", 400, {200, 200}, 2);
+    check_topk("sparse_prefill:mass=0.9,min=48,max=96,estimate=rerank", 400, {200, 200}, 2);
+    // Decode steps after the prompt read every page.
+    check_topk("sparse_prefill:estimate=rerank", 330, {300, 10, 10, 10}, 2);
+  }
+  ASSERT_TRUE(set_cpu_path(paths.back()).ok());
+}
+
 namespace {
 
 // Attention outputs and pages read of a policy over n tokens: a prompt of
@@ -198,6 +238,39 @@ TEST(TopkRerank, FindsTheNeedleTheBoundRanksBelowDecoys) {
   EXPECT_FALSE(needle_read("topk:sparsity=0.9,prefill=dense,estimate=rerank,shortlist=2"));
   EXPECT_TRUE(needle_read("topk:sparsity=0.9,prefill=dense,estimate=rerank,shortlist=4"));
   EXPECT_TRUE(needle_read("topk:sparsity=0.9,prefill=dense,estimate=oracle"));
+}
+
+// The prompt's last query asks for a needle that the block's mean query (the
+// pooled estimate) does not point at, while decoy pages with wide key ranges
+// take the pooled bound's budget; the second stage scores the last query
+// itself and reads the needle.
+TEST(TopkRerank, PromptChunkFindsTheNeedleTheLastQueryAsksFor) {
+  Shape s;
+  const int n = 512, last = n - 1, needle = 9 * 16 + 5;
+  const int decoys[] = {3, 7, 11, 15, 19};  // pages
+  Inputs in = random_inputs(s, n, 91);
+  for (float& x : in.k) x *= 0.1f;
+  const float* u = &in.q[(size_t)last * s.n_head * s.hd];  // head 0's question
+  for (int h = 1; h < 3; ++h) std::copy(u, u + s.hd, &in.q[((size_t)last * s.n_head + h) * s.hd]);
+  for (int c = 0; c < s.hd; ++c) in.k[(size_t)needle * s.n_kv * s.hd + c] = 2.f * u[c];
+  for (const int page : decoys)
+    for (int t = 0; t < s.page; ++t)
+      for (int c = 0; c < s.hd; ++c) in.k[((size_t)(page * s.page + t) * s.n_kv) * s.hd + c] = c % s.page == t ? 4.f : -4.f;
+  check_topk_inputs("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=100", in.q, in.k, in.v, n, {n});
+  check_topk_inputs("sparse_prefill:estimate=rerank", in.q, in.k, in.v, n, {n});
+  for (int c = 0; c < s.hd; ++c) in.v[(size_t)needle * s.n_kv * s.hd + c] = 100.f;
+  auto needle_read = [&](const char* policy) {
+    const std::vector<float> out = run_policy(policy, in, n, 0).first;
+    float worst = 0;
+    for (int h = 0; h < 3; ++h)
+      for (int c = 0; c < s.hd; ++c)
+        worst = std::max(worst, std::fabs(out[((size_t)last * s.n_head + h) * s.hd + c] - 100.f));
+    return worst < 1.f;
+  };
+  EXPECT_TRUE(needle_read("dense"));
+  EXPECT_FALSE(needle_read("sparse_prefill:sparsity=0.8"));
+  EXPECT_TRUE(needle_read("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=100"));
+  EXPECT_TRUE(needle_read("sparse_prefill:estimate=rerank")) << "mass=0.95 over the exact shares";
 }
 
 }  // namespace stride

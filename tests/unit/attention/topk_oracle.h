@@ -15,16 +15,15 @@
 
 namespace stride::testing_util {
 
-// estimate=rerank's second stage, from its definition: the first
-// ceil(shortlist x extra) candidates (by bound) are re-ordered by their share
-// of each row's softmax over the keys of the shortlist and the fixed groups
-// (keys in [0, kv_end) as the pool stores them, f16), averaged over the rows.
-inline void rerank_shortlist(const PolicySpec& pol, const Shape& s, const std::vector<std::vector<float>>& rows,
+// estimate=rerank's second stage, from its definition: the first n_short
+// candidates (by bound) are re-ordered by their share of each row's softmax
+// over the keys of the shortlist and the fixed groups (keys in [0, kv_end)
+// as the pool stores them, f16), averaged over the rows; their first members
+// then hold those shares, best first.
+inline void rerank_shortlist(const Shape& s, const std::vector<std::vector<float>>& rows,
                              const std::vector<float>& k, int h, int64_t kv_end, int gp,
-                             const std::vector<bool>& fixed, int64_t extra,
+                             const std::vector<bool>& fixed, int64_t n_short,
                              std::vector<std::pair<float, int64_t>>& cand) {
-  const int64_t n_short = std::min<int64_t>((int64_t)cand.size(), (int64_t)std::ceil(pol.shortlist * extra - 1e-9));
-  if (extra <= 0 || n_short <= extra) return;
   const std::vector<float> kr = f16_round(k);
   const double scale = 1.0 / std::sqrt((double)s.hd);
   const int64_t B = (int64_t)gp * s.page;
@@ -150,7 +149,27 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
   std::sort(cand.begin(), cand.end(), [](auto& a, auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
-  if (pol.rerank_estimate) rerank_shortlist(pol, s, rows, k, h, kv_end, gp, keep, budget - fixed, cand);
+  // The shortlist of the budget's picks: ceil(shortlist x picks) candidates.
+  auto n_shortlist = [&](int64_t picks) {
+    return std::min<int64_t>((int64_t)cand.size(), (int64_t)std::ceil(pol.shortlist * picks - 1e-9));
+  };
+  // On prompt chunks (decode=dense) the second stage scores, of the block's
+  // queries, the last and up to 3 more at an even stride nq / 4 before it,
+  // each with every head of the group, over keys up to the block's last query.
+  std::vector<std::vector<float>> exact_rows = rows;
+  int64_t exact_end = kv_end;
+  if (pol.rerank_estimate && pol.decode_dense && nq > 1) {
+    exact_rows.clear();
+    const int n_pick = std::min(nq, 4);
+    for (int j = 0; j < n_pick; ++j)
+      for (int g = 0; g < group; ++g) {
+        const float* r = q.data() + ((size_t)(qb - j * (nq / n_pick)) * s.n_head + h * group + g) * s.hd;
+        exact_rows.emplace_back(r, r + s.hd);
+      }
+    exact_end = std::min(kv_end, qb + 1);
+  }
+  if (pol.rerank_estimate && pol.mass <= 0 && budget - fixed > 0 && n_shortlist(budget - fixed) > budget - fixed)
+    rerank_shortlist(s, exact_rows, k, h, exact_end, gp, keep, n_shortlist(budget - fixed), cand);
   if (pol.mass > 0) {
     // Top-p over masses keys * exp(scale * bound) of every group, fixed ones
     // counted first, candidates best first, between min and max tokens.
@@ -170,6 +189,16 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
     int64_t picks = 0;
     while (picks < max_picks && (picks < min_picks || have < pol.mass * total))
       have += mass(cand[(size_t)picks++].second);
+    if (pol.rerank_estimate && picks > 0) {
+      // The shortlist's exact shares, best first; the fixed groups hold the rest of each row's mass.
+      const int64_t n_short = n_shortlist(picks);
+      rerank_shortlist(s, exact_rows, k, h, exact_end, gp, keep, n_short, cand);
+      double share = 1;
+      for (int64_t i = 0; i < n_short; ++i) share -= cand[(size_t)i].first;
+      const int64_t top = std::min(n_short, max_picks);
+      picks = 0;
+      while (picks < top && (picks < std::min(min_picks, top) || share < pol.mass)) share += cand[(size_t)picks++].first;
+    }
     budget = fixed + picks;
   }
   for (int64_t i = 0; i < budget - fixed; ++i) keep[cand[i].second] = true;
