@@ -84,7 +84,7 @@ Expected<GenerateResult> Engine::generate_sharing(const std::vector<int32_t>& pr
       run_sequence(*model_, *kv_, seq.id(), prompt.data(), (int)prompt.size(), false, logits.data(), *pool_));
   r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const KvStats after = kv_->stats();
-  STRIDE_ASSIGN_OR_RETURN(out.kv, kv_->export_sequence(seq.id()));
+  STRIDE_ASSIGN_OR_RETURN(out.kv, kv_->sessions().export_sequence(seq.id()));
   out.prompt = prompt;
   out.identity = prefill_identity();
   out.logits = logits;
@@ -114,7 +114,7 @@ Expected<GenerateResult> Engine::generate_prefilled(const PrefilledPrompt& in, c
   GenerateResult r;
   r.prompt_tokens = (int)in.prompt.size();
   const auto t0 = Clock::now();
-  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId id, kv_->import_sequence(in.kv));
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId id, kv_->sessions().import_sequence(in.kv));
   ScopedSequence seq(*kv_, id);
   std::vector<float> logits = in.logits;
   r.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();

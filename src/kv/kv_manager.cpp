@@ -102,7 +102,7 @@ KvManager::KvManager(const KvManagerConfig& cfg, std::unique_ptr<KvPool> pool, s
       seqs_(cfg_.n_layer, cfg_.page_size),
       reservation_(cfg_, hot_.get()),
       rollback_(cfg_, pages_, summaries_.get(), hot_.get()),
-      sessions_(cfg_, *pool_, pages_, summaries_.get(), offload_, prefix_.chains()),
+      sessions_(cfg_, *pool_, pages_, summaries_.get(), offload_, prefix_.chains(), seqs_, hot_.get(), counters_),
       reads_(cfg_.page_size, cfg_.n_kv_heads) {}
 
 Expected<KvManager::SeqId> KvManager::add_sequence() { return seqs_.add(); }

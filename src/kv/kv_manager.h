@@ -8,7 +8,7 @@
 //   offload_tier.h     where an evicted cached page goes, and comes back from
 //   topk_hot_set.h     top-k layers' pages moved between the pool and the tier
 //   shared_tier.h      pages published to / imported from other replicas
-//   session_pages.h    saved sessions (sessions(): export_prefix / import_prefix)
+//   session_pages.h    pages in and out (sessions(): saved sessions, whole sequence images)
 //   step_reservation.h the pages a step reserves; layer_pages.h what it reads
 //   step_rollback.h    a step's rejected tail, truncate()
 //   read_counters.h    what committed steps read
@@ -100,17 +100,6 @@ class KvManager final : public StepKv {
   // (its pages hold no prefix). Unsupported with a top-k hot set.
   Expected<SeqId> add_sequence_at(int64_t first_pos);
   int64_t length(SeqId seq) const;  // tokens committed
-  // A sequence's pages copied out whole, the partly written last page
-  // included (kv_sequence_image.cpp). Unsupported with a top-k hot set.
-  Expected<KvSequenceImage> export_sequence(SeqId seq) const;
-  // A new sequence on copies of an exported one's pages, as long as it was:
-  // each layer takes the pages its policy keeps for the next query. The
-  // exporting manager must have the same KV layout and, when this one has
-  // top-k layers, key summaries on every layer (summarize_every_layer);
-  // summaries are not rebuilt from stored keys, which storage rounded.
-  // ResourceExhausted when the pool cannot take the pages; nothing changes
-  // on error.
-  Expected<SeqId> import_sequence(const KvSequenceImage& image);
 
   // The step (see the top of this file). The plan refers to `batch`, which
   // the caller keeps alive until commit(). On ResourceExhausted, *unfit (when

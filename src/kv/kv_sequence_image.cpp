@@ -1,4 +1,4 @@
-// KvManager::export_sequence / import_sequence: a sequence's pages copied
+// SessionPages::export_sequence / import_sequence: a sequence's pages copied
 // out whole and into a fresh sequence of another manager of the same KV
 // shape. Unlike a saved session (session_pages.cpp), the partly written last
 // page travels too and the pages go straight into the new sequence's page
@@ -8,7 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "kv/kv_manager.h"
+#include "kv/session_pages.h"
+
+#include "kv/page_manager.h"
+#include "kv/kv_stats.h"
+#include "kv/sequence_table.h"
+#include "kv/topk_hot_set.h"
 #include "kv/kv_pages_needed.h"
 #include "kv/layer_pages.h"
 #include "kv/store/kv_pool.h"
@@ -16,7 +21,7 @@
 
 namespace stride {
 
-Expected<KvSequenceImage> KvManager::export_sequence(SeqId seq) const {
+Expected<KvSequenceImage> SessionPages::export_sequence(SeqId seq) {
   if (!seqs_.valid(seq)) return InvalidArgument("KV manager: unknown sequence " + std::to_string(seq));
   if (hot_) return Unsupported("KV manager: a sequence with a top-k hot set cannot be exported whole");
   const KvSequence& s = seqs_[seq];
@@ -25,7 +30,7 @@ Expected<KvSequenceImage> KvManager::export_sequence(SeqId seq) const {
   img.length = s.length;
   img.page_size = ps;
   img.summary_bytes = summaries_ ? summaries_->page_bytes() : 0;
-  const int64_t pool_bytes = pool_->page_image_bytes();
+  const int64_t pool_bytes = pool_.page_image_bytes();
   img.image_bytes = pool_bytes + img.summary_bytes;
   const int64_t n_logical = (s.length + ps - 1) / ps;
   for (int l = 0; l < cfg_.n_layer; ++l) {
@@ -36,7 +41,7 @@ Expected<KvSequenceImage> KvManager::export_sequence(SeqId seq) const {
       const size_t at = img.images.size();
       img.images.resize(at + (size_t)img.image_bytes);
       const std::span<uint8_t> image(img.images.data() + at, (size_t)img.image_bytes);
-      pool_->save_page(page, image.first((size_t)pool_bytes));
+      pool_.save_page(page, image.first((size_t)pool_bytes));
       if (summaries_) summaries_->save_page(page, image.subspan((size_t)pool_bytes));
       img.pages.push_back({l, (int32_t)L});
     }
@@ -44,10 +49,10 @@ Expected<KvSequenceImage> KvManager::export_sequence(SeqId seq) const {
   return img;
 }
 
-Expected<KvManager::SeqId> KvManager::import_sequence(const KvSequenceImage& img) {
+Expected<SessionPages::SeqId> SessionPages::import_sequence(const KvSequenceImage& img) {
   if (hot_) return Unsupported("KV manager: a top-k hot set cannot take an imported sequence");
   const int ps = cfg_.page_size;
-  const int64_t pool_bytes = pool_->page_image_bytes();
+  const int64_t pool_bytes = pool_.page_image_bytes();
   const int64_t summary_bytes = summaries_ ? summaries_->page_bytes() : 0;
   if (img.page_size != ps || img.image_bytes - img.summary_bytes != pool_bytes)
     return InvalidArgument("KV manager: the imported sequence has another page size or KV layout");
@@ -106,12 +111,12 @@ Expected<KvManager::SeqId> KvManager::import_sequence(const KvSequenceImage& img
       const int32_t page = fresh[next++];
       const std::span<const uint8_t> image(img.images.data() + wanted[w] * (size_t)img.image_bytes,
                                            (size_t)img.image_bytes);
-      pool_->load_page(page, image.first((size_t)pool_bytes));
+      pool_.load_page(page, image.first((size_t)pool_bytes));
       if (summaries_) summaries_->load_page(page, image.subspan((size_t)pool_bytes));
       pt.push(page);
     }
     // Settles scan_from as the commits of a prefill would have.
-    release_unseen(pt, cfg_.layer_policies[(size_t)l], ps, s.length, *pool_, pages_);
+    release_unseen(pt, cfg_.layer_policies[(size_t)l], ps, s.length, pool_, pages_);
   }
   counters_.peak_pages_used = std::max<int64_t>(counters_.peak_pages_used, pages_.n_used());
   return *added;

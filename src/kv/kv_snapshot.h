@@ -27,9 +27,9 @@ struct KvSnapshot {
   int64_t covered_tokens() const { return n_pages * page_size; }
 };
 
-// One sequence's pages taken out whole (KvManager::export_sequence), its
+// One sequence's pages taken out whole (KvManager::sessions().export_sequence), its
 // partly written last page included, so another manager of the same KV shape
-// can start a sequence on them (import_sequence): a prompt prefilled once
+// can start a sequence on them (sessions().import_sequence): a prompt prefilled once
 // and decoded under several policies. Pages are images as in KvSnapshot;
 // the summaries are there when the exporting pool keeps them.
 struct KvSequenceImage {

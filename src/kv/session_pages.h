@@ -20,13 +20,19 @@ class OffloadTier;
 class PageManager;
 class PageSummaries;
 class PrefixChains;
+class SequenceTable;
+class TopkHotSet;
+struct KvStats;
 
 class SessionPages {
  public:
-  // All outlive this; summaries: null without a top-k layer.
+  using SeqId = int32_t;
+  // All outlive this; summaries: null without a top-k layer; hot: null without a top-k hot set.
   SessionPages(const KvManagerConfig& cfg, KvPool& pool, PageManager& pages, PageSummaries* summaries,
-               OffloadTier& offload, PrefixChains& chains)
-      : cfg_(cfg), pool_(pool), pages_(pages), summaries_(summaries), offload_(offload), chains_(chains) {}
+               OffloadTier& offload, PrefixChains& chains, SequenceTable& seqs, const TopkHotSet* hot,
+               KvStats& counters)
+      : cfg_(cfg), pool_(pool), pages_(pages), summaries_(summaries), offload_(offload), chains_(chains),
+        seqs_(seqs), hot_(hot), counters_(counters) {}
   SessionPages(const SessionPages&) = delete;
   SessionPages& operator=(const SessionPages&) = delete;
 
@@ -42,6 +48,18 @@ class SessionPages {
   // returns the pages loaded (0 with the prefix cache off).
   Expected<int64_t> import_prefix(const KvSnapshot& snap);
 
+  // A live sequence's pages copied out whole, the partly written last page
+  // included (kv_sequence_image.cpp). Unsupported with a top-k hot set.
+  Expected<KvSequenceImage> export_sequence(SeqId seq);
+  // A new sequence on copies of an exported one's pages, as long as it was:
+  // each layer takes the pages its policy keeps for the next query. The
+  // exporting manager must have the same KV layout and, when this one has
+  // top-k layers, key summaries on every layer (summarize_every_layer);
+  // summaries are not rebuilt from stored keys, which storage rounded.
+  // ResourceExhausted when the pool cannot take the pages; nothing changes
+  // on error.
+  Expected<SeqId> import_sequence(const KvSequenceImage& image);
+
  private:
   // Bytes of one page in a snapshot (pool image + top-k summary).
   int64_t page_bytes() const;
@@ -52,6 +70,9 @@ class SessionPages {
   PageSummaries* summaries_;
   OffloadTier& offload_;
   PrefixChains& chains_;
+  SequenceTable& seqs_;
+  const TopkHotSet* hot_;
+  KvStats& counters_;
 };
 
 }  // namespace stride

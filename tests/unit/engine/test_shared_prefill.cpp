@@ -99,7 +99,7 @@ OwnPrefill own_prefill(Engine& e, const std::vector<int32_t>& prompt) {
   EXPECT_TRUE(id.ok());
   ScopedSequence seq(e.kv(), *id);
   own.logits = run_tokens(e, seq.id(), prompt, 0, (int)prompt.size(), false);
-  auto img = e.kv().export_sequence(seq.id());
+  auto img = e.kv().sessions().export_sequence(seq.id());
   EXPECT_TRUE(img.ok()) << img.status().to_string();
   if (img.ok()) own.kv = std::move(*img);
   return own;
@@ -135,10 +135,10 @@ void check_model(const std::string& model, KvStorage storage, int prompt_tokens,
     ASSERT_EQ(own.logits.size(), shared.logits.size());
     EXPECT_EQ(std::memcmp(own.logits.data(), shared.logits.data(), own.logits.size() * sizeof(float)), 0);
     // The imported sequence, read back out of the taker's own pool.
-    auto id = taker->kv().import_sequence(shared.kv);
+    auto id = taker->kv().sessions().import_sequence(shared.kv);
     ASSERT_TRUE(id.ok()) << id.status().to_string();
     ScopedSequence seq(taker->kv(), *id);
-    auto imported = taker->kv().export_sequence(seq.id());
+    auto imported = taker->kv().sessions().export_sequence(seq.id());
     ASSERT_TRUE(imported.ok());
     expect_same_sequence(*imported, own.kv, taker->kv().pool().shape());
     EXPECT_EQ(greedy(*taker, prompt, &shared), greedy(*taker, prompt, nullptr));
