@@ -160,7 +160,8 @@ int stream(const StreamArgs& a) {
 
   auto sid = engine.kv().add_sequence();
   if (!sid) return fail(sid.status());
-  std::vector<float> logits((size_t)a.chunk * n_vocab);  // [chunk, n_vocab]
+  // [chunk, n_vocab] for perplexity, else [1, n_vocab]: a chunk of Qwen's vocabulary is ~300 MB.
+  std::vector<float> logits((size_t)(a.ppl ? a.chunk : 1) * n_vocab);
   nlohmann::json rows = nlohmann::json::array();
   int64_t pos = 0;
   double window_nll = 0;
