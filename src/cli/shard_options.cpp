@@ -37,8 +37,7 @@ Status check_shard_args(const ShardArgs& a) {
 }
 
 #ifdef STRIDE_WITH_GLOO
-Expected<std::unique_ptr<dist::ShardGroup>> connect_shard_group(const ShardArgs& a) {
-  std::signal(SIGPIPE, SIG_IGN);
+dist::ShardGroupOptions shard_group_options(const ShardArgs& a) {
   dist::ShardGroupOptions go;
   go.rank = a.rank;
   go.world = a.world;
@@ -46,6 +45,12 @@ Expected<std::unique_ptr<dist::ShardGroup>> connect_shard_group(const ShardArgs&
   go.prefix = a.prefix;
   go.listen_host = a.host;
   go.timeout = std::chrono::milliseconds(a.timeout_ms);
+  return go;
+}
+
+Expected<std::unique_ptr<dist::ShardGroup>> connect_shard_group(const ShardArgs& a) {
+  std::signal(SIGPIPE, SIG_IGN);
+  const dist::ShardGroupOptions go = shard_group_options(a);
   STRIDE_ASSIGN_OR_RETURN(auto group, dist::ShardGroup::connect(go));
   std::fprintf(stderr, "shard rank %d/%d: connected\n", go.rank, go.world);
   return group;
