@@ -1,10 +1,14 @@
 #include "dist/shard_link.h"
 
 #include <gloo/common/error.h>
-#include <gloo/rendezvous/store.h>
+#include <gloo/rendezvous/file_store.h>
+#ifdef STRIDE_WITH_HIREDIS
+#include <gloo/rendezvous/redis_store.h>
+#endif
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 
 #include "dist/rendezvous.h"
 
@@ -14,15 +18,34 @@ namespace {
 
 std::string marker_key(const std::string& prefix, int64_t g) { return prefix + ".generation." + std::to_string(g); }
 
-// Whether `key` is in the store, waiting for it only briefly (the stores
-// answer a wait by polling; a key that is there returns at the first look).
-bool has_key(gloo::rendezvous::Store& store, const std::string& key) {
-  try {
-    store.wait({key}, std::chrono::milliseconds(1));
-    return true;
-  } catch (const gloo::Exception&) {
-    return false;
+// A file store that says whether a key is there without waiting (gloo's
+// FileStore answers that only to its own kind).
+class ProbedFileStore final : public gloo::rendezvous::FileStore {
+ public:
+  using FileStore::FileStore;
+  bool has(const std::string& key) { return check({key}); }
+};
+
+// Whether generation g is marked, for each g from 0 on.
+Expected<std::function<bool(int64_t)>> generation_probe(const ShardGroupOptions& base) {
+  STRIDE_ASSIGN_OR_RETURN(const RendezvousAddress addr, parse_rendezvous(base.rendezvous));
+  STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<gloo::rendezvous::Store> store, open_rendezvous(addr));  // checks it is there
+  std::shared_ptr<gloo::rendezvous::Store> held = std::move(store);
+  if (addr.kind == RendezvousAddress::Kind::File) {
+    auto files = std::make_shared<ProbedFileStore>(addr.path);
+    return std::function<bool(int64_t)>([files, prefix = base.prefix](int64_t g) { return files->has(marker_key(prefix, g)); });
   }
+  return std::function<bool(int64_t)>([held, prefix = base.prefix](int64_t g) {
+    try {
+#ifdef STRIDE_WITH_HIREDIS
+      if (auto* redis = dynamic_cast<gloo::rendezvous::RedisStore*>(held.get())) return redis->check({marker_key(prefix, g)});
+#endif
+      held->wait({marker_key(prefix, g)}, std::chrono::milliseconds(1));
+      return true;
+    } catch (const gloo::Exception&) {
+      return false;
+    }
+  });
 }
 
 }  // namespace
@@ -30,10 +53,9 @@ bool has_key(gloo::rendezvous::Store& store, const std::string& key) {
 std::string generation_prefix(const std::string& prefix, int64_t g) { return prefix + ".g" + std::to_string(g); }
 
 Expected<int64_t> latest_generation(const ShardGroupOptions& base) {
-  STRIDE_ASSIGN_OR_RETURN(const RendezvousAddress addr, parse_rendezvous(base.rendezvous));
-  STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<gloo::rendezvous::Store> store, open_rendezvous(addr));
+  STRIDE_ASSIGN_OR_RETURN(const std::function<bool(int64_t)> marked, generation_probe(base));
   int64_t g = 0;
-  while (has_key(*store, marker_key(base.prefix, g))) ++g;
+  while (marked(g)) ++g;
   return g - 1;
 }
 

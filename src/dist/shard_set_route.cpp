@@ -58,6 +58,7 @@ void ShardSetRoute::enqueue(std::shared_ptr<RequestChannel> ch) {
 }
 
 void ShardSetRoute::fail(RequestChannel& ch, const Status& st) {
+  std::fprintf(stderr, "shard set: request %s failed: %s\n", ch.request.id.c_str(), st.message().c_str());
   Event e;
   e.kind = EventKind::Error;
   e.code = st.code();
