@@ -151,3 +151,28 @@ def test_a_worker_killed_mid_generation_fails_its_request_and_a_restarted_one_re
     assert r.choices[0].logprobs.token_logprobs == want["logprobs"]
     assert server.metrics()["stride_kv_cache_pages_used"] == idle_pages
     assert server.proc.poll() is None
+
+
+def test_a_stalled_worker_times_out_its_request_and_rejoins_once_it_resumes(shard_set, long_prompt):
+    """SIGSTOP: rank 0 gives up at the deadline; the resumed worker finds its group gone and joins the next one."""
+    server, _, _, workers = shard_set
+    ids, want = long_prompt
+    idle_pages = server.metrics()["stride_kv_cache_pages_used"]
+    stream = client(server).completions.create(model=server.model_name, prompt=ids, max_tokens=1000,
+                                               temperature=0, stream=True, extra_body={"ignore_eos": True})
+    t0 = None
+    with pytest.raises(openai.APIError) as failed:
+        for i, _ in enumerate(stream):
+            if i == 2:
+                workers[0].send_signal(signal.SIGSTOP)
+                t0 = time.monotonic()
+    waited = time.monotonic() - t0
+    workers[0].send_signal(signal.SIGCONT)
+    assert "timed out" in str(failed.value)
+    assert TIMEOUT_MS / 1000 - 1 < waited < TIMEOUT_MS / 1000 + 10
+    assert server.metrics()["stride_kv_cache_pages_used"] == idle_pages
+
+    wait_connected(server, generation_at_least=1)
+    r = complete(server, ids)
+    assert r.choices[0].text == want["text"]
+    assert server.metrics()["stride_sharded_request_failures_total"] == 1
