@@ -82,6 +82,11 @@ def complete(server, prompt, max_tokens=N_NEW, **kw):
                                              temperature=0, logprobs=0, extra_body={"ignore_eos": True}, **kw)
 
 
+def stream_completion(server, prompt, max_tokens):
+    return client(server).completions.create(model=server.model_name, prompt=prompt, max_tokens=max_tokens,
+                                             temperature=0, stream=True, extra_body={"ignore_eos": True})
+
+
 def test_a_long_prompt_served_across_two_ranks_gives_the_one_host_tokens(shard_set, long_prompt):
     server, _, worker_log, _ = shard_set
     ids, want = long_prompt
@@ -99,8 +104,7 @@ def test_a_long_prompt_served_across_two_ranks_gives_the_one_host_tokens(shard_s
         short_done["at"] = time.monotonic()
 
     pieces, finish, t = [], None, None
-    stream = client(server).completions.create(model=server.model_name, prompt=ids, max_tokens=64,
-                                               temperature=0, stream=True, extra_body={"ignore_eos": True})
+    stream = stream_completion(server, ids, max_tokens=64)
     for chunk in stream:
         pieces.append(chunk.choices[0].text)
         finish = chunk.choices[0].finish_reason or finish
@@ -125,8 +129,7 @@ def test_a_worker_killed_mid_generation_fails_its_request_and_a_restarted_one_re
     server, meet, worker_log, workers = shard_set
     ids, want = long_prompt
     idle_pages = server.metrics()["stride_kv_cache_pages_used"]
-    stream = client(server).completions.create(model=server.model_name, prompt=ids, max_tokens=1000,
-                                               temperature=0, stream=True, extra_body={"ignore_eos": True})
+    stream = stream_completion(server, ids, max_tokens=1000)
     with pytest.raises(openai.APIError) as failed:
         for i, _ in enumerate(stream):
             if i == 2:
@@ -158,8 +161,7 @@ def test_a_stalled_worker_times_out_its_request_and_rejoins_once_it_resumes(shar
     server, _, _, workers = shard_set
     ids, want = long_prompt
     idle_pages = server.metrics()["stride_kv_cache_pages_used"]
-    stream = client(server).completions.create(model=server.model_name, prompt=ids, max_tokens=1000,
-                                               temperature=0, stream=True, extra_body={"ignore_eos": True})
+    stream = stream_completion(server, ids, max_tokens=1000)
     t0 = None
     with pytest.raises(openai.APIError) as failed:
         for i, _ in enumerate(stream):
