@@ -83,7 +83,25 @@ void ShardSetRoute::advance() {
                             "prompts of " + std::to_string(opts_.min_tokens) + " tokens or more need it"));
     return;
   }
-  start_next(*group);
+  // Rank 0 starts a request only when its pool has its shard's pages free
+  // (the workers would otherwise wait on a rank 0 that cannot hold its part);
+  // until then the request waits for local requests to finish.
+  const serving::ServeRequest& r = queue_.front()->request;
+  const int page = engine_.kv().config().page_size;
+  Expected<KvShard> mine = every_rank_positions((int64_t)r.prompt.size(), group->world(), 0, page);
+  const int64_t generated = group->world() == 1 ? (r.max_tokens + page - 1) / page : 0;  // the root keeps them
+  const int64_t needed = mine.ok() ? mine->pages(page) + generated : 0;
+  const KvStats ks = engine_.kv().stats();
+  Status refused = mine.status();
+  if (refused.ok() && needed > ks.pages_total)
+    refused = ResourceExhausted("rank 0's KV pool (" + std::to_string(ks.pages_total) + " pages) cannot hold its shard (" +
+                                std::to_string(needed) + " pages)");
+  if (!refused.ok()) {
+    fail(*queue_.front(), refused);
+    queue_.pop_front();
+    return;
+  }
+  if (needed <= ks.pages_total - ks.pages_used) start_next(*group);
 }
 
 void ShardSetRoute::heartbeat(ShardGroup& group) {
@@ -115,15 +133,15 @@ void ShardSetRoute::start_next(ShardGroup& group) {
   job.options.generate.sampling = r.sampling;
   job.options.render_special = r.render_special;
   job.options.rank0_may_stop = true;
-  // A prompt that leaves a rank without a page is refused here, before the workers hear of it.
-  Status st = every_rank_positions((int64_t)r.prompt.size(), group.world(), 0, engine_.kv().config().page_size).status();
-  if (st.ok()) st = send_job(group, job);
+  const Status sent = send_job(group, job);
   last_sent_ = Clock::now();
   Expected<std::unique_ptr<ShardedGenerator>> gen =
-      st.ok() ? ShardedGenerator::start(engine_, group, r.prompt, job.options) : Expected<std::unique_ptr<ShardedGenerator>>(st);
+      sent.ok() ? ShardedGenerator::start(engine_, group, r.prompt, job.options)
+                : Expected<std::unique_ptr<ShardedGenerator>>(sent);
   if (!gen) {
     fail(*ch, gen.status());
-    if (!group.ok()) link_.reset();
+    // The workers took the job: a rank 0 that left it must end the group, or they would wait out the deadline.
+    link_.reset();
     return;
   }
   running_ = std::make_unique<Running>();
@@ -140,12 +158,10 @@ void ShardSetRoute::step_running() {
   Expected<ShardToken> t = run.gen->next(stop != nullptr);
   last_sent_ = Clock::now();
   if (!t) {
-    const ShardGroup* group = link_.group();
-    const bool broken = !group || !group->ok();
     running_.reset();  // rank 0's pages go back before the client hears of the failure
     metrics_.set_kv(engine_.kv().stats());
     fail(ch, t.status());
-    if (broken) link_.reset();
+    link_.reset();  // the ranks are out of step now, whatever failed
     return;
   }
   if (t->appended || !t->text.empty()) {

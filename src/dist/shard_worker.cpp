@@ -28,8 +28,8 @@ Status serve_jobs(Engine& engine, ShardGroup& group) {
     std::fprintf(stderr, "shard rank %d/%d: request %s: %s, %d tokens, %lld KV pages held\n", group.rank(),
                  group.world(), job.request_id.c_str(), st.ok() ? "done" : st.message().c_str(), tokens,
                  (long long)engine.kv().stats().pages_used);
-    // A job every rank refused alike (a prompt too short for the set) leaves the group whole.
-    if (!group.ok()) return st;
+    // Whatever failed, the ranks are out of step: the group ends, and rank 0 learns it at once.
+    if (!st.ok()) return st;
   }
 }
 

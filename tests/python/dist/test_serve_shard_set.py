@@ -121,8 +121,14 @@ def test_a_long_prompt_served_across_two_ranks_gives_the_one_host_tokens(shard_s
     m = server.metrics()
     assert m["stride_sharded_requests_total"] == 2  # the short prompt ran on rank 0 alone
     assert m["stride_sharded_request_failures_total"] == 0
+
+    # What the set cannot do is refused as the client's error, not run on one host.
+    with pytest.raises(openai.BadRequestError) as refused:
+        complete(server, ids, n=2)
+    assert "sharded" in refused.value.message
     assert m["stride_kv_cache_pages_used"] == idle_pages
     assert worker_log.read_text().count(": done, ") == 2
+    assert server.metrics()["stride_kv_cache_pages_used"] == idle_pages
 
 
 def test_a_worker_killed_mid_generation_fails_its_request_and_a_restarted_one_rejoins(shard_set, long_prompt):
