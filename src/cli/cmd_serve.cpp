@@ -81,14 +81,14 @@ void on_sighup(ServeArgs& a, server::Api& api, server::AuditLog* audit) {
     ev.detail = "audit log reopened; reloading the configured model";
     (void)audit->write_event(ev);
   }
-  // SIGHUP: re-read the config file (the environment is fixed at start) and
-  // load the model it names beside the serving one. Only the model keys
-  // (model, model_sha256, model_dir, model_version, model key) take effect;
-  // everything else needs a restart.
   if (a.shard.sharded()) {  // the workers hold the model too: the whole set restarts for another
     log(LogLevel::Error, "SIGHUP: a server with a shard set does not switch models; the old version keeps serving");
     return;
   }
+  // SIGHUP: re-read the config file (the environment is fixed at start) and
+  // load the model it names beside the serving one. Only the model keys
+  // (model, model_sha256, model_dir, model_version, model key) take effect;
+  // everything else needs a restart.
   auto fresh = read_config(a);
   Expected<server::ModelRef> ref = fresh.ok() ? configured_model(*fresh) : Expected<server::ModelRef>(fresh.status());
   if (ref.ok()) {

@@ -11,13 +11,8 @@
 
 namespace stride::cli {
 
-namespace {
-
 using server::LogLevel;
 using server::log;
-
-
-}  // namespace
 
 void add_serve_shard_options(CLI::App& cmd, ServeArgs& a) {
   add_shard_options(&cmd, a.shard);
