@@ -32,16 +32,12 @@ ShardRouteFactory shard_route_factory(const ServeArgs& a, const serving::ServeCo
   ro.group = shard_group_options(a.shard);
   ro.min_tokens = a.shard_min_tokens;
   ro.max_queue = cfg.max_queue;
-  return [ro, &metrics](Engine& engine) mutable -> std::unique_ptr<serving::ShardRoute> {
-    if (ro.min_tokens <= 0) {  // longer than this host's pool holds for one sequence
-      const KvStats ks = engine.kv().stats();
-      ro.min_tokens = ks.pages_total * engine.kv().config().page_size + 1;
-    }
+  return [ro, &metrics](Engine& engine) -> std::unique_ptr<serving::ShardRoute> {
     log(LogLevel::Info, "shard set: rank 0",
         {{"world", std::to_string(ro.group.world)},
          {"rendezvous", ro.group.rendezvous},
          {"prefix", ro.group.prefix},
-         {"min_tokens", std::to_string(ro.min_tokens)}});
+         {"min_tokens", ro.min_tokens > 0 ? std::to_string(ro.min_tokens) : "more than the KV pool holds"}});
     return std::make_unique<dist::ShardSetRoute>(engine, metrics, ro);
   };
 #endif

@@ -18,7 +18,7 @@ void add_shard_options(CLI::App* cmd, ShardArgs& a) {
       ->needs(world);
   cmd->add_option("--rendezvous", a.rendezvous, "where the ranks meet: file:/dir or redis://host[:port]")
       ->needs(world);
-  cmd->add_option("--shard-prefix", a.prefix, "the shard set's keys in the rendezvous store; new per start")
+  cmd->add_option("--shard-prefix", a.prefix, "the shard set's keys in the rendezvous store (run, score: new per start; serve: kept, generations go under it)")
       ->capture_default_str();
   cmd->add_option("--shard-host", a.host, "the address the other ranks reach this rank at")
       ->capture_default_str();

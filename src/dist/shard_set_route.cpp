@@ -4,6 +4,7 @@
 
 #include "dist/shard_control.h"
 #include "dist/shard_score.h"
+#include "kv/kv_pages_needed.h"
 
 namespace stride::dist {
 
@@ -47,7 +48,21 @@ ShardSetRoute::ShardSetRoute(Engine& engine, serving::Metrics& metrics, const Sh
 ShardSetRoute::~ShardSetRoute() = default;
 
 bool ShardSetRoute::takes(const serving::ServeRequest& r) const {
-  return !r.embed && (int64_t)r.prompt.size() >= opts_.min_tokens;
+  if (r.embed) return false;
+  const int64_t n = (int64_t)r.prompt.size();
+  if (opts_.min_tokens > 0) return n >= opts_.min_tokens;
+  // Automatic: what this host's whole pool could not hold, prompt and tokens.
+  const KvManager& kv = engine_.kv();
+  return pages_for_growth(engine_.layer_policies(), kv.config().page_size, 0, n + r.max_tokens,
+                          engine_.model().max_chunk()) > kv.stats().pages_total;
+}
+
+Expected<int64_t> ShardSetRoute::rank0_pages(const serving::ServeRequest& r, int world) const {
+  const int page = engine_.kv().config().page_size;
+  STRIDE_ASSIGN_OR_RETURN(const KvShard mine, every_rank_positions((int64_t)r.prompt.size(), world, 0, page));
+  // Rank 0 runs its shard as one step; alone (a world of 1) it is also the root and keeps the generated tokens.
+  const int64_t n = mine.tokens() + (world == 1 ? r.max_tokens : 0);
+  return pages_for_growth(engine_.layer_policies(), page, 0, n, (int)mine.tokens());
 }
 
 void ShardSetRoute::enqueue(std::shared_ptr<RequestChannel> ch) {
@@ -79,20 +94,17 @@ void ShardSetRoute::advance() {
   }
   if (!group) {
     for (auto& ch : std::exchange(queue_, {}))
-      fail(*ch, Unsupported("the shard set is not connected (its workers are down or still joining); "
-                            "prompts of " + std::to_string(opts_.min_tokens) + " tokens or more need it"));
+      fail(*ch, Unsupported("the shard set is not connected (its workers are down or still joining), "
+                            "and a prompt this long needs it"));
     return;
   }
   // Rank 0 starts a request only when its pool has its shard's pages free
   // (the workers would otherwise wait on a rank 0 that cannot hold its part);
   // until then the request waits for local requests to finish.
-  const serving::ServeRequest& r = queue_.front()->request;
-  const int page = engine_.kv().config().page_size;
-  Expected<KvShard> mine = every_rank_positions((int64_t)r.prompt.size(), group->world(), 0, page);
-  const int64_t generated = group->world() == 1 ? (r.max_tokens + page - 1) / page : 0;  // the root keeps them
-  const int64_t needed = mine.ok() ? mine->pages(page) + generated : 0;
+  const Expected<int64_t> pages = rank0_pages(queue_.front()->request, group->world());
+  const int64_t needed = pages.ok() ? *pages : 0;
   const KvStats ks = engine_.kv().stats();
-  Status refused = mine.status();
+  Status refused = pages.status();
   if (refused.ok() && needed > ks.pages_total)
     refused = ResourceExhausted("rank 0's KV pool (" + std::to_string(ks.pages_total) + " pages) cannot hold its shard (" +
                                 std::to_string(needed) + " pages)");

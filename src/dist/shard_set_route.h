@@ -28,7 +28,9 @@ namespace stride::dist {
 
 struct ShardSetRouteOptions {
   ShardGroupOptions group;  // rank 0's; prefix: the set's, generations go under it
-  int64_t min_tokens = 0;   // prompts at least this long go to the set
+  // Prompts at least this long go to the set; 0: those whose pages (prompt
+  // and max_tokens) are more than this host's whole pool.
+  int64_t min_tokens = 0;
   int max_queue = 64;       // sharded requests waiting beyond the running one
 };
 
@@ -44,6 +46,8 @@ class ShardSetRoute final : public serving::ShardRoute {
 
  private:
   struct Running;
+  // The pool pages rank 0's shard of r takes.
+  Expected<int64_t> rank0_pages(const serving::ServeRequest& r, int world) const;
   void start_next(ShardGroup& group);
   void step_running();
   void heartbeat(ShardGroup& group);

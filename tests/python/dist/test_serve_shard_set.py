@@ -1,6 +1,7 @@
 """`stride serve` with a shard set: rank 0 is the HTTP server, rank 1 a worker
-without HTTP, meeting through a `file:` rendezvous on loopback. Prompts of
---shard-min-tokens or more go to the set, shorter ones run on rank 0 alone.
+without HTTP, meeting through a `file:` rendezvous on loopback. Rank 0's KV
+pool is too small for the long prompt, so it goes to the set (the default
+without --shard-min-tokens); short prompts run on rank 0 alone.
 
 Against the one-host engine (`stride run`, greedy) through the official
 `openai` client: a 2 x 256-token prompt (shards on the kernel's segments)
@@ -23,6 +24,7 @@ from stride_server import SMOL, StrideServer, binary
 
 N_NEW = 8
 TIMEOUT_MS = 10000
+RANK0_KV = "7M"  # 298 pages of SmolLM2 (30 layers, 32-token f16 pages): 9 pages of positions on every layer
 SHARD_ARGS = ["--shard-world", "2", "--rendezvous", "{meet}", "--shard-prefix", "serve-test",
               "--shard-timeout-ms", str(TIMEOUT_MS)]
 
@@ -53,7 +55,9 @@ def shard_set(tmp_path):
     meet.mkdir()
     worker_log = tmp_path / "worker.log"
     workers = [start_worker(meet, worker_log)]
-    server = StrideServer(extra_args=shard_args(meet, 0) + ["--shard-min-tokens", str(SEGMENT + 1)], threads=1)
+    # Rank 0's pool holds its 256-token shard and short prompts, not the whole 512-token prompt: without
+    # --shard-min-tokens, that is what sends a prompt to the set. The worker (the decode's root) keeps the default.
+    server = StrideServer(extra_args=shard_args(meet, 0) + ["--kv-budget", RANK0_KV], threads=1)
     try:
         wait_connected(server)
         yield server, meet, worker_log, workers
