@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 
 #include "dist/rendezvous.h"
@@ -38,8 +39,14 @@ Status serve_jobs(Engine& engine, ShardGroup& group) {
 Status run_shard_worker(Engine& engine, const ShardGroupOptions& base) {
   if (base.rank <= 0) return InvalidArgument("a shard worker has a rank above 0");
   STRIDE_RETURN_IF_ERROR(parse_rendezvous(base.rendezvous).status());
+  int64_t last_refused = -1;  // a generation not joined, or a store not read, is said once, not at every try
+  std::string last_store_error;
   for (;;) {
     Expected<int64_t> g = latest_generation(base);
+    if (!g && g.status().message() != last_store_error) {
+      last_store_error = g.status().message();
+      std::fprintf(stderr, "shard rank %d/%d: rendezvous: %s\n", base.rank, base.world, last_store_error.c_str());
+    }
     if (!g || *g < 0) {  // rank 0 has not opened the set yet
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
@@ -48,8 +55,10 @@ Status run_shard_worker(Engine& engine, const ShardGroupOptions& base) {
     opts.prefix = generation_prefix(base.prefix, *g);
     Expected<std::unique_ptr<ShardGroup>> group = ShardGroup::connect(opts);
     if (!group) {
-      std::fprintf(stderr, "shard rank %d/%d: generation %lld not joined: %s\n", base.rank, base.world,
-                   (long long)*g, group.status().message().c_str());
+      if (*g != last_refused)
+        std::fprintf(stderr, "shard rank %d/%d: generation %lld not joined (trying again until rank 0 opens the next): %s\n",
+                     base.rank, base.world, (long long)*g, group.status().message().c_str());
+      last_refused = *g;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
     }

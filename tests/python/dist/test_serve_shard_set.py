@@ -23,7 +23,7 @@ from shard_ranks import SEGMENT, one_host_run, prompt_ids
 from stride_server import SMOL, StrideServer, binary
 
 N_NEW = 8
-TIMEOUT_MS = 10000
+TIMEOUT_MS = 6000
 RANK0_KV = "7M"  # 298 pages of SmolLM2 (30 layers, 32-token f16 pages): 9 pages of positions on every layer
 SHARD_ARGS = ["--shard-world", "2", "--rendezvous", "{meet}", "--shard-prefix", "serve-test",
               "--shard-timeout-ms", str(TIMEOUT_MS)]
@@ -108,7 +108,7 @@ def test_a_long_prompt_served_across_two_ranks_gives_the_one_host_tokens(shard_s
         short_done["at"] = time.monotonic()
 
     pieces, finish, t = [], None, None
-    stream = stream_completion(server, ids, max_tokens=64)
+    stream = stream_completion(server, ids, max_tokens=24)
     for chunk in stream:
         pieces.append(chunk.choices[0].text)
         finish = chunk.choices[0].finish_reason or finish
