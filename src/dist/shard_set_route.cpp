@@ -131,7 +131,8 @@ void ShardSetRoute::start_next(ShardGroup& group) {
   std::shared_ptr<RequestChannel> ch = std::move(queue_.front());
   queue_.pop_front();
   const serving::ServeRequest& r = ch->request;
-  if (ch->cancelled()) return fail(*ch, InvalidArgument("cancelled before it started"));
+  // Gone or late while it waited: it ends as a local request would, never reaching the workers.
+  if (ch->cancelled() || Clock::now() >= r.deadline) return finish(*ch, ch->cancelled() ? "cancelled" : "timeout", 0);
   ++metrics_.sharded_requests;
   metrics_.queue_time.observe(seconds(Clock::now() - ch->arrived));
   metrics_.prompt_tokens += (int64_t)r.prompt.size();
@@ -195,14 +196,17 @@ void ShardSetRoute::step_running() {
   tail.text = run.gen->finish_text();
   if (!tail.text.empty()) ch.push(std::move(tail));
   const std::string reason = stop ? stop : finish_reason_name(run.gen->result().finish);
-  const int prompt_tokens = (int)ch.request.prompt.size();
   const int n_generated = run.n_generated;
   running_.reset();  // pages back before "finished", as local requests do
   metrics_.set_kv(engine_.kv().stats());
+  finish(ch, reason, n_generated);
+}
+
+void ShardSetRoute::finish(RequestChannel& ch, const std::string& reason, int n_generated) {
   Event done;
   done.kind = EventKind::Finish;
   done.finish_reason = reason;
-  done.prompt_tokens = prompt_tokens;
+  done.prompt_tokens = (int)ch.request.prompt.size();
   done.completion_tokens = n_generated;
   ch.push(std::move(done));
   metrics_.e2e.observe(seconds(Clock::now() - ch.arrived));

@@ -17,6 +17,7 @@
 // group is connected fail with Unsupported (HTTP 503).
 #include <deque>
 #include <memory>
+#include <string>
 
 #include "dist/shard_generate.h"
 #include "dist/shard_link.h"
@@ -52,6 +53,7 @@ class ShardSetRoute final : public serving::ShardRoute {
   void step_running();
   void heartbeat(ShardGroup& group);
   void fail(serving::RequestChannel& ch, const Status& st);
+  void finish(serving::RequestChannel& ch, const std::string& reason, int n_generated);
 
   Engine& engine_;
   serving::Metrics& metrics_;

@@ -11,6 +11,7 @@ event, rank 0 keeps serving short prompts and holds no pages for the failed
 request, and a restarted worker joins the set's next generation, after which
 sharded prompts are served again, rank 0 never restarted."""
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -86,6 +87,16 @@ def complete(server, prompt, max_tokens=N_NEW, **kw):
                                              temperature=0, logprobs=0, extra_body={"ignore_eos": True}, **kw)
 
 
+def worker_tokens(worker_log, n, timeout=10):
+    """The tokens of each request the worker logged, once it has logged n (it logs after rank 0 answered)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        tokens = [int(k) for k in re.findall(r": done, (\d+) tokens", worker_log.read_text())]
+        if len(tokens) >= n or time.monotonic() > deadline:
+            return tokens
+        time.sleep(0.1)
+
+
 def stream_completion(server, prompt, max_tokens):
     return client(server).completions.create(model=server.model_name, prompt=prompt, max_tokens=max_tokens,
                                              temperature=0, stream=True, extra_body={"ignore_eos": True})
@@ -131,8 +142,19 @@ def test_a_long_prompt_served_across_two_ranks_gives_the_one_host_tokens(shard_s
         complete(server, ids, n=2)
     assert "sharded" in refused.value.message
     assert m["stride_kv_cache_pages_used"] == idle_pages
-    assert worker_log.read_text().count(": done, ") == 2
+
+    # A client gone mid-stream stops every rank (rank 0 tells the set before each token): the next
+    # sharded request does not wait for the 1000 tokens asked.
+    stream = stream_completion(server, ids, max_tokens=1000)
+    for i, _ in enumerate(stream):
+        if i == 2:
+            break
+    stream.close()
+    assert complete(server, ids).choices[0].text == want["text"]
+    tokens = worker_tokens(worker_log, 4)
+    assert len(tokens) == 4 and tokens[:2] == [N_NEW, 24] and 3 <= tokens[2] < 1000 and tokens[3] == N_NEW, tokens
     assert server.metrics()["stride_kv_cache_pages_used"] == idle_pages
+    assert server.metrics()['stride_request_success_total{finished_reason="cancelled"}'] == 1
 
 
 def test_a_worker_killed_mid_generation_fails_its_request_and_a_restarted_one_rejoins(shard_set, long_prompt):
