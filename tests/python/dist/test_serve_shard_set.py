@@ -24,7 +24,7 @@ from shard_ranks import SEGMENT, one_host_run, prompt_ids
 from stride_server import SMOL, StrideServer, binary
 
 N_NEW = 8
-TIMEOUT_MS = 6000
+TIMEOUT_MS = 10000  # every exchange's deadline: long enough for a loaded 2-core machine, short for the stall test
 RANK0_KV = "7M"  # 298 pages of SmolLM2 (30 layers, 32-token f16 pages): 9 pages of positions on every layer
 SHARD_ARGS = ["--shard-world", "2", "--rendezvous", "{meet}", "--shard-prefix", "serve-test",
               "--shard-timeout-ms", str(TIMEOUT_MS)]
