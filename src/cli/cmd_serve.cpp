@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/serve_config.h"
 #include "cli/serve_model_version.h"
+#include "cli/serve_shard.h"
 #include "cli/serve_stage.h"
 #include "http/api.h"
 #include "http/http_server.h"
@@ -80,6 +81,10 @@ void on_sighup(ServeArgs& a, server::Api& api, server::AuditLog* audit) {
     ev.detail = "audit log reopened; reloading the configured model";
     (void)audit->write_event(ev);
   }
+  if (a.shard.sharded()) {  // the workers hold the model too: the whole set restarts for another
+    log(LogLevel::Error, "SIGHUP: a server with a shard set does not switch models; the old version keeps serving");
+    return;
+  }
   // SIGHUP: re-read the config file (the environment is fixed at start) and
   // load the model it names beside the serving one. Only the model keys
   // (model, model_sha256, model_dir, model_version, model key) take effect;
@@ -146,6 +151,8 @@ int serve(ServeArgs& a) {
     }
   }
   if (Status st = install_model_key(cfg); !st.ok()) return fail_log(st.message());
+  if (Status st = check_shard_args(a.shard); !st.ok()) return fail_log(st.message());
+  if (a.shard.sharded() && a.shard.rank > 0) return serve_shard_worker(a, cfg, *first_ref);  // no HTTP
   if (!server::is_loopback_host(cfg.host) && cfg.api_keys.empty()) {
     return fail_log("binding to " + cfg.host + " (beyond loopback) requires API keys (api_keys_file or STRIDE_API_KEYS)");
   }
@@ -192,7 +199,10 @@ int serve(ServeArgs& a) {
   if (cfg.grpc_port >= 0) return fail_log("grpc_port: this build has no gRPC (install libgrpc++-dev and rebuild)");
 #endif
 
-  auto loader = [&cfg, &metrics](const server::ModelRef& ref) { return load_version(cfg, ref, metrics); };
+  const ShardRouteFactory shard_route = shard_route_factory(a, cfg, metrics);
+  auto loader = [&cfg, &metrics, &shard_route](const server::ModelRef& ref) {
+    return load_version(cfg, ref, metrics, shard_route);
+  };
   auto first = loader(*first_ref);
   if (!first) return fail_log(first.status().message());
   (void)server::record_active_version(*first_ref);  // logged on failure
@@ -228,6 +238,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching");
   add_serve_options(*cmd, *a);
+  add_serve_shard_options(*cmd, *a);
   cmd->callback([a, &exit_code] { exit_code = serve(*a); });
 }
 

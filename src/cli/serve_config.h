@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/shard_options.h"
 #include "core/status.h"
 #include "http/served_model.h"
 #include "serving/config.h"
@@ -27,6 +28,10 @@ struct ServeArgs {
   std::string speculative, draft_model, draft_max, draft_min, lookup_ngram_min, lookup_ngram_max;
   bool lenient = false;  // --lenient: strict_requests false
   std::map<std::string, std::string> rope;  // --rope-scaling ... by config key
+  // A shard set (cli/serve_shard.h): rank 0 serves HTTP and routes prompts of
+  // shard_min_tokens or more to the set; ranks above 0 are its workers.
+  ShardArgs shard;
+  int64_t shard_min_tokens = 0;  // 0: more than this host's KV pool holds
 };
 
 // Registers --config and every flag on `cmd`; `a` must outlive the app.

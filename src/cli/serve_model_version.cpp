@@ -40,37 +40,8 @@ Status warm_up(Engine& engine) {
 
 }  // namespace
 
-// One model version, from path to warmed-up scheduler, each stage logged:
-// model path and version, sha256, weights + KV pool, kernels + warm-up.
-Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::ServeConfig& cfg, const server::ModelRef& ref,
-                                                            serving::Metrics& metrics) {
-  const std::string& path = ref.path;
-  const std::string& expected_sha = ref.sha256;
-  if (EncoderModel::is_encoder_folder(path)) return load_encoder_version(cfg, ref, metrics);
-  Stage path_stage("model path");
-  std::error_code ec;
-  // An HF folder (config.json + safetensors): its size is that of its files.
-  std::uintmax_t size = 0;
-  if (std::filesystem::is_directory(path, ec)) {
-    for (const auto& e : std::filesystem::directory_iterator(path, ec))
-      if (e.is_regular_file(ec)) size += e.file_size(ec);
-  } else {
-    size = std::filesystem::file_size(path, ec);
-  }
-  if (ec) return NotFound("model " + path + ": " + ec.message());
-  path_stage.done({{"model", path},
-                   {"version", ref.version.empty() ? "-" : ref.version},
-                   {"bytes", std::to_string(size)},
-                   {"encrypted", is_encrypted_model(path) ? "yes" : "no"}});
-
-  Stage sha_stage("sha256");
-  STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_model(path));
-  if (!expected_sha.empty() && expected_sha != digest) {
-    return Corrupt("sha256 mismatch for " + path + ": expected " + expected_sha + ", got " + digest);
-  }
-  sha_stage.done({{"sha256", digest}, {"verified", expected_sha.empty() ? "no (no model_sha256 given)" : "yes"}});
-
-  Stage engine_stage("load weights + allocate KV pool");
+Expected<EngineOptions> serve_engine_options(const serving::ServeConfig& cfg, const std::string& path,
+                                             const std::string& digest) {
   ModelRunOptions mo;
   mo.model = path;
   mo.attention = cfg.attention;
@@ -99,11 +70,51 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
   eo.kv_offload_file = cfg.kv_offload_file;
   eo.draft_model_path = cfg.draft_model;
   eo.draft_sequences = cfg.max_batch;
+  return eo;
+}
+
+Expected<std::unique_ptr<Engine>> load_serve_engine(const serving::ServeConfig& cfg, const EngineOptions& eo) {
+  STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(eo));
+  if (!engine->tokenizer()) return Unsupported("serving needs a GGUF model with a tokenizer");
+  STRIDE_RETURN_IF_ERROR(attach_shared_tier(cfg, *engine));
+  return engine;
+}
+
+// One model version, from path to warmed-up scheduler, each stage logged:
+// model path and version, sha256, weights + KV pool, kernels + warm-up.
+Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::ServeConfig& cfg, const server::ModelRef& ref,
+                                                            serving::Metrics& metrics, const ShardRouteFactory& route) {
+  const std::string& path = ref.path;
+  const std::string& expected_sha = ref.sha256;
+  if (EncoderModel::is_encoder_folder(path)) return load_encoder_version(cfg, ref, metrics);
+  Stage path_stage("model path");
+  std::error_code ec;
+  // An HF folder (config.json + safetensors): its size is that of its files.
+  std::uintmax_t size = 0;
+  if (std::filesystem::is_directory(path, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(path, ec))
+      if (e.is_regular_file(ec)) size += e.file_size(ec);
+  } else {
+    size = std::filesystem::file_size(path, ec);
+  }
+  if (ec) return NotFound("model " + path + ": " + ec.message());
+  path_stage.done({{"model", path},
+                   {"version", ref.version.empty() ? "-" : ref.version},
+                   {"bytes", std::to_string(size)},
+                   {"encrypted", is_encrypted_model(path) ? "yes" : "no"}});
+
+  Stage sha_stage("sha256");
+  STRIDE_ASSIGN_OR_RETURN(std::string digest, sha256_model(path));
+  if (!expected_sha.empty() && expected_sha != digest) {
+    return Corrupt("sha256 mismatch for " + path + ": expected " + expected_sha + ", got " + digest);
+  }
+  sha_stage.done({{"sha256", digest}, {"verified", expected_sha.empty() ? "no (no model_sha256 given)" : "yes"}});
+
+  Stage engine_stage("load weights + allocate KV pool");
   auto m = std::make_shared<server::ModelHandle>();
-  STRIDE_ASSIGN_OR_RETURN(m->owned_engine, Engine::create(eo));
+  STRIDE_ASSIGN_OR_RETURN(const EngineOptions eo, serve_engine_options(cfg, path, digest));
+  STRIDE_ASSIGN_OR_RETURN(m->owned_engine, load_serve_engine(cfg, eo));
   Engine& engine = *m->owned_engine;
-  if (!engine.tokenizer()) return Unsupported("serving needs a GGUF model with a tokenizer");
-  STRIDE_RETURN_IF_ERROR(attach_shared_tier(cfg, engine));
   const KvStats ks = engine.kv().stats();
   engine_stage.done({{"kv_pages", std::to_string(ks.pages_total)},
                      {"kv_bytes", std::to_string(ks.pages_total * ks.bytes_per_page)},
@@ -129,6 +140,7 @@ Expected<std::shared_ptr<server::ModelHandle>> load_version(const serving::Serve
                                 serving::ToolFormat::Harmony})
     for (std::string& t : serving::tool_format_control_texts(f)) so.grammar_control_texts.push_back(std::move(t));
   m->owned_scheduler = std::make_unique<serving::Scheduler>(engine, so, metrics);
+  if (route) m->owned_scheduler->set_shard_route(route(engine));
   m->owned_scheduler->start();
   m->engine = &engine;
   m->scheduler = m->owned_scheduler.get();

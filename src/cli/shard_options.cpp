@@ -18,7 +18,7 @@ void add_shard_options(CLI::App* cmd, ShardArgs& a) {
       ->needs(world);
   cmd->add_option("--rendezvous", a.rendezvous, "where the ranks meet: file:/dir or redis://host[:port]")
       ->needs(world);
-  cmd->add_option("--shard-prefix", a.prefix, "the shard set's keys in the rendezvous store; new per start")
+  cmd->add_option("--shard-prefix", a.prefix, "the shard set's keys in the rendezvous store (run, score: new per start; serve: kept, generations go under it)")
       ->capture_default_str();
   cmd->add_option("--shard-host", a.host, "the address the other ranks reach this rank at")
       ->capture_default_str();
@@ -37,8 +37,7 @@ Status check_shard_args(const ShardArgs& a) {
 }
 
 #ifdef STRIDE_WITH_GLOO
-Expected<std::unique_ptr<dist::ShardGroup>> connect_shard_group(const ShardArgs& a) {
-  std::signal(SIGPIPE, SIG_IGN);
+dist::ShardGroupOptions shard_group_options(const ShardArgs& a) {
   dist::ShardGroupOptions go;
   go.rank = a.rank;
   go.world = a.world;
@@ -46,6 +45,12 @@ Expected<std::unique_ptr<dist::ShardGroup>> connect_shard_group(const ShardArgs&
   go.prefix = a.prefix;
   go.listen_host = a.host;
   go.timeout = std::chrono::milliseconds(a.timeout_ms);
+  return go;
+}
+
+Expected<std::unique_ptr<dist::ShardGroup>> connect_shard_group(const ShardArgs& a) {
+  std::signal(SIGPIPE, SIG_IGN);
+  const dist::ShardGroupOptions go = shard_group_options(a);
   STRIDE_ASSIGN_OR_RETURN(auto group, dist::ShardGroup::connect(go));
   std::fprintf(stderr, "shard rank %d/%d: connected\n", go.rank, go.world);
   return group;

@@ -1,6 +1,6 @@
 #pragma once
 // The options that make a command one rank of a shard set (`stride score`,
-// `stride run`: --shard-world, --shard-rank, --rendezvous ...), and the
+// `stride run`, `stride serve`: --shard-world, --shard-rank, --rendezvous ...), and the
 // group they connect (the Gloo build only).
 #include <memory>
 #include <string>
@@ -33,6 +33,7 @@ void add_shard_options(CLI::App* cmd, ShardArgs& a);
 Status check_shard_args(const ShardArgs& a);
 
 #ifdef STRIDE_WITH_GLOO
+dist::ShardGroupOptions shard_group_options(const ShardArgs& a);
 // Connects this rank (SIGPIPE ignored first: a dead peer's socket fails the
 // operation instead of killing the process) and says so on stderr.
 Expected<std::unique_ptr<dist::ShardGroup>> connect_shard_group(const ShardArgs& a);

@@ -1,16 +1,12 @@
 #include "dist/shard_generate.h"
 
 #include <chrono>
-#include <cstring>
 
 #include "dist/decode_attention.h"
 #include "dist/ring_attention.h"
 #include "dist/shard_score.h"
 #include "dist/shard_step.h"
-#include "engine/decode_loop.h"
-#include "kv/scoped_sequence.h"
 #include "sampler/logprobs.h"
-#include "sampler/sampler.h"
 
 namespace stride::dist {
 
@@ -28,81 +24,129 @@ struct SampledToken {
 
 }  // namespace
 
-Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& prompt,
-                                           const GenerateOptions& opts,
-                                           const std::function<void(const std::string&)>& on_text) {
-  if (opts.speculative.mode != SpeculativeMode::Off)
+ShardedGenerator::ShardedGenerator(Private, Engine& engine, ShardGroup& group, KvManager::SeqId seq,
+                                   const std::vector<int32_t>& prompt, const ShardGenerateOptions& opts)
+    : engine_(engine),
+      group_(group),
+      seq_(engine.kv(), seq),
+      opts_(opts),
+      sampler_(opts.generate.sampling),
+      loop_(*engine.tokenizer(),
+            DecodeLimits{opts.generate.max_tokens, 0, opts.generate.ignore_eos, opts.generate.stop, opts.render_special},
+            (int64_t)prompt.size()),
+      history_(prompt),
+      logits_((size_t)engine.config().n_vocab) {}
+
+Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engine, ShardGroup& group,
+                                                                    const std::vector<int32_t>& prompt,
+                                                                    const ShardGenerateOptions& opts) {
+  if (opts.generate.speculative.mode != SpeculativeMode::Off)
     return Unsupported("speculative decoding is not supported across shard ranks");
   for (const PolicySpec& p : engine.layer_policies())
     if (p.kind == PolicyKind::TopK) return Unsupported("top-k attention is not supported across shard ranks yet");
   if (prompt.empty()) return InvalidArgument("the prompt is empty");
   if (!engine.tokenizer()) return Unsupported("generation needs a tokenizer (GGUF model)");
   KvManager& kv = engine.kv();
-  const int n_vocab = engine.config().n_vocab;
-  const int64_t n = (int64_t)prompt.size();
-  const int root = group.world() - 1, rank = group.rank();
-  ShardGeneration r;
-  STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), rank, kv.config().page_size));
+  STRIDE_ASSIGN_OR_RETURN(const KvShard shard, every_rank_positions((int64_t)prompt.size(), group.world(),
+                                                                    group.rank(), kv.config().page_size));
   STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, prompt));
-  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(r.shard.pos_begin));
-  ScopedSequence seq(kv, sid);
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(shard.pos_begin));
+  auto g = std::make_unique<ShardedGenerator>(Private{}, engine, group, sid, prompt, opts);
+  g->r_.shard = shard;
 
-  std::vector<float> logits(n_vocab);  // the root's: of the last position so far
   SequenceStep step;
   step.seq = sid;
-  step.tokens = prompt.data() + r.shard.pos_begin;
-  step.n = (int)r.shard.tokens();
-  step.logits = logits.data();
-  auto t0 = std::chrono::steady_clock::now();
-  double cpu0 = process_cpu_seconds();
-  RingAttention ring(group, kv, sid, r.shard.pos_begin, r.shard.pos_end);
+  step.tokens = prompt.data() + shard.pos_begin;
+  step.n = (int)shard.tokens();
+  step.logits = g->logits_.data();
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = process_cpu_seconds();
+  RingAttention ring(group, kv, sid, shard.pos_begin, shard.pos_end);
   STRIDE_RETURN_IF_ERROR(run_shard_step(engine, step, ring));
-  r.prefill_seconds = seconds_since(t0);
-  r.prefill_cpu_seconds = process_cpu_seconds() - cpu0;
-  r.prefill_bytes_sent = group.payload_bytes_sent();
+  g->r_.prefill_seconds = seconds_since(t0);
+  g->r_.prefill_cpu_seconds = process_cpu_seconds() - cpu0;
+  g->r_.prefill_bytes_sent = group.payload_bytes_sent();
+  g->r_.payload_bytes_sent = group.payload_bytes_sent();
+  return g;
+}
 
-  Sampler sampler(opts.sampling);
-  DecodeLoop loop(*engine.tokenizer(), DecodeLimits{opts.max_tokens, 0, opts.ignore_eos, opts.stop}, n);
-  std::vector<int32_t> history = prompt;
+Expected<ShardToken> ShardedGenerator::next(bool stop) {
+  if (done_) return Internal("the sharded generation has ended");
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = process_cpu_seconds();
+  const int root = group_.world() - 1, rank = group_.rank();
+  const int n_vocab = engine_.config().n_vocab;
+  ShardToken out;
+  if (opts_.rank0_may_stop) {
+    int32_t stop_flag = stop ? 1 : 0;
+    STRIDE_RETURN_IF_ERROR(group_.broadcast(&stop_flag, sizeof stop_flag, 0));
+    if (stop_flag) {
+      done_ = out.done = true;
+      r_.finish = FinishReason::Stop;
+      return out;
+    }
+  }
+  SampledToken tok;
+  if (rank == root) {
+    tok.id = sampler_.sample(logits_.data(), n_vocab, history_);
+    tok.logprob = token_logprobs(logits_.data(), n_vocab, tok.id, 0).logprob;
+  }
+  STRIDE_RETURN_IF_ERROR(group_.broadcast(&tok, sizeof tok, root));
+  const DecodeLoop::Step s = loop_.push(tok.id);
+  out.id = tok.id;
+  out.logprob = tok.logprob;
+  out.appended = s.appended;
+  out.text = s.text;
+  if (s.appended) {
+    r_.ids.push_back(tok.id);
+    r_.logprobs.push_back(tok.logprob);
+    history_.push_back(tok.id);
+  }
+  const int64_t n = (int64_t)history_.size() - (int64_t)r_.ids.size();  // prompt tokens
+  const int k = generated_++;
+  done_ = out.done = s.done || generated_ >= opts_.generate.max_tokens;
+  if (s.done) r_.finish = s.reason;
+  if (!done_) {  // the token's keys join the root's pages; the last token is never run
+    if (rank == root) {
+      SequenceStep step;
+      step.seq = seq_.id();
+      step.tokens = &tok.id;
+      step.n = 1;
+      step.logits = logits_.data();
+      DecodeAttention attend_root(group_, engine_.kv(), seq_.id(), r_.shard.pos_begin, root);
+      STRIDE_RETURN_IF_ERROR(run_shard_step(engine_, step, attend_root));
+    } else {
+      STRIDE_RETURN_IF_ERROR(answer_decode_step(group_, engine_.model(), engine_.kv(), seq_.id(), r_.shard.pos_begin,
+                                                r_.shard.pos_end, 1, n + k, root, engine_.pool()));
+    }
+  }
+  r_.decode_seconds += seconds_since(t0);
+  r_.decode_cpu_seconds += process_cpu_seconds() - cpu0;
+  r_.payload_bytes_sent = group_.payload_bytes_sent();
+  return out;
+}
+
+std::string ShardedGenerator::finish_text() {
+  std::string tail = loop_.finish();
+  r_.text = loop_.text();
+  return tail;
+}
+
+Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& prompt,
+                                           const GenerateOptions& opts,
+                                           const std::function<void(const std::string&)>& on_text) {
+  ShardGenerateOptions so;
+  so.generate = opts;
+  STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<ShardedGenerator> g, ShardedGenerator::start(engine, group, prompt, so));
   auto emit = [&](const std::string& piece) {
     if (!piece.empty() && on_text) on_text(piece);
   };
-  DecodeAttention attend_root(group, kv, sid, r.shard.pos_begin, root);
-  t0 = std::chrono::steady_clock::now();
-  cpu0 = process_cpu_seconds();
-  for (int k = 0; k < opts.max_tokens; ++k) {
-    SampledToken tok;
-    if (rank == root) {
-      tok.id = sampler.sample(logits.data(), n_vocab, history);
-      tok.logprob = token_logprobs(logits.data(), n_vocab, tok.id, 0).logprob;
-    }
-    STRIDE_RETURN_IF_ERROR(group.broadcast(&tok, sizeof tok, root));
-    const DecodeLoop::Step s = loop.push(tok.id);
-    if (s.appended) {
-      r.ids.push_back(tok.id);
-      r.logprobs.push_back(tok.logprob);
-      history.push_back(tok.id);
-    }
-    emit(s.text);
-    if (s.done) {
-      r.finish = s.reason;
-      break;
-    }
-    if (rank == root) {
-      step.tokens = &tok.id;
-      step.n = 1;
-      STRIDE_RETURN_IF_ERROR(run_shard_step(engine, step, attend_root));
-    } else {
-      STRIDE_RETURN_IF_ERROR(answer_decode_step(group, engine.model(), kv, sid, r.shard.pos_begin,
-                                                r.shard.pos_end, 1, n + k, root, engine.pool()));
-    }
+  while (!g->done()) {
+    STRIDE_ASSIGN_OR_RETURN(const ShardToken t, g->next());
+    emit(t.text);
   }
-  emit(loop.finish());
-  r.decode_seconds = seconds_since(t0);
-  r.decode_cpu_seconds = process_cpu_seconds() - cpu0;
-  r.text = loop.text();
-  r.payload_bytes_sent = group.payload_bytes_sent();
-  return r;
+  emit(g->finish_text());
+  return std::move(g->result());
 }
 
 }  // namespace stride::dist

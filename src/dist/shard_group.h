@@ -55,6 +55,8 @@ class ShardGroup {
 
   int rank() const { return rank_; }
   int world() const { return world_; }
+  // False once an operation failed: every later one fails at once.
+  bool ok() const { return broken_.ok(); }
   int next_rank() const { return (rank_ + 1) % world_; }
   int prev_rank() const { return (rank_ + world_ - 1) % world_; }
 

@@ -124,6 +124,14 @@ std::string Metrics::render() const {
   scalar(out, "stride_session_pages_restored_total", "counter",
          "KV pages loaded from saved sessions into the prefix cache.", (double)session_pages_restored);
   scalar(out, "stride_engine_steps_total", "counter", "Scheduler steps run.", (double)steps);
+  scalar(out, "stride_sharded_requests_total", "counter", "Requests sent to the shard set.", (double)sharded_requests);
+  scalar(out, "stride_sharded_request_failures_total", "counter",
+         "Requests that failed in the shard set (a rank gone or timed out, or refused there).",
+         (double)sharded_failures);
+  scalar(out, "stride_shard_set_connected", "gauge", "1 while the shard set's workers are connected.",
+         (double)shard_set_connected);
+  scalar(out, "stride_shard_set_generation", "gauge", "The shard set's generation (one per start of its group).",
+         (double)shard_set_generation);
   scalar(out, "stride_engine_step_seconds_total", "counter", "Seconds spent in forward steps.", step_seconds.load());
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -54,6 +54,12 @@ class Metrics {
   std::atomic<int64_t> spec_accepted_tokens{0};  // of which the target kept
   std::atomic<int64_t> spec_verify_steps{0};     // sequence steps that verified drafts
   std::atomic<int64_t> steps{0};
+  // A shard set (`stride serve --shard-world`): requests sent to it, those
+  // that failed there, whether its group is connected, and its generation.
+  std::atomic<int64_t> sharded_requests{0};
+  std::atomic<int64_t> sharded_failures{0};
+  std::atomic<int64_t> shard_set_connected{0};
+  std::atomic<int64_t> shard_set_generation{-1};
   std::atomic<double> step_seconds{0};
   std::atomic<int> ready{0};
 

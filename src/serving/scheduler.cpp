@@ -55,7 +55,7 @@ Status Scheduler::submit(std::shared_ptr<RequestChannel> channel) {
 
 void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (running_.empty() && waiting.empty()) {
+  if (running_.empty() && waiting.empty() && !(route_ && route_->busy())) {
     // Idle: back to the loop twice a second anyway, so the published gauges
     // (the shared KV tier's up/down among them) follow while nothing runs.
     cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stopping_ || !incoming_.empty(); });
@@ -72,6 +72,10 @@ void Scheduler::take_incoming(std::deque<std::unique_ptr<Sequence>>& waiting) {
         s->pooled = std::make_unique<PooledRows>(e.pooling, engine_.config().n_embd);
         waiting.push_back(std::move(s));
       }
+      continue;
+    }
+    if (route_ && route_->takes(ch->request)) {
+      route_->enqueue(std::move(ch));
       continue;
     }
     enqueue_generation(std::move(ch), waiting);
@@ -115,11 +119,12 @@ void Scheduler::loop() {
     take_incoming(waiting);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_ && incoming_.empty() && waiting.empty() && running_.empty()) break;
+      if (stopping_ && incoming_.empty() && waiting.empty() && running_.empty() && !(route_ && route_->busy())) break;
     }
     drop_expired(waiting);
     admit(waiting);
     if (!running_.empty()) step(waiting);
+    if (route_) route_->advance();  // between local steps: local requests go on while a sharded one runs
     publish_gauges(waiting.size());
   }
   publish_gauges(0);

@@ -24,6 +24,7 @@
 #include "grammar/token_trie.h"
 #include "serving/metrics.h"
 #include "serving/request.h"
+#include "serving/shard_route.h"
 
 namespace stride::serving {
 
@@ -49,6 +50,9 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
+  // Requests the route takes (prompts long enough for a shard set) go to it
+  // instead of the local batch. Before start().
+  void set_shard_route(std::unique_ptr<ShardRoute> route) { route_ = std::move(route); }
   void start();
   // Refuses new requests, finishes the queued and running ones, joins the thread.
   void drain_and_stop();
@@ -97,6 +101,7 @@ class Scheduler {
   // cache) the pages the running ones need, and every cycle makes progress.
   bool admission_paused_ = false;
   std::shared_ptr<const grammar::TokenTrie> trie_;
+  std::unique_ptr<ShardRoute> route_;  // null: every request runs here
 
   std::mutex mu_;
   std::condition_variable cv_;

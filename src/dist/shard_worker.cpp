@@ -1,0 +1,72 @@
+#include "dist/shard_worker.h"
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "dist/rendezvous.h"
+#include "dist/shard_control.h"
+#include "dist/shard_link.h"
+
+namespace stride::dist {
+
+namespace {
+
+// Serves jobs until the group breaks; returns why.
+Status serve_jobs(Engine& engine, ShardGroup& group) {
+  for (;;) {
+    STRIDE_ASSIGN_OR_RETURN(const ShardJob job, receive_job(group));
+    if (job.kind == ShardJob::Kind::Heartbeat) continue;
+    Expected<std::unique_ptr<ShardedGenerator>> g = ShardedGenerator::start(engine, group, job.prompt, job.options);
+    Status st = g.ok() ? Status::Ok() : g.status();
+    while (st.ok() && !(*g)->done()) {
+      Expected<ShardToken> t = (*g)->next();
+      if (!t) st = t.status();
+    }
+    const int tokens = g.ok() ? (int)(*g)->result().ids.size() : 0;
+    if (g.ok()) (*g).reset();  // the sequence's pages go back now
+    std::fprintf(stderr, "shard rank %d/%d: request %s: %s, %d tokens, %lld KV pages held\n", group.rank(),
+                 group.world(), job.request_id.c_str(), st.ok() ? "done" : st.message().c_str(), tokens,
+                 (long long)engine.kv().stats().pages_used);
+    // Whatever failed, the ranks are out of step: the group ends, and rank 0 learns it at once.
+    if (!st.ok()) return st;
+  }
+}
+
+}  // namespace
+
+Status run_shard_worker(Engine& engine, const ShardGroupOptions& base) {
+  if (base.rank <= 0) return InvalidArgument("a shard worker has a rank above 0");
+  STRIDE_RETURN_IF_ERROR(parse_rendezvous(base.rendezvous).status());
+  int64_t last_refused = -1;  // a generation not joined, or a store not read, is said once, not at every try
+  std::string last_store_error;
+  for (;;) {
+    Expected<int64_t> g = latest_generation(base);
+    if (!g && g.status().message() != last_store_error) {
+      last_store_error = g.status().message();
+      std::fprintf(stderr, "shard rank %d/%d: rendezvous: %s\n", base.rank, base.world, last_store_error.c_str());
+    }
+    if (!g || *g < 0) {  // rank 0 has not opened the set yet
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    ShardGroupOptions opts = base;
+    opts.prefix = generation_prefix(base.prefix, *g);
+    Expected<std::unique_ptr<ShardGroup>> group = ShardGroup::connect(opts);
+    if (!group) {
+      if (*g != last_refused)
+        std::fprintf(stderr, "shard rank %d/%d: generation %lld not joined (trying again until rank 0 opens the next): %s\n",
+                     base.rank, base.world, (long long)*g, group.status().message().c_str());
+      last_refused = *g;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    std::fprintf(stderr, "shard rank %d/%d: connected (generation %lld)\n", base.rank, base.world, (long long)*g);
+    const Status why = serve_jobs(engine, **group);
+    std::fprintf(stderr, "shard rank %d/%d: generation %lld ended: %s\n", base.rank, base.world, (long long)*g,
+                 why.message().c_str());
+  }
+}
+
+}  // namespace stride::dist
