@@ -7,6 +7,7 @@
 #include "dist/ring_attention.h"
 #include "dist/shard_score.h"
 #include "dist/shard_step.h"
+#include "dist/shard_topk.h"
 #include "engine/decode_loop.h"
 #include "kv/scoped_sequence.h"
 #include "sampler/logprobs.h"
@@ -33,8 +34,7 @@ Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, co
                                            const std::function<void(const std::string&)>& on_text) {
   if (opts.speculative.mode != SpeculativeMode::Off)
     return Unsupported("speculative decoding is not supported across shard ranks");
-  for (const PolicySpec& p : engine.layer_policies())
-    if (p.kind == PolicyKind::TopK) return Unsupported("top-k attention is not supported across shard ranks yet");
+  STRIDE_RETURN_IF_ERROR(check_sharded_policies(engine.layer_policies()));
   if (prompt.empty()) return InvalidArgument("the prompt is empty");
   if (!engine.tokenizer()) return Unsupported("generation needs a tokenizer (GGUF model)");
   KvManager& kv = engine.kv();
@@ -67,7 +67,12 @@ Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, co
   auto emit = [&](const std::string& piece) {
     if (!piece.empty() && on_text) on_text(piece);
   };
-  DecodeAttention attend_root(group, kv, sid, r.shard.pos_begin, root);
+  std::vector<int64_t> rank_begins;  // where each rank's positions begin
+  for (int other = 0; other < group.world(); ++other) {
+    STRIDE_ASSIGN_OR_RETURN(const KvShard s, shard_positions(n, group.world(), other, kv.config().page_size));
+    rank_begins.push_back(s.pos_begin);
+  }
+  DecodeAttention attend_root(group, kv, sid, r.shard.pos_begin, root, rank_begins);
   t0 = std::chrono::steady_clock::now();
   cpu0 = process_cpu_seconds();
   for (int k = 0; k < opts.max_tokens; ++k) {
@@ -94,7 +99,7 @@ Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, co
       STRIDE_RETURN_IF_ERROR(run_shard_step(engine, step, attend_root));
     } else {
       STRIDE_RETURN_IF_ERROR(answer_decode_step(group, engine.model(), kv, sid, r.shard.pos_begin,
-                                                r.shard.pos_end, 1, n + k, root, engine.pool()));
+                                                r.shard.pos_end, 1, n + k, root, rank_begins, engine.pool()));
     }
   }
   emit(loop.finish());

@@ -39,7 +39,8 @@ struct ShardGeneration {
 };
 
 // Every rank passes the same prompt (checked) and options; speculative
-// decoding and top-k layers are refused. on_text gets the text as it is
+// decoding and top-k layers that select on prompt chunks are refused
+// (shard_topk.h). on_text gets the text as it is
 // decoded, on every rank.
 Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& prompt,
                                            const GenerateOptions& opts,

@@ -8,6 +8,7 @@
 // others return an IoError within the timeout instead of hanging.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -152,14 +153,23 @@ void check_prefill(const Case& c) {
       EXPECT_EQ(std::memcmp(got.data(), kernel.data(), got.size() * sizeof(float)), 0) << "rank " << r;
     }
   }
-  // Payload (ring_prefill.h): W - 1 blocks of max_pages page images per rank, and the page-count agreement.
+  // Payload (ring_prefill.h): every rank's positions agreed (16 bytes per rank), and at step s each
+  // rank forwards the pages of rank - s that the next rank's queries see, found here key by key.
   const int64_t world = (int64_t)shards.size();
-  int64_t max_pages = 0;
-  for (const KvShard& s : shards) max_pages = std::max<int64_t>(max_pages, s.pages(kPage));
   const auto pool = KvPool::create(layer.shape(), 1);
   ASSERT_TRUE(pool.ok());
-  const int64_t block = 16 + max_pages * (*pool)->page_image_bytes();
-  EXPECT_EQ(bytes, world * ((world - 1) * block + 8));
+  int64_t want_bytes = world * world * 16;
+  for (int64_t r = 0; r + 1 < world; ++r) {
+    const KvShard& next = shards[(size_t)r + 1];
+    for (int64_t origin = 0; origin <= r; ++origin)
+      for (int64_t first = shards[(size_t)origin].pos_begin; first < shards[(size_t)origin].pos_end; first += kPage) {
+        bool seen = false;
+        for (int64_t k = first; k < std::min(first + kPage, shards[(size_t)origin].pos_end) && !seen; ++k)
+          for (int64_t qp = next.pos_begin; qp < next.pos_end && !seen; ++qp) seen = policy_attends(policy, qp, k);
+        if (seen) want_bytes += (*pool)->page_image_bytes();
+      }
+  }
+  EXPECT_EQ(bytes, want_bytes);
   std::printf("[ prefill ] %s: %d ranks, payload %lld bytes per layer (%.1f per token)\n", describe(c).c_str(),
               (int)world, (long long)bytes, (double)bytes / layer.kv_len);
 }
@@ -187,6 +197,13 @@ TEST(ShardedAttention, RingPrefillOverTwoAndFourRanks) {
   check_prefill({"dense", KvStorage::F16, true, {0, 2 * S, 3 * S}, true});
   check_prefill({"dense", KvStorage::F16, false, {0, S, 2 * S, 3 * S, 4 * S}, true});
   check_prefill({"window:size=200", KvStorage::F32, false, {0, 10 * kPage, 20 * kPage, 30 * kPage, 37 * kPage + 5}, false});
+}
+
+// Only the pages a rank's queries see travel to it: R-SWA's sinks and the
+// window behind the rank's first query, never a whole earlier shard.
+TEST(ShardedAttention, RingPrefillUnderAWindowSendsOnlyVisiblePages) {
+  check_prefill({"rswa:sinks=4,window=64", KvStorage::F16, true, {0, S, 2 * S, 3 * S, 4 * S}, true});
+  check_prefill({"rswa:sinks=20,window=40,pos=rel", KvStorage::Int8, false, {0, 9 * kPage, 20 * kPage, 30 * kPage + 7}, false});
 }
 
 }  // namespace
