@@ -14,6 +14,7 @@
 #ifdef STRIDE_WITH_GLOO
 #include "dist/ring_prefill.h"
 #include "dist/shard_score.h"
+#include "dist/shard_topk.h"
 #endif
 
 namespace stride::cli {
@@ -42,6 +43,8 @@ int write_logits(const std::string& path, const std::vector<float>& logits) {
 #ifdef STRIDE_WITH_GLOO
 // This rank's share of a sharded score; rank 0 writes the logits.
 int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& ids) {
+  // Refused on every rank before any rank connects, so none waits for a peer that gave up.
+  if (Status st = dist::check_sharded_policies(engine.layer_policies()); !st.ok()) return fail(st);
   auto group = connect_shard_group(a.shard);
   if (!group) return fail(group.status());
   const dist::ShardGroup& go = **group;
