@@ -109,7 +109,12 @@ def main():
     ap.add_argument("--kv", default="f16", choices=["f16", "f32", "int8"], help="KV storage (stride run --kv-type)")
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
+    ap.add_argument("--replot", metavar="JSON", help="only draw the PNG of an earlier report")
     a = ap.parse_args()
+    if a.replot:
+        with open(a.replot) as f:
+            plot(json.load(f), a.replot[:-len(".json")])
+        return
 
     info = json.loads(subprocess.run([a.binary, "info", "--model", a.model, "--json"], capture_output=True,
                                      text=True, check=True).stdout)
@@ -154,6 +159,11 @@ def main():
     stem = os.path.join(a.out, f"context_parallel_{a.tokens}{tag}")
     with open(stem + ".json", "w") as f:
         json.dump(report, f, indent=1)
+    plot(report, stem)
+
+
+def plot(report, stem):
+    """The report's PNG beside its JSON: CPU and bytes sent per rank, and the projected speed-up."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -161,27 +171,31 @@ def main():
     except ImportError:
         print("matplotlib missing: JSON only", file=sys.stderr)
         return
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    runs = report["runs"]
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4))
     for r in runs:
         xs = [f"{r['ranks']}r/{i}" for i in range(r["ranks"])]
         ax[0].bar(xs, r["prefill_cpu_seconds"], label=f"{r['ranks']} ranks")
+        ax[1].bar(xs, [b / 1e6 for b in r["prefill_bytes_sent"]], label=f"{r['ranks']} ranks")
     ax[0].set_ylabel("prefill CPU seconds per rank")
-    ax[0].set_title(f"{a.tokens} tokens, {report['model']}, {a.attention}, {a.kv} KV")
+    ax[0].set_title(f"{report['runs'][0]['tokens']} tokens, {report['model']}\n"
+                    f"{report['attention']}, {report['kv_type']} KV")
     ax[0].legend()
-    ranks = [r["ranks"] for r in runs]
-    ax[1].plot(ranks, ranks, "k:", label="ideal")
-    if base is not None:
-        ax[1].plot(ranks, [r["projected_prefill_speedup"] for r in runs], "o-", label="prefill (projected)")
-        ax[1].plot(ranks, [r["projected_decode_speedup"] for r in runs], "s-",
-                   label=f"decode (projected, RTT {a.rtt_us:g} us)")
-    ax[1].set_xlabel("ranks (separate hosts)")
-    ax[1].set_ylabel("speed-up over one rank")
+    ax[1].set_ylabel("prefill MB sent per rank (all layers)")
     ax[1].legend()
+    ranks = [r["ranks"] for r in runs]
+    ax[2].plot(ranks, ranks, "k:", label="ideal")
+    if all("projected_prefill_speedup" in r for r in runs):
+        ax[2].plot(ranks, [r["projected_prefill_speedup"] for r in runs], "o-", label="prefill (projected)")
+        ax[2].plot(ranks, [r["projected_decode_speedup"] for r in runs], "s-",
+                   label=f"decode (projected, RTT {report['rtt_us_assumed']:g} us)")
+    ax[2].set_xlabel("ranks (separate hosts)")
+    ax[2].set_ylabel("speed-up over one rank")
+    ax[2].legend()
     fig.suptitle("Context parallelism: ranks measured on one shared 2-vCPU machine (CPU time), projected to hosts")
     fig.tight_layout()
     fig.savefig(stem + ".png", dpi=110)
     print(f"wrote {stem}.json and .png")
-
 
 if __name__ == "__main__":
     main()
