@@ -48,7 +48,7 @@ Expected<TopkSelection> agree_topk_selection(ShardGroup& group, const ShardedLay
   const KvPoolShape& shape = layer.pool->shape();
   const int64_t kv_len = q_pos + 1;
   std::vector<float> scores = shard_page_scores(layer, q, kv_len);
-  STRIDE_RETURN_IF_ERROR(group.allreduce_max(scores.data(), scores.size()));
+  if (group.world() > 1) STRIDE_RETURN_IF_ERROR(group.allreduce_max(scores.data(), scores.size()));
   // Every page is present somewhere: the table only says so (select_topk
   // reads no summary when given every page's score).
   const std::vector<int32_t> everywhere(scores.size() / shape.n_kv_heads, 0);
