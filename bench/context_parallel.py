@@ -18,7 +18,11 @@ with the round trip an assumption (--rtt-us, a LAN's). The one-rank run is
 the same sharded path on one rank (a rendezvous, no peers).
 
     bench/context_parallel.py --tokens 8192 --ranks 1,2,4 --decode 32
-Writes bench/out/context_parallel_<tokens>.json and .png.
+    bench/context_parallel.py --tokens 131072 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8
+Writes bench/out/context_parallel_<tokens>[_<policy>_<kv>].json and .png.
+--attention sets every layer's policy (R-SWA and windows send a rank only
+the pages its queries see; top-k needs prefill=dense across ranks), --kv the
+KV storage (int8 pages travel with their scales).
 """
 import argparse
 import json
@@ -45,13 +49,17 @@ def prompt_ids(binary, model, n):
     return ids[:n]
 
 
-def run_ranks(binary, model, ids, world, decode, timeout_s):
+def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv):
     """Every rank's JSON line of one `stride run --shard-world world`."""
     with tempfile.TemporaryDirectory() as meet:
         prefix = f"bench-{time.time_ns()}"  # one for the whole set
+        ids_file = os.path.join(meet, "ids.txt")  # a long prompt's ids overflow one argument
+        with open(ids_file, "w") as f:
+            f.write(" ".join(ids))
         procs = []
         for rank in range(world):
-            cmd = [binary, "run", "-m", model, "--prompt-ids", " ".join(ids), "-n", str(decode), "--temperature", "0",
+            cmd = [binary, "run", "-m", model, "--prompt-ids-file", ids_file, "-n", str(decode), "--temperature", "0",
+                   "-a", policy, "--kv-type", kv,
                    "--ignore-eos", "--threads", "1", "--json", "--shard-world", str(world), "--shard-rank", str(rank),
                    "--rendezvous", f"file:{meet}", "--shard-prefix", prefix,
                    "--shard-timeout-ms", str(timeout_s * 1000)]
@@ -77,6 +85,10 @@ def summarise(rows, n_layer, n_tokens, decode, one=None):
         "prefill_wall_seconds": [r["prefill_seconds"] for r in rows],
         "decode_cpu_seconds_per_token": [r["decode_cpu_seconds"] / steps for r in rows],
         "peak_kv_bytes": [r["peak_kv_bytes"] for r in rows],
+        # What each rank sent: in the prefill (ring), and per decoded token (queries, partial states, top-k scores).
+        "prefill_bytes_sent": [r["prefill_bytes_sent"] for r in rows],
+        "decode_bytes_sent_per_token": [(r["payload_bytes_sent"] - r["prefill_bytes_sent"]) / steps if steps else 0
+                                        for r in rows],
         # Every rank's payload together, per prompt token and layer (ring prefill) and per decoded token and layer.
         "prefill_bytes_per_token_layer": prefill_bytes / (n_tokens * n_layer),
         "decode_bytes_per_token_layer": decode_bytes / (steps * n_layer) if steps else 0,
@@ -93,9 +105,16 @@ def main():
     ap.add_argument("--ranks", default="1,2,4")
     ap.add_argument("--decode", type=int, default=32, help="tokens generated (decode steps + 1)")
     ap.add_argument("--rtt-us", type=float, default=100.0, help="assumed round trip between hosts, for the projection")
+    ap.add_argument("--attention", default="dense", help="attention policy of every layer (stride run -a)")
+    ap.add_argument("--kv", default="f16", choices=["f16", "f32", "int8"], help="KV storage (stride run --kv-type)")
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
+    ap.add_argument("--replot", metavar="JSON", help="only draw the PNG of an earlier report")
     a = ap.parse_args()
+    if a.replot:
+        with open(a.replot) as f:
+            plot(json.load(f), a.replot[:-len(".json")])
+        return
 
     info = json.loads(subprocess.run([a.binary, "info", "--model", a.model, "--json"], capture_output=True,
                                      text=True, check=True).stdout)
@@ -104,15 +123,20 @@ def main():
     runs, one = [], None
     for world in [int(w) for w in a.ranks.split(",")]:
         t0 = time.monotonic()
-        rows = run_ranks(a.binary, a.model, ids, world, a.decode, a.timeout)
+        rows = run_ranks(a.binary, a.model, ids, world, a.decode, a.timeout, a.attention, a.kv)
         s = summarise(rows, n_layer, a.tokens, a.decode, one)
         s["wall_seconds"] = time.monotonic() - t0
         if world == 1:
             one = rows[0]
         runs.append(s)
         print(json.dumps(s), flush=True)
-    base = next(r for r in runs if r["ranks"] == 1)
+    base = next((r for r in runs if r["ranks"] == 1), None)  # a long run may leave out one rank
     for r in runs:
+        # The busiest rank's prefill CPU seconds per token of its shard (tokens / ranks): under a
+        # window the cost of a token does not grow with the context, so a longer prompt costs this per token.
+        r["prefill_cpu_seconds_per_shard_token"] = max(r["prefill_cpu_seconds"]) * r["ranks"] / a.tokens
+        if base is None:
+            continue
         r["projected_prefill_speedup"] = base["prefill_cpu_seconds"][0] / max(r["prefill_cpu_seconds"])
         latency = (n_layer * a.rtt_us * 1e-6) if r["ranks"] > 1 else 0.0
         r["projected_decode_speedup"] = base["decode_cpu_seconds_per_token"][0] / (
@@ -124,13 +148,22 @@ def main():
         "machine": "ranks as processes of one shared, loaded 2-vCPU Xeon (they share its 2 cores): "
                    "CPU seconds per rank are the figure, wall times are not",
         "threads_per_rank": 1,
+        "attention": a.attention,
+        "kv_type": a.kv,
         "rtt_us_assumed": a.rtt_us,
         "runs": runs,
     }
     os.makedirs(a.out, exist_ok=True)
-    stem = os.path.join(a.out, f"context_parallel_{a.tokens}")
+    tag = "" if a.attention == "dense" and a.kv == "f16" else "_" + "".join(
+        c if c.isalnum() else "-" for c in f"{a.attention}_{a.kv}")
+    stem = os.path.join(a.out, f"context_parallel_{a.tokens}{tag}")
     with open(stem + ".json", "w") as f:
         json.dump(report, f, indent=1)
+    plot(report, stem)
+
+
+def plot(report, stem):
+    """The report's PNG beside its JSON: CPU and bytes sent per rank, and the projected speed-up."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -138,25 +171,31 @@ def main():
     except ImportError:
         print("matplotlib missing: JSON only", file=sys.stderr)
         return
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    runs = report["runs"]
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4))
     for r in runs:
         xs = [f"{r['ranks']}r/{i}" for i in range(r["ranks"])]
         ax[0].bar(xs, r["prefill_cpu_seconds"], label=f"{r['ranks']} ranks")
+        ax[1].bar(xs, [b / 1e6 for b in r["prefill_bytes_sent"]], label=f"{r['ranks']} ranks")
     ax[0].set_ylabel("prefill CPU seconds per rank")
-    ax[0].set_title(f"{a.tokens} tokens, {report['model']}")
+    ax[0].set_title(f"{report['runs'][0]['tokens']} tokens, {report['model']}\n"
+                    f"{report['attention']}, {report['kv_type']} KV")
     ax[0].legend()
-    ranks = [r["ranks"] for r in runs]
-    ax[1].plot(ranks, ranks, "k:", label="ideal")
-    ax[1].plot(ranks, [r["projected_prefill_speedup"] for r in runs], "o-", label="prefill (projected)")
-    ax[1].plot(ranks, [r["projected_decode_speedup"] for r in runs], "s-", label=f"decode (projected, RTT {a.rtt_us:g} us)")
-    ax[1].set_xlabel("ranks (separate hosts)")
-    ax[1].set_ylabel("speed-up over one rank")
+    ax[1].set_ylabel("prefill MB sent per rank (all layers)")
     ax[1].legend()
+    ranks = [r["ranks"] for r in runs]
+    ax[2].plot(ranks, ranks, "k:", label="ideal")
+    if all("projected_prefill_speedup" in r for r in runs):
+        ax[2].plot(ranks, [r["projected_prefill_speedup"] for r in runs], "o-", label="prefill (projected)")
+        ax[2].plot(ranks, [r["projected_decode_speedup"] for r in runs], "s-",
+                   label=f"decode (projected, RTT {report['rtt_us_assumed']:g} us)")
+    ax[2].set_xlabel("ranks (separate hosts)")
+    ax[2].set_ylabel("speed-up over one rank")
+    ax[2].legend()
     fig.suptitle("Context parallelism: ranks measured on one shared 2-vCPU machine (CPU time), projected to hosts")
     fig.tight_layout()
     fig.savefig(stem + ".png", dpi=110)
     print(f"wrote {stem}.json and .png")
-
 
 if __name__ == "__main__":
     main()

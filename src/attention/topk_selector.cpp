@@ -189,8 +189,10 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
       gather_rows(x.br, q, q_first, nq, n_head, n_kv_heads, dim, p.pooled_estimate && nq > 1);
       if (sampled && keys) gather_sampled_rows(x.sampled, q, q_first, nq, n_head, n_kv_heads, dim);
       x.page_scores.resize((size_t)n_kv_heads * n_scored);  // [n_kv_heads, n_scored]
-      max_summary_bounds(x.br.rows.data(), x.br.n_rows, sums.data(), page_table.data(), n_scored,
-                         n_kv_heads, dim, x.page_scores.data());
+      // Given scores cover every scored page (ceil(kv_len / page_size) per head): no bounds to compute.
+      if (!exact)
+        max_summary_bounds(x.br.rows.data(), x.br.n_rows, sums.data(), page_table.data(), n_scored,
+                           n_kv_heads, dim, x.page_scores.data());
       if (cold)
         for (int64_t L = 0; L < n_scored; ++L) {
           if (page_table[L] >= 0 || (*cold->tier_key)[L] == 0) continue;

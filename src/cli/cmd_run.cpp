@@ -18,6 +18,7 @@ struct RunArgs {
   ModelRunOptions model;
   std::string prompt;
   std::string prompt_ids;
+  std::string prompt_ids_file;
   int max_tokens = 128;
   float temperature = 0.8f;
   int top_k = 40;
@@ -41,7 +42,8 @@ struct RunArgs {
 };
 
 int run(const RunArgs& a) {
-  if (a.prompt.empty() == a.prompt_ids.empty()) return fail("give exactly one of --prompt or --prompt-ids");
+  if ((int)!a.prompt.empty() + (int)!a.prompt_ids.empty() + (int)!a.prompt_ids_file.empty() != 1)
+    return fail("give exactly one of --prompt, --prompt-ids or --prompt-ids-file");
   if (a.max_tokens < 0) return fail("--max-tokens must be >= 0");
   auto engine_opts = to_engine_options(a.model, 0);
   if (!engine_opts) return fail(engine_opts.status());
@@ -53,8 +55,11 @@ int run(const RunArgs& a) {
   // The KV pool is sized once the prompt length is known.
   std::vector<int32_t> prompt;
   std::unique_ptr<Engine> engine;
-  if (!a.prompt_ids.empty()) {
-    auto ids = parse_ids(a.prompt_ids);
+  if (!a.prompt_ids.empty() || !a.prompt_ids_file.empty()) {
+    // A long prompt's ids overflow one command-line argument (128 KiB on Linux): a file holds them.
+    auto text = a.prompt_ids_file.empty() ? Expected<std::string>(a.prompt_ids) : read_text(a.prompt_ids_file);
+    if (!text) return fail(text.status());
+    auto ids = parse_ids(*text);
     if (!ids) return fail(ids.status());
     prompt = std::move(*ids);
   }
@@ -145,6 +150,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   add_rope_options(cmd, args->model.rope);
   cmd->add_option("--prompt,-p", args->prompt, "prompt text");
   cmd->add_option("--prompt-ids", args->prompt_ids, "prompt as token ids (\"1 2 3\"); no BOS is added");
+  cmd->add_option("--prompt-ids-file", args->prompt_ids_file, "file of the prompt's token ids, as --prompt-ids");
   cmd->add_option("--max-tokens,-n", args->max_tokens, "tokens to generate")->capture_default_str();
   cmd->add_option("--temperature,-t", args->temperature, "0 = greedy")->capture_default_str();
   cmd->add_option("--top-k", args->top_k)->capture_default_str();

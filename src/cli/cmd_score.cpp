@@ -12,7 +12,9 @@
 #include "cli/shard_options.h"
 #include "model/reference_forward.h"
 #ifdef STRIDE_WITH_GLOO
+#include "dist/ring_prefill.h"
 #include "dist/shard_score.h"
+#include "dist/shard_topk.h"
 #endif
 
 namespace stride::cli {
@@ -41,17 +43,25 @@ int write_logits(const std::string& path, const std::vector<float>& logits) {
 #ifdef STRIDE_WITH_GLOO
 // This rank's share of a sharded score; rank 0 writes the logits.
 int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& ids) {
+  // Refused on every rank before any rank connects, so none waits for a peer that gave up.
+  if (Status st = dist::check_sharded_policies(engine.layer_policies()); !st.ok()) return fail(st);
   auto group = connect_shard_group(a.shard);
   if (!group) return fail(group.status());
   const dist::ShardGroup& go = **group;
   auto r = dist::score_sharded(engine, **group, ids);
   if (!r) return fail(r.status());
   if (go.rank() == 0 && write_logits(a.out, r->logits) != 0) return 1;
-  // The ring's payload per layer (ring_prefill.h): W - 1 blocks of the largest shard's pages, and its page count agreed.
+  // The ring's payload over every layer (ring_prefill.h): the pages of earlier ranks the next rank sees.
   const int ps = engine.kv().config().page_size;
-  auto largest = dist::shard_positions((int64_t)ids.size(), go.world(), 0, ps);
-  if (!largest) return fail(largest.status());
-  const int64_t block = 16 + (int64_t)largest->pages(ps) * engine.kv().pool().page_image_bytes();
+  std::vector<dist::KvShard> shards;
+  for (int rank = 0; rank < go.world(); ++rank) {
+    auto s = dist::shard_positions((int64_t)ids.size(), go.world(), rank, ps);
+    if (!s) return fail(s.status());
+    shards.push_back(*s);
+  }
+  int64_t ring_bytes = 0;
+  for (const PolicySpec& p : engine.layer_policies())
+    ring_bytes += dist::ring_prefill_bytes(p, shards, go.rank(), ps, engine.kv().pool().page_image_bytes());
   nlohmann::json j;
   j["n_tokens"] = ids.size();
   j["n_vocab"] = engine.config().n_vocab;
@@ -65,7 +75,7 @@ int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& 
   j["wait_seconds"] = r->wait_seconds;
   j["payload_bytes_sent"] = r->payload_bytes_sent;
   j["logits_bytes_sent"] = r->logits_bytes_sent;
-  j["ring_bytes_per_layer"] = (go.world() - 1) * block + 8;
+  j["ring_bytes"] = ring_bytes;
   j["n_layer"] = engine.config().n_layer;
   const KvStats ks = engine.kv().stats();
   j["peak_kv_bytes"] = ks.peak_pages_used * ks.bytes_per_page;  // this rank's pool pages at their most

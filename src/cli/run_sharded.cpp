@@ -8,6 +8,7 @@
 #ifdef STRIDE_WITH_GLOO
 #include "dist/shard_generate.h"
 #include "dist/shard_score.h"
+#include "dist/shard_topk.h"
 #endif
 
 namespace stride::cli {
@@ -26,6 +27,7 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
   // Refused on every rank before any rank connects, so none waits for a peer that gave up.
   auto mine = dist::every_rank_positions((int64_t)prompt.size(), shard.world, shard.rank, engine.kv().config().page_size);
   if (!mine) return fail(mine.status());
+  if (Status st = dist::check_sharded_policies(engine.layer_policies()); !st.ok()) return fail(st);
   auto group = connect_shard_group(shard);
   if (!group) return fail(group.status());
   auto r = dist::generate_sharded(engine, **group, prompt, g, [](const std::string& piece) {

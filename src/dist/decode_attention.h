@@ -7,6 +7,8 @@
 // (sharded_decode.h). The other ranks run no model step: they answer the
 // root's queries, layer by layer.
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "dist/shard_group.h"
 #include "kv/kv_manager.h"
@@ -19,8 +21,10 @@ namespace stride::dist {
 // which holds positions from pos_begin on.
 class DecodeAttention final : public ShardedAttention {
  public:
-  DecodeAttention(ShardGroup& group, const KvManager& kv, KvManager::SeqId seq, int64_t pos_begin, int root)
-      : group_(group), kv_(kv), seq_(seq), pos_begin_(pos_begin), root_(root) {}
+  // rank_begins: where each rank's positions begin (sharded_decode.h).
+  DecodeAttention(ShardGroup& group, const KvManager& kv, KvManager::SeqId seq, int64_t pos_begin, int root,
+                  std::vector<int64_t> rank_begins)
+      : group_(group), kv_(kv), seq_(seq), pos_begin_(pos_begin), root_(root), rank_begins_(std::move(rank_begins)) {}
 
   Status attend(int layer, const AttentionParams& params, const float* q, int n, float* out,
                 ThreadPool& threads) override;
@@ -31,6 +35,7 @@ class DecodeAttention final : public ShardedAttention {
   KvManager::SeqId seq_;
   int64_t pos_begin_;
   int root_;
+  std::vector<int64_t> rank_begins_;
 };
 
 // Another rank's side of one decode step of n_q tokens at q_pos0: every
@@ -38,6 +43,6 @@ class DecodeAttention final : public ShardedAttention {
 // [pos_begin, pos_end) of seq, its partials sent back.
 Status answer_decode_step(ShardGroup& group, const Transformer& model, const KvManager& kv, KvManager::SeqId seq,
                           int64_t pos_begin, int64_t pos_end, int n_q, int64_t q_pos0, int root,
-                          ThreadPool& threads);
+                          const std::vector<int64_t>& rank_begins, ThreadPool& threads);
 
 }  // namespace stride::dist

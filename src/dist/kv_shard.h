@@ -13,6 +13,7 @@
 #include "attention/plan.h"
 #include "attention/policy.h"
 #include "kv/store/kv_pool.h"
+#include "kv/store/page_summary.h"
 
 namespace stride::dist {
 
@@ -30,8 +31,9 @@ struct KvShard {
 struct ShardedLayer {
   const KvPool* pool = nullptr;  // this rank's pages of the layer
   KvShard shard;                 // the positions they hold
-  PolicySpec policy;             // top-k is not supported across ranks yet
+  PolicySpec policy;             // top-k selects on decode steps only (shard_topk.h)
   AttentionParams params;        // sink logits join on rank 0 only
+  const PageSummaries* summaries = nullptr;  // a top-k layer's: key summaries of the pool's pages
 };
 
 // The attention plan of queries [q_pos0, q_pos0 + n_q) in blocks of q_block

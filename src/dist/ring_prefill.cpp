@@ -1,6 +1,8 @@
 #include "dist/ring_prefill.h"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -9,35 +11,47 @@
 #include <vector>
 
 #include "attention/attention_kernel.h"
+#include "attention/plan.h"
 #include "dist/partial_merge.h"
 
 namespace stride::dist {
 
 namespace {
 
-// A block on the wire: [pos_begin, pos_end] int64 | [max_pages] page images.
-constexpr size_t kBlockHeader = 2 * sizeof(int64_t);
-
-void pack_block(const KvPool& pool, const KvShard& shard, std::vector<uint8_t>& block) {
-  const int64_t header[2] = {shard.pos_begin, shard.pos_end};
-  std::memcpy(block.data(), header, kBlockHeader);
-  const int64_t image = pool.page_image_bytes();
-  for (int32_t i = 0; i < shard.pages(pool.shape().page_size); ++i)
-    pool.save_page(shard.pool_page(i), std::span<uint8_t>(block.data() + kBlockHeader + i * image, (size_t)image));
-}
-
-// The shard a block carries, its pages loaded into pages 0, 1, ... of pool.
-KvShard unpack_block(const std::vector<uint8_t>& block, KvPool& pool) {
-  int64_t header[2];
-  std::memcpy(header, block.data(), kBlockHeader);
-  const KvShard shard{header[0], header[1], {}};
-  const int64_t image = pool.page_image_bytes();
-  for (int32_t i = 0; i < shard.pages(pool.shape().page_size); ++i)
-    pool.load_page(i, std::span<const uint8_t>(block.data() + kBlockHeader + i * image, (size_t)image));
-  return shard;
+// Every rank's positions, in rank order: one agreement per layer.
+Expected<std::vector<KvShard>> agree_on_shards(ShardGroup& group, const KvShard& mine) {
+  const int world = group.world();
+  std::vector<int64_t> bounds((size_t)world * 2, INT64_MIN);  // [world] begin, end
+  bounds[(size_t)group.rank() * 2] = mine.pos_begin;
+  bounds[(size_t)group.rank() * 2 + 1] = mine.pos_end;
+  STRIDE_RETURN_IF_ERROR(group.allreduce_max(bounds.data(), bounds.size()));
+  std::vector<KvShard> shards((size_t)world);
+  for (int r = 0; r < world; ++r) shards[(size_t)r] = KvShard{bounds[(size_t)r * 2], bounds[(size_t)r * 2 + 1], {}};
+  return shards;
 }
 
 }  // namespace
+
+std::vector<int32_t> ring_block_pages(const PolicySpec& policy, const KvShard& origin, const KvShard& receiver,
+                                      int page_size) {
+  std::vector<int32_t> pages;
+  if (receiver.pos_begin < origin.pos_end) return pages;  // the receiver comes first: all in its future
+  for (int32_t i = 0; i < origin.pages(page_size); ++i) {
+    const int64_t first = origin.pos_begin + (int64_t)i * page_size;
+    const int64_t last = std::min(first + page_size, origin.pos_end) - 1;
+    if (policy_any_visible(policy, receiver.pos_begin, receiver.pos_end - 1, first, last)) pages.push_back(i);
+  }
+  return pages;
+}
+
+int64_t ring_prefill_bytes(const PolicySpec& policy, const std::vector<KvShard>& shards, int rank, int page_size,
+                           int64_t page_image_bytes) {
+  const int world = (int)shards.size();
+  int64_t pages = 0;
+  for (int s = 0; s + 1 < world && rank + 1 < world && rank - s >= 0; ++s)
+    pages += (int64_t)ring_block_pages(policy, shards[(size_t)(rank - s)], shards[(size_t)rank + 1], page_size).size();
+  return (int64_t)sizeof(int64_t) * 2 * world + pages * page_image_bytes;
+}
 
 Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q, int n_q, float* out,
                     ThreadPool& threads, double* wait_seconds) {
@@ -46,44 +60,78 @@ Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q
     waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return st;
   };
-  if (layer.policy.kind == PolicyKind::TopK)
-    return Unsupported("ring prefill: top-k attention is not supported across ranks yet");
+  if (layer.policy.kind == PolicyKind::TopK && !layer.policy.prefill_dense)
+    return Unsupported("ring prefill: top-k selection on prompt chunks is not supported across ranks "
+                       "(prefill=dense selects on decode steps only)");
   const KvPoolShape& shape = layer.pool->shape();
+  const int ps = shape.page_size;
   if (n_q != layer.shard.tokens())
     return InvalidArgument("ring prefill: " + std::to_string(n_q) + " queries for a shard of " +
                            std::to_string(layer.shard.tokens()) + " positions");
-  int64_t max_pages = layer.shard.pages(shape.page_size);
-  STRIDE_RETURN_IF_ERROR(timed(group.allreduce_max(&max_pages, 1), std::chrono::steady_clock::now()));
-  if (max_pages > layer.pool->n_pages())
-    return InvalidArgument("ring prefill: a shard of " + std::to_string(max_pages) + " pages, the pool holds " +
-                           std::to_string(layer.pool->n_pages()));
-
+  const auto agreed_at = std::chrono::steady_clock::now();
+  auto agreed = agree_on_shards(group, layer.shard);
+  STRIDE_RETURN_IF_ERROR(timed(agreed.status(), agreed_at));
+  const std::vector<KvShard> shards = std::move(agreed).value();
   const int rank = group.rank(), world = group.world();
-  const size_t block_bytes = kBlockHeader + (size_t)max_pages * layer.pool->page_image_bytes();
-  std::vector<uint8_t> current(block_bytes), next(world > 1 ? block_bytes : 0);
-  pack_block(*layer.pool, layer.shard, current);
+  // Which pages of origin o rank r receives (ring_block_pages); none from a rank
+  // after it or for a block past the last rank, so a block stops where its keys stop being seen.
+  auto block_pages = [&](int o, int r) {
+    return o >= 0 && r < world ? ring_block_pages(layer.policy, shards[(size_t)o], shards[(size_t)r], ps)
+                               : std::vector<int32_t>{};
+  };
+  int32_t max_received = 1;
+  for (int o = 0; o < rank; ++o) max_received = std::max(max_received, (int32_t)block_pages(o, rank).size());
   std::unique_ptr<KvPool> received;  // earlier ranks' pages, one block at a time
   if (rank > 0) {
-    STRIDE_ASSIGN_OR_RETURN(received, KvPool::create(shape, (int32_t)max_pages));
+    STRIDE_ASSIGN_OR_RETURN(received, KvPool::create(shape, max_received));
   }
 
+  const size_t image = (size_t)layer.pool->page_image_bytes();
   const PartialsLayout layout{n_q * layer.params.n_head, shape.head_dim_v};
   std::vector<float> parts(layout.floats() * (size_t)(rank + 1));  // [rank + 1] in rank order
-  const int q_block = policy_q_block(layer.policy, n_q);
-  // Step s: `current` holds the block of rank - s, which goes on to the next rank meanwhile.
+  // A TopK layer that does not select here reads every causal page, as one host plans it.
+  const int q_block = layer.policy.kind == PolicyKind::TopK ? default_q_block(n_q) : policy_q_block(layer.policy, n_q);
+  // Step s: `current` holds the pages of rank - s that this rank can see
+  // (current_pages, indices in that shard); what of them the next rank can
+  // see goes on to it meanwhile.
+  std::vector<uint8_t> current, outgoing, incoming;
+  std::vector<int32_t> current_pages;  // from step 1 on; step 0 reads the rank's own pool
   for (int s = 0; s < world; ++s) {
-    const bool pass = s + 1 < world;
-    if (pass) STRIDE_RETURN_IF_ERROR(group.ring_pass_start(current.data(), next.data(), block_bytes));
     const int origin = rank - s;
+    const std::vector<int32_t> send_pages = block_pages(origin, rank + 1);
+    const std::vector<int32_t> recv_pages = block_pages(origin - 1, rank);
+    outgoing.resize(send_pages.size() * image);
+    for (size_t j = 0, at = 0; j < send_pages.size(); ++j) {
+      uint8_t* dst = outgoing.data() + j * image;
+      if (s == 0) {
+        layer.pool->save_page(layer.shard.pool_page(send_pages[j]), std::span<uint8_t>(dst, image));
+        continue;
+      }
+      // The next rank sees a subset of what this rank saw (policies lose keys as queries advance).
+      while (at < current_pages.size() && current_pages[at] < send_pages[j]) ++at;
+      if (at == current_pages.size() || current_pages[at] != send_pages[j])
+        return Internal("ring prefill: the next rank sees a page this rank did not receive");
+      std::memcpy(dst, current.data() + at * image, image);
+    }
+    incoming.resize(recv_pages.size() * image);
+    const bool pass = s + 1 < world;
+    if (pass)
+      STRIDE_RETURN_IF_ERROR(
+          group.ring_pass_start(outgoing.data(), outgoing.size(), incoming.data(), incoming.size()));
     Status attended = Status::Ok();
     if (origin >= 0) {  // later ranks' keys are in this rank's future: masked whole
       const KvPool* pool = layer.pool;
       KvShard shard = layer.shard;
       if (s > 0) {
-        shard = unpack_block(current, *received);
         pool = received.get();
+        shard = KvShard{shards[(size_t)origin].pos_begin, shards[(size_t)origin].pos_end, {}};
+        shard.page_ids.assign((size_t)shard.pages(ps), -1);  // pages it cannot see stay away
+        for (size_t j = 0; j < current_pages.size(); ++j) {
+          received->load_page((int32_t)j, std::span<const uint8_t>(current.data() + j * image, image));
+          shard.page_ids[(size_t)current_pages[j]] = (int32_t)j;
+        }
       }
-      const AttentionPlan plan = plan_shard_attention(layer.policy, shard, shape.page_size, shape.n_kv_heads,
+      const AttentionPlan plan = plan_shard_attention(layer.policy, shard, ps, shape.n_kv_heads,
                                                       layer.shard.pos_begin, n_q, q_block);
       AttentionParams params = layer.params;
       if (origin != 0) params.sink_logits = nullptr;  // the sink joins each row's sum once
@@ -92,7 +140,8 @@ Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q
     }
     if (pass) STRIDE_RETURN_IF_ERROR(timed(group.ring_pass_finish(), std::chrono::steady_clock::now()));
     STRIDE_RETURN_IF_ERROR(attended);
-    std::swap(current, next);
+    std::swap(current, incoming);
+    current_pages = recv_pages;
   }
   merge_partials(layout, parts.data(), rank + 1, out);
   if (wait_seconds) *wait_seconds += waited;

@@ -1,22 +1,41 @@
 #pragma once
 // Prefill across a shard group by passing KV around a ring (ring attention,
 // pass-KV): every rank holds the queries of its own positions and the keys
-// and values of the same positions. In W - 1 steps each rank's block of
-// pages (the pool's page images, bit for bit, in its storage type) travels
-// once around the ring; a rank attends to its own block and to every block
-// from an earlier rank as it passes, the next step's transfer running while
-// it computes, then merges the partial states in rank order (partial_merge.h).
+// and values of the same positions. In W - 1 steps each rank's pages (the
+// pool's page images, bit for bit, in its storage type, int8 with its
+// scales) travel along the ring towards the later ranks; a rank attends to
+// its own block and to every block from an earlier rank as it passes, the
+// next step's transfer running while it computes, then merges the partial
+// states in rank order (partial_merge.h).
 //
-// Payload per layer: each rank sends W - 1 blocks of
-// 16 + max_pages * page_image_bytes bytes (max_pages: the largest shard's
-// pages; page_image_bytes: K and V of all kv heads of a page, the int8
-// scales, the slot positions), plus 8 bytes to agree on max_pages.
+// A block carries only the pages the receiving rank's queries can see
+// (ring_block_pages): under a window or R-SWA the pages behind the window
+// (but the sinks) stay home, a block no later rank can see is not sent, and
+// nothing travels from the last rank back to the first.
+//
+// Payload per layer: each rank sends, at each step, the images of the pages
+// of the block it forwards that the next rank sees (page_image_bytes: K and
+// V of all kv heads of a page, the int8 scales, the slot positions), plus
+// 16 * W bytes to agree on every rank's positions.
+#include <cstdint>
+#include <vector>
+
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "dist/kv_shard.h"
 #include "dist/shard_group.h"
 
 namespace stride::dist {
+
+// The pages (indices in origin's shard) that receiver's queries can see:
+// none when receiver does not come after origin. Policies only lose keys as
+// queries advance, so a later rank sees a subset of what this one sees.
+std::vector<int32_t> ring_block_pages(const PolicySpec& policy, const KvShard& origin, const KvShard& receiver,
+                                      int page_size);
+
+// The payload `rank` sends in one layer's ring prefill (shards: every rank's, in rank order).
+int64_t ring_prefill_bytes(const PolicySpec& policy, const std::vector<KvShard>& shards, int rank, int page_size,
+                           int64_t page_image_bytes);
 
 // q: [n_q, n_head, dk], the queries at positions shard.pos_begin + i, where
 //    n_q = shard.tokens(); out: [n_q, n_head, dv] on every rank.

@@ -10,7 +10,8 @@ Expected<ShardedLayer> sequence_shard(const KvManager& kv, KvManager::SeqId seq,
   const std::vector<int32_t>* table = kv.sequences().page_table(seq, layer);
   if (!table) return InvalidArgument("sharded attention: unknown sequence " + std::to_string(seq));
   const int ps = kv.config().page_size;
-  ShardedLayer shard_layer{&kv.pool(), KvShard{pos_begin, pos_end, {}}, kv.layer_policy(layer), params};
+  ShardedLayer shard_layer{&kv.pool(), KvShard{pos_begin, pos_end, {}}, kv.layer_policy(layer), params,
+                           page_summaries(kv)};
   const int64_t first = pos_begin / ps, end = (pos_end + ps - 1) / ps;
   if ((int64_t)table->size() < end) return Internal("sharded attention: the shard's pages are not all written");
   for (int64_t l = first; l < end; ++l) {

@@ -6,6 +6,7 @@
 #include "dist/ring_attention.h"
 #include "dist/shard_score.h"
 #include "dist/shard_step.h"
+#include "dist/shard_topk.h"
 #include "sampler/logprobs.h"
 
 namespace stride::dist {
@@ -42,8 +43,7 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
                                                                     const ShardGenerateOptions& opts) {
   if (opts.generate.speculative.mode != SpeculativeMode::Off)
     return Unsupported("speculative decoding is not supported across shard ranks");
-  for (const PolicySpec& p : engine.layer_policies())
-    if (p.kind == PolicyKind::TopK) return Unsupported("top-k attention is not supported across shard ranks yet");
+  STRIDE_RETURN_IF_ERROR(check_sharded_policies(engine.layer_policies()));
   if (prompt.empty()) return InvalidArgument("the prompt is empty");
   if (!engine.tokenizer()) return Unsupported("generation needs a tokenizer (GGUF model)");
   KvManager& kv = engine.kv();
@@ -53,6 +53,11 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(shard.pos_begin));
   auto g = std::make_unique<ShardedGenerator>(Private{}, engine, group, sid, prompt, opts);
   g->r_.shard = shard;
+  for (int other = 0; other < group.world(); ++other) {
+    STRIDE_ASSIGN_OR_RETURN(const KvShard s, shard_positions((int64_t)prompt.size(), group.world(), other,
+                                                             kv.config().page_size));
+    g->rank_begins_.push_back(s.pos_begin);
+  }
 
   SequenceStep step;
   step.seq = sid;
@@ -113,11 +118,11 @@ Expected<ShardToken> ShardedGenerator::next(bool stop) {
       step.tokens = &tok.id;
       step.n = 1;
       step.logits = logits_.data();
-      DecodeAttention attend_root(group_, engine_.kv(), seq_.id(), r_.shard.pos_begin, root);
+      DecodeAttention attend_root(group_, engine_.kv(), seq_.id(), r_.shard.pos_begin, root, rank_begins_);
       STRIDE_RETURN_IF_ERROR(run_shard_step(engine_, step, attend_root));
     } else {
       STRIDE_RETURN_IF_ERROR(answer_decode_step(group_, engine_.model(), engine_.kv(), seq_.id(), r_.shard.pos_begin,
-                                                r_.shard.pos_end, 1, n + k, root, engine_.pool()));
+                                                r_.shard.pos_end, 1, n + k, root, rank_begins_, engine_.pool()));
     }
   }
   r_.decode_seconds += seconds_since(t0);

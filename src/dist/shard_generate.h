@@ -89,6 +89,7 @@ class ShardedGenerator {
   ScopedSequence seq_;
   ShardGenerateOptions opts_;
   ShardGeneration r_;
+  std::vector<int64_t> rank_begins_;  // where each rank's positions begin
   Sampler sampler_;
   DecodeLoop loop_;
   std::vector<int32_t> history_;  // prompt + generated: the sampler's penalties look at it
@@ -98,7 +99,8 @@ class ShardedGenerator {
 };
 
 // Every rank passes the same prompt (checked) and options; speculative
-// decoding and top-k layers are refused. on_text gets the text as it is
+// decoding and top-k layers that select on prompt chunks are refused
+// (shard_topk.h). on_text gets the text as it is
 // decoded, on every rank.
 Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& prompt,
                                            const GenerateOptions& opts,

@@ -56,6 +56,7 @@ Status ShardGroup::guarded(const char* what, F&& f) {
   // Closing the connections now tells the peers at once, instead of at their deadline.
   ring_send_.reset();
   ring_recv_.reset();
+  ring_pending_ = false;
   context_.reset();
   return broken_;
 }
@@ -104,29 +105,35 @@ Status ShardGroup::recv(int peer, void* data, size_t bytes, uint32_t tag) {
   });
 }
 
-Status ShardGroup::ring_pass_start(const void* send, void* recv, size_t bytes) {
-  if (ring_send_) return Internal(who(rank_, world_) + ": a ring pass is already under way");
+Status ShardGroup::ring_pass_start(const void* send, size_t send_bytes, void* recv, size_t recv_bytes) {
+  if (ring_pending_) return Internal(who(rank_, world_) + ": a ring pass is already under way");
   // Ring steps count up on every rank alike; the top tag bit keeps them
   // apart from the caller's point-to-point tags.
   const uint64_t slot = next_p2p_slot(0x80000000u | (uint32_t)(ring_step_++ & 0x7fffffffu));
+  ring_pending_ = true;
   return guarded("ring pass", [&] {
-    ring_send_ = context_->createUnboundBuffer(const_cast<void*>(send), bytes);
-    ring_recv_ = context_->createUnboundBuffer(recv, bytes);
-    ring_recv_->recv(prev_rank(), slot);
-    ring_send_->send(next_rank(), slot);
-    payload_bytes_sent_ += (int64_t)bytes;
+    if (recv_bytes > 0) {
+      ring_recv_ = context_->createUnboundBuffer(recv, recv_bytes);
+      ring_recv_->recv(prev_rank(), slot);
+    }
+    if (send_bytes > 0) {
+      ring_send_ = context_->createUnboundBuffer(const_cast<void*>(send), send_bytes);
+      ring_send_->send(next_rank(), slot);
+    }
+    payload_bytes_sent_ += (int64_t)send_bytes;
   });
 }
 
 Status ShardGroup::ring_pass_finish() {
   if (!broken_.ok()) return broken_;
-  if (!ring_send_) return Internal(who(rank_, world_) + ": no ring pass to finish");
+  if (!ring_pending_) return Internal(who(rank_, world_) + ": no ring pass to finish");
   const Status done = guarded("ring pass", [&] {
-    ring_recv_->waitRecv(timeout_);
-    ring_send_->waitSend(timeout_);
+    if (ring_recv_) ring_recv_->waitRecv(timeout_);
+    if (ring_send_) ring_send_->waitSend(timeout_);
   });
   ring_send_.reset();
   ring_recv_.reset();
+  ring_pending_ = false;
   return done;
 }
 

@@ -67,7 +67,11 @@ class ShardGroup {
   // One step of a ring: send `bytes` to next_rank() and receive as many from
   // prev_rank(). Started, then finished, so the caller computes in between;
   // both buffers must live and stay untouched until finish returns.
-  Status ring_pass_start(const void* send, void* recv, size_t bytes);
+  Status ring_pass_start(const void* send, void* recv, size_t bytes) {
+    return ring_pass_start(send, bytes, recv, bytes);
+  }
+  // The same with sizes of their own (both sides agree on each); 0 leaves that side out.
+  Status ring_pass_start(const void* send, size_t send_bytes, void* recv, size_t recv_bytes);
   Status ring_pass_finish();
 
   // Element-wise over all ranks, in place: x: [n].
@@ -98,6 +102,7 @@ class ShardGroup {
   Status broken_;
   uint32_t collective_tag_ = 0;
   uint64_t ring_step_ = 0;
+  bool ring_pending_ = false;  // between ring_pass_start and ring_pass_finish
   int64_t payload_bytes_sent_ = 0;
   std::unique_ptr<gloo::transport::UnboundBuffer> ring_send_, ring_recv_;
 };

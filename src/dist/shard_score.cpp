@@ -8,6 +8,7 @@
 
 #include "dist/ring_attention.h"
 #include "dist/shard_step.h"
+#include "dist/shard_topk.h"
 #include "kv/scoped_sequence.h"
 
 namespace stride::dist {
@@ -38,8 +39,7 @@ Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_
 }
 
 Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids) {
-  for (const PolicySpec& p : engine.layer_policies())
-    if (p.kind == PolicyKind::TopK) return Unsupported("top-k attention is not supported across shard ranks yet");
+  STRIDE_RETURN_IF_ERROR(check_sharded_policies(engine.layer_policies()));
   if (ids.empty()) return InvalidArgument("score: no tokens");
   KvManager& kv = engine.kv();
   const int ps = kv.config().page_size;

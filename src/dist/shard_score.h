@@ -38,7 +38,8 @@ struct ShardScore {
   int64_t logits_bytes_sent = 0;   // of which the logits sent to rank 0
 };
 
-// Every rank passes the same ids (checked). Top-k layers are refused.
+// Every rank passes the same ids (checked). Top-k layers that select on
+// prompt chunks are refused (shard_topk.h); with prefill=dense they read every page here.
 Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids);
 
 }  // namespace stride::dist

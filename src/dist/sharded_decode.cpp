@@ -1,32 +1,64 @@
 #include "dist/sharded_decode.h"
 
+#include <optional>
 #include <vector>
 
 #include "attention/attention_kernel.h"
+#include "attention/plan.h"
 #include "dist/partial_merge.h"
+#include "dist/shard_topk.h"
 
 namespace stride::dist {
 
 namespace {
 
-// The partial state of q against `shard`'s keys: part: [layout.floats()].
-Status shard_partial(const ShardedLayer& layer, const KvShard& shard, const AttentionParams& params, const float* q,
-                     int n_q, int64_t q_pos0, const PartialsLayout& layout, float* part, ThreadPool& threads) {
+// The partial state of q against `piece`'s keys (the selected ones under top-k): part: [layout.floats()].
+Status shard_partial(const ShardedLayer& layer, const KvShard& piece, const std::optional<TopkSelection>& sel,
+                     const AttentionParams& params, const float* q, int n_q, int64_t q_pos0,
+                     const PartialsLayout& layout, float* part, ThreadPool& threads) {
   const KvPoolShape& shape = layer.pool->shape();
-  const AttentionPlan plan = plan_shard_attention(layer.policy, shard, shape.page_size, shape.n_kv_heads, q_pos0,
-                                                  n_q, policy_q_block(layer.policy, n_q));
+  AttentionPlan plan;
+  if (sel) {
+    STRIDE_ASSIGN_OR_RETURN(plan, plan_shard_selection(*sel, piece, shape.page_size, shape.n_kv_heads, q_pos0 + n_q));
+  } else {
+    plan = plan_shard_attention(layer.policy, piece, shape.page_size, shape.n_kv_heads, q_pos0, n_q,
+                                policy_q_block(layer.policy, n_q));
+  }
   return attention_paged_partial(*layer.pool, plan, layer.policy, params, q, layout.view(part), threads);
 }
 
 }  // namespace
 
+bool decode_asks_rank(const PolicySpec& policy, const std::vector<int64_t>& rank_begins, int rank, int root,
+                      int64_t q_pos0, int n_q, bool sinks) {
+  if (rank == root || rank_begins.empty() || (sinks && rank == 0)) return true;  // rank 0's partial carries the sink
+  const int64_t begin = rank_begins[(size_t)rank];
+  const int64_t end = rank + 1 < (int)rank_begins.size() ? rank_begins[(size_t)rank + 1] : q_pos0 + n_q;
+  return begin < end && policy_any_visible(policy, q_pos0, q_pos0 + n_q - 1, begin, end - 1);
+}
+
 Status sharded_decode(ShardGroup& group, const ShardedLayer& layer, float* q, int n_q, int64_t q_pos0,
-                      float* out, ThreadPool& threads, int root) {
-  if (layer.policy.kind == PolicyKind::TopK)
-    return Unsupported("sharded decode: top-k attention is not supported across ranks yet");
+                      float* out, ThreadPool& threads, int root, const std::vector<int64_t>& rank_begins) {
   const KvPoolShape& shape = layer.pool->shape();
   const int n_head = layer.params.n_head, rank = group.rank(), world = group.world();
-  STRIDE_RETURN_IF_ERROR(group.broadcast(q, (size_t)n_q * n_head * shape.head_dim_k * sizeof(float), root));
+  if (!rank_begins.empty() && (int)rank_begins.size() != world)
+    return InvalidArgument("sharded decode: positions of " + std::to_string(rank_begins.size()) + " ranks, not " +
+                           std::to_string(world));
+  const bool sinks = layer.params.sink_logits != nullptr;
+  auto asked = [&](int r) { return decode_asks_rank(layer.policy, rank_begins, r, root, q_pos0, n_q, sinks); };
+  if (!asked(rank)) return Status::Ok();  // it holds no key these queries see
+  const size_t q_bytes = (size_t)n_q * n_head * shape.head_dim_k * sizeof(float);
+  if (rank == root) {
+    for (int r = 0; r < world; ++r)
+      if (r != root && asked(r)) STRIDE_RETURN_IF_ERROR(group.send(r, q, q_bytes, kDecodeQueryTag));
+  } else {
+    STRIDE_RETURN_IF_ERROR(group.recv(root, q, q_bytes, kDecodeQueryTag));
+  }
+  std::optional<TopkSelection> sel;  // a top-k layer's pages, agreed by every rank
+  if (topk_selects(layer.policy, n_q, false)) {
+    if (n_q != 1) return Unsupported("sharded decode: top-k selection across ranks takes one query per step");
+    STRIDE_ASSIGN_OR_RETURN(sel, agree_topk_selection(group, layer, q, q_pos0));
+  }
   const PartialsLayout layout{n_q * n_head, shape.head_dim_v};
 
   // The root keeps one partial per kernel segment of its shard, so that its
@@ -38,19 +70,22 @@ Status sharded_decode(ShardGroup& group, const ShardedLayer& layer, float* q, in
   for (size_t i = 0; i < pieces.size(); ++i) {
     AttentionParams params = layer.params;
     if (rank != 0 || i > 0) params.sink_logits = nullptr;  // the sink joins each row's sum once
-    STRIDE_RETURN_IF_ERROR(shard_partial(layer, pieces[i], params, q, n_q, q_pos0, layout,
+    STRIDE_RETURN_IF_ERROR(shard_partial(layer, pieces[i], sel, params, q, n_q, q_pos0, layout,
                                          mine.data() + i * layout.floats(), threads));
   }
+  if (rank != root) return group.send(root, mine.data(), layout.bytes(), kDecodePartialTag);
 
-  std::vector<float> all(rank == root ? layout.floats() * world : 0);  // [world] the first partial of each
-  STRIDE_RETURN_IF_ERROR(group.gather(mine.data(), layout.bytes(), all.data(), root));
-  if (rank != root) return Status::Ok();
-  std::vector<float> ordered;  // [ranks' partials, the root's pieces in its place] in position order
+  // [ranks' partials, the root's pieces in its place] in position order; a
+  // rank not asked adds nothing (its state would be empty, which merges as nothing).
+  std::vector<float> ordered;
   ordered.reserve(layout.floats() * (world - 1 + pieces.size()));
   for (int r = 0; r < world; ++r) {
-    const float* from = r == root ? mine.data() : all.data() + (size_t)r * layout.floats();
-    const size_t n_parts = r == root ? pieces.size() : 1;
-    ordered.insert(ordered.end(), from, from + n_parts * layout.floats());
+    if (r == root) {
+      ordered.insert(ordered.end(), mine.begin(), mine.end());
+    } else if (asked(r)) {
+      ordered.resize(ordered.size() + layout.floats());
+      STRIDE_RETURN_IF_ERROR(group.recv(r, ordered.data() + ordered.size() - layout.floats(), layout.bytes(), kDecodePartialTag));
+    }
   }
   merge_partials(layout, ordered.data(), (int)(ordered.size() / layout.floats()), out);
   return Status::Ok();

@@ -1,14 +1,20 @@
 #pragma once
 // Decode across a shard group: the queries of the root rank (one or a few
-// new tokens) go to every rank, each rank attends to its own pages, and the
-// partial softmax states come back to the root, which merges them in rank
-// order (partial_merge.h). In generation the root is the last rank, whose
-// shard holds the new tokens' keys (shard_generate.h).
+// new tokens) go to every rank holding a key they can see, each such rank
+// attends to its own pages, and the partial softmax states come back to the
+// root, which merges them in rank order (partial_merge.h). Under a window or
+// R-SWA a rank whose positions all lie behind the window (and outside the
+// sinks) is not asked: it neither receives the query nor sends a state.
+// Top-k layers agree on the one host's pages first (shard_topk.h). In
+// generation the root is the last rank, whose shard holds the new tokens'
+// keys (shard_generate.h).
 //
 // Payload per layer and call, for n_q queries, H query heads, head widths
-// dk and dv, W ranks: the root sends n_q*H*dk*4 bytes to each of W-1 ranks;
-// each other rank sends n_q*H*(dv+2)*4 bytes back.
+// dk and dv: the root sends n_q*H*dk*4 bytes to each rank it asks; each
+// asked rank sends n_q*H*(dv+2)*4 bytes back (and, under top-k, its share of
+// the score allreduce).
 #include <cstdint>
+#include <vector>
 
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -17,11 +23,22 @@
 
 namespace stride::dist {
 
+// Point-to-point tags of a decode call: the root's queries to a rank, a rank's partials to the root.
+constexpr uint32_t kDecodeQueryTag = 2;
+constexpr uint32_t kDecodePartialTag = 3;
+
+// Whether `rank` takes part in a decode call: it holds a key one of the
+// queries [q_pos0, q_pos0 + n_q) can see (rank_begins: where each rank's
+// positions begin, in rank order, the last running to the queries; empty:
+// every rank takes part), or is the root, or carries the sink (rank 0).
+bool decode_asks_rank(const PolicySpec& policy, const std::vector<int64_t>& rank_begins, int rank, int root,
+                      int64_t q_pos0, int n_q, bool sinks);
+
 // q: [n_q, n_head, dk] at positions q_pos0 + i: the root's queries,
-//    overwritten with them on every other rank (sized alike everywhere).
+//    overwritten with them on every other rank asked (sized alike everywhere).
 // out: [n_q, n_head, dv], written on the root only.
-// Every rank passes the same n_q, q_pos0 and root.
+// Every rank passes the same n_q, q_pos0, root and rank_begins.
 Status sharded_decode(ShardGroup& group, const ShardedLayer& layer, float* q, int n_q, int64_t q_pos0,
-                      float* out, ThreadPool& threads, int root = 0);
+                      float* out, ThreadPool& threads, int root = 0, const std::vector<int64_t>& rank_begins = {});
 
 }  // namespace stride::dist

@@ -147,6 +147,9 @@ class KvManager final : public StepKv {
   // Each sequence's length and page tables: pages_held(seq, layer),
   // page_table(seq, layer) (logical page -> physical page, -1: released).
   const SequenceTable& sequences() const { return seqs_; }
+  // The pool pages' key summaries (null without a top-k layer): a shard
+  // rank scores its own pages with them for a selection across ranks.
+  friend const PageSummaries* page_summaries(const KvManager& kv) { return kv.summaries_.get(); }
 
  private:
   friend class StepPlan;  // returns its unused spares to pages_

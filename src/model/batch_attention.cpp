@@ -27,8 +27,6 @@ struct SoloPool {
 Status attend_shard(StepKv& kv, StepPlan& plan, int layer, const AttentionParams& ap, const BatchAttentionIO& io,
                     ThreadPool& pool, ShardedAttention& sharded) {
   if (plan.seqs.size() != 1) return InvalidArgument("sharded attention: a step of exactly one sequence");
-  if (kv.layer_policy(layer).kind == PolicyKind::TopK)
-    return Unsupported("sharded attention: top-k layers are not supported across ranks yet");
   const auto t0 = std::chrono::steady_clock::now();
   STRIDE_RETURN_IF_ERROR(kv.write(plan, 0, layer, io.k, io.v));
   STRIDE_RETURN_IF_ERROR(sharded.attend(layer, ap, io.q, plan.steps[0].n, io.out, pool));

@@ -79,6 +79,32 @@ def page_image_bytes(info):
     return PAGE * kv_heads * (info["head_dim"] + info["head_dim_v"]) * 2 + PAGE * 4
 
 
+def sees(policy, q_first, q_last, k_first, k_last):
+    """Can a query in [q_first, q_last] see a key in [k_first, k_last]? The policies' published
+    meaning (docs/policies.md): causal; R-SWA's sinks and window; dense and top-k with
+    prefill=dense (whose candidates are every causal key) see every earlier key."""
+    if k_first > q_last:
+        return False
+    if policy.startswith("rswa"):
+        opts = dict(kv.split("=") for kv in policy.split(":")[1].split(","))
+        return k_first < int(opts["sinks"]) or k_last > q_first - int(opts["window"])
+    return True
+
+
+def ring_bytes_per_layer(policy, shards, rank, info):
+    """What `rank` sends in one layer's ring prefill: 16 bytes per rank agreeing on every rank's
+    positions, then at step s the pages of rank - s that the next rank's queries can see (none
+    from the last rank, none past it)."""
+    image, total = page_image_bytes(info), 16 * len(shards)
+    for s in range(len(shards) - 1):
+        origin, receiver = rank - s, rank + 1
+        if origin < 0 or receiver >= len(shards):
+            continue
+        (ob, oe), (rb, re_) = shards[origin], shards[receiver]
+        total += sum(image for p in range(ob, oe, PAGE) if sees(policy, rb, re_ - 1, p, min(p + PAGE, oe) - 1))
+    return total
+
+
 def one_host_logits(ids, tmp_path, policy="dense", kv="f16"):
     """`stride score` of ids on one host: [n, n_vocab]."""
     out = tmp_path / f"one-{kv}.f32"
@@ -108,10 +134,10 @@ def run_sharded_score(ids, world, tmp_path, policy="dense", **how):
     return logits, metas
 
 
-def one_host_run(ids, n_new, policy="dense"):
+def one_host_run(ids, n_new, policy="dense", kv="f16"):
     """Greedy `stride run --json` of ids on one host."""
     r = subprocess.run([binary(), "run", "-m", SMOL, "--prompt-ids", " ".join(ids), "-n", str(n_new), "-a", policy,
-                        "--temperature", "0", "--ignore-eos", "--threads", "2", "--json"],
+                        "--kv-type", kv, "--temperature", "0", "--ignore-eos", "--threads", "2", "--json"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])

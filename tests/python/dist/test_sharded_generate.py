@@ -2,7 +2,10 @@
 prompt spread by position over 2 and 4 rank processes on loopback (ring
 prefill), then decoded with the new tokens' keys on the last rank and every
 layer's new query attended on every rank, the partial softmax states merged
-on the last rank.
+on the last rank. Under R-SWA only the pages a rank's queries see travel to
+it, and decode asks only the ranks holding a visible key; top-k (selecting on
+decode steps, prefill=dense) agrees on the one host's pages; int8 KV travels
+as stored.
 
 With every rank after the first holding exactly one of the kernel's 256-key
 segments, the merge folds what the one-host kernel folds in its order, so
@@ -19,12 +22,13 @@ import time
 
 import pytest
 
-from shard_ranks import N_NEW, PAGE, SEGMENT, finish, model_info, one_host_run, page_image_bytes, prompt_ids, start_ranks
+from shard_ranks import (N_NEW, PAGE, SEGMENT, finish, model_info, one_host_run, page_image_bytes, prompt_ids,
+                         ring_bytes_per_layer, sees, start_ranks)
 from stride_server import SMOL
 
-def start_run_ranks(ids, world, tmp_path, n_new, timeout_ms=60000, policy="dense"):
+def start_run_ranks(ids, world, tmp_path, n_new, timeout_ms=60000, policy="dense", kv="f16"):
     return start_ranks(lambda rank: ["run", "-m", SMOL, "--prompt-ids", " ".join(ids), "-n", str(n_new), "-a", policy,
-                                     "--temperature", "0", "--ignore-eos", "--threads", "1", "--json"],
+                                     "--kv-type", kv, "--temperature", "0", "--ignore-eos", "--threads", "1", "--json"],
                        world, tmp_path / "rendezvous", timeout_ms)
 
 
@@ -33,13 +37,46 @@ def smol_info():
     return model_info()
 
 
-@pytest.mark.parametrize("world,policy", [(2, "dense"), (4, "dense"), (4, "rswa:sinks=4,window=64")],
-                         ids=["2x256-dense", "4x256-dense", "4x256-rswa"])
-def test_sharded_decode_gives_the_one_host_tokens_and_logprobs(world, policy, tmp_path, smol_info):
-    """R-SWA: the ranks before the window hold only what its sinks and window keep (the rest released)."""
+def expected_payload(policy, world, rank, info, n_prompt):
+    """Bytes rank `rank` sends (the exchange's byte formula, from the model's shape)."""
+    layers, heads, kv_heads = info["n_layer"], info["n_head"], info["n_head_kv"]
+    # 16 bytes agreeing on the prompt, then the ring prefill of every layer.
+    shards = [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
+    total = 16 + layers * ring_bytes_per_layer(policy, shards, rank, info)
+    # Per decode step (N_NEW - 1: the last token is not run) and layer, the root sends its query
+    # (H * dk floats) to every rank holding a key the query sees; each such rank sends back a
+    # partial state (H * (dv + 2) floats). Top-k adds each rank's page scores (kv heads x pages
+    # of the sequence so far) to an allreduce. The root tells W - 1 ranks each sampled token.
+    root = world - 1
+    for step in range(N_NEW - 1):
+        q_pos = n_prompt + step
+        asked = [r == root or sees(policy, q_pos, q_pos, shards[r][0], shards[r][1] - 1) for r in range(world)]
+        if rank == root:
+            total += layers * sum(asked[r] for r in range(world) if r != root) * heads * info["head_dim"] * 4
+        elif asked[rank]:
+            total += layers * heads * (info["head_dim_v"] + 2) * 4
+        if policy.startswith("topk"):
+            total += layers * kv_heads * (-(-(q_pos + 1) // PAGE)) * 4
+    if rank == root:
+        total += N_NEW * (world - 1) * 8
+    return total
+
+
+@pytest.mark.parametrize("world,policy,kv", [(2, "dense", "f16"), (4, "dense", "f16"), (4, "rswa:sinks=4,window=64", "f16"),
+                                             (2, "topk:sparsity=0.9,prefill=dense", "f16"),
+                                             (4, "topk:sparsity=0.9,prefill=dense", "f16"),
+                                             (4, "topk:mass=0.7,prefill=dense", "f16"),
+                                             (2, "dense", "int8"), (4, "rswa:sinks=4,window=64", "int8")],
+                         ids=["2x256-dense", "4x256-dense", "4x256-rswa", "2x256-topk", "4x256-topk", "4x256-topk-mass",
+                              "2x256-dense-int8", "4x256-rswa-int8"])
+def test_sharded_decode_gives_the_one_host_tokens_and_logprobs(world, policy, kv, tmp_path, smol_info):
+    """R-SWA: the ranks before the window hold only what its sinks and window keep (the rest released),
+    receive in the ring only the pages their queries see, and are not asked in decode.
+    Top-k (prefill=dense, selecting on decode steps): every rank scores its own pages and they agree
+    on the pages one host picks. int8: the stored pages with their scales travel as they are."""
     ids = prompt_ids(world * SEGMENT)
-    want = one_host_run(ids, N_NEW, policy)
-    results = finish(start_run_ranks(ids, world, tmp_path, N_NEW, policy=policy))
+    want = one_host_run(ids, N_NEW, policy, kv)
+    results = finish(start_run_ranks(ids, world, tmp_path, N_NEW, policy=policy, kv=kv))
     for rank, (rc, _, err) in enumerate(results):
         assert rc == 0, f"rank {rank} exit {rc}: {err[-2000:]}"
     metas = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in results]
@@ -50,26 +87,15 @@ def test_sharded_decode_gives_the_one_host_tokens_and_logprobs(world, policy, tm
         assert m["text"] == want["text"]
         assert m["kv_pages_held"] == 0
     assert [(m["pos_begin"], m["pos_end"]) for m in metas] == [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
-
-    # Payload, from the model's shape: 16 bytes agreeing on the prompt; per layer of the prefill
-    # W - 1 ring blocks of (16 + pages * page image) and 8 bytes agreeing on the page count; per
-    # decode step (N_NEW - 1: the last token is not run) and layer, the root sends its query
-    # (H * dk floats) to W - 1 ranks and each other rank sends back a partial state (H * (dv + 2)
-    # floats); the root tells W - 1 ranks each sampled token (8 bytes).
-    layers, heads = smol_info["n_layer"], smol_info["n_head"]
-    prefill = 16 + layers * ((world - 1) * (16 + (SEGMENT // PAGE) * page_image_bytes(smol_info)) + 8)
-    steps = N_NEW - 1
+    if kv != "f16":
+        return  # the byte formulas below count f16 pages
     for m in metas:
-        if m["shard_rank"] == world - 1:
-            decode = steps * layers * (world - 1) * heads * smol_info["head_dim"] * 4 + N_NEW * (world - 1) * 8
-        else:
-            decode = steps * layers * heads * (smol_info["head_dim_v"] + 2) * 4
-        assert m["payload_bytes_sent"] == prefill + decode, m
+        assert m["payload_bytes_sent"] == expected_payload(policy, world, m["shard_rank"], smol_info, len(ids)), m
     # A rank's pool held its shard; the last rank also the generated tokens' pages (dense keeps them all).
     kv_page = page_image_bytes(smol_info) - PAGE * 4
     for m in metas if policy == "dense" else []:
         pages = SEGMENT // PAGE + (-(-N_NEW // PAGE) if m["shard_rank"] == world - 1 else 0)
-        assert m["peak_kv_bytes"] == layers * pages * kv_page, m
+        assert m["peak_kv_bytes"] == smol_info["n_layer"] * pages * kv_page, m
 
 
 @pytest.mark.parametrize("victim", ["last", "first"], ids=["root-killed", "worker-killed"])

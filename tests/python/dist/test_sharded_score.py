@@ -13,7 +13,8 @@ must agree to rounding (same argmax almost everywhere, small |delta|).
 Failure: a rank killed mid-prefill makes the others exit at once with "a peer
 is gone"; a rank that stalls (SIGSTOP) makes its peers exit at their deadline
 with "timed out" and the rest with "a peer is gone" as those close their
-connections; top-k is refused with a clear error."""
+connections; top-k that selects on prompt chunks is refused with a clear
+error (with prefill=dense it reads every page in prefill: the one-host bytes)."""
 import json
 import signal
 import subprocess
@@ -23,7 +24,7 @@ import numpy as np
 import pytest
 
 from shard_ranks import (PAGE, SEGMENT, finish, model_info, one_host_logits, page_image_bytes, prompt_ids,
-                         run_sharded_score, start_score_ranks, wait_connected)
+                         ring_bytes_per_layer, run_sharded_score, start_score_ranks, wait_connected)
 from stride_server import SMOL, binary
 
 
@@ -33,8 +34,9 @@ def smol_info():
 
 
 @pytest.mark.parametrize("world,n,policy", [(2, 2 * SEGMENT, "dense"), (4, 4 * SEGMENT, "dense"),
-                                           (4, 4 * SEGMENT, "rswa:sinks=4,window=64")],
-                         ids=["2x256-dense", "4x256-dense", "4x256-rswa"])
+                                           (4, 4 * SEGMENT, "rswa:sinks=4,window=64"),
+                                           (2, 2 * SEGMENT, "topk:sparsity=0.9,prefill=dense")],
+                         ids=["2x256-dense", "4x256-dense", "4x256-rswa", "2x256-topk-prefill-dense"])
 def test_shards_on_segment_boundaries_give_the_one_host_bytes(world, n, policy, tmp_path, smol_info):
     ids = prompt_ids(n)
     want = one_host_logits(ids, tmp_path, policy)
@@ -44,13 +46,13 @@ def test_shards_on_segment_boundaries_give_the_one_host_bytes(world, n, policy, 
     bad = np.nonzero(diff)[0]
     assert len(bad) == 0, f"{len(bad)} of {n} positions differ, the first at {bad[0]} by up to {diff.max():.3g}"
 
-    # Payload: per layer, W - 1 blocks of (16 + pages * page image) and 8 bytes agreeing on the page count;
-    # 16 bytes agreeing on the prompt; ranks after 0 also send their logits rows.
-    block = 16 + (SEGMENT // PAGE) * page_image_bytes(smol_info)
+    # Payload: per layer, the ring prefill (the pages of earlier ranks the next rank sees, and every
+    # rank's positions agreed); 16 bytes agreeing on the prompt; ranks after 0 also send their logits rows.
+    shards = [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
     for m in metas:
-        assert m["ring_bytes_per_layer"] == (world - 1) * block + 8
-        ring = m["payload_bytes_sent"] - m["logits_bytes_sent"] - 16
-        assert ring == smol_info["n_layer"] * m["ring_bytes_per_layer"], m
+        want_ring = smol_info["n_layer"] * ring_bytes_per_layer(policy, shards, m["shard_rank"], smol_info)
+        assert m["ring_bytes"] == want_ring, m
+        assert m["payload_bytes_sent"] - m["logits_bytes_sent"] - 16 == want_ring, m
         rows = m["pos_end"] - m["pos_begin"]
         assert m["logits_bytes_sent"] == (0 if m["shard_rank"] == 0 else rows * m["n_vocab"] * 4)
         # A rank's pool holds its own positions only: a 1/W share of the prompt's KV.
@@ -108,7 +110,7 @@ def test_a_lost_rank_fails_the_others_cleanly(how, tmp_path):
 def test_top_k_and_incomplete_options_are_refused(tmp_path):
     ids = prompt_ids(2 * SEGMENT)
     for rc, _, err in finish(start_score_ranks(ids, 2, tmp_path, policy="topk:sparsity=0.5"), timeout=300):
-        assert rc != 0 and "top-k attention is not supported across shard ranks" in err, err[-2000:]
+        assert rc != 0 and "top-k attention across shard ranks" in err and "prefill=dense" in err, err[-2000:]
     r = subprocess.run([binary(), "score", "-m", SMOL, "--ids", "1 2 3", "--shard-world", "2", "-o",
                         str(tmp_path / "x.f32")], capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "--rendezvous" in r.stderr, r.stderr

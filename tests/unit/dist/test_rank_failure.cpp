@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,7 +53,7 @@ TEST(RankFailure, ARankDyingMidDecodeFailsRankZeroCleanly) {
     std::vector<float> my_q = q;
     if (r == 2) {
       // The query arrives (sharded_decode's first step), then the process dies.
-      const Status got = (*group)->broadcast(my_q.data(), my_q.size() * sizeof(float), 0);
+      const Status got = (*group)->recv(0, my_q.data(), my_q.size() * sizeof(float), kDecodeQueryTag);
       _exit(got.ok() ? kDyingExit : 1);
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -82,18 +83,23 @@ TEST(RankFailure, ARankDyingMidRingPrefillFailsEveryOtherRank) {
     auto group = ShardGroup::connect(dir.options(r, 4, kTimeout));
     if (!group.ok()) return testing::failed(group.status());
     if (r == 2) {
-      // The page-count agreement (ring_prefill's first step), then the process dies.
-      int64_t pages = shards[r].pages(kPage);
-      _exit((*group)->allreduce_max(&pages, 1).ok() ? kDyingExit : 1);
+      // The agreement on every rank's positions (ring_prefill's first step), then the process dies.
+      std::vector<int64_t> bounds(8, INT64_MIN);
+      bounds[4] = shards[r].pos_begin;
+      bounds[5] = shards[r].pos_end;
+      _exit((*group)->allreduce_max(bounds.data(), bounds.size()).ok() ? kDyingExit : 1);
     }
     const auto t0 = std::chrono::steady_clock::now();
     const auto pool = layer.pool_for(shards[r], shards[r].pages(kPage));
     std::vector<float> out((size_t)shards[r].tokens() * kNhead * kHd);
     ThreadPool threads(1);
     RankReport rep;
-    rep.status = ring_prefill(**group, {pool.get(), shards[r], policy, layer.params()},
-                              q.data() + shards[r].pos_begin * kNhead * kHd, (int)shards[r].tokens(), out.data(),
-                              threads);
+    // Two layers, as a model runs them: rank 0 exchanges nothing with rank 2 in a
+    // layer's ring (its pages go to rank 1 only), so it may learn at the next layer.
+    for (int layer_i = 0; layer_i < 2 && rep.status.ok(); ++layer_i)
+      rep.status = ring_prefill(**group, {pool.get(), shards[r], policy, layer.params()},
+                                q.data() + shards[r].pos_begin * kNhead * kHd, (int)shards[r].tokens(), out.data(),
+                                threads);
     rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return rep;
   }, kDeadline);

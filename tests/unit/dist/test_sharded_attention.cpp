@@ -8,6 +8,7 @@
 // others return an IoError within the timeout instead of hanging.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -40,7 +41,7 @@ double since(std::chrono::steady_clock::time_point t0) {
 // Decode on `world` ranks: the query at position kv_len - 1 (or the last n_q).
 RankReport decode_rank(const RendezvousDir& dir, const Layer& layer, const PolicySpec& policy,
                        const std::vector<KvShard>& shards, const std::vector<float>& q, int n_q, int root,
-                       int rank) {
+                       bool tell_positions, int rank) {
   RankReport rep;
   const auto t0 = std::chrono::steady_clock::now();
   auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
@@ -50,7 +51,10 @@ RankReport decode_rank(const RendezvousDir& dir, const Layer& layer, const Polic
   std::vector<float> my_q = rank == root ? q : std::vector<float>(q.size(), 0.f);
   std::vector<float> out((size_t)n_q * kNhead * kHd);
   ThreadPool threads(1);
-  rep.status = sharded_decode(**group, mine, my_q.data(), n_q, layer.kv_len - n_q, out.data(), threads, root);
+  std::vector<int64_t> begins;  // empty: every rank takes part
+  for (const KvShard& s : shards)
+    if (tell_positions) begins.push_back(s.pos_begin);
+  rep.status = sharded_decode(**group, mine, my_q.data(), n_q, layer.kv_len - n_q, out.data(), threads, root, begins);
   if (rank == root) rep.out = out;
   rep.bytes_sent = (*group)->payload_bytes_sent();
   rep.seconds = since(t0);
@@ -85,6 +89,7 @@ struct Case {
   std::vector<int64_t> bounds;
   bool segment_aligned;  // every shard after the first is one kernel segment, but the root's may span several
   int root = 0;
+  bool tell_positions = false;  // decode: the ranks know each other's positions, so only those holding a seen key take part
 };
 
 std::string describe(const Case& c) {
@@ -102,7 +107,8 @@ void check_decode(const Case& c) {
   const auto q = testing::random_vec((size_t)n_q * kNhead * kHd, 3);
   const RendezvousDir dir;
   const auto ranks = testing::run_ranks(
-      (int)shards.size(), [&](int r) { return decode_rank(dir, layer, policy, shards, q, n_q, c.root, r); },
+      (int)shards.size(),
+      [&](int r) { return decode_rank(dir, layer, policy, shards, q, n_q, c.root, c.tell_positions, r); },
       kDeadline);
   int64_t bytes = 0;
   for (size_t r = 0; r < ranks.size(); ++r) {
@@ -110,9 +116,18 @@ void check_decode(const Case& c) {
     ASSERT_TRUE(ranks[r].report.status.ok()) << ranks[r].report.status.to_string();
     bytes += ranks[r].report.bytes_sent;
   }
-  // Payload per layer and token (sharded_decode.h): the query out, the partials back.
+  // Payload per layer and token (sharded_decode.h): the query out, the partials back, for every
+  // other rank, or when they know the positions, for those holding a key the query sees (key by key).
   const int64_t world = (int64_t)shards.size();
-  EXPECT_EQ(bytes, (world - 1) * kNhead * (kHd + kHd + 2) * 4);
+  int64_t asked = 0;
+  for (int64_t r = 0; r < world; ++r) {
+    bool sees = !c.tell_positions || (c.sinks && r == 0);
+    for (int64_t k = shards[(size_t)r].pos_begin; k < shards[(size_t)r].pos_end && !sees; ++k)
+      sees = policy_attends(policy, layer.kv_len - 1, k);
+    asked += r != c.root && sees;
+  }
+  if (c.tell_positions) EXPECT_LT(asked, world - 1) << "a case where some rank is left out";
+  EXPECT_EQ(bytes, asked * kNhead * (kHd + kHd + 2) * 4);
   std::printf("[ decode ] %s: %d ranks, payload %lld bytes per layer per token\n", describe(c).c_str(),
               (int)world, (long long)bytes);
   const auto& got = ranks[(size_t)c.root].report.out;
@@ -152,14 +167,23 @@ void check_prefill(const Case& c) {
       EXPECT_EQ(std::memcmp(got.data(), kernel.data(), got.size() * sizeof(float)), 0) << "rank " << r;
     }
   }
-  // Payload (ring_prefill.h): W - 1 blocks of max_pages page images per rank, and the page-count agreement.
+  // Payload (ring_prefill.h): every rank's positions agreed (16 bytes per rank), and at step s each
+  // rank forwards the pages of rank - s that the next rank's queries see, found here key by key.
   const int64_t world = (int64_t)shards.size();
-  int64_t max_pages = 0;
-  for (const KvShard& s : shards) max_pages = std::max<int64_t>(max_pages, s.pages(kPage));
   const auto pool = KvPool::create(layer.shape(), 1);
   ASSERT_TRUE(pool.ok());
-  const int64_t block = 16 + max_pages * (*pool)->page_image_bytes();
-  EXPECT_EQ(bytes, world * ((world - 1) * block + 8));
+  int64_t want_bytes = world * world * 16;
+  for (int64_t r = 0; r + 1 < world; ++r) {
+    const KvShard& next = shards[(size_t)r + 1];
+    for (int64_t origin = 0; origin <= r; ++origin)
+      for (int64_t first = shards[(size_t)origin].pos_begin; first < shards[(size_t)origin].pos_end; first += kPage) {
+        bool seen = false;
+        for (int64_t k = first; k < std::min(first + kPage, shards[(size_t)origin].pos_end) && !seen; ++k)
+          for (int64_t qp = next.pos_begin; qp < next.pos_end && !seen; ++qp) seen = policy_attends(policy, qp, k);
+        if (seen) want_bytes += (*pool)->page_image_bytes();
+      }
+  }
+  EXPECT_EQ(bytes, want_bytes);
   std::printf("[ prefill ] %s: %d ranks, payload %lld bytes per layer (%.1f per token)\n", describe(c).c_str(),
               (int)world, (long long)bytes, (double)bytes / layer.kv_len);
 }
@@ -183,10 +207,24 @@ TEST(ShardedAttention, DecodeRootedOnTheLastRankWhoseShardSpansSegments) {
   check_decode({"rswa:sinks=4,window=300,pos=rel", KvStorage::F16, true, {0, 13 * kPage, 40 * kPage, 1000}, false, 2});
 }
 
+// Ranks whose keys all lie behind the window (sinks aside) are not asked.
+TEST(ShardedAttention, DecodeAsksOnlyTheRanksHoldingASeenKey) {
+  check_decode({"rswa:sinks=4,window=64", KvStorage::F16, false, {0, S, 2 * S, 3 * S, 4 * S + 37}, true, 4 - 1, true});
+  check_decode({"window:size=200", KvStorage::Int8, true, {0, S, 2 * S, 3 * S, 4 * S + 37}, false, 3, true});
+  check_decode({"window:size=64", KvStorage::F16, false, {0, 2 * S, 4 * S}, true, 1, true});
+}
+
 TEST(ShardedAttention, RingPrefillOverTwoAndFourRanks) {
   check_prefill({"dense", KvStorage::F16, true, {0, 2 * S, 3 * S}, true});
   check_prefill({"dense", KvStorage::F16, false, {0, S, 2 * S, 3 * S, 4 * S}, true});
   check_prefill({"window:size=200", KvStorage::F32, false, {0, 10 * kPage, 20 * kPage, 30 * kPage, 37 * kPage + 5}, false});
+}
+
+// Only the pages a rank's queries see travel to it: R-SWA's sinks and the
+// window behind the rank's first query, never a whole earlier shard.
+TEST(ShardedAttention, RingPrefillUnderAWindowSendsOnlyVisiblePages) {
+  check_prefill({"rswa:sinks=4,window=64", KvStorage::F16, true, {0, S, 2 * S, 3 * S, 4 * S}, true});
+  check_prefill({"rswa:sinks=20,window=40,pos=rel", KvStorage::Int8, false, {0, 9 * kPage, 20 * kPage, 30 * kPage + 7}, false});
 }
 
 }  // namespace
