@@ -149,8 +149,10 @@ def stride_rows(asm, qtype, work, mcpus):
     (work / f"stride_{qtype}_tile.s").write_text("\n".join(tile) + "\n")
     rows = describe(f"stride {qtype} staged tile, 8 rows x {n // 8} tokens", tile, 32 * n, mcpus)
     _, body = function_body(asm, group)
-    stage = [(a2, b2) for a2, b2 in loops(body)
-             if count(body, a2, b2, "vpand") >= 4 and count(body, a2, b2, "vpmaddubsw") == 0]
+    # The staging loop: the one that stores the 8 vectors of a staged block.
+    stores = lambda a2, b2: sum(1 for l in body[a2:b2 + 1]  # noqa: E731
+                                if l.split()[:1] in (["vmovdqa"], ["vmovaps"]) and re.search(r",\s*-?\d*\(%", l))
+    stage = [(a2, b2) for a2, b2 in loops(body) if stores(a2, b2) >= 8 and count(body, a2, b2, "vpand") >= 4]
     if stage:
         a2, b2 = min(stage, key=lambda r: r[1] - r[0])
         st = insns(body, a2, b2)
