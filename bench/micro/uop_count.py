@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Static µop count of the AVX2 int8 prefill inner loops: stride's staged Q4_K tile against
-ik_llama.cpp's AVX2 Q4_K_R4 x Q8_K GEMM (the kernel its `-rtr 1` runs for Q4_K), with llvm-mca.
+"""Static µop count of the AVX2 int8 prefill inner loops: stride's staged Q4_K and Q6_K tiles
+against ik_llama.cpp's AVX2 Q4_K_R4 and Q6_K_R4 x Q8_K GEMMs (the kernels its `-rtr 1` runs for
+Q4_K and Q6_K weights), with llvm-mca.
 
 Both translation units are compiled to assembly as their builds compile them for an AVX2-only
 target (-O3 -mavx2 -mfma -mf16c; ik's also -mavx), the steady-state loop holding the most
@@ -10,7 +11,8 @@ llvm-mca runs it per -mcpu (Zen 2, Zen 3, Skylake by default). Every figure is n
 of different shapes (stride: 8 rows x 4 tokens, ik: 4 rows x 8 tokens) compare directly.
 The per-superblock work that ik's inner loop leaves outside (scales, mins: once per 256
 weights) and stride's staging of the weights (once per 64-token block) are counted the same
-way and reported apart, amortized over the work they serve.
+way, amortized over the work they serve: ik's as one straight superblock (that work, then 8
+copies of the inner loop's body), stride's staging apart.
 
   bench/micro/uop_count.py [--ik-src DIR] [--mcpu znver2 znver3 skylake] [--out bench/out/uop_count.md]
 
@@ -212,7 +214,7 @@ def main():
     ver = subprocess.run(["llvm-mca", "--version"], stdout=subprocess.PIPE, text=True).stdout
     ver = next((l.strip() for l in ver.splitlines() if "version" in l), "llvm-mca")
     gcc = subprocess.run(["c++", "--version"], stdout=subprocess.PIPE, text=True).stdout.splitlines()[0]
-    text = (f"# Static µop count of the AVX2 Q4_K prefill inner loops\n\n{gcc}; {ver}. "
+    text = (f"# Static µop count of the AVX2 Q4_K and Q6_K prefill inner loops\n\n{gcc}; {ver}. "
             f"A MAC is one int8 multiply-add; 32 MAC = 32 weights of one row x one token.\n\n{table}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
