@@ -136,6 +136,16 @@ def describe(name, lines, macs, mcpus):
     return rows
 
 
+def hot_loop_rows(body, path, label, mcpus):
+    """llvm-mca rows of BODY's hot loop (hot_loop), its instructions written to PATH; LABEL(n)
+    names it from its vpmaddubsw per iteration. Returns (rows, (start, end, n, instructions))."""
+    a, b = hot_loop(body)
+    lines = insns(body, a, b)
+    n = count(body, a, b, "vpmaddubsw")
+    path.write_text("\n".join(lines) + "\n")
+    return describe(label(n), lines, 32 * n, mcpus), (a, b, n, lines)
+
+
 def stride_rows(asm, qtype, work, mcpus):
     """stride's staged tile loop over the staged blocks (8 rows x 4 tokens x 32 weights per
     iteration; its own function, or inlined into run_group_staged) and the staging loop
@@ -145,11 +155,8 @@ def stride_rows(asm, qtype, work, mcpus):
         _, body = function_body(asm, rf"tile_staged<stride::packed::k{qtype}, 4>")
     except SystemExit:
         _, body = function_body(asm, group)
-    a, b = hot_loop(body)
-    tile = insns(body, a, b)
-    n = count(body, a, b, "vpmaddubsw")
-    (work / f"stride_{qtype}_tile.s").write_text("\n".join(tile) + "\n")
-    rows = describe(f"stride {qtype} staged tile, 8 rows x {n // 8} tokens", tile, 32 * n, mcpus)
+    rows, _ = hot_loop_rows(body, work / f"stride_{qtype}_tile.s",
+                            lambda n: f"stride {qtype} staged tile, 8 rows x {n // 8} tokens", mcpus)
     _, body = function_body(asm, group)
     # The staging loop: the one that stores the 8 vectors of a staged block.
     stores = lambda a2, b2: sum(1 for l in body[a2:b2 + 1]  # noqa: E731
@@ -168,11 +175,8 @@ def ik_rows(asm, qtype, fn, work, mcpus):
     the rest of the superblock loop (once per 256 weights), and the two as one straight
     superblock (the rest followed by 8 copies of the inner loop's body)."""
     _, body = function_body(asm, fn)
-    a, b = hot_loop(body)
-    inner = insns(body, a, b)
-    n = count(body, a, b, "vpmaddubsw")
-    (work / f"ik_{qtype}_tile.s").write_text("\n".join(inner) + "\n")
-    rows = describe(f"ik {qtype}_R4 inner loop, 4 rows x 8 tokens", inner, 32 * n, mcpus)
+    rows, (a, b, n, inner) = hot_loop_rows(body, work / f"ik_{qtype}_tile.s",
+                                           lambda n: f"ik {qtype}_R4 inner loop, 4 rows x 8 tokens", mcpus)
     outer = [(a2, b2) for a2, b2 in loops(body) if a2 < a and b2 > b]
     per_sb = 256 * 4 * 8  # MACs of one superblock of 4 rows x 8 tokens
     if outer and 32 * n < per_sb:
