@@ -9,9 +9,10 @@
 // block. Decode (fewer than kStageMinToks tokens) keeps the streaming tile,
 // which prefetches and reads each weight byte once anyway.
 //
-// The avx2 variant's (level 0). Every lane does the integer and float operations of `tile` in
-// the same order, so the results are bit-identical to it (and to the VNNI
-// path and the int8 reference, which the kernel tests check).
+// The avx2 variant's (level 0). Every lane computes the integer dots of
+// `tile` (exactly: Q6_K's by another sum, kUnsignedQ6) and does its float
+// operations in the same order, so the results are bit-identical to it (and
+// to the VNNI path and the int8 reference, which the kernel tests check).
 #include "kernels/isa/packed_tiles_core.h"
 
 #if STRIDE_ISA_LEVEL == 0
