@@ -12,12 +12,12 @@ Units run interleaved, in an order rotated each rep; the medians over --reps are
 an anchor's figure is its fastest setting (flash attention off or on; ik's -rtr 1), as its users
 would pick it.
 
-  ~/.cache/stride/venv/bin/python bench/prefill_cpu.py --ik-llama-bench PATH [--llama-bench PATH]
+  ~/.cache/stride/venv/bin/python bench/prefill_cpu.py [--ik-avx2 | --ik-llama-bench PATH] [--llama-bench PATH]
       [--stride build/stride] [--baseline-bin PATH] [--path avx2] [--presets ...] [--reps 3]
       [--threads 1] [--prompt 512] [--short-prompt 32] [--out bench/out/prefill_cpu]
 
---ik-llama-bench may be an AVX2-only build (scripts/build_ik_llama_bench with IK_CMAKE_ARGS, see
-bench/shapes.py), to compare the AVX2 paths on a CPU that has more.
+--ik-avx2 takes ik's AVX2-only build (built and cached on first use, as bench/shapes.py --ik-avx2),
+to compare the AVX2 paths on a CPU that has more.
 """
 import argparse
 import datetime
@@ -33,6 +33,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+import anchors  # noqa: E402
 import make_shaped_gguf as shaped  # noqa: E402
 
 
@@ -93,6 +94,8 @@ def main():
     ap.add_argument("--baseline-bin", help="a second stride build, run alongside")
     ap.add_argument("--path", default="avx2", choices=["avx2", "avx512", "amx"])
     ap.add_argument("--ik-llama-bench", help="ik_llama.cpp's llama-bench")
+    ap.add_argument("--ik-avx2", action="store_true",
+                    help="ik_llama.cpp built AVX2-only (bench/shapes.py --ik-avx2), unless --ik-llama-bench")
     ap.add_argument("--llama-bench", help="mainline llama.cpp's llama-bench")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
@@ -101,6 +104,9 @@ def main():
     ap.add_argument("--shaped-dir", default=str(shaped.DEFAULT_OUT))
     ap.add_argument("--out", default=str(ROOT / "bench/out/prefill_cpu"))
     a = ap.parse_args()
+    if a.ik_avx2 and not a.ik_llama_bench:
+        a.ik_llama_bench = anchors.built_binary(None, "IK_LLAMA_BENCH", "build_ik_llama_bench",
+                                                {"IK_CMAKE_ARGS": anchors.IK_AVX2_CMAKE_ARGS})
     u = units(a)
     report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")),
