@@ -23,16 +23,25 @@ MAINLINE = "llama.cpp"
 IK = "ik_llama.cpp"
 ENGINES = (MAINLINE, IK)
 # llama-bench runs of one rep: unit name -> (engine, variant label, extra llama-bench args).
+# The CPU flags of an AVX2-only ik_llama.cpp build (IK_CMAKE_ARGS of scripts/build_ik_llama_bench):
+# what an AVX2-only CPU such as Zen 2/3 runs, measurable on a CPU with more. Its quantized-KV
+# flash-attention kernels are left out (the benches keep an f16 KV cache): they are most of its
+# build time.
+IK_AVX2_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
+                      "-DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_BF16=OFF "
+                      "-DGGML_IQK_FA_ALL_QUANTS=OFF")
 UNITS = {MAINLINE: (MAINLINE, "", []),
          f"{IK} -rtr 1": (IK, "-rtr 1", ["-rtr", "1"]),
          f"{IK} -rtr 0": (IK, "-rtr 0", ["-rtr", "0"])}
 
 
-def built_binary(arg, env_var, script):
-    """ARG, else $ENV_VAR, else the last stdout line of scripts/SCRIPT (which builds or finds it)."""
+def built_binary(arg, env_var, script, script_env=None):
+    """ARG, else $ENV_VAR, else the last stdout line of scripts/SCRIPT (which builds or finds it;
+    SCRIPT_ENV: variables added to its environment)."""
     path = arg or os.environ.get(env_var)
     if not path:
-        res = subprocess.run([str(ROOT / "scripts" / script)], stdout=subprocess.PIPE, text=True)
+        res = subprocess.run([str(ROOT / "scripts" / script)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, **(script_env or {})})
         if res.returncode != 0 or not res.stdout.strip():
             raise SystemExit(f"scripts/{script} failed (its error is above)")
         path = res.stdout.strip().splitlines()[-1]
@@ -41,11 +50,12 @@ def built_binary(arg, env_var, script):
     return path
 
 
-def find_binaries(mainline_arg, ik_arg, with_ik):
-    """{engine: llama-bench path}; ik only when WITH_IK."""
+def find_binaries(mainline_arg, ik_arg, with_ik, ik_avx2=False):
+    """{engine: llama-bench path}; ik only when WITH_IK, its AVX2-only build with IK_AVX2."""
     bins = {MAINLINE: built_binary(mainline_arg, "LLAMA_BENCH", "build_llama_bench")}
     if with_ik:
-        bins[IK] = built_binary(ik_arg, "IK_LLAMA_BENCH", "build_ik_llama_bench")
+        env = {"IK_CMAKE_ARGS": IK_AVX2_CMAKE_ARGS} if ik_avx2 else None
+        bins[IK] = built_binary(ik_arg, "IK_LLAMA_BENCH", "build_ik_llama_bench", env)
     return bins
 
 

@@ -33,8 +33,9 @@ scripts/build_llama_bench, ik's from --ik-llama-bench, IK_LLAMA_BENCH or
 scripts/build_ik_llama_bench (both cached after the first build).
 AVX2-machine ratio on a newer CPU: build AVX2-only anchors (CMAKE_ARGS="-DGGML_NATIVE=OFF
 -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF" scripts/build_llama_bench,
-IK_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" scripts/build_ik_llama_bench)
-and pass them with --llama-bench, --ik-llama-bench and --paths avx2.
+IK_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" scripts/build_ik_llama_bench,
+or --ik-avx2, which builds and caches ik's) and pass them with --llama-bench, --ik-llama-bench and --paths avx2.
+bench/prefill_cpu.py compares CPU time per prefill token instead, for a loaded machine.
 """
 import argparse
 import datetime
@@ -262,6 +263,9 @@ def main():
     ap.add_argument("--llama-bench", default=None, help="mainline llama.cpp's llama-bench")
     ap.add_argument("--ik-llama-bench", default=None, help="ik_llama.cpp's llama-bench")
     ap.add_argument("--no-ik", action="store_true", help="mainline llama.cpp as the only anchor (quick runs)")
+    ap.add_argument("--ik-avx2", action="store_true",
+                    help="ik_llama.cpp built AVX2-only (anchors.IK_AVX2_CMAKE_ARGS, built on first use), "
+                         "for --paths avx2 on a CPU with more")
     ap.add_argument("--no-anchors", action="store_true",
                     help="stride only (its paths, and --baseline-bin): no ratios, tok/s plotted instead")
     ap.add_argument("--baseline-bin", default=None,
@@ -282,7 +286,8 @@ def main():
         if missing:
             raise SystemExit(f"this CPU cannot run stride path(s) {', '.join(missing)} (it runs {', '.join(paths)})")
         paths = [p for p in paths if p in a.paths]
-    anchor_bins = {} if a.no_anchors else anchors.find_binaries(a.llama_bench, a.ik_llama_bench, not a.no_ik)
+    anchor_bins = ({} if a.no_anchors else
+                   anchors.find_binaries(a.llama_bench, a.ik_llama_bench, not a.no_ik, a.ik_avx2))
     triad, triad_src = triad_gbs(sbin, a.threads, a.triad_gbs)
     log(f"stride {sbin} (paths {', '.join(paths)}), llama-bench {anchor_bins}, triad {triad} GB/s")
     report = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

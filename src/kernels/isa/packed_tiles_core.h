@@ -217,11 +217,13 @@ constexpr int kQuantOffset = L.offset == packed::Offset::kMinus8    ? 8
 // (signed layouts, and those with an integer offset).
 template <const Layout& L>
 constexpr bool kSignedStaged = L.is_signed || kQuantOffset<L> > 0;
-// Whether layout L's 512-bit tiles take the activations + 128 (ActStage::xu):
-// vpdpbusd then multiplies them with the signed staged weights, and the
-// staged block's -128 * Σ q per row starts each sum (StagedBlock::bias).
+// Whether layout L's staged tiles take the activations + 128 (ActStage::xu):
+// vpdpbusd (maddubs on the AVX2 path) then multiplies them with the signed
+// staged weights, and the staged block's -128 * Σ q per row starts each sum
+// (StagedBlock::bias, StagedBlock256::bias). The AVX2 path does so for Q6_K
+// only (isa/packed_tiles_staged.h).
 template <const Layout& L>
-constexpr bool kUnsignedActs = STRIDE_ISA_LEVEL >= 1 && kSignedStaged<L>;
+constexpr bool kUnsignedActs = STRIDE_ISA_LEVEL >= 1 ? kSignedStaged<L> : L.q6 && !L.min16 && L.group < 4;
 
 // The factors of tokens [tb, te) (at most kActStageToks) that layout L's
 // tiles read, copied block-major into as; kTileActs: the int8 activations

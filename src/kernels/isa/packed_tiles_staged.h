@@ -9,9 +9,10 @@
 // block. Decode (fewer than kStageMinToks tokens) keeps the streaming tile,
 // which prefetches and reads each weight byte once anyway.
 //
-// The avx2 variant's (level 0). Every lane does the integer and float operations of `tile` in
-// the same order, so the results are bit-identical to it (and to the VNNI
-// path and the int8 reference, which the kernel tests check).
+// The avx2 variant's (level 0). Every lane computes the integer dots of
+// `tile` (exactly: Q6_K's by another sum, kUnsignedQ6) and does its float
+// operations in the same order, so the results are bit-identical to it (and
+// to the VNNI path and the int8 reference, which the kernel tests check).
 #include "kernels/isa/packed_tiles_core.h"
 
 #if STRIDE_ISA_LEVEL == 0
@@ -24,10 +25,11 @@ struct StagedBlock256 {
   __m256i sgn[8];  // signed layouts: vector g itself, the sign source of x
   __m256 D, M;     // per-row factors: x = D * q (+ M, see tile_staged)
   __m256i f[2];    // q6: madd factors of vectors 0-3 and 4-7 (madd_factor)
-  __m256i pairs;   // q6: int16 (scale lo, scale hi) per row
+  __m256i pairs;   // Q3_K: int16 (scale lo, scale hi) per row
   __m256i mp;      // min16: int16 (min lo, min hi) per row
+  __m256i bias;    // Q6_K: 128 * Σ sc * (q - 32) per row (kUnsignedActs)
 };
-// 16 blocks: two K-quant records; at most 16 x 704 B = 11 KiB (the grid
+// 16 blocks: two K-quant records; at most 16 x 736 B = 11.5 KiB (the grid
 // layouts, which keep the sign source), 5-7 KiB for the others.
 constexpr int kStageBlocks256 = 16;
 // Token blocks at least this wide are staged; narrower ones (decode) stream.
@@ -38,6 +40,29 @@ constexpr int64_t kStageMinToks = 4;
 // performance.md), so Q8_0 streams at every width.
 template <const Layout& L>
 constexpr bool kStaged = L.lut != packed::Lut::kNone || !L.is_signed;
+// Q6_K (kUnsignedActs): staged as w = q - 32 and multiplied with the
+// activations + 128, whose extra 128 * Σ sc * w per row is a constant of the
+// block (bias). The dot is the same integer as Σ sc * q * x - 32 * (the half
+// sums), but each block and token takes 12 vector multiplies instead of 13
+// (the offset correction's madd, shift and broadcast go), and the multiplies
+// bound this loop on Zen 2, whose one pipe takes them all
+// (bench/micro/uop_count.py). The sign trick would sum four vectors in int16
+// instead of two (10 multiplies) but adds a vpsignb per vector and token,
+// which costs more than it saves where two ports share both (Intel cores).
+template <const Layout& L>
+constexpr bool kUnsignedQ6 = kUnsignedActs<L>;
+
+// Blocks [b, b + kStageBlocks256) of group grp, or past its end the next
+// group's first (groups are contiguous): what the next stage_blocks256 reads.
+// The tiles of a chunk run long enough for the bytes to arrive from DRAM;
+// without the hint each staging waits for them.
+template <const Layout& L>
+inline void prefetch_chunk(const PackedMatrix& w, int64_t grp, int64_t b) {
+  constexpr int64_t kBytes = (kStageBlocks256 + L.blocks - 1) / L.blocks * L.record();
+  const int64_t begin = grp * w.group_bytes + b / L.blocks * L.record();
+  const int64_t end = std::min<int64_t>(begin + kBytes, (int64_t)w.data.size());
+  for (int64_t off = begin; off < end; off += 64) _mm_prefetch((const char*)(w.data.data() + off), _MM_HINT_T1);
+}
 
 // Blocks [b0, b0 + nb) of group grp into st.
 template <const Layout& L>
@@ -51,7 +76,8 @@ void stage_blocks256(const PackedMatrix& w, int64_t grp, int64_t b0, int nb, Sta
     StagedBlock256& out = st[i];
 #pragma GCC unroll 8
     for (int g = 0; g < 8; ++g) {
-      const __m256i v = packed::vec<L>(sub, g);
+      __m256i v = packed::vec<L>(sub, g);
+      if constexpr (kUnsignedQ6<L>) v = _mm256_sub_epi8(v, _mm256_set1_epi8((char)kQuantOffset<L>));
       if constexpr (L.is_signed) {
         _mm256_store_si256(&out.v[g], _mm256_sign_epi8(v, v));
         _mm256_store_si256(&out.sgn[g], v);
@@ -67,12 +93,27 @@ void stage_blocks256(const PackedMatrix& w, int64_t grp, int64_t b0, int nb, Sta
       _mm256_store_si256(&out.f[0], packed::madd_factor<L>(sub, 0));
       _mm256_store_si256(&out.f[1], packed::madd_factor<L>(sub, 4));
     }
-    if constexpr (L.q6 && !L.min16) _mm256_store_si256(&out.pairs, packed::q6_scale_pairs(sub));
+    if constexpr (kUnsignedQ6<L>) {
+      // Σ sc * w per row: maddubs with ones sums byte pairs (|.| <= 64), four vectors stay in int16.
+      const __m256i ones = _mm256_set1_epi8(1);
+      __m256i half[2];
+      for (int h = 0; h < 2; ++h) {
+        half[h] = _mm256_maddubs_epi16(ones, _mm256_load_si256(&out.v[4 * h]));
+        for (int g = 4 * h + 1; g < 4 * h + 4; ++g)
+          half[h] = _mm256_add_epi16(half[h], _mm256_maddubs_epi16(ones, _mm256_load_si256(&out.v[g])));
+      }
+      const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(half[0], _mm256_load_si256(&out.f[0])),
+                                           _mm256_madd_epi16(half[1], _mm256_load_si256(&out.f[1])));
+      _mm256_store_si256(&out.bias, _mm256_slli_epi32(sum, 7));
+    } else if constexpr (L.q6 && !L.min16) {
+      _mm256_store_si256(&out.pairs, packed::q6_scale_pairs(sub));
+    }
     if constexpr (L.min16) _mm256_store_si256(&out.mp, packed::min16_pairs(sub));
   }
 }
 
-// block_dot_maddubs over a staged block: the same products and sums.
+// block_dot_maddubs over a staged block: the same products and sums (Q6_K:
+// the activations + 128 times q - 32, kUnsignedQ6).
 template <const Layout& L, int T>
 __attribute__((always_inline)) inline void block_dot_staged(const StagedBlock256& sb, const int8_t* const* xq,
                                                             int64_t b, __m256i* idot) {
@@ -88,7 +129,8 @@ __attribute__((always_inline)) inline void block_dot_staged(const StagedBlock256
         const __m256i xb = _mm256_set1_epi32(x4);
         const __m256i prod = L.is_signed
                                  ? _mm256_maddubs_epi16(v, _mm256_sign_epi8(xb, _mm256_load_si256(&sb.sgn[g])))
-                                 : _mm256_maddubs_epi16(v, xb);
+                                 : kUnsignedQ6<L> ? _mm256_maddubs_epi16(xb, v)
+                                                  : _mm256_maddubs_epi16(v, xb);
         i16[t] = g == g0 ? prod : _mm256_add_epi16(i16[t], prod);
         // As in block_dot_maddubs: keeps each token's sum one running
         // register (GCC otherwise builds an add tree and spills it).
@@ -114,7 +156,8 @@ void tile_staged(const Problem& p, int64_t grp, int64_t t0, const StagedBlock256
   const PackedMatrix& w = *p.w;
   const QuantizedActs& a = *p.a;
   const int8_t* xq[T];
-  for (int t = 0; t < T; ++t) xq[t] = a.q_row(t0 + t);
+  for (int t = 0; t < T; ++t)
+    xq[t] = kUnsignedQ6<L> ? (const int8_t*)as.xu + (tt0 + t) * (w.n_in / 32) * 32 : a.q_row(t0 + t);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_io + 8 * t);
   for (int i = 0; i < nb; ++i) {
@@ -128,7 +171,10 @@ void tile_staged(const Problem& p, int64_t grp, int64_t t0, const StagedBlock256
     [[maybe_unused]] const int32_t* xqs = as.qs + k;
     __m256i idot[T];
     block_dot_staged<L, T>(sb, xq, b, idot);
-    if constexpr (L.q6 && !L.min16) {
+    if constexpr (kUnsignedQ6<L>) {
+      const __m256i bias = _mm256_load_si256(&sb.bias);
+      for (int t = 0; t < T; ++t) idot[t] = _mm256_sub_epi32(idot[t], bias);
+    } else if constexpr (L.q6 && !L.min16) {
       const __m256i pairs = _mm256_load_si256(&sb.pairs);
       for (int t = 0; t < T; ++t) {
         const __m256i corr = _mm256_madd_epi16(_mm256_set1_epi32(xh[t]), pairs);
@@ -184,6 +230,7 @@ void run_group_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, const
   for (int64_t b0 = 0; b0 < n_blocks; b0 += kStageBlocks256) {
     const int nb = (int)std::min<int64_t>(kStageBlocks256, n_blocks - b0);
     stage_blocks256<L>(*p.w, g, b0, nb, st);
+    prefetch_chunk<L>(*p.w, g, b0 + nb);
     const bool first = b0 == 0, last = b0 + nb == n_blocks;
     int64_t t = tb;
     for (; t + kTileToks <= te; t += kTileToks)
