@@ -78,7 +78,8 @@ TEST(ShardedAttentionHook, ItsErrorEndsTheStep) {
   engine->kv().remove_sequence(seq);
 }
 
-TEST(ShardedAttentionHook, RefusesABatchAndTopK) {
+// Which policies may shard is checked before any rank connects (dist/shard_topk.h).
+TEST(ShardedAttentionHook, RefusesABatch) {
   auto engine = testing_util::tiny_engine("llama", "dense");
   ASSERT_TRUE(engine);
   const KvManager::SeqId a = *engine->kv().add_sequence(), b = *engine->kv().add_sequence();
@@ -86,13 +87,6 @@ TEST(ShardedAttentionHook, RefusesABatchAndTopK) {
   OwnPagesAttention hook(engine->kv(), a);
   EXPECT_EQ(step_with(*engine, std::span<const SequenceStep>(steps, 2), hook).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(hook.calls.empty());
-
-  auto topk = testing_util::tiny_engine("llama", "topk:sparsity=0.5");
-  ASSERT_TRUE(topk);
-  const KvManager::SeqId s = *topk->kv().add_sequence();
-  const SequenceStep step{s, kIds.data(), (int)kIds.size(), false, nullptr};
-  OwnPagesAttention topk_hook(topk->kv(), s);
-  EXPECT_EQ(step_with(*topk, std::span<const SequenceStep>(&step, 1), topk_hook).code(), StatusCode::kUnsupported);
 }
 
 }  // namespace
