@@ -62,6 +62,7 @@ TEST(HeadBudget, RetrievalHeadsAreTheMostDistant) {
   const std::vector<double> mass = {0.10, 0.50, 0.30, 0.05};
   EXPECT_EQ(head_shares_from_mass(mass, {1, 1, 1, 1}, 0.5), (std::vector<double>{0, 0.50, 0.30, 0}));
   EXPECT_EQ(head_shares_from_mass(mass, {1, 1, 0, 0}, 0.5), (std::vector<double>{0, 0.50, -1, -1}));
+  EXPECT_EQ(head_shares_from_mass(mass, {1, 1, 1, 1}, 1.0), mass);
   // ceil(0.3 x 4) = 2 retrieval heads; a retrieval head with no distant mass keeps a tiny share.
   EXPECT_EQ(head_shares_from_mass({0, 0, 0.2, 0}, {1, 1, 1, 1}, 0.3), (std::vector<double>{1e-6, 0, 0.2, 0}));
 }
@@ -77,6 +78,11 @@ TEST(HeadBudget, PolicyNamesTheProfile) {
   EXPECT_FALSE(parse_policy("topk:sparsity=0.9,retrieval=0.3").ok());             // no profile
   EXPECT_FALSE(parse_policy("topk:mass=0.9,heads=x.json").ok());                  // adaptive budget
   EXPECT_FALSE(parse_policy("topk:sparsity=0.9,heads=x.json,retrieval=0").ok());  // no retrieval head
+  EXPECT_FALSE(parse_policy("topk:sparsity=0.9,heads=x.json,retrieval=1.5").ok());
+  const auto all = parse_policy("topk:sparsity=0.9,heads=x.json,retrieval=1");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->retrieval, 1.0);
+  EXPECT_EQ(*parse_policy(policy_to_string(*all)), *all);
 }
 
 // One decode query over random keys: plain top-k and the same under shares
