@@ -156,14 +156,10 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
     } else if (kv.key == "heads") {
       if (kv.value.empty()) return InvalidArgument("policy 'topk': heads=FILE needs a profile file");
       spec.heads_file = std::string(kv.value);
-    } else if (kv.key == "retrieval") {
-      // 1: every head retrieves, its picks in proportion to its distant mass.
+    } else if (kv.key == "retrieval") {  // in (0, 1]; 1: every head, picks by its distant mass
       spec.retrieval = 1.0;
-      if (kv.value != "1") {
-        STRIDE_ASSIGN_OR_RETURN(spec.retrieval, parse_fraction("topk", kv));
-        if (spec.retrieval <= 0.0)
-          return InvalidArgument("policy 'topk': retrieval must be in (0, 1], got '" + std::string(kv.value) + "'");
-      }
+      if (kv.value != "1") { STRIDE_ASSIGN_OR_RETURN(spec.retrieval, parse_fraction("topk", kv)); }
+      if (spec.retrieval <= 0.0) return InvalidArgument("policy 'topk': retrieval must be in (0, 1], got 0");
     } else {
       return unknown_key("topk", kv,
                          "sparsity, mass, min, max, block, sinks, window, resident, select, decode, prefill, "
