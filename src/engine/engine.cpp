@@ -1,10 +1,10 @@
 #include "engine/engine.h"
-#include "engine/head_profile.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
+#include "engine/head_profile.h"
 #include "engine/step_runner.h"
 #include "kv/kv_pages_needed.h"
 #include "kv/store/kv_pool.h"
