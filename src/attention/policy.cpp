@@ -153,11 +153,26 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
                                std::string(kv.value) + "'");
     } else if (kv.key == "shortlist") {
       STRIDE_ASSIGN_OR_RETURN(spec.shortlist, parse_factor("topk", kv));
+    } else if (kv.key == "heads") {
+      if (kv.value.empty()) return InvalidArgument("policy 'topk': heads=FILE needs a profile file");
+      spec.heads_file = std::string(kv.value);
+    } else if (kv.key == "retrieval") {  // in (0, 1]; 1: every head, picks by its distant mass
+      spec.retrieval = 1.0;
+      if (kv.value != "1") { STRIDE_ASSIGN_OR_RETURN(spec.retrieval, parse_fraction("topk", kv)); }
+      if (spec.retrieval <= 0.0) return InvalidArgument("policy 'topk': retrieval must be in (0, 1], got 0");
     } else {
       return unknown_key("topk", kv,
                          "sparsity, mass, min, max, block, sinks, window, resident, select, decode, prefill, "
-                         "last, estimate, shortlist");
+                         "last, estimate, shortlist, heads, retrieval");
     }
+  }
+  if (spec.retrieval > 0.0 && spec.heads_file.empty())
+    return InvalidArgument("policy 'topk': retrieval=F is the share of heads a heads=FILE profile keeps: give heads=FILE");
+  if (!spec.heads_file.empty()) {
+    if (spec.retrieval == 0.0) spec.retrieval = 0.5;
+    if (spec.mass > 0.0 || spec.resident > 0)
+      return InvalidArgument("policy 'topk': heads=FILE splits a fixed budget between heads: give sparsity=R, "
+                             "without mass=P or resident=N");
   }
   if (spec.shortlist > 0.0 && !spec.rerank_estimate)
     return InvalidArgument("policy 'topk': shortlist=F sizes the first stage of estimate=rerank: give estimate=rerank too");
@@ -359,6 +374,10 @@ std::string policy_to_string(const PolicySpec& p) {
       if (p.rerank_estimate) {
         std::snprintf(buf, sizeof buf, "%g", p.shortlist);
         s += std::string(",estimate=rerank,shortlist=") + buf;
+      }
+      if (!p.heads_file.empty()) {
+        std::snprintf(buf, sizeof buf, "%g", p.retrieval);
+        s += ",heads=" + p.heads_file + ",retrieval=" + buf;
       }
       return s;
     }

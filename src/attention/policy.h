@@ -90,6 +90,16 @@ struct PolicySpec {
   double mass = 0.0;
   int64_t min_tokens = 0;
   int64_t max_tokens = 0;
+  // TopK (heads=FILE): per-head budgets from a calibration profile
+  // (engine/head_profile.h): the top `retrieval` share of (layer, kv head)s by
+  // distant mass split the picks of all (attention/head_budget.h); the others
+  // read sinks + window only. The engine fills head_shares ([n_layer *
+  // n_kv_heads], < 0 for layers not top-k) and head_layer (this layer's row)
+  // from the file; empty: every head picks alike.
+  std::string heads_file;
+  double retrieval = 0.0;
+  std::vector<double> head_shares;
+  int head_layer = -1;
   int64_t stride = 0;  // Strided: every stride-th block (block index % stride == 0) is visible
   // Strided: further global tokens, sorted, disjoint and not adjacent; every
   // later query sees them (and the pages holding them are never released).
@@ -100,7 +110,9 @@ struct PolicySpec {
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
-//        [,decode=dense|prefill=dense][,last=dense|topk][,estimate=bound|pooled|oracle|rerank][,shortlist=F]"
+//        [,decode=dense|prefill=dense][,last=dense|topk][,estimate=bound|pooled|oracle|rerank][,shortlist=F]
+//        [,heads=FILE[,retrieval=F]]"
+//   heads=FILE (per-head budgets, retrieval=F of the heads, default 0.5) needs sparsity=R and no resident=N;
 //   estimate=oracle needs prefill=dense and sparsity=R; estimate=rerank
 //   (shortlist=F, F >= 1, default 4) needs prefill=dense and sparsity=R, or
 //   decode=dense (then mass=P too); rerank refuses resident=N; last=dense

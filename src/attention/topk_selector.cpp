@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "attention/head_budget.h"
 #include "attention/topk_bound.h"
 #include "attention/topk_rerank.h"
 #include "core/worker_scratch.h"
@@ -229,6 +230,15 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
       for (int64_t i = 0; i < n_short; ++i) x.ranked[(size_t)i] = rank_key(x.exact[(size_t)i], x.shortlist[(size_t)i]);
       std::sort(x.ranked.begin(), x.ranked.begin() + n_short);
     };
+    // heads=FILE: this layer's share of the picks every top-k (layer, kv head) pools.
+    std::vector<int64_t> head_picks;
+    if (!p.head_shares.empty() && p.mass <= 0.0) {
+      const std::vector<int64_t> all =
+          split_head_picks(p.head_shares, keep - n_fixed, std::max<int64_t>(0, geo.local_from - geo.n_sink));
+      const size_t row = (size_t)p.head_layer * n_kv_heads;
+      if (p.head_layer >= 0 && row + n_kv_heads <= all.size())
+        head_picks.assign(all.begin() + (std::ptrdiff_t)row, all.begin() + (std::ptrdiff_t)(row + n_kv_heads));
+    }
     for (int h = 0; h < n_kv_heads; ++h) {
       x.chosen.assign(geo.n_groups, 1);
       if (ranks) {
@@ -247,7 +257,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
           x.ranked.push_back(rank_key(best, G));
           x.chosen[G] = 0;
         }
-        int64_t extra = keep - n_fixed;
+        int64_t extra = head_picks.empty() ? keep - n_fixed : head_picks[(size_t)h];
         // Keys are distinct and totally ordered: the first `ranked` after a
         // partition and a sort of them are what a full sort would give.
         const int64_t n_cand = (int64_t)x.ranked.size();

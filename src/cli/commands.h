@@ -14,5 +14,6 @@ void add_plan_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 void add_model_command(CLI::App& app, int& exit_code);
 void add_stream_command(CLI::App& app, int& exit_code);
+void add_calibrate_heads_command(CLI::App& app, int& exit_code);
 
 }  // namespace stride::cli

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   stride::cli::add_tokenize_command(app, exit_code);
   stride::cli::add_validate_command(app, exit_code);
   stride::cli::add_eval_command(app, exit_code);
+  stride::cli::add_calibrate_heads_command(app, exit_code);
   stride::cli::add_plan_command(app, exit_code);
   stride::cli::add_serve_command(app, exit_code);
   stride::cli::add_model_command(app, exit_code);

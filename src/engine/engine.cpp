@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/head_profile.h"
 #include "engine/step_runner.h"
 #include "kv/kv_pages_needed.h"
 #include "kv/store/kv_pool.h"
@@ -70,6 +71,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
     STRIDE_RETURN_IF_ERROR(parse_layer_override(text, c.n_layer, overrides));
   }
   e->layer_policies_ = resolve_layer_policies(c, opts.attention, overrides);
+  STRIDE_RETURN_IF_ERROR(apply_head_profiles(e->layer_policies_, model_identity(e->model_->source())));
 
   KvManagerConfig kc = kv_manager_config(c, opts.page_size);
   if (opts.kv_budget_bytes > 0) {

@@ -7,7 +7,7 @@
 #include "attention/page_mass.h"
 #include "attention/topk_bound.h"
 #include "attention/topk_selector.h"
-#include "kv/selection_observer.h"
+#include "eval/observer_scope.h"
 
 namespace stride {
 
@@ -86,12 +86,6 @@ class FirstDecodeObserver final : public SelectionObserver {
   int page_size_ = 0;
 };
 
-// Detaches the observer however the traced run ends.
-struct ObserverScope {
-  KvManager& kv;
-  ObserverScope(KvManager& k, SelectionObserver* o) : kv(k) { kv.set_selection_observer(o); }
-  ~ObserverScope() { kv.set_selection_observer(nullptr); }
-};
 
 }  // namespace
 
