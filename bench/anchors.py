@@ -65,9 +65,18 @@ def units(binaries):
 
 
 def test_name(row):
-    """llama-bench's name of a JSON row's test: pp512, tg128, or tg128@pp512 (ik's -gp)."""
-    p, g = int(row["n_prompt"]), int(row["n_gen"])
-    return f"pp{p}" if g == 0 else f"tg{g}" if p == 0 else f"tg{g}@pp{p}"
+    """llama-bench's name of a JSON row's test: pp512, tg128, tg128@pp512 (ik's -gp, which names
+    its rows in "test"), or tg32@d16384 (mainline's -d: the test after a depth-token prompt)."""
+    if row.get("test"):
+        return row["test"]
+    p, g, d = int(row["n_prompt"]), int(row["n_gen"]), int(row.get("n_depth") or 0)
+    name = f"pp{p}" if g == 0 else f"tg{g}" if p == 0 else f"tg{g}@pp{p}"
+    return f"{name}@d{d}" if d else name
+
+
+def parse_json_rows(out):
+    """The rows of llama-bench's `-o json` output (the JSON array after any log lines)."""
+    return json.loads(out[out.index("["):])
 
 
 def llama_bench_once(binary, model, tests, threads, extra=()):
@@ -75,7 +84,7 @@ def llama_bench_once(binary, model, tests, threads, extra=()):
     flash attention off and on. Returns ({"<test>_fa<0|1>": tok/s}, peak RSS bytes, build info)."""
     out, rss = run_measured([binary, "-m", model, *tests, "-t", threads, "-fa", "0,1", "-r", "1",
                              "-o", "json", *extra])
-    rows = json.loads(out[out.index("["):])
+    rows = parse_json_rows(out)
     res = {f"{test_name(r)}_fa{1 if int(r['flash_attn']) == 1 else 0}": float(r["avg_ts"]) for r in rows}
     info = {k: rows[0].get(k) for k in ("build_commit", "build_number", "cpu_info", "model_type")}
     return res, rss, info

@@ -123,6 +123,8 @@ int run(const RunArgs& a) {
     j["prefill_seconds"] = r.prefill_seconds;
     j["decode_seconds"] = r.decode_seconds;
     j["peak_kv_bytes"] = r.peak_kv_bytes;
+    j["decode_pages_read"] = r.decode_pages_read;
+    j["decode_pages_present"] = r.decode_pages_present;
     j["speculative"] = speculative_mode_name(g.speculative.mode);
     j["drafted_tokens"] = r.drafted_tokens;
     j["accepted_tokens"] = r.accepted_tokens;

@@ -171,7 +171,14 @@ Expected<GenerateResult> Engine::generate(const std::vector<int32_t>& prompt,
                                          (int)((int64_t)prompt.size() - hit.reused_tokens), false,
                                          logits.data(), *pool_));
   r.prefill_seconds = seconds_since(t0);
-  return decode_prompt(seq.id(), logits, prompt, opts, on_text, std::move(r));
+  const KvStats after_prompt = kv_->stats();
+  auto out = decode_prompt(seq.id(), logits, prompt, opts, on_text, std::move(r));
+  if (out) {
+    const KvStats end = kv_->stats();
+    out->decode_pages_read = end.pages_read - after_prompt.pages_read;
+    out->decode_pages_present = end.pages_present - after_prompt.pages_present;
+  }
+  return out;
 }
 
 Expected<GenerateResult> Engine::decode_prompt(KvManager::SeqId seq_id, std::vector<float>& logits,

@@ -78,6 +78,10 @@ struct GenerateResult {
   int64_t drafted_tokens = 0;   // speculative decoding: tokens proposed
   int64_t accepted_tokens = 0;  // of which the target kept
   int64_t verify_steps = 0;     // steps that verified at least one draft
+  // Attention's KV page reads during the generation steps after the prompt (KvStats::pages_read and
+  // pages_present, summed over layers), apart from the prompt's, for the bytes a decode step reads.
+  int64_t decode_pages_read = 0;
+  int64_t decode_pages_present = 0;
 };
 
 // Owns the model, tokenizer, thread pool and KV cache.

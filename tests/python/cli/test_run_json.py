@@ -55,3 +55,31 @@ def test_logprobs_are_the_log_softmax_of_each_step_logits(tmp_path):
     assert len(j["logprobs"]) == len(j["generated_ids"]) == 6
     assert np.allclose(j["logprobs"], want, atol=2e-3), (j["logprobs"], want.tolist())
     assert all(lp <= 0 for lp in j["logprobs"])
+
+
+def run_pages(prompt_len, n, attention):
+    ids = " ".join(str(260 + (i * 7919) % 40000) for i in range(prompt_len))
+    res = subprocess.run([str(STRIDE), "run", "-m", str(SMOL), "--prompt-ids", ids, "-n", str(n), "--temperature", "0",
+                          "--ignore-eos", "--json", "--threads", "2", "-a", attention],
+                         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_decode_pages_are_those_a_causal_step_sees():
+    """Dense decoding reads every page a causal step sees: the step that writes position p attends
+    keys 0..p, ceil((p + 1) / page tokens) pages in each of SmolLM2's 30 layers (3 kv heads of 64
+    dimensions, f16 K and V: 768 bytes per token and layer). The prompt's reads are not counted."""
+    prompt, n = 100, 6
+    j = run_pages(prompt, n, "dense")
+    page_tokens = j["kv"]["stride_kv_cache_page_bytes"] // (3 * (64 + 64) * 2)
+    steps = range(prompt, prompt + n - 1)  # the last generated token is not run through the model
+    want = 30 * sum(-(-(p + 1) // page_tokens) for p in steps)
+    assert j["decode_pages_present"] == want
+    assert j["decode_pages_read"] == want
+
+
+def test_top_k_decode_reads_a_tenth_of_the_pages_and_dense_prefill_is_not_counted():
+    j = run_pages(1024, 5, "topk:sparsity=0.9,prefill=dense")
+    assert 0 < j["decode_pages_read"] < 0.25 * j["decode_pages_present"]
+    assert j["kv"]["stride_attention_pages_read_total"] > 10 * j["decode_pages_read"]
