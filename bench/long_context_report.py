@@ -13,11 +13,14 @@ from sparse_prefill import quadratic_fit  # noqa: E402
 
 STRIDE_PREFIX = "stride "
 ANCHORS = (MAINLINE, IK)
-# Rough costs for --dry-run before any row of a configuration exists, from the loaded-machine run
-# of 2026-12-06 (2-vCPU Xeon, 2 threads, Qwen2.5-Coder-0.5B Q4_K_M): prefill seconds a*L + c*L^2,
-# decode seconds per token d0 + d1*L at depth L. Measured rows replace them.
-DEFAULT_COSTS = {MAINLINE: (4.0e-3, 2.6e-7, 0.05, 1.0e-5), IK: (2.5e-3, 1.3e-7, 0.04, 5.0e-6),
-                 "dense": (3.0e-3, 1.2e-7, 0.04, 3.0e-6), "sparse_prefill": (3.0e-3, 2.5e-8, 0.04, 3.0e-6)}
+# Rough costs for --dry-run before any row of a configuration exists: prefill seconds a*L + c*L^2,
+# decode seconds per token d0 + d1*L at depth L, set from quiet-machine figures at 16K on a 2-core
+# Zen 2 with 2 threads (2026-12-05: llama.cpp prefill 41.2 tok/s and decode 6.0; stride dense 66.0
+# and 13.2, sparse_prefill 160.6, topk:sparsity=0.9 decode 29.3) and guessed short-prompt speeds
+# (ik_llama.cpp's 16K figures are guesses). Measured rows replace them.
+DEFAULT_COSTS = {MAINLINE: (6.7e-3, 1.08e-6, 0.02, 9.0e-6), IK: (4.2e-3, 0.8e-6, 0.02, 7.5e-6),
+                 "dense": (2.9e-3, 7.5e-7, 0.02, 3.4e-6), "sparse_prefill": (2.9e-3, 2.0e-7, 0.02, 3.4e-6),
+                 "topk": (2.9e-3, 7.5e-7, 0.02, 8.7e-7)}
 
 
 def cpu_slug(name):
@@ -195,13 +198,9 @@ def markdown(doc):
 
 
 def plot(doc, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib missing: no plot", file=sys.stderr)
-        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     summary = doc["summary"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
     for ax, fig_name, title in ((axes[0], "prefill_tok_s", "prefill, L-token prompt"),
@@ -241,12 +240,12 @@ class CostModel:
             dec = [(L, 1 / f["decode_tok_s"]) for L, f in sorted(by_len.items()) if f.get("decode_tok_s")]
             self.fits[s] = (prefill_fit(pre), decode_fit(dec))
         self.source = f"fitted to {len(rows)} measured rows where present" if rows else \
-            "the default costs of bench/long_context_report.py (a loaded 2-vCPU Xeon)"
+            "the default costs of bench/long_context_report.py (a quiet 2-core Zen 2)"
 
     def _default(self, series):
         key = series[len(STRIDE_PREFIX):] if series.startswith(STRIDE_PREFIX) else series
         if key not in DEFAULT_COSTS:
-            key = "sparse_prefill" if "sparse_prefill" in key else "dense"
+            key = "sparse_prefill" if "sparse_prefill" in key else "topk" if key.startswith("topk") else "dense"
         a, c, d0, d1 = DEFAULT_COSTS[key]
         return (lambda L: a * L + c * L * L), (lambda L: d0 + d1 * L)
 

@@ -21,7 +21,8 @@ Each row records the process's CPU seconds and peak RSS; stride's rows also the 
 decode steps read, from which the bytes a decode step reads (weights + pages read + the page
 summaries a top-k selector scans; estimate=rerank's shortlist key reads are not counted, so
 its figure is a lower bound) and the achieved GB/s against the triad of build/machine_peak.
-Rows are appended to OUT.json as they finish; a re-run with the same --out skips finished rows.
+Rows are appended to OUT.json as they finish; a re-run with the same --out skips finished rows
+(other lengths, policies or reps add theirs; another model, thread count or --gen is refused).
 --cap NAME=TOKENS (NAME: llama.cpp, ik_llama.cpp or a policy) measures NAME only up to TOKENS;
 longer lengths get a fit (bench/long_context_report.py), marked extrapolated. Writes OUT.json,
 OUT.png (tok/s against length, prefill and decode) and OUT.md (the table, also printed).
@@ -73,6 +74,11 @@ def unit_names(policies, skip):
 def series_of(unit):
     """The plotted series a unit's figures belong to: an anchor engine or `stride <policy>`."""
     return unit if unit.startswith(STRIDE + " ") else unit.split(" ")[0]
+
+
+def parse_caps(items):
+    """{name: tokens} of --cap NAME=TOKENS items; NAME may be a policy holding "=" itself."""
+    return {c.rsplit("=", 1)[0]: int(c.rsplit("=", 1)[1]) for c in items}
 
 
 def capped(unit, length, caps):
@@ -202,13 +208,13 @@ def main():
     ap.add_argument("--out", default=None, help="default: bench/out/long_context_speed_<cpu>")
     a = ap.parse_args()
     lengths = sorted(int(x) for x in a.lengths.split(","))
-    caps = {c.split("=", 1)[0]: int(c.split("=", 1)[1]) for c in a.cap}
+    caps = parse_caps(a.cap)
     out = a.out or str(ROOT / "bench" / "out" / f"long_context_speed_{report_mod.cpu_slug(cpu_model())}")
     sbin = os.environ.get("STRIDE_BIN", str(ROOT / "build" / "stride"))
     info = json.loads(subprocess.run([sbin, "info", "-m", a.model, "--json"], capture_output=True, text=True,
                                      check=True).stdout)
     names = unit_names(a.policies, a.skip)
-    config = {"model": os.path.basename(a.model), "threads": a.threads, "gen": a.gen, "units": names}
+    config = {"model": os.path.basename(a.model), "threads": a.threads, "gen": a.gen}
     runs = Runs(out + ".json", config)
     todo = plan(a, names, lengths, caps, runs)
     bins = {} if a.dry_run else anchors.find_binaries(a.llama_bench, a.ik_llama_bench, IK not in a.skip)

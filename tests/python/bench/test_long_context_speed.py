@@ -112,9 +112,19 @@ def test_decode_bytes_count_pages_read_and_top_k_summaries():
     assert topk["decode_read_share"] == pytest.approx(0.1)
 
 
+def test_caps_name_anchors_and_policies_with_their_own_keys():
+    caps = lcs.parse_caps(["llama.cpp=32768", "topk:sparsity=0.9,prefill=dense=16384"])
+    assert caps == {"llama.cpp": 32768, "topk:sparsity=0.9,prefill=dense": 16384}
+    assert lcs.capped("llama.cpp decode", 65536, caps) and not lcs.capped("llama.cpp prefill", 32768, caps)
+    assert lcs.capped("stride topk:sparsity=0.9,prefill=dense", 32768, caps)
+    assert not lcs.capped("stride topk:sparsity=0.9,prefill=dense,estimate=rerank", 32768, caps)
+    assert not lcs.capped("ik_llama.cpp", 131072, caps)
+
+
 def test_output_resumes_and_refuses_another_configuration(tmp_path):
     path = tmp_path / "out.json"
-    config = {"model": "m.gguf", "threads": 2, "gen": 32, "units": ["llama.cpp prefill", "stride dense"]}
+    config = {"model": "m.gguf", "threads": 2, "gen": 32}
+    units = ["llama.cpp prefill", "stride dense"]
     runs = lcs.Runs(path, config)
     runs.add({"unit": "stride dense", "length": 2048, "rep": 0, "prefill_tok_s": 1.0})
     again = lcs.Runs(path, config)
@@ -123,7 +133,7 @@ def test_output_resumes_and_refuses_another_configuration(tmp_path):
 
     class Args:
         reps = 2
-    todo = lcs.plan(Args, config["units"], [2048, 4096], {"llama.cpp": 2048}, again)
+    todo = lcs.plan(Args, units, [2048, 4096], {"llama.cpp": 2048}, again)
     assert ("stride dense", 2048, 0) not in [(u, L, r) for L, r, u in todo]
     assert [(L, r, u) for L, r, u in todo if u.startswith("llama.cpp")] == \
         [(2048, 0, "llama.cpp prefill"), (2048, 1, "llama.cpp prefill")]
