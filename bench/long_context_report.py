@@ -158,10 +158,10 @@ def order(summary):
 
 def markdown(doc):
     summary = doc["summary"]
-    la = doc["loadavg"]
+    loads = [r["loadavg"] for r in doc["rows"] if "loadavg" in r] or [doc["loadavg"][0]]
     md = [f"# Long-context speed: stride against llama.cpp and ik_llama.cpp ({doc['date']}, {doc['cpu']}, "
-          f"{doc['config']['threads']} threads, median of {doc['reps']}, loadavg at the end "
-          f"{la[0]:.1f}/{la[1]:.1f}/{la[2]:.1f})", "",
+          f"{doc['config']['threads']} threads, median of {doc['reps']}, 1-minute load {min(loads):.1f} to "
+          f"{max(loads):.1f} as the rows finished)", "",
           f"{doc['config']['model']}, random-token prompts, decode = {doc['config']['gen']} tokens at depth L; "
           f"triad {doc.get('triad_gbs') or 0:.1f} GB/s; stride {doc['git_commit'][:12]}; "
           "ratios: stride / anchor; * extrapolated (fit above the cap)", "",

@@ -217,9 +217,12 @@ def main():
     config = {"model": os.path.basename(a.model), "threads": a.threads, "gen": a.gen}
     runs = Runs(out + ".json", config)
     todo = plan(a, names, lengths, caps, runs)
-    bins = {} if a.dry_run else anchors.find_binaries(a.llama_bench, a.ik_llama_bench, IK not in a.skip)
-    bins.setdefault(MAINLINE, a.llama_bench or "llama-bench")
-    bins.setdefault(IK, a.ik_llama_bench or "ik-llama-bench")
+    if a.dry_run:  # names only: nothing is built
+        bins = {MAINLINE: a.llama_bench or "llama-bench", IK: a.ik_llama_bench or "ik-llama-bench"}
+    elif MAINLINE in a.skip and IK in a.skip:
+        bins = {}
+    else:
+        bins = anchors.find_binaries(a.llama_bench, a.ik_llama_bench, IK not in a.skip)
     with tempfile.TemporaryDirectory() as tmp:
         def command(u, L):
             if u.startswith(STRIDE + " "):
@@ -253,7 +256,8 @@ def main():
                 f"{row.get('decode_tok_s') or 0:.2f} tok/s, {row['wall_s']:.0f} s wall, load {row['loadavg']:.1f}")
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "cpu": cpu_model(), "git_commit": git_commit(), "stride_bin": sbin, "llama_bench": bins.get(MAINLINE),
-            "ik_llama_bench": bins.get(IK), "lengths": lengths, "caps": caps, "reps": a.reps,
+            "ik_llama_bench": bins.get(IK), "lengths": sorted(set(lengths) | {r["length"] for r in runs.doc["rows"]}),
+            "caps": caps, "reps": a.reps,
             "triad_gbs": triad, "triad_source": triad_src, "loadavg": os.getloadavg(),
             "weight_bytes_per_token": report_mod.weight_bytes_per_token(a.model),
             "kv_bytes_per_token": report_mod.kv_bytes_per_token(info),
