@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu_path_env.h"
+#include "benchmark_main.h"
 #include "random_weights.h"
 #include "core/thread_pool.h"
 #include "kernels/packed_matrix.h"
@@ -124,7 +124,7 @@ void decode_gemv(benchmark::State& state, DType t, bench::Shape shape, int threa
 void register_all() {
   // Llama-3.2-1B Q4_K_M: attn/ffn_gate/up Q4_K [2048 -> 8192], ffn_down Q6_K
   // on some layers [8192 -> 2048], the tied output head Q6_K [2048 -> 128256];
-  // Q8_0 and F16 at the gate/up shape for the other files' types.
+  // Q8_0, F16 and BF16 at the gate/up shape for the other files' types.
   const bench::Shape up{"2048x8192", 2048, 8192}, down{"8192x2048", 8192, 2048};
   const bench::Shape head{"2048x128256", 2048, 128256};
   struct Entry {
@@ -132,7 +132,8 @@ void register_all() {
     bench::Shape shape;
   };
   const Entry entries[] = {{DType::Q4_K, up},   {DType::Q4_K, down}, {DType::Q6_K, down},
-                           {DType::Q6_K, head}, {DType::Q8_0, up},   {DType::F16, up}};
+                           {DType::Q6_K, head}, {DType::Q8_0, up},   {DType::F16, up},
+                           {DType::BF16, up}};
   for (const Entry& e : entries)
     for (int threads : {1, 2}) {
       const std::string name =
@@ -146,11 +147,4 @@ void register_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (!stride::bench::select_cpu_path_from_env()) return 1;
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return stride::bench::benchmark_main(argc, argv, register_all); }

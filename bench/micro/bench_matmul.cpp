@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu_path_env.h"
+#include "benchmark_main.h"
 #include "random_weights.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
@@ -146,11 +146,4 @@ void register_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (!stride::bench::select_cpu_path_from_env()) return 1;
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return stride::bench::benchmark_main(argc, argv, register_all); }
