@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu_path_env.h"
+#include "benchmark_main.h"
 #include "kernels/ops.h"
 #include "kernels/quant_act.h"
 
@@ -124,10 +124,4 @@ void register_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (!stride::bench::select_cpu_path_from_env()) return 1;
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-}
+int main(int argc, char** argv) { return stride::bench::benchmark_main(argc, argv, register_all); }

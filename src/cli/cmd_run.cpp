@@ -32,6 +32,7 @@ struct RunArgs {
   bool json = false;
   bool no_bos = false;
   bool ignore_eos = false;
+  bool profile_ops = false;
   std::string speculative = "off";
   std::string draft_model;
   int draft_max = 8;
@@ -40,6 +41,15 @@ struct RunArgs {
   int ngram_max = 3;
   ShardArgs shard;
 };
+
+// The decode steps' op profile (model/op_profile.h): totals over all steps.
+nlohmann::json op_profile_json(const OpProfile& p) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const OpProfile::Entry& e : p.entries())
+    ops.push_back({{"op", e.op}, {"calls", e.calls}, {"seconds", e.seconds}, {"cpu_seconds", e.cpu_seconds},
+                   {"weight_bytes", e.bytes}});
+  return {{"steps", p.steps()}, {"step_seconds", p.step_seconds()}, {"ops", ops}};
+}
 
 int run(const RunArgs& a) {
   if ((int)!a.prompt.empty() + (int)!a.prompt_ids.empty() + (int)!a.prompt_ids_file.empty() != 1)
@@ -101,10 +111,13 @@ int run(const RunArgs& a) {
   g.speculative.ngram_max = a.ngram_max;
 
   if (a.shard.sharded()) return run_sharded(a.shard, *engine, prompt, g, a.json);
+  OpProfile profile;
+  if (a.profile_ops) engine->model().set_op_profile(&profile);
   auto result = engine->generate(prompt, g, [](const std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   });
+  engine->model().set_op_profile(nullptr);
   if (!result) return fail(result.status());
   const GenerateResult& r = *result;
   std::fputc('\n', stdout);
@@ -138,6 +151,7 @@ int run(const RunArgs& a) {
       kv[name] = value;
     });
     j["kv"] = kv;
+    if (a.profile_ops) j["op_profile"] = op_profile_json(profile);
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   return 0;
@@ -182,6 +196,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "end with one JSON object of ids and figures");
   cmd->add_flag("--no-bos", args->no_bos, "do not add BOS even if the model asks for it");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep generating past end-of-generation tokens");
+  cmd->add_flag("--profile-ops", args->profile_ops,
+                "time every op of the decode steps; with --json, their totals under \"op_profile\"");
   add_shard_options(cmd, args->shard);
   cmd->callback([args, &exit_code] { exit_code = run(*args); });
 }

@@ -26,6 +26,8 @@ using detail::WorkRange;
 // scalar tail. The AVX-512 tiles keep exactly this order per output. Packed
 // weights (kStep 8: whole 8-element groups, no tail) give the same sums.
 // rows[r]: where row r0 + r starts; its element i lies at kStep * i.
+constexpr int kPrefetchMaxToks = 2;   // tiles this narrow are bound by DRAM
+constexpr int kPrefetchAhead = 6144;  // bytes ahead in a packed group's stream
 template <typename L, int R, int T, int64_t kStep>
 void tile(const FloatMatmul& p, const uint8_t* const* rows, int64_t r0, int64_t t0) {
   constexpr bool kPacked = kStep != 1;
@@ -36,6 +38,12 @@ void tile(const FloatMatmul& p, const uint8_t* const* rows, int64_t r0, int64_t 
   for (int t = 0; t < T; ++t) xs[t] = p.x + (t0 + t) * p.n_in;
   const int64_t n8 = p.n_in / 8 * 8;
   for (int64_t i = 0; i < n8; i += 8) {
+    if constexpr (kPacked && R == kPackRows && T <= kPrefetchMaxToks) {
+      // Decode streams the group once from DRAM: ask L2 for the bytes
+      // kPrefetchAhead on (as the quantized decode tile does).
+      const char* ahead = (const char*)rows[0] + kStep * i * (int64_t)sizeof(typename L::Elem) + kPrefetchAhead;
+      for (int off = 0; off < 64 * (int)sizeof(typename L::Elem); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T1);
+    }
     __m256 wv[R];
     for (int r = 0; r < R; ++r) wv[r] = L::load8(rows[r], kStep * i);
     for (int t = 0; t < T; ++t) {

@@ -6,8 +6,8 @@
 // products of 8 rows end in one vector, and the block scale is applied to 8
 // rows with one FMA - no horizontal sums and no per-row decode buffer.
 // Bits per weight are unchanged (nibbles stay packed) except where a scale or
-// min per 16 elements is widened to a byte (Q2_K +19%, Q3_K +4%, IQ4_XS +1.5%);
-// see packed_format.h.
+// min is widened to a byte (Q2_K +19%, Q3_K +4%, Q4_K +2.8%, Q5_K +2.3%,
+// IQ4_XS +1.5%); see packed_format.h.
 // Float weights (F32, F16, BF16) keep their values bit for bit, as
 // [n_groups, n_in / 8, 8 rows, 8 elements]: the float matmul's tiles then
 // read 8 rows as one sequential stream (kernels/packed_float.cpp).

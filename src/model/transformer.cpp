@@ -1,8 +1,11 @@
 #include "model/transformer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <string>
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -20,6 +23,26 @@ const float* f32(const TensorView& t) { return reinterpret_cast<const float*>(t.
 void add_bias(float* y, const TensorView& bias, int n_rows, int64_t dim, ThreadPool& pool) {
   if (!bias.valid()) return;
   add_rows(y, f32(bias), n_rows, dim, pool);
+}
+
+// Bytes a matmul reads: the packed copy when there is one.
+int64_t weight_bytes(const TensorView& w, const PackedMatrix* packed) {
+  return packed ? (int64_t)packed->data.size() : w.nbytes;
+}
+
+// A profiled matmul's name: op and its weights' distinct types ("ffn_gate_up Q4_K",
+// "attn_qkv Q4_K/Q6_K"); empty, and never built, without a profile.
+std::string weight_op(const OpProfile* profile, const char* op, std::initializer_list<DType> types) {
+  if (!profile) return {};
+  std::string name = op;
+  char sep = ' ';
+  for (auto it = types.begin(); it != types.end(); ++it) {
+    if (std::find(types.begin(), it, *it) != it) continue;
+    name += sep;
+    name += dtype_name(*it);
+    sep = '/';
+  }
+  return name;
 }
 
 }  // namespace
@@ -87,23 +110,32 @@ void Transformer::linear(const TensorView& w, const PackedMatrix* packed, const 
 void Transformer::feed_forward(const LayerWeights& L, const PackedLayer& P, int n, ThreadPool& pool) {
   const ModelConfig& c = config();
   if (L.moe.active()) {
+    OpTimer t(prof_, "ffn_moe");
     moe_ffn(c, L.moe, &P.moe, h_.data(), o_.data(), n, moe_, pool);
     return;
   }
-  if (P.w_gate && P.w_up) {
-    const PackedMatrix* ws[2] = {P.w_gate.get(), P.w_up.get()};
-    float* ys[2] = {gate_.data(), up_.data()};
-    matmul_packed_multi(ws, ys, 2, h_.data(), n, pool);
-  } else {
-    linear(L.w_gate, P.w_gate.get(), h_.data(), gate_.data(), n, pool);  // [n, F]
-    linear(L.w_up, P.w_up.get(), h_.data(), up_.data(), n, pool);        // [n, F]
+  {
+    OpTimer t(prof_, weight_op(prof_, "ffn_gate_up", {L.w_gate.type, L.w_up.type}),
+              weight_bytes(L.w_gate, P.w_gate.get()) + weight_bytes(L.w_up, P.w_up.get()));
+    if (P.w_gate && P.w_up) {
+      const PackedMatrix* ws[2] = {P.w_gate.get(), P.w_up.get()};
+      float* ys[2] = {gate_.data(), up_.data()};
+      matmul_packed_multi(ws, ys, 2, h_.data(), n, pool);
+    } else {
+      linear(L.w_gate, P.w_gate.get(), h_.data(), gate_.data(), n, pool);  // [n, F]
+      linear(L.w_up, P.w_up.get(), h_.data(), up_.data(), n, pool);        // [n, F]
+    }
   }
   const int64_t count = (int64_t)n * c.n_ff;
-  if (c.act == Activation::GeluTanh) {
-    gelu_tanh_mul(gate_.data(), up_.data(), gate_.data(), count, pool);
-  } else {
-    silu_mul(gate_.data(), up_.data(), gate_.data(), count, pool);
+  {
+    OpTimer t(prof_, "ffn_act");
+    if (c.act == Activation::GeluTanh) {
+      gelu_tanh_mul(gate_.data(), up_.data(), gate_.data(), count, pool);
+    } else {
+      silu_mul(gate_.data(), up_.data(), gate_.data(), count, pool);
+    }
   }
+  OpTimer t(prof_, weight_op(prof_, "ffn_down", {L.w_down.type}), weight_bytes(L.w_down, P.w_down.get()));
   linear(L.w_down, P.w_down.get(), gate_.data(), o_.data(), n, pool);  // [n, E]
 }
 
@@ -170,8 +202,13 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
     }
   }
 
+  prof_ = n == 1 ? op_profile_ : nullptr;
+  const auto step_start = std::chrono::steady_clock::now();
   float* x = x_.data();  // [n, E] residual stream of all steps' tokens
-  STRIDE_RETURN_IF_ERROR(embed(ids_.data(), n, x));
+  {
+    OpTimer t(prof_, "embed");
+    STRIDE_RETURN_IF_ERROR(embed(ids_.data(), n, x));
+  }
 
   const PackedLayer no_packed;
   for (int il = 0; il < c.n_layer; ++il) {
@@ -180,39 +217,58 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
     const AttentionParams ap = attention_params(il);
 
     // Attention block.
-    rmsnorm(x, f32(L.attn_norm), h_.data(), n, E, c.norm_eps, pool);
-    if (P.wq && P.wk && P.wv) {  // one dispatch, activations quantized once
-      const PackedMatrix* ws[3] = {P.wq.get(), P.wk.get(), P.wv.get()};
-      float* ys[3] = {q_.data(), k_.data(), v_.data()};
-      matmul_packed_multi(ws, ys, 3, h_.data(), n, pool);
-    } else {
-      linear(L.wq, P.wq.get(), h_.data(), q_.data(), n, pool);  // [n, n_head, hd]
-      linear(L.wk, P.wk.get(), h_.data(), k_.data(), n, pool);  // [n, n_kv, hd]
-      linear(L.wv, P.wv.get(), h_.data(), v_.data(), n, pool);  // [n, n_kv, hd_v]
+    {
+      OpTimer t(prof_, "norm");
+      rmsnorm(x, f32(L.attn_norm), h_.data(), n, E, c.norm_eps, pool);
     }
-    add_bias(q_.data(), L.bq, n, qd, pool);
-    add_bias(k_.data(), L.bk, n, kd, pool);
-    add_bias(v_.data(), L.bv, n, vd, pool);
-    if (c.qk_norm) {
-      rmsnorm(q_.data(), f32(L.q_norm), q_.data(), (int64_t)n * c.n_head, c.head_dim, c.norm_eps, pool);
-      rmsnorm(k_.data(), f32(L.k_norm), k_.data(), (int64_t)n * c.n_head_kv, c.head_dim, c.norm_eps, pool);
+    {
+      OpTimer t(prof_, weight_op(prof_, "attn_qkv", {L.wq.type, L.wk.type, L.wv.type}),
+                weight_bytes(L.wq, P.wq.get()) + weight_bytes(L.wk, P.wk.get()) + weight_bytes(L.wv, P.wv.get()));
+      if (P.wq && P.wk && P.wv) {  // one dispatch, activations quantized once
+        const PackedMatrix* ws[3] = {P.wq.get(), P.wk.get(), P.wv.get()};
+        float* ys[3] = {q_.data(), k_.data(), v_.data()};
+        matmul_packed_multi(ws, ys, 3, h_.data(), n, pool);
+      } else {
+        linear(L.wq, P.wq.get(), h_.data(), q_.data(), n, pool);  // [n, n_head, hd]
+        linear(L.wk, P.wk.get(), h_.data(), k_.data(), n, pool);  // [n, n_kv, hd]
+        linear(L.wv, P.wv.get(), h_.data(), v_.data(), n, pool);  // [n, n_kv, hd_v]
+      }
     }
-    rope_qk(q_.data(), c.n_head, k_.data(), c.n_head_kv, pos_.data(), n, c.head_dim, *ap.rope, pool);
-    // Attention is per sequence: each reads only its own pages.
-    STRIDE_RETURN_IF_ERROR(attend_batch(kv, plan, il, ap,
-                                        BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od},
-                                        pool, sharded));
-    linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
-    add_bias(o_.data(), L.bo, n, E, pool);
-    if (L.post_attn_norm.valid()) {
-      rmsnorm_add(o_.data(), f32(L.post_attn_norm), x, n, E, c.norm_eps, pool);
-    } else {
-      add_inplace(x, o_.data(), (int64_t)n * E, pool);
+    {
+      OpTimer t(prof_, "bias_qknorm_rope");
+      add_bias(q_.data(), L.bq, n, qd, pool);
+      add_bias(k_.data(), L.bk, n, kd, pool);
+      add_bias(v_.data(), L.bv, n, vd, pool);
+      if (c.qk_norm) {
+        rmsnorm(q_.data(), f32(L.q_norm), q_.data(), (int64_t)n * c.n_head, c.head_dim, c.norm_eps, pool);
+        rmsnorm(k_.data(), f32(L.k_norm), k_.data(), (int64_t)n * c.n_head_kv, c.head_dim, c.norm_eps, pool);
+      }
+      rope_qk(q_.data(), c.n_head, k_.data(), c.n_head_kv, pos_.data(), n, c.head_dim, *ap.rope, pool);
     }
-
-    // Feed-forward block.
-    rmsnorm(x, f32(L.ffn_norm), h_.data(), n, E, c.norm_eps, pool);
+    {
+      // Attention is per sequence: each reads only its own pages.
+      OpTimer t(prof_, "attention");
+      STRIDE_RETURN_IF_ERROR(attend_batch(kv, plan, il, ap,
+                                          BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od},
+                                          pool, sharded));
+    }
+    {
+      OpTimer t(prof_, weight_op(prof_, "attn_out", {L.wo.type}), weight_bytes(L.wo, P.wo.get()));
+      linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
+    }
+    {
+      OpTimer t(prof_, "residual_norm");
+      add_bias(o_.data(), L.bo, n, E, pool);
+      if (L.post_attn_norm.valid()) {
+        rmsnorm_add(o_.data(), f32(L.post_attn_norm), x, n, E, c.norm_eps, pool);
+      } else {
+        add_inplace(x, o_.data(), (int64_t)n * E, pool);
+      }
+      // Feed-forward block.
+      rmsnorm(x, f32(L.ffn_norm), h_.data(), n, E, c.norm_eps, pool);
+    }
     feed_forward(L, P, n, pool);  // h_ -> o_ [n, E]
+    OpTimer t(prof_, "residual_norm");
     if (L.post_ffn_norm.valid()) {
       rmsnorm_add(o_.data(), f32(L.post_ffn_norm), x, n, E, c.norm_eps, pool);
     } else {
@@ -226,6 +282,7 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
   // Only the rows whose logits are wanted go through the output head:
   // gather them into h_ (contiguous), one matmul, then scatter.
   int rows = 0;
+  OpTimer head_norm(prof_, "norm");
   for (int i = 0, row = 0; i < n_steps; row += steps[i].n, ++i) {
     if (!steps[i].logits) continue;
     const int first = steps[i].all_logits ? 0 : steps[i].n - 1;
@@ -233,6 +290,7 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
       rmsnorm(x + (int64_t)(row + j) * E, f32(w_.output_norm), h_.data() + (int64_t)rows * E, 1, E, c.norm_eps);
     }
   }
+  head_norm.stop();
   if (rows == 0) return Status::Ok();
   // One destination is written in place; several go through scratch.
   int wanting = 0;
@@ -250,8 +308,11 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
     scratch.resize((size_t)rows * V);
     out = scratch.data();
   }
-  linear(w_.output, packed_.output.get(), h_.data(), out, rows, pool);  // [rows, n_vocab]
-  if (c.final_logit_softcap > 0) softcap(out, (int64_t)rows * V, c.final_logit_softcap);
+  {
+    OpTimer t(prof_, weight_op(prof_, "output_head", {w_.output.type}), weight_bytes(w_.output, packed_.output.get()));
+    linear(w_.output, packed_.output.get(), h_.data(), out, rows, pool);  // [rows, n_vocab]
+    if (c.final_logit_softcap > 0) softcap(out, (int64_t)rows * V, c.final_logit_softcap);
+  }
   if (wanting > 1) {
     int64_t r = 0;
     for (int i = 0; i < n_steps; ++i) {
@@ -261,6 +322,7 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
       r += count;
     }
   }
+  if (prof_) prof_->add_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
   return Status::Ok();
 }
 

@@ -21,6 +21,7 @@
 #include "loader/model_source.h"
 #include "model/model_weights.h"
 #include "model/moe_ffn.h"
+#include "model/op_profile.h"
 #include "model/sharded_attention.h"
 
 namespace stride {
@@ -60,6 +61,10 @@ class Transformer {
     return config().is_windowed(layer) ? rope_local_ : rope_global_;
   }
 
+  // Times every op of the single-token steps that follow into `profile`
+  // (null: none, the default); the caller keeps it alive meanwhile.
+  void set_op_profile(OpProfile* profile) { op_profile_ = profile; }
+
  private:
   Transformer() = default;
   void ensure_scratch(int n);
@@ -70,6 +75,9 @@ class Transformer {
   // y = x · Wᵀ on the packed copy of W when there is one.
   static void linear(const TensorView& w, const PackedMatrix* packed, const float* x, float* y,
                      int n, ThreadPool& pool);
+  // The profile of this step: op_profile_ on a single-token step, else null.
+  OpProfile* prof_ = nullptr;
+  OpProfile* op_profile_ = nullptr;
 
   std::unique_ptr<ModelSource> source_;
   ModelWeights w_;

@@ -53,6 +53,9 @@ __m512 load_packed_pair(const uint8_t* group, int64_t e) {
   else return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+constexpr int kPrefetchMaxToks = 2;   // tiles this narrow are bound by DRAM
+constexpr int kPrefetchAhead = 6144;  // bytes ahead in the group's stream
+
 // Rows [r0, r0 + R) x tokens [t0, t0 + T); rows go in pairs, an odd last row
 // pairs with itself (its copy is dropped). Packed: R = 8, one group, whose
 // row pairs are one load each and whose padding rows are not stored.
@@ -71,6 +74,12 @@ void tile(const FloatMatmul& p, int64_t r0, int64_t t0) {
   for (int t = 0; t < T; ++t) xs[t] = p.x + (t0 + t) * p.n_in;
   const int64_t n8 = p.n_in / 8 * 8;
   for (int64_t i = 0; i < n8; i += 8) {
+    if constexpr (Packed && T <= kPrefetchMaxToks) {
+      // Decode streams the group once from DRAM: ask L2 for the bytes
+      // kPrefetchAhead on (as the quantized decode tile does).
+      const char* ahead = (const char*)rw[0] + 8 * i * (int64_t)sizeof(typename L::Elem) + kPrefetchAhead;
+      for (int off = 0; off < 64 * (int)sizeof(typename L::Elem); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T1);
+    }
     __m512 wv[P];
     for (int r = 0; r < P; ++r) {
       if constexpr (Packed) wv[r] = load_packed_pair<L>(rw[0], 8 * i + 16 * r);
