@@ -101,8 +101,9 @@ struct PolicySpec {
   std::vector<double> head_shares;
   int head_layer = -1;
   // TopK (dense_layers=A-B+C): these layers attend as dense does, on prompt
-  // chunks and decode steps alike (resolve_layer_policies makes them Dense).
-  // Sorted layer indices; empty: every layer selects.
+  // chunks and decode steps alike (resolve_layer_policies makes them Dense;
+  // a KvManager given this spec directly does not). Sorted layer indices;
+  // empty: every layer selects.
   std::vector<int> dense_layers;
   int64_t stride = 0;  // Strided: every stride-th block (block index % stride == 0) is visible
   // Strided: further global tokens, sorted, disjoint and not adjacent; every
@@ -123,7 +124,7 @@ struct PolicySpec {
 //   (the prompt's last chunk reads every page) needs prompt chunks to select;
 //   dense_layers=L (layers L attend densely; "none" for no layer) refuses prefill=dense
 // | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,
-//        estimate=pooled and mass=0.95 unless given
+//        estimate=pooled, last=dense and mass=0.95 unless given (last=topk: every chunk selects)
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);

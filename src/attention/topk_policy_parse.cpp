@@ -58,6 +58,10 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
       return kv.key == "sparsity" || kv.key == "mass";
     });
     if (!budget_given) spec.mass = 0.95;
+    // The prompt's last chunk reads every page: on Qwen2.5-Coder-0.5B at 8K it
+    // brings back most of the multi-key needles and passkeys the sparse chunk
+    // lost (docs/long-context.md, "Sparse prefill").
+    spec.last_chunk_dense = true;
   }
   for (const auto& kv : kvs) {
     if (kv.key == "sparsity") {

@@ -8,8 +8,8 @@
 namespace stride {
 
 // sparse_prefill: block-sparse prompt chunks (pooled estimate, adaptive
-// budget, dense first layers) and dense decoding; the keys topk takes may
-// override it.
+// budget; the prompt's last chunk dense) and dense decoding; the keys topk
+// takes may override it.
 Expected<PolicySpec> parse_topk(const std::vector<policy_args::KeyValue>& kvs, bool sparse_prefill);
 
 }  // namespace stride

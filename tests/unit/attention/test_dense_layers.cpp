@@ -1,4 +1,4 @@
-// dense_layers=L (a top-k key, on by default in sparse_prefill): the grammar,
+// dense_layers=L (a top-k key): the grammar,
 // the per-layer resolution, and a layer it names attending exactly as the
 // scalar reference does over every key, while a layer it does not name selects.
 #include <gtest/gtest.h>
