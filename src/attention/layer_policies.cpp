@@ -43,6 +43,13 @@ Status parse_layer_override(std::string_view text, int n_layer, LayerPolicyOverr
   return Status::Ok();
 }
 
+Status check_dense_layers(const PolicySpec& p, int n_layer) {
+  if (!p.dense_layers.empty() && p.dense_layers.back() >= n_layer)
+    return InvalidArgument("policy dense_layers: layer " + std::to_string(p.dense_layers.back()) +
+                           " does not exist (the model has " + std::to_string(n_layer) + " layers)");
+  return Status::Ok();
+}
+
 std::vector<PolicySpec> resolve_layer_policies(const ModelConfig& cfg, const PolicySpec& user,
                                                const LayerPolicyOverrides& overrides) {
   std::vector<PolicySpec> out((size_t)std::max(cfg.n_layer, 0), user);
@@ -53,6 +60,9 @@ std::vector<PolicySpec> resolve_layer_policies(const ModelConfig& cfg, const Pol
       w.kind = PolicyKind::Window;
       w.window = cfg.sliding_window;
       out[l] = w;
+    } else if (user.kind == PolicyKind::TopK &&
+               std::binary_search(user.dense_layers.begin(), user.dense_layers.end(), l)) {
+      out[l] = PolicySpec{};  // dense_layers: this layer attends as dense does
     }
     const auto it = overrides.by_layer.find(l);
     if (it != overrides.by_layer.end()) out[l] = it->second;

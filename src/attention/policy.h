@@ -100,6 +100,11 @@ struct PolicySpec {
   double retrieval = 0.0;
   std::vector<double> head_shares;
   int head_layer = -1;
+  // TopK (dense_layers=A-B+C): these layers attend as dense does, on prompt
+  // chunks and decode steps alike (resolve_layer_policies makes them Dense;
+  // a KvManager given this spec directly does not). Sorted layer indices;
+  // empty: every layer selects.
+  std::vector<int> dense_layers;
   int64_t stride = 0;  // Strided: every stride-th block (block index % stride == 0) is visible
   // Strided: further global tokens, sorted, disjoint and not adjacent; every
   // later query sees them (and the pages holding them are never released).
@@ -111,14 +116,15 @@ struct PolicySpec {
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
 //        [,decode=dense|prefill=dense][,last=dense|topk][,estimate=bound|pooled|oracle|rerank][,shortlist=F]
-//        [,heads=FILE[,retrieval=F]]"
+//        [,heads=FILE[,retrieval=F]][,dense_layers=A-B[+C...]]"
 //   heads=FILE (per-head budgets, retrieval=F of the heads, default 0.5) needs sparsity=R and no resident=N;
 //   estimate=oracle needs prefill=dense and sparsity=R; estimate=rerank
 //   (shortlist=F, F >= 1, default 4) needs prefill=dense and sparsity=R, or
 //   decode=dense (then mass=P too); rerank refuses resident=N; last=dense
-//   (the prompt's last chunk reads every page) needs prompt chunks to select
+//   (the prompt's last chunk reads every page) needs prompt chunks to select;
+//   dense_layers=L (layers L attend densely; "none" for no layer) refuses prefill=dense
 // | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,
-//        estimate=pooled and mass=0.95 unless given
+//        estimate=pooled, last=dense and mass=0.95 unless given (last=topk: every chunk selects)
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);

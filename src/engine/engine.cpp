@@ -70,6 +70,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   for (const std::string& text : opts.layer_policies) {
     STRIDE_RETURN_IF_ERROR(parse_layer_override(text, c.n_layer, overrides));
   }
+  STRIDE_RETURN_IF_ERROR(check_dense_layers(opts.attention, c.n_layer));
   e->layer_policies_ = resolve_layer_policies(c, opts.attention, overrides);
   STRIDE_RETURN_IF_ERROR(apply_head_profiles(e->layer_policies_, model_identity(e->model_->source())));
 

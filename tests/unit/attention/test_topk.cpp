@@ -242,12 +242,17 @@ TEST(SparsePrefill, ParsesWithItsDefaultsAndPrints) {
   EXPECT_EQ(p->kind, PolicyKind::TopK);
   EXPECT_TRUE(p->decode_dense && p->select_per_block && p->pooled_estimate);
   EXPECT_DOUBLE_EQ(p->mass, 0.95);
+  EXPECT_TRUE(p->dense_layers.empty());
+  EXPECT_TRUE(p->last_chunk_dense) << "the prompt's last chunk reads every page by default";
+  auto every = parse_policy("sparse_prefill:last=topk");
+  ASSERT_TRUE(every.ok()) << every.status().to_string();
+  EXPECT_FALSE(every->last_chunk_dense);
   auto fixed = parse_policy("sparse_prefill:sparsity=0.8,estimate=bound");
   ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
   EXPECT_DOUBLE_EQ(fixed->mass, 0.0);
   EXPECT_DOUBLE_EQ(fixed->sparsity, 0.8);
   EXPECT_FALSE(fixed->pooled_estimate);
-  for (const PolicySpec& spec : {*p, *fixed}) {
+  for (const PolicySpec& spec : {*p, *every, *fixed}) {
     auto rt = parse_policy(policy_to_string(spec));
     ASSERT_TRUE(rt.ok()) << policy_to_string(spec);
     EXPECT_EQ(*rt, spec) << policy_to_string(spec);
@@ -290,7 +295,7 @@ TEST(SparsePrefill, LastDenseReadsEveryPageOnThePromptsLastChunk) {
   EXPECT_FALSE(parse_policy("sparse_prefill:last=maybe").ok());
   EXPECT_FALSE(topk_selects(*p, 64, false, /*ends_prompt=*/true));
   EXPECT_TRUE(topk_selects(*p, 64, false, /*ends_prompt=*/false));
-  EXPECT_TRUE(topk_selects(*parse_policy("sparse_prefill"), 64, false, /*ends_prompt=*/true));
+  EXPECT_TRUE(topk_selects(*parse_policy("sparse_prefill:last=topk"), 64, false, /*ends_prompt=*/true));
 
   Shape s;
   const int n = 300, first = 200;
@@ -326,7 +331,7 @@ TEST(SparsePrefill, LastDenseReadsEveryPageOnThePromptsLastChunk) {
   EXPECT_TRUE(selected) << "a chunk without logits is not the prompt's last";
   EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", false, true, selected), dense), 1e-3f);
   EXPECT_TRUE(selected) << "a scoring chunk (logits for every row) selects";
-  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9", true, false, selected), dense), 1e-3f);
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=topk", true, false, selected), dense), 1e-3f);
   EXPECT_TRUE(selected);
 }
 
