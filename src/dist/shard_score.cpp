@@ -38,7 +38,7 @@ Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_
   return shard_positions(n, world, rank, page_size);
 }
 
-Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids) {
+Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids, int chunk) {
   STRIDE_RETURN_IF_ERROR(check_sharded_policies(engine.layer_policies()));
   if (ids.empty()) return InvalidArgument("score: no tokens");
   KvManager& kv = engine.kv();
@@ -59,7 +59,7 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
   RingAttention ring(group, kv, sid, r.shard.pos_begin, r.shard.pos_end);
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
-  STRIDE_RETURN_IF_ERROR(run_shard_step(engine, step, ring));
+  STRIDE_RETURN_IF_ERROR(run_shard_prefill(engine, step, ring, chunk));
   r.forward_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.forward_cpu_seconds = process_cpu_seconds() - cpu0;
   r.ring_seconds = ring.seconds();

@@ -109,6 +109,7 @@ class KvManager final : public StepKv {
   // k: [n, n_kv_heads, head_dim_k], v: [n, n_kv_heads, head_dim_v] f32
   // for plan.steps[i]'s new positions; keys already carry RoPE.
   Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) override;
+  Status write_rows(StepPlan& plan, int i, int layer, int row0, int rows, const float* k, const float* v) override;
   // q: [n, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
   // hot set it first moves pages between the pool and the tier.
   // scale: the layer's softmax scale (top-k mass=P estimates mass with it; 0: 1/sqrt(head_dim)).

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "attention/attention_kernel.h"
@@ -21,18 +22,23 @@ class OwnPagesAttention final : public ShardedAttention {
  public:
   OwnPagesAttention(const KvManager& kv, KvManager::SeqId seq, int fail_at = -1)
       : kv_(kv), seq_(seq), fail_at_(fail_at) {}
-  Status attend(int layer, const AttentionParams& params, const float* q, int n, float* out,
+  Status keys_written(int layer, const AttentionParams&, ThreadPool&) override {
+    layers_written.push_back(layer);
+    return Status::Ok();
+  }
+  Status attend(int layer, const AttentionParams& params, const float* q, int row0, int n, float* out,
                 ThreadPool& threads) override {
     calls.push_back({layer, n});
     if (layer == fail_at_) return IoError("a peer is gone");
     const int ps = kv_.config().page_size;
     const std::vector<int32_t>& table = *kv_.sequences().page_table(seq_, layer);
-    const int64_t q_pos0 = kv_.length(seq_);
+    const int64_t q_pos0 = kv_.length(seq_) + row0;
     AttentionPlan plan = plan_attention(kv_.layer_policy(layer), table, ps, q_pos0 + n, q_pos0, n, default_q_block(n));
     plan.work = partition_work(plan, ps, kv_.config().n_kv_heads);
     return attention_paged(kv_.pool(), plan, kv_.layer_policy(layer), params, q, out, threads);
   }
   std::vector<std::pair<int, int>> calls;  // (layer, n) of every call
+  std::vector<int> layers_written;         // keys_written's layers, in call order
 
  private:
   const KvManager& kv_;
@@ -76,6 +82,40 @@ TEST(ShardedAttentionHook, ItsErrorEndsTheStep) {
   EXPECT_EQ(st.code(), StatusCode::kIoError) << st.to_string();
   EXPECT_EQ(hook.calls.size(), 2u);
   engine->kv().remove_sequence(seq);
+}
+
+// Layer by layer in chunks (Transformer::forward_layerwise): whatever the
+// chunk, on or off page boundaries, the hook sees each layer's keys written
+// once, then each chunk's queries, and the logits are the bits of the
+// model's one-step forward without a hook.
+TEST(ShardedAttentionHook, LayerByLayerInChunksGivesTheBitsOfNoHook) {
+  for (const int chunk : {4, 5, 16, 64}) {
+    auto engine = testing_util::tiny_engine("llama", "dense");
+    ASSERT_TRUE(engine);
+    auto want = engine->score(kIds);
+    ASSERT_TRUE(want.ok());
+    const KvManager::SeqId seq = *engine->kv().add_sequence();
+    std::vector<float> got(want->size());
+    const SequenceStep step{seq, kIds.data(), (int)kIds.size(), true, got.data()};
+    OwnPagesAttention hook(engine->kv(), seq);
+    engine->model().set_max_chunk(chunk);
+    Expected<StepPlan> prepared = engine->kv().prepare(std::span<const SequenceStep>(&step, 1));
+    ASSERT_TRUE(prepared.ok());
+    StepPlan plan = std::move(prepared).value();
+    const Status st = engine->model().forward_layerwise(engine->kv(), plan, engine->pool(), hook);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    ASSERT_TRUE(engine->kv().commit(plan).ok());
+    EXPECT_EQ(got, *want) << "chunk " << chunk;
+    const int n = (int)kIds.size(), chunks = (n + chunk - 1) / chunk, layers = engine->config().n_layer;
+    ASSERT_EQ((int)hook.layers_written.size(), layers);
+    ASSERT_EQ((int)hook.calls.size(), layers * chunks);
+    for (int l = 0; l < layers; ++l) {
+      EXPECT_EQ(hook.layers_written[(size_t)l], l);
+      for (int c = 0; c < chunks; ++c)
+        EXPECT_EQ(hook.calls[(size_t)(l * chunks + c)], std::make_pair(l, std::min(chunk, n - c * chunk)));
+    }
+    engine->kv().remove_sequence(seq);
+  }
 }
 
 // Which policies may shard is checked before any rank connects (dist/shard_topk.h).
