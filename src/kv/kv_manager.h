@@ -110,6 +110,8 @@ class KvManager final : public StepKv {
   // for plan.steps[i]'s new positions; keys already carry RoPE.
   Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) override;
   Status write_rows(StepPlan& plan, int i, int layer, int row0, int rows, const float* k, const float* v) override;
+  // kv_layer_release.cpp: the layer's unseen pages go back, and back the next layer's new pages.
+  Status layer_done(StepPlan& plan, int i, int layer) override;
   // q: [n, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
   // hot set it first moves pages between the pool and the tier.
   // scale: the layer's softmax scale (top-k mass=P estimates mass with it; 0: 1/sqrt(head_dim)).

@@ -28,6 +28,9 @@ class StepKv {
   // first row), so a step's layer can be written a chunk at a time.
   virtual Status write_rows(StepPlan& plan, int i, int layer, int row0, int rows, const float* k,
                             const float* v) = 0;
+  // Every query of plan.steps[i] has read `layer`: its pages no later query
+  // sees may go back now rather than at commit (a step run layer by layer).
+  virtual Status layer_done(StepPlan& plan, int i, int layer) = 0;
   // q: [n, n_head, head_dim_k]: fills a top-k layer's page lists (a no-op
   // on other layers and once selected); scale: the layer's softmax scale
   // (0: 1/sqrt(head_dim)); scratch: the calling worker's.

@@ -222,6 +222,7 @@ Status Transformer::forward_layerwise(StepKv& kv, StepPlan& plan, ThreadPool& po
       STRIDE_RETURN_IF_ERROR(sharded.attend(il, ap, q_.data(), row0, rows, att_.data(), pool));
       layer_tail(il, x, rows, pool);
     }
+    STRIDE_RETURN_IF_ERROR(kv.layer_done(plan, 0, il));
   }
   for (int row0 = 0; row0 < n; row0 += chunk) {
     const int rows = std::min(chunk, n - row0);

@@ -6,6 +6,7 @@
 // peer); a batch of two sequences and top-k layers are refused.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -32,6 +33,8 @@ class OwnPagesAttention final : public ShardedAttention {
     if (layer == fail_at_) return IoError("a peer is gone");
     const int ps = kv_.config().page_size;
     const std::vector<int32_t>& table = *kv_.sequences().page_table(seq_, layer);
+    for (const int32_t page : table)
+      if (page >= 0) pages_read.insert(page);
     const int64_t q_pos0 = kv_.length(seq_) + row0;
     AttentionPlan plan = plan_attention(kv_.layer_policy(layer), table, ps, q_pos0 + n, q_pos0, n, default_q_block(n));
     plan.work = partition_work(plan, ps, kv_.config().n_kv_heads);
@@ -39,6 +42,7 @@ class OwnPagesAttention final : public ShardedAttention {
   }
   std::vector<std::pair<int, int>> calls;  // (layer, n) of every call
   std::vector<int> layers_written;         // keys_written's layers, in call order
+  std::set<int32_t> pages_read;            // every pool page a layer's table named when attended
 
  private:
   const KvManager& kv_;
@@ -116,6 +120,36 @@ TEST(ShardedAttentionHook, LayerByLayerInChunksGivesTheBitsOfNoHook) {
     }
     engine->kv().remove_sequence(seq);
   }
+}
+
+// Under a window, a layer done gives back the pages no later query sees
+// (KvManager::layer_done) and the next layer writes into them, so the step
+// touches far fewer pool pages than its layers times its pages, with the
+// logits of the one-step forward.
+TEST(ShardedAttentionHook, LayerByLayerUnderAWindowReusesTheLayersReleasedPages) {
+  auto engine = testing_util::tiny_engine("llama", "window:size=6");
+  ASSERT_TRUE(engine);
+  auto want = engine->score(kIds);
+  ASSERT_TRUE(want.ok());
+  const KvManager::SeqId seq = *engine->kv().add_sequence();
+  std::vector<float> got(want->size());
+  const SequenceStep step{seq, kIds.data(), (int)kIds.size(), true, got.data()};
+  OwnPagesAttention hook(engine->kv(), seq);
+  engine->model().set_max_chunk(5);
+  Expected<StepPlan> prepared = engine->kv().prepare(std::span<const SequenceStep>(&step, 1));
+  ASSERT_TRUE(prepared.ok());
+  StepPlan plan = std::move(prepared).value();
+  const Status st = engine->model().forward_layerwise(engine->kv(), plan, engine->pool(), hook);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  ASSERT_TRUE(engine->kv().commit(plan).ok());
+  EXPECT_EQ(got, *want);
+  // 17 tokens in pages of 4: 5 pages a layer, of which the window of 6
+  // before position 17 keeps the last 2 (positions 12 and on); the other 3
+  // go back once the layer is done and the next layer's first 3 new pages
+  // are those.
+  const int layers = engine->config().n_layer, pages = 5, kept = 2;
+  EXPECT_EQ((int)hook.pages_read.size(), pages + (layers - 1) * kept);
+  engine->kv().remove_sequence(seq);
 }
 
 // Which policies may shard is checked before any rank connects (dist/shard_topk.h).
