@@ -178,11 +178,13 @@ def plot(report, stem):
         print("matplotlib missing: JSON only", file=sys.stderr)
         return
     runs = report["runs"]
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4))
+    fig, ax = plt.subplots(1, 4, figsize=(20, 4))
     for r in runs:
         xs = [f"{r['ranks']}r/{i}" for i in range(r["ranks"])]
         ax[0].bar(xs, r["prefill_cpu_seconds"], label=f"{r['ranks']} ranks")
         ax[1].bar(xs, [b / 1e6 for b in r["prefill_bytes_sent"]], label=f"{r['ranks']} ranks")
+        if all(r.get("peak_rss_bytes") or [None]):  # reports from before the ranks gave it have none
+            ax[3].bar(xs, [b / 1e6 for b in r["peak_rss_bytes"]], label=f"{r['ranks']} ranks")
     ax[0].set_ylabel("prefill CPU seconds per rank")
     ax[0].set_title(f"{report['runs'][0]['tokens']} tokens, {report['model']}\n"
                     f"{report['attention']}, {report['kv_type']} KV")
@@ -198,6 +200,7 @@ def plot(report, stem):
     ax[2].set_xlabel("ranks (separate hosts)")
     ax[2].set_ylabel("speed-up over one rank")
     ax[2].legend()
+    ax[3].set_ylabel("peak RSS per rank (MB)")
     fig.suptitle("Context parallelism: ranks measured on one shared 2-vCPU machine (CPU time), projected to hosts")
     fig.tight_layout()
     fig.savefig(stem + ".png", dpi=110)

@@ -1,7 +1,7 @@
 #pragma once
 // The engine's sharded attention (model/sharded_attention.h) over a shard
 // group: this rank's KV sequence holds the positions of its shard
-// (KvManager::add_sequence_at), and each layer's queries attend to it and to
+// (add_sequence_at, kv_manager.h), and each layer's queries attend to it and to
 // the earlier ranks' shards, whose pages come around the ring once the
 // layer's keys are written (ring_prefill.h), then serve every chunk of the
 // layer's queries.

@@ -50,7 +50,7 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   STRIDE_ASSIGN_OR_RETURN(const KvShard shard, every_rank_positions((int64_t)prompt.size(), group.world(),
                                                                     group.rank(), kv.config().page_size));
   STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, prompt));
-  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(shard.pos_begin));
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, shard.pos_begin));
   auto g = std::make_unique<ShardedGenerator>(Private{}, engine, group, sid, prompt, opts);
   g->r_.shard = shard;
   for (int other = 0; other < group.world(); ++other) {

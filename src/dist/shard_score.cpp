@@ -47,7 +47,7 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
   ShardScore r;
   STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), group.rank(), ps));
   STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, ids));
-  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(r.shard.pos_begin));
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, r.shard.pos_begin));
   ScopedSequence seq(kv, sid);
   std::vector<float> mine((size_t)(r.shard.tokens() * n_vocab));  // [shard tokens, n_vocab]
   SequenceStep step;

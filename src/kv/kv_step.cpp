@@ -102,12 +102,6 @@ Expected<StepPlan> KvManager::prepare(std::span<const SequenceStep> batch, std::
   return plan;
 }
 
-Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const float* v) {
-  if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size())
-    return InvalidArgument("KV manager: write outside the step plan");
-  return write_rows(plan, i, layer, 0, plan.steps[(size_t)i].n, k, v);
-}
-
 Status KvManager::write_rows(StepPlan& plan, int i, int layer, int row0, int rows, const float* k, const float* v) {
   if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
     return InvalidArgument("KV manager: write outside the step plan");

@@ -6,6 +6,7 @@
 // peer); a batch of two sequences and top-k layers are refused.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 #include <span>
 #include <utility>
@@ -58,6 +59,30 @@ Status step_with(Engine& e, std::span<const SequenceStep> steps, ShardedAttentio
   return e.kv().commit(plan);
 }
 
+// kIds as one step of a new sequence, run layer by layer in chunks through
+// an OwnPagesAttention hook: its logits of every position, and the hook.
+struct LayerwiseRun {
+  std::vector<float> logits;  // [n, n_vocab]
+  std::unique_ptr<OwnPagesAttention> hook;
+};
+
+Expected<LayerwiseRun> layerwise_with(Engine& e, int chunk) {
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId seq, e.kv().add_sequence());
+  LayerwiseRun r;
+  r.logits.resize(kIds.size() * (size_t)e.config().n_vocab);
+  const SequenceStep step{seq, kIds.data(), (int)kIds.size(), true, r.logits.data()};
+  r.hook = std::make_unique<OwnPagesAttention>(e.kv(), seq);
+  e.model().set_max_chunk(chunk);
+  const Status st = [&]() -> Status {
+    STRIDE_ASSIGN_OR_RETURN(StepPlan plan, e.kv().prepare(std::span<const SequenceStep>(&step, 1)));
+    STRIDE_RETURN_IF_ERROR(e.model().forward_layerwise(e.kv(), plan, e.pool(), *r.hook));
+    return e.kv().commit(plan);
+  }();
+  e.kv().remove_sequence(seq);
+  STRIDE_RETURN_IF_ERROR(st);
+  return r;
+}
+
 TEST(ShardedAttentionHook, TheKernelOnOwnPagesGivesTheBitsOfNoHook) {
   auto engine = testing_util::tiny_engine("llama", "dense");
   ASSERT_TRUE(engine);
@@ -98,18 +123,10 @@ TEST(ShardedAttentionHook, LayerByLayerInChunksGivesTheBitsOfNoHook) {
     ASSERT_TRUE(engine);
     auto want = engine->score(kIds);
     ASSERT_TRUE(want.ok());
-    const KvManager::SeqId seq = *engine->kv().add_sequence();
-    std::vector<float> got(want->size());
-    const SequenceStep step{seq, kIds.data(), (int)kIds.size(), true, got.data()};
-    OwnPagesAttention hook(engine->kv(), seq);
-    engine->model().set_max_chunk(chunk);
-    Expected<StepPlan> prepared = engine->kv().prepare(std::span<const SequenceStep>(&step, 1));
-    ASSERT_TRUE(prepared.ok());
-    StepPlan plan = std::move(prepared).value();
-    const Status st = engine->model().forward_layerwise(engine->kv(), plan, engine->pool(), hook);
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    ASSERT_TRUE(engine->kv().commit(plan).ok());
-    EXPECT_EQ(got, *want) << "chunk " << chunk;
+    Expected<LayerwiseRun> run = layerwise_with(*engine, chunk);
+    ASSERT_TRUE(run.ok()) << run.status().to_string();
+    EXPECT_EQ(run->logits, *want) << "chunk " << chunk;
+    const OwnPagesAttention& hook = *run->hook;
     const int n = (int)kIds.size(), chunks = (n + chunk - 1) / chunk, layers = engine->config().n_layer;
     ASSERT_EQ((int)hook.layers_written.size(), layers);
     ASSERT_EQ((int)hook.calls.size(), layers * chunks);
@@ -118,7 +135,6 @@ TEST(ShardedAttentionHook, LayerByLayerInChunksGivesTheBitsOfNoHook) {
       for (int c = 0; c < chunks; ++c)
         EXPECT_EQ(hook.calls[(size_t)(l * chunks + c)], std::make_pair(l, std::min(chunk, n - c * chunk)));
     }
-    engine->kv().remove_sequence(seq);
   }
 }
 
@@ -131,25 +147,15 @@ TEST(ShardedAttentionHook, LayerByLayerUnderAWindowReusesTheLayersReleasedPages)
   ASSERT_TRUE(engine);
   auto want = engine->score(kIds);
   ASSERT_TRUE(want.ok());
-  const KvManager::SeqId seq = *engine->kv().add_sequence();
-  std::vector<float> got(want->size());
-  const SequenceStep step{seq, kIds.data(), (int)kIds.size(), true, got.data()};
-  OwnPagesAttention hook(engine->kv(), seq);
-  engine->model().set_max_chunk(5);
-  Expected<StepPlan> prepared = engine->kv().prepare(std::span<const SequenceStep>(&step, 1));
-  ASSERT_TRUE(prepared.ok());
-  StepPlan plan = std::move(prepared).value();
-  const Status st = engine->model().forward_layerwise(engine->kv(), plan, engine->pool(), hook);
-  ASSERT_TRUE(st.ok()) << st.to_string();
-  ASSERT_TRUE(engine->kv().commit(plan).ok());
-  EXPECT_EQ(got, *want);
+  Expected<LayerwiseRun> run = layerwise_with(*engine, 5);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  EXPECT_EQ(run->logits, *want);
   // 17 tokens in pages of 4: 5 pages a layer, of which the window of 6
   // before position 17 keeps the last 2 (positions 12 and on); the other 3
   // go back once the layer is done and the next layer's first 3 new pages
   // are those.
   const int layers = engine->config().n_layer, pages = 5, kept = 2;
-  EXPECT_EQ((int)hook.pages_read.size(), pages + (layers - 1) * kept);
-  engine->kv().remove_sequence(seq);
+  EXPECT_EQ((int)run->hook->pages_read.size(), pages + (layers - 1) * kept);
 }
 
 // Which policies may shard is checked before any rank connects (dist/shard_topk.h).
