@@ -24,6 +24,8 @@
 //     write(plan, i, layer, k, v)   the new keys and values
 //     select(plan, i, layer, q)     top-k layers only: pages from the queries
 //     attention_paged(pool(), plan.seqs[i].layers[layer].pages, ...)  stateless
+//     layer_done(plan, i, layer)    a step run layer by layer only: the
+//                                   layer's pages no later query sees go back now
 //   commit(plan)          -> lengths advance, full pages enter the prefix
 //                            cache, pages no future query can see are
 //                            released (policy_keeps), counters are merged
