@@ -19,6 +19,7 @@ the same sharded path on one rank (a rendezvous, no peers).
 
     bench/context_parallel.py --tokens 8192 --ranks 1,2,4 --decode 32
     bench/context_parallel.py --tokens 131072 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8
+    bench/context_parallel.py --tokens 1048576 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8 --decode 8
 Writes bench/out/context_parallel_<tokens>[_<policy>_<kv>].json and .png.
 --attention sets every layer's policy (R-SWA and windows send a rank only
 the pages its queries see; top-k needs prefill=dense across ranks), --kv the
@@ -49,7 +50,7 @@ def prompt_ids(binary, model, n):
     return ids[:n]
 
 
-def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv):
+def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv, chunk=0):
     """Every rank's JSON line of one `stride run --shard-world world`."""
     with tempfile.TemporaryDirectory() as meet:
         prefix = f"bench-{time.time_ns()}"  # one for the whole set
@@ -62,7 +63,7 @@ def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv):
                    "-a", policy, "--kv-type", kv,
                    "--ignore-eos", "--threads", "1", "--json", "--shard-world", str(world), "--shard-rank", str(rank),
                    "--rendezvous", f"file:{meet}", "--shard-prefix", prefix,
-                   "--shard-timeout-ms", str(timeout_s * 1000)]
+                   "--shard-timeout-ms", str(timeout_s * 1000), "--shard-chunk", str(chunk)]
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         rows = []
         for rank, p in enumerate(procs):
@@ -85,6 +86,8 @@ def summarise(rows, n_layer, n_tokens, decode, one=None):
         "prefill_wall_seconds": [r["prefill_seconds"] for r in rows],
         "decode_cpu_seconds_per_token": [r["decode_cpu_seconds"] / steps for r in rows],
         "peak_kv_bytes": [r["peak_kv_bytes"] for r in rows],
+        # The process's peak resident memory (weights, KV pages touched, activations): getrusage's maxrss.
+        "peak_rss_bytes": [r.get("peak_rss_bytes") for r in rows],
         # What each rank sent: in the prefill (ring), and per decoded token (queries, partial states, top-k scores).
         "prefill_bytes_sent": [r["prefill_bytes_sent"] for r in rows],
         "decode_bytes_sent_per_token": [(r["payload_bytes_sent"] - r["prefill_bytes_sent"]) / steps if steps else 0
@@ -107,6 +110,8 @@ def main():
     ap.add_argument("--rtt-us", type=float, default=100.0, help="assumed round trip between hosts, for the projection")
     ap.add_argument("--attention", default="dense", help="attention policy of every layer (stride run -a)")
     ap.add_argument("--kv", default="f16", choices=["f16", "f32", "int8"], help="KV storage (stride run --kv-type)")
+    ap.add_argument("--chunk", type=int, default=0,
+                    help="tokens of a rank's shard run through a layer at a time (stride run --shard-chunk; 0: the prefill chunk)")
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
     ap.add_argument("--replot", metavar="JSON", help="only draw the PNG of an earlier report")
@@ -123,7 +128,7 @@ def main():
     runs, one = [], None
     for world in [int(w) for w in a.ranks.split(",")]:
         t0 = time.monotonic()
-        rows = run_ranks(a.binary, a.model, ids, world, a.decode, a.timeout, a.attention, a.kv)
+        rows = run_ranks(a.binary, a.model, ids, world, a.decode, a.timeout, a.attention, a.kv, a.chunk)
         s = summarise(rows, n_layer, a.tokens, a.decode, one)
         s["wall_seconds"] = time.monotonic() - t0
         if world == 1:
@@ -150,6 +155,7 @@ def main():
         "threads_per_rank": 1,
         "attention": a.attention,
         "kv_type": a.kv,
+        "shard_chunk": a.chunk,
         "rtt_us_assumed": a.rtt_us,
         "runs": runs,
     }
@@ -172,11 +178,13 @@ def plot(report, stem):
         print("matplotlib missing: JSON only", file=sys.stderr)
         return
     runs = report["runs"]
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4))
+    fig, ax = plt.subplots(1, 4, figsize=(20, 4))
     for r in runs:
         xs = [f"{r['ranks']}r/{i}" for i in range(r["ranks"])]
         ax[0].bar(xs, r["prefill_cpu_seconds"], label=f"{r['ranks']} ranks")
         ax[1].bar(xs, [b / 1e6 for b in r["prefill_bytes_sent"]], label=f"{r['ranks']} ranks")
+        if all(r.get("peak_rss_bytes") or [None]):  # reports from before the ranks gave it have none
+            ax[3].bar(xs, [b / 1e6 for b in r["peak_rss_bytes"]], label=f"{r['ranks']} ranks")
     ax[0].set_ylabel("prefill CPU seconds per rank")
     ax[0].set_title(f"{report['runs'][0]['tokens']} tokens, {report['model']}\n"
                     f"{report['attention']}, {report['kv_type']} KV")
@@ -192,6 +200,7 @@ def plot(report, stem):
     ax[2].set_xlabel("ranks (separate hosts)")
     ax[2].set_ylabel("speed-up over one rank")
     ax[2].legend()
+    ax[3].set_ylabel("peak RSS per rank (MB)")
     fig.suptitle("Context parallelism: ranks measured on one shared 2-vCPU machine (CPU time), projected to hosts")
     fig.tight_layout()
     fig.savefig(stem + ".png", dpi=110)

@@ -48,7 +48,7 @@ int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& 
   auto group = connect_shard_group(a.shard);
   if (!group) return fail(group.status());
   const dist::ShardGroup& go = **group;
-  auto r = dist::score_sharded(engine, **group, ids);
+  auto r = dist::score_sharded(engine, **group, ids, a.shard.chunk);
   if (!r) return fail(r.status());
   if (go.rank() == 0 && write_logits(a.out, r->logits) != 0) return 1;
   // The ring's payload over every layer (ring_prefill.h): the pages of earlier ranks the next rank sees.

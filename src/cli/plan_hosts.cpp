@@ -19,17 +19,22 @@ HostPlan plan_hosts(const MemoryPlanInput& in, int hosts) {
   h.weight_bytes = in.weight_bytes;
   h.kv_bytes = (int64_t)c.n_layer * pages * shape.bytes_per_page();
 
-  MemoryPlanInput step = in;  // the shard as one step of one sequence, dense
+  // The shard runs layer by layer in chunks (Transformer::forward_layerwise):
+  // a chunk's activations, beside the residual stream of the whole shard.
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(h.tokens_per_rank, in.prefill_chunk));
+  MemoryPlanInput step = in;
   step.context = h.tokens_per_rank;
   step.batch = 1;
-  step.prefill_chunk = (int)std::min<int64_t>(h.tokens_per_rank, 1 << 30);
+  step.prefill_chunk = (int)chunk;
   step.layer_policies.assign((size_t)c.n_layer, PolicySpec{});
-  h.activation_bytes = plan_memory(step).activation_bytes;
+  h.activation_bytes = plan_memory(step).activation_bytes + 4 * h.tokens_per_rank * c.n_embd;
 
   if (hosts > 1) {
+    // Dense, on the last rank: every earlier rank's pages of one layer, the
+    // block in flight each way, and a chunk's partial states against each rank.
     const int64_t page_image = shape.bytes_per_page() + (int64_t)ps * 4;  // KvPool::page_image_bytes
-    const int64_t partials = (int64_t)hosts * h.tokens_per_rank * c.n_head * (c.head_dim_v + 2) * 4;
-    h.ring_bytes = 3 * (16 + pages * page_image) + partials;
+    const int64_t partials = (int64_t)hosts * chunk * c.n_head * (c.head_dim_v + 2) * 4;
+    h.ring_bytes = (int64_t)(hosts - 1) * pages * page_image + 2 * (16 + pages * page_image) + partials;
   }
   h.total_bytes = h.weight_bytes + h.kv_bytes + h.activation_bytes + h.ring_bytes;
   return h;

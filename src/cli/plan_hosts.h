@@ -4,11 +4,13 @@
 // N hosts (docs/deploy.md), and the fewest hosts whose memory holds it.
 //
 // A rank holds the weights, the KV of its shard (the largest is rank 0's:
-// ceil(context / N) tokens rounded up to pages; every layer, every page,
-// since ring prefill needs the whole shard), the activations of its shard
-// run as one step, and ring prefill's buffers: three blocks of one layer's
-// shard pages (the one it sends, the one it receives, the pool it attends
-// to) and the partial states of its queries against each rank's block.
+// ceil(context / N) tokens rounded up to pages; every layer, every page: the
+// pool is sized for the whole shard, though under a window a layer's pages
+// behind it go back once the layer is done), the activations of a prefill
+// chunk beside the shard's residual stream (the shard runs layer by layer
+// in chunks), and ring prefill's buffers: on the last rank, dense, every
+// earlier rank's pages of one layer, a block in flight each way, and the
+// partial states of a chunk's queries against each rank's block.
 #include <cstdint>
 
 #include "core/status.h"

@@ -1,3 +1,5 @@
+#include <sys/resource.h>
+
 #include "cli/run_sharded.h"
 
 #include <algorithm>
@@ -33,7 +35,7 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
   auto r = dist::generate_sharded(engine, **group, prompt, g, [](const std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-  });
+  }, shard.chunk);
   nlohmann::json j;
   j["shard_rank"] = shard.rank;
   j["shard_world"] = shard.world;
@@ -64,6 +66,9 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
     const KvStats ks = engine.kv().stats();
     j["peak_kv_bytes"] = ks.peak_pages_used * ks.bytes_per_page;
     j["kv_pages_held"] = ks.pages_used;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    j["peak_rss_bytes"] = (int64_t)usage.ru_maxrss * 1024;  // Linux counts kilobytes
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   return 0;

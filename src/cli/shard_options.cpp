@@ -25,6 +25,10 @@ void add_shard_options(CLI::App* cmd, ShardArgs& a) {
   cmd->add_option("--shard-timeout-ms", a.timeout_ms, "deadline of connecting and of every exchange")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--shard-chunk", a.chunk,
+                  "tokens of this rank's shard run through a layer at a time in prefill (0: the prefill chunk)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 Status check_shard_args(const ShardArgs& a) {

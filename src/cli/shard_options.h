@@ -22,6 +22,7 @@ struct ShardArgs {
   std::string prefix;      // keys in the rendezvous store: the command's name unless given
   std::string host = "127.0.0.1";
   int timeout_ms = 30000;
+  int chunk = 0;  // this rank's prefill chunk, 0: the engine's
 
   bool sharded() const { return !rendezvous.empty(); }  // with a rendezvous even one rank runs the sharded path
 };

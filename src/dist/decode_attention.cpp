@@ -7,8 +7,9 @@
 
 namespace stride::dist {
 
-Status DecodeAttention::attend(int layer, const AttentionParams& params, const float* q, int n, float* out,
-                               ThreadPool& threads) {
+Status DecodeAttention::attend(int layer, const AttentionParams& params, const float* q, int row0, int n,
+                               float* out, ThreadPool& threads) {
+  if (row0 != 0) return InvalidArgument("sharded decode: a step in one chunk");
   // The step's keys are written, not yet committed: they follow length().
   const int64_t q_pos0 = kv_.length(seq_);
   STRIDE_ASSIGN_OR_RETURN(const ShardedLayer shard_layer,

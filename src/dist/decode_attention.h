@@ -26,7 +26,9 @@ class DecodeAttention final : public ShardedAttention {
                   std::vector<int64_t> rank_begins)
       : group_(group), kv_(kv), seq_(seq), pos_begin_(pos_begin), root_(root), rank_begins_(std::move(rank_begins)) {}
 
-  Status attend(int layer, const AttentionParams& params, const float* q, int n, float* out,
+  Status keys_written(int, const AttentionParams&, ThreadPool&) override { return Status::Ok(); }
+  // A decode step is one chunk: row0 is 0.
+  Status attend(int layer, const AttentionParams& params, const float* q, int row0, int n, float* out,
                 ThreadPool& threads) override;
 
  private:

@@ -1,9 +1,13 @@
 #pragma once
 // The engine's sharded attention (model/sharded_attention.h) over a shard
 // group: this rank's KV sequence holds the positions of its shard
-// (KvManager::add_sequence_at), and each layer's queries attend to it and to
-// the earlier ranks' shards, whose pages come around the ring (ring_prefill.h).
+// (add_sequence_at, kv_manager.h), and each layer's queries attend to it and to
+// the earlier ranks' shards, whose pages come around the ring once the
+// layer's keys are written (ring_prefill.h), then serve every chunk of the
+// layer's queries.
 #include <cstdint>
+#include <memory>
+#include <optional>
 
 #include "dist/ring_prefill.h"
 #include "dist/shard_group.h"
@@ -19,7 +23,8 @@ class RingAttention final : public ShardedAttention {
   RingAttention(ShardGroup& group, const KvManager& kv, KvManager::SeqId seq, int64_t pos_begin, int64_t pos_end)
       : group_(group), kv_(kv), seq_(seq), pos_begin_(pos_begin), pos_end_(pos_end) {}
 
-  Status attend(int layer, const AttentionParams& params, const float* q, int n, float* out,
+  Status keys_written(int layer, const AttentionParams& params, ThreadPool& threads) override;
+  Status attend(int layer, const AttentionParams& params, const float* q, int row0, int n, float* out,
                 ThreadPool& threads) override;
 
   double seconds() const { return seconds_; }            // in ring prefill, every layer so far
@@ -31,6 +36,9 @@ class RingAttention final : public ShardedAttention {
   KvManager::SeqId seq_;
   int64_t pos_begin_, pos_end_;
   double seconds_ = 0, wait_seconds_ = 0;
+  int layer_ = -1;                        // whose blocks these are
+  std::optional<ShardedLayer> shard_layer_;
+  std::unique_ptr<RingBlocks> blocks_;
 };
 
 }  // namespace stride::dist

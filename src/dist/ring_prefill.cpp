@@ -53,8 +53,8 @@ int64_t ring_prefill_bytes(const PolicySpec& policy, const std::vector<KvShard>&
   return (int64_t)sizeof(int64_t) * 2 * world + pages * page_image_bytes;
 }
 
-Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q, int n_q, float* out,
-                    ThreadPool& threads, double* wait_seconds) {
+Expected<std::unique_ptr<RingBlocks>> RingBlocks::gather(ShardGroup& group, const ShardedLayer& layer,
+                                                         double* wait_seconds) {
   double waited = 0;
   auto timed = [&waited](Status st, std::chrono::steady_clock::time_point t0) {
     waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -65,9 +65,6 @@ Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q
                        "(prefill=dense selects on decode steps only)");
   const KvPoolShape& shape = layer.pool->shape();
   const int ps = shape.page_size;
-  if (n_q != layer.shard.tokens())
-    return InvalidArgument("ring prefill: " + std::to_string(n_q) + " queries for a shard of " +
-                           std::to_string(layer.shard.tokens()) + " positions");
   const auto agreed_at = std::chrono::steady_clock::now();
   auto agreed = agree_on_shards(group, layer.shard);
   STRIDE_RETURN_IF_ERROR(timed(agreed.status(), agreed_at));
@@ -79,73 +76,91 @@ Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q
     return o >= 0 && r < world ? ring_block_pages(layer.policy, shards[(size_t)o], shards[(size_t)r], ps)
                                : std::vector<int32_t>{};
   };
-  int32_t max_received = 1;
-  for (int o = 0; o < rank; ++o) max_received = std::max(max_received, (int32_t)block_pages(o, rank).size());
-  std::unique_ptr<KvPool> received;  // earlier ranks' pages, one block at a time
+  auto b = std::make_unique<RingBlocks>(Private{});
+  b->rank_ = rank;
+  std::vector<int32_t> first((size_t)rank + 1, 0);  // [rank + 1] where each origin's pages begin in received_
+  for (int o = 0; o < rank; ++o) {
+    const std::vector<int32_t> seen = block_pages(o, rank);
+    KvShard block{shards[(size_t)o].pos_begin, shards[(size_t)o].pos_end, {}};
+    block.page_ids.assign((size_t)block.pages(ps), -1);  // pages it cannot see stay away
+    for (size_t j = 0; j < seen.size(); ++j) block.page_ids[(size_t)seen[j]] = first[(size_t)o] + (int32_t)j;
+    first[(size_t)o + 1] = first[(size_t)o] + (int32_t)seen.size();
+    b->blocks_.push_back(std::move(block));
+  }
+  b->n_pages_ = first[(size_t)rank];
   if (rank > 0) {
-    STRIDE_ASSIGN_OR_RETURN(received, KvPool::create(shape, max_received));
+    STRIDE_ASSIGN_OR_RETURN(b->received_, KvPool::create(shape, std::max<int32_t>(1, first[(size_t)rank])));
   }
 
   const size_t image = (size_t)layer.pool->page_image_bytes();
-  const PartialsLayout layout{n_q * layer.params.n_head, shape.head_dim_v};
-  std::vector<float> parts(layout.floats() * (size_t)(rank + 1));  // [rank + 1] in rank order
-  // A TopK layer that does not select here reads every causal page, as one host plans it.
-  const int q_block = layer.policy.kind == PolicyKind::TopK ? default_q_block(n_q) : policy_q_block(layer.policy, n_q);
-  // Step s: `current` holds the pages of rank - s that this rank can see
-  // (current_pages, indices in that shard); what of them the next rank can
-  // see goes on to it meanwhile.
-  std::vector<uint8_t> current, outgoing, incoming;
-  std::vector<int32_t> current_pages;  // from step 1 on; step 0 reads the rank's own pool
-  for (int s = 0; s < world; ++s) {
+  // Step s: this rank forwards what the next rank sees of origin rank - s
+  // (its own pages at step 0, then what it received at step s - 1) and
+  // receives origin rank - s - 1's block.
+  std::vector<uint8_t> outgoing, incoming;
+  for (int s = 0; s + 1 < world; ++s) {
     const int origin = rank - s;
     const std::vector<int32_t> send_pages = block_pages(origin, rank + 1);
     const std::vector<int32_t> recv_pages = block_pages(origin - 1, rank);
     outgoing.resize(send_pages.size() * image);
-    for (size_t j = 0, at = 0; j < send_pages.size(); ++j) {
-      uint8_t* dst = outgoing.data() + j * image;
+    for (size_t j = 0; j < send_pages.size(); ++j) {
+      const std::span<uint8_t> dst(outgoing.data() + j * image, image);
       if (s == 0) {
-        layer.pool->save_page(layer.shard.pool_page(send_pages[j]), std::span<uint8_t>(dst, image));
+        layer.pool->save_page(layer.shard.pool_page(send_pages[j]), dst);
         continue;
       }
       // The next rank sees a subset of what this rank saw (policies lose keys as queries advance).
-      while (at < current_pages.size() && current_pages[at] < send_pages[j]) ++at;
-      if (at == current_pages.size() || current_pages[at] != send_pages[j])
-        return Internal("ring prefill: the next rank sees a page this rank did not receive");
-      std::memcpy(dst, current.data() + at * image, image);
+      const int32_t held = b->blocks_[(size_t)origin].page_ids[(size_t)send_pages[j]];
+      if (held < 0) return Internal("ring prefill: the next rank sees a page this rank did not receive");
+      b->received_->save_page(held, dst);
     }
     incoming.resize(recv_pages.size() * image);
-    const bool pass = s + 1 < world;
-    if (pass)
-      STRIDE_RETURN_IF_ERROR(
-          group.ring_pass_start(outgoing.data(), outgoing.size(), incoming.data(), incoming.size()));
-    Status attended = Status::Ok();
-    if (origin >= 0) {  // later ranks' keys are in this rank's future: masked whole
-      const KvPool* pool = layer.pool;
-      KvShard shard = layer.shard;
-      if (s > 0) {
-        pool = received.get();
-        shard = KvShard{shards[(size_t)origin].pos_begin, shards[(size_t)origin].pos_end, {}};
-        shard.page_ids.assign((size_t)shard.pages(ps), -1);  // pages it cannot see stay away
-        for (size_t j = 0; j < current_pages.size(); ++j) {
-          received->load_page((int32_t)j, std::span<const uint8_t>(current.data() + j * image, image));
-          shard.page_ids[(size_t)current_pages[j]] = (int32_t)j;
-        }
-      }
-      const AttentionPlan plan = plan_shard_attention(layer.policy, shard, ps, shape.n_kv_heads,
-                                                      layer.shard.pos_begin, n_q, q_block);
-      AttentionParams params = layer.params;
-      if (origin != 0) params.sink_logits = nullptr;  // the sink joins each row's sum once
-      float* part = parts.data() + (size_t)origin * layout.floats();
-      attended = attention_paged_partial(*pool, plan, layer.policy, params, q, layout.view(part), threads);
-    }
-    if (pass) STRIDE_RETURN_IF_ERROR(timed(group.ring_pass_finish(), std::chrono::steady_clock::now()));
-    STRIDE_RETURN_IF_ERROR(attended);
-    std::swap(current, incoming);
-    current_pages = recv_pages;
+    const auto t0 = std::chrono::steady_clock::now();
+    STRIDE_RETURN_IF_ERROR(
+        timed(group.ring_pass_start(outgoing.data(), outgoing.size(), incoming.data(), incoming.size()), t0));
+    STRIDE_RETURN_IF_ERROR(timed(group.ring_pass_finish(), std::chrono::steady_clock::now()));
+    for (size_t j = 0; j < recv_pages.size(); ++j)
+      b->received_->load_page(first[(size_t)origin - 1] + (int32_t)j,
+                              std::span<const uint8_t>(incoming.data() + j * image, image));
   }
-  merge_partials(layout, parts.data(), rank + 1, out);
   if (wait_seconds) *wait_seconds += waited;
+  return b;
+}
+
+Status RingBlocks::attend(const ShardedLayer& layer, const float* q, int64_t q_pos0, int n_q, float* out,
+                          ThreadPool& threads) const {
+  const KvPoolShape& shape = layer.pool->shape();
+  const int ps = shape.page_size;
+  const int64_t q_end = q_pos0 + n_q;
+  if (q_pos0 < layer.shard.pos_begin || q_end > layer.shard.pos_end)
+    return InvalidArgument("ring prefill: queries at " + std::to_string(q_pos0) + ".." + std::to_string(q_end) +
+                           " outside the shard's positions");
+  const PartialsLayout layout{n_q * layer.params.n_head, shape.head_dim_v};
+  std::vector<float> parts(layout.floats() * (size_t)(rank_ + 1));  // [rank + 1] in rank order
+  // A TopK layer that does not select here reads every causal page, as one host plans it.
+  const int q_block = layer.policy.kind == PolicyKind::TopK ? default_q_block(n_q) : policy_q_block(layer.policy, n_q);
+  KvShard own{layer.shard.pos_begin, q_end, layer.shard.page_ids};  // up to the queries' end
+  if (!own.page_ids.empty()) own.page_ids.resize((size_t)own.pages(ps));
+  for (int origin = 0; origin <= rank_; ++origin) {
+    const bool mine = origin == rank_;
+    const AttentionPlan plan = plan_shard_attention(layer.policy, mine ? own : blocks_[(size_t)origin], ps,
+                                                    shape.n_kv_heads, q_pos0, n_q, q_block);
+    AttentionParams params = layer.params;
+    if (origin != 0) params.sink_logits = nullptr;  // the sink joins each row's sum once
+    float* part = parts.data() + (size_t)origin * layout.floats();
+    STRIDE_RETURN_IF_ERROR(attention_paged_partial(mine ? *layer.pool : *received_, plan, layer.policy, params, q,
+                                                   layout.view(part), threads));
+  }
+  merge_partials(layout, parts.data(), rank_ + 1, out);
   return Status::Ok();
+}
+
+Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q, int n_q, float* out,
+                    ThreadPool& threads, double* wait_seconds) {
+  if (n_q != layer.shard.tokens())
+    return InvalidArgument("ring prefill: " + std::to_string(n_q) + " queries for a shard of " +
+                           std::to_string(layer.shard.tokens()) + " positions");
+  STRIDE_ASSIGN_OR_RETURN(const std::unique_ptr<RingBlocks> blocks, RingBlocks::gather(group, layer, wait_seconds));
+  return blocks->attend(layer, q, layer.shard.pos_begin, n_q, out, threads);
 }
 
 }  // namespace stride::dist

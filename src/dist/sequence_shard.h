@@ -1,7 +1,7 @@
 #pragma once
 // One layer of a rank's KV sequence as the shard the sharded kernels read:
 // the pool pages holding positions [pos_begin, pos_end) of a sequence that
-// starts at pos_begin (KvManager::add_sequence_at).
+// starts at pos_begin (add_sequence_at, kv_manager.h).
 #include <cstdint>
 
 #include "core/status.h"

@@ -50,7 +50,7 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   STRIDE_ASSIGN_OR_RETURN(const KvShard shard, every_rank_positions((int64_t)prompt.size(), group.world(),
                                                                     group.rank(), kv.config().page_size));
   STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, prompt));
-  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(shard.pos_begin));
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, shard.pos_begin));
   auto g = std::make_unique<ShardedGenerator>(Private{}, engine, group, sid, prompt, opts);
   g->r_.shard = shard;
   for (int other = 0; other < group.world(); ++other) {
@@ -67,7 +67,7 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
   RingAttention ring(group, kv, sid, shard.pos_begin, shard.pos_end);
-  STRIDE_RETURN_IF_ERROR(run_shard_step(engine, step, ring));
+  STRIDE_RETURN_IF_ERROR(run_shard_prefill(engine, step, ring, opts.prefill_chunk));
   g->r_.prefill_seconds = seconds_since(t0);
   g->r_.prefill_cpu_seconds = process_cpu_seconds() - cpu0;
   g->r_.prefill_bytes_sent = group.payload_bytes_sent();
@@ -139,9 +139,11 @@ std::string ShardedGenerator::finish_text() {
 
 Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& prompt,
                                            const GenerateOptions& opts,
-                                           const std::function<void(const std::string&)>& on_text) {
+                                           const std::function<void(const std::string&)>& on_text,
+                                           int prefill_chunk) {
   ShardGenerateOptions so;
   so.generate = opts;
+  so.prefill_chunk = prefill_chunk;
   STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<ShardedGenerator> g, ShardedGenerator::start(engine, group, prompt, so));
   auto emit = [&](const std::string& piece) {
     if (!piece.empty() && on_text) on_text(piece);

@@ -50,6 +50,9 @@ struct ShardGenerateOptions {
   // request that was cancelled or timed out ends early on every rank). Every
   // rank must agree on it: it adds one 4-byte broadcast per token.
   bool rank0_may_stop = false;
+  // This rank's prefill chunk (run_shard_prefill; 0: the engine's). A rank's
+  // own choice, not sent with a job: the tokens do not depend on it.
+  int prefill_chunk = 0;
 };
 
 // One token as every rank learns it.
@@ -102,8 +105,10 @@ class ShardedGenerator {
 // decoding and top-k layers that select on prompt chunks are refused
 // (shard_topk.h). on_text gets the text as it is
 // decoded, on every rank.
+// prefill_chunk: ShardGenerateOptions::prefill_chunk.
 Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& prompt,
                                            const GenerateOptions& opts,
-                                           const std::function<void(const std::string&)>& on_text);
+                                           const std::function<void(const std::string&)>& on_text,
+                                           int prefill_chunk = 0);
 
 }  // namespace stride::dist

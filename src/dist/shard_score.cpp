@@ -38,7 +38,7 @@ Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_
   return shard_positions(n, world, rank, page_size);
 }
 
-Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids) {
+Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids, int chunk) {
   STRIDE_RETURN_IF_ERROR(check_sharded_policies(engine.layer_policies()));
   if (ids.empty()) return InvalidArgument("score: no tokens");
   KvManager& kv = engine.kv();
@@ -47,7 +47,7 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
   ShardScore r;
   STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), group.rank(), ps));
   STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, ids));
-  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, kv.add_sequence_at(r.shard.pos_begin));
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, r.shard.pos_begin));
   ScopedSequence seq(kv, sid);
   std::vector<float> mine((size_t)(r.shard.tokens() * n_vocab));  // [shard tokens, n_vocab]
   SequenceStep step;
@@ -59,7 +59,7 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
   RingAttention ring(group, kv, sid, r.shard.pos_begin, r.shard.pos_end);
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
-  STRIDE_RETURN_IF_ERROR(run_shard_step(engine, step, ring));
+  STRIDE_RETURN_IF_ERROR(run_shard_prefill(engine, step, ring, chunk));
   r.forward_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.forward_cpu_seconds = process_cpu_seconds() - cpu0;
   r.ring_seconds = ring.seconds();

@@ -8,7 +8,8 @@
 //
 // A shard is one step because its queries need every earlier rank's keys of
 // the layer, which exist only once those ranks ran their whole shard through
-// it: the rank's activations scale with its shard, not the chunk size.
+// it; the step runs layer by layer in chunks (run_shard_prefill), so beside
+// the shard's residual stream the activations hold a chunk.
 #include <cstdint>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct ShardScore {
 
 // Every rank passes the same ids (checked). Top-k layers that select on
 // prompt chunks are refused (shard_topk.h); with prefill=dense they read every page here.
-Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids);
+// chunk: this rank's prefill chunk (run_shard_prefill; 0: the engine's).
+Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids,
+                                   int chunk = 0);
 
 }  // namespace stride::dist

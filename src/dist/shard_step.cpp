@@ -48,4 +48,18 @@ Status run_shard_step(Engine& engine, const SequenceStep& step, ShardedAttention
   return st;
 }
 
+Status run_shard_prefill(Engine& engine, const SequenceStep& step, ShardedAttention& sharded, int chunk) {
+  Transformer& model = engine.model();
+  KvManager& kv = engine.kv();
+  const int engine_chunk = model.max_chunk();
+  if (chunk > 0) model.set_max_chunk(chunk);
+  Status st = [&]() -> Status {
+    STRIDE_ASSIGN_OR_RETURN(StepPlan plan, kv.prepare(std::span<const SequenceStep>(&step, 1)));
+    STRIDE_RETURN_IF_ERROR(model.forward_layerwise(kv, plan, engine.pool(), sharded));
+    return kv.commit(plan);
+  }();
+  model.set_max_chunk(engine_chunk);
+  return st;
+}
+
 }  // namespace stride::dist

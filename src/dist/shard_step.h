@@ -20,7 +20,12 @@ double process_cpu_seconds();
 Status agree_on_prompt(ShardGroup& group, const std::vector<int32_t>& ids);
 
 // The step's tokens through every layer as one step (the model's chunk
-// limit raised to step.n for it), attention through `sharded`.
+// limit raised to step.n for it), attention through `sharded`: a decode step.
 Status run_shard_step(Engine& engine, const SequenceStep& step, ShardedAttention& sharded);
+
+// A shard's prefill: one step run layer by layer in chunks of `chunk`
+// tokens (0: the engine's prefill chunk; Transformer::forward_layerwise),
+// so its activations hold a chunk beside the shard's residual stream.
+Status run_shard_prefill(Engine& engine, const SequenceStep& step, ShardedAttention& sharded, int chunk);
 
 }  // namespace stride::dist

@@ -24,6 +24,8 @@
 //     write(plan, i, layer, k, v)   the new keys and values
 //     select(plan, i, layer, q)     top-k layers only: pages from the queries
 //     attention_paged(pool(), plan.seqs[i].layers[layer].pages, ...)  stateless
+//     layer_done(plan, i, layer)    a step run layer by layer only: the
+//                                   layer's pages no later query sees go back now
 //   commit(plan)          -> lengths advance, full pages enter the prefix
 //                            cache, pages no future query can see are
 //                            released (policy_keeps), counters are merged
@@ -98,7 +100,7 @@ class KvManager final : public StepKv {
   // position over several processes, which holds pages from there on only.
   // Its length() starts at first_pos; it takes no part in the prefix cache
   // (its pages hold no prefix). Unsupported with a top-k hot set.
-  Expected<SeqId> add_sequence_at(int64_t first_pos);
+  friend Expected<SeqId> add_sequence_at(KvManager& kv, int64_t first_pos);
   int64_t length(SeqId seq) const;  // tokens committed
 
   // The step (see the top of this file). The plan refers to `batch`, which
@@ -108,7 +110,10 @@ class KvManager final : public StepKv {
   Expected<StepPlan> prepare(std::span<const SequenceStep> batch, std::vector<int>* unfit = nullptr);
   // k: [n, n_kv_heads, head_dim_k], v: [n, n_kv_heads, head_dim_v] f32
   // for plan.steps[i]'s new positions; keys already carry RoPE.
-  Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) override;
+  // (StepKv::write, every row of the step, comes through it.)
+  Status write_rows(StepPlan& plan, int i, int layer, int row0, int rows, const float* k, const float* v) override;
+  // kv_layer_release.cpp: the layer's unseen pages go back, and back the next layer's new pages.
+  Status layer_done(StepPlan& plan, int i, int layer) override;
   // q: [n, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
   // hot set it first moves pages between the pool and the tier.
   // scale: the layer's softmax scale (top-k mass=P estimates mass with it; 0: 1/sqrt(head_dim)).

@@ -102,10 +102,11 @@ Expected<StepPlan> KvManager::prepare(std::span<const SequenceStep> batch, std::
   return plan;
 }
 
-Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const float* v) {
+Status KvManager::write_rows(StepPlan& plan, int i, int layer, int row0, int rows, const float* k, const float* v) {
   if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
     return InvalidArgument("KV manager: write outside the step plan");
   const SequenceStep& step = plan.steps[(size_t)i];
+  if (row0 < 0 || rows < 0 || row0 + rows > step.n) return InvalidArgument("KV manager: write outside the step's rows");
   SeqStepPlan& sp = plan.seqs[(size_t)i];
   if (!seqs_.valid(step.seq) || seqs_[step.seq].length != sp.pos0)
     return InvalidArgument("KV manager: write for a sequence that changed since prepare()");
@@ -117,10 +118,13 @@ Status KvManager::write(StepPlan& plan, int i, int layer, const float* k, const 
   const int64_t v_row = (int64_t)cfg_.n_kv_heads * cfg_.head_dim_v;
   const bool summarize =
       summaries_ && (cfg_.summarize_every_layer || cfg_.layer_policies[(size_t)layer].kind == PolicyKind::TopK);
-  for (int t = 0; t < step.n;) {
-    const int64_t pos = sp.pos0 + t;
+  // A may_truncate step is written whole: its rollback stashes every new key at once.
+  if (summarize && step.may_truncate && (row0 != 0 || rows != step.n))
+    return InvalidArgument("KV manager: a step that may be truncated is written whole");
+  for (int t = 0; t < rows;) {
+    const int64_t pos = sp.pos0 + row0 + t;
     const int slot = (int)(pos % ps);
-    const int run = std::min(step.n - t, ps - slot);  // tokens that land in this page
+    const int run = std::min(rows - t, ps - slot);  // tokens that land in this page
     const int32_t page = pt.table[(size_t)(pos / ps)];
     if (page < 0) return Internal("KV manager: write into a released page");
     pool_->store(page, slot, run, k + t * k_row, k_row, v + t * v_row, v_row, pos);

@@ -23,7 +23,17 @@ class StepKv {
   virtual int head_dim_k() const = 0;
   // k: [n, n_kv_heads, head_dim_k], v: [n, n_kv_heads, head_dim_v] f32
   // for plan.steps[i]'s new positions; keys already carry RoPE.
-  virtual Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) = 0;
+  Status write(StepPlan& plan, int i, int layer, const float* k, const float* v) {
+    const int n = i >= 0 && i < (int)plan.steps.size() ? plan.steps[(size_t)i].n : 0;
+    return write_rows(plan, i, layer, 0, n, k, v);
+  }
+  // The same for rows [row0, row0 + rows) of the step only (k, v: their
+  // first row), so a step's layer can be written a chunk at a time.
+  virtual Status write_rows(StepPlan& plan, int i, int layer, int row0, int rows, const float* k,
+                            const float* v) = 0;
+  // Every query of plan.steps[i] has read `layer`: its pages no later query
+  // sees may go back now rather than at commit (a step run layer by layer).
+  virtual Status layer_done(StepPlan& plan, int i, int layer) = 0;
   // q: [n, n_head, head_dim_k]: fills a top-k layer's page lists (a no-op
   // on other layers and once selected); scale: the layer's softmax scale
   // (0: 1/sqrt(head_dim)); scratch: the calling worker's.

@@ -29,7 +29,8 @@ Status attend_shard(StepKv& kv, StepPlan& plan, int layer, const AttentionParams
   if (plan.seqs.size() != 1) return InvalidArgument("sharded attention: a step of exactly one sequence");
   const auto t0 = std::chrono::steady_clock::now();
   STRIDE_RETURN_IF_ERROR(kv.write(plan, 0, layer, io.k, io.v));
-  STRIDE_RETURN_IF_ERROR(sharded.attend(layer, ap, io.q, plan.steps[0].n, io.out, pool));
+  STRIDE_RETURN_IF_ERROR(sharded.keys_written(layer, ap, pool));
+  STRIDE_RETURN_IF_ERROR(sharded.attend(layer, ap, io.q, 0, plan.steps[0].n, io.out, pool));
   plan.seqs[0].layers[(size_t)layer].seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();

@@ -15,9 +15,13 @@ namespace stride {
 class ShardedAttention {
  public:
   virtual ~ShardedAttention() = default;
-  // q: [n, n_head, head_dim_k] at the step's positions, RoPE applied;
-  // out: [n, n_head, head_dim_v], attention over every shard's keys.
-  virtual Status attend(int layer, const AttentionParams& params, const float* q, int n, float* out,
+  // Every token of the step has its keys and values of `layer` written;
+  // called once per layer, before the layer's first attend().
+  virtual Status keys_written(int layer, const AttentionParams& params, ThreadPool& threads) = 0;
+  // q: [n, n_head, head_dim_k] of the step's rows [row0, row0 + n) (a chunk
+  // of it, or all of it), RoPE applied; out: [n, n_head, head_dim_v],
+  // attention over every shard's keys.
+  virtual Status attend(int layer, const AttentionParams& params, const float* q, int row0, int n, float* out,
                         ThreadPool& threads) = 0;
 };
 

@@ -188,11 +188,6 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
   if (n > max_chunk_) return InvalidArgument("forward: batch of " + std::to_string(n) + " tokens exceeds the chunk size");
   ensure_scratch(n);
 
-  const int64_t E = c.n_embd;
-  const int64_t qd = (int64_t)c.n_head * c.head_dim;
-  const int64_t kd = (int64_t)c.n_head_kv * c.head_dim;
-  const int64_t vd = (int64_t)c.n_head_kv * c.head_dim_v;
-  const int64_t od = (int64_t)c.n_head * c.head_dim_v;
   ids_.resize(n);
   for (int i = 0, row = 0; i < n_steps; ++i) {
     const int64_t pos0 = plan.seqs[(size_t)i].pos0;
@@ -210,41 +205,13 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
     STRIDE_RETURN_IF_ERROR(embed(ids_.data(), n, x));
   }
 
-  const PackedLayer no_packed;
+  const int64_t qd = (int64_t)c.n_head * c.head_dim;
+  const int64_t kd = (int64_t)c.n_head_kv * c.head_dim;
+  const int64_t vd = (int64_t)c.n_head_kv * c.head_dim_v;
+  const int64_t od = (int64_t)c.n_head * c.head_dim_v;
   for (int il = 0; il < c.n_layer; ++il) {
-    const LayerWeights& L = w_.layers[il];
-    const PackedLayer& P = packed_.layers.empty() ? no_packed : packed_.layers[il];
     const AttentionParams ap = attention_params(il);
-
-    // Attention block.
-    {
-      OpTimer t(prof_, "norm");
-      rmsnorm(x, f32(L.attn_norm), h_.data(), n, E, c.norm_eps, pool);
-    }
-    {
-      OpTimer t(prof_, weight_op(prof_, "attn_qkv", {L.wq.type, L.wk.type, L.wv.type}),
-                weight_bytes(L.wq, P.wq.get()) + weight_bytes(L.wk, P.wk.get()) + weight_bytes(L.wv, P.wv.get()));
-      if (P.wq && P.wk && P.wv) {  // one dispatch, activations quantized once
-        const PackedMatrix* ws[3] = {P.wq.get(), P.wk.get(), P.wv.get()};
-        float* ys[3] = {q_.data(), k_.data(), v_.data()};
-        matmul_packed_multi(ws, ys, 3, h_.data(), n, pool);
-      } else {
-        linear(L.wq, P.wq.get(), h_.data(), q_.data(), n, pool);  // [n, n_head, hd]
-        linear(L.wk, P.wk.get(), h_.data(), k_.data(), n, pool);  // [n, n_kv, hd]
-        linear(L.wv, P.wv.get(), h_.data(), v_.data(), n, pool);  // [n, n_kv, hd_v]
-      }
-    }
-    {
-      OpTimer t(prof_, "bias_qknorm_rope");
-      add_bias(q_.data(), L.bq, n, qd, pool);
-      add_bias(k_.data(), L.bk, n, kd, pool);
-      add_bias(v_.data(), L.bv, n, vd, pool);
-      if (c.qk_norm) {
-        rmsnorm(q_.data(), f32(L.q_norm), q_.data(), (int64_t)n * c.n_head, c.head_dim, c.norm_eps, pool);
-        rmsnorm(k_.data(), f32(L.k_norm), k_.data(), (int64_t)n * c.n_head_kv, c.head_dim, c.norm_eps, pool);
-      }
-      rope_qk(q_.data(), c.n_head, k_.data(), c.n_head_kv, pos_.data(), n, c.head_dim, *ap.rope, pool);
-    }
+    attention_inputs(il, x, n, pool);
     {
       // Attention is per sequence: each reads only its own pages.
       OpTimer t(prof_, "attention");
@@ -252,30 +219,134 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
                                           BatchAttentionIO{q_.data(), k_.data(), v_.data(), att_.data(), qd, kd, vd, od},
                                           pool, sharded));
     }
-    {
-      OpTimer t(prof_, weight_op(prof_, "attn_out", {L.wo.type}), weight_bytes(L.wo, P.wo.get()));
-      linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
+    layer_tail(il, x, n, pool);
+  }
+  STRIDE_RETURN_IF_ERROR(output_head(steps, n_steps, x, pool));
+  if (prof_) prof_->add_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
+  return Status::Ok();
+}
+
+Status Transformer::forward_layerwise(StepKv& kv, StepPlan& plan, ThreadPool& pool, ShardedAttention& sharded) {
+  const ModelConfig& c = config();
+  if (plan.steps.size() != 1) return InvalidArgument("forward: a layer-wise step has exactly one sequence");
+  const SequenceStep& step = plan.steps[0];
+  const int n = step.n;
+  if (n <= 0) return InvalidArgument("forward: a sequence step has no tokens");
+  for (int j = 0; j < n; ++j)
+    if (step.tokens[j] < 0 || step.tokens[j] >= c.n_vocab)
+      return InvalidArgument("token id " + std::to_string(step.tokens[j]) + " is outside the vocabulary (" +
+                             std::to_string(c.n_vocab) + ")");
+  const int chunk = std::min(n, max_chunk_);
+  ensure_scratch(chunk);
+  prof_ = nullptr;  // the op profile covers one-token steps
+  const int64_t E = c.n_embd, V = c.n_vocab;
+  const int64_t pos0 = plan.seqs[0].pos0;
+  std::vector<float> resid((size_t)n * E);  // [n, E] the residual stream of every token, kept between layers
+  STRIDE_RETURN_IF_ERROR(embed(step.tokens, n, resid.data()));
+  auto set_positions = [&](int row0, int rows) {
+    for (int j = 0; j < rows; ++j) pos_[j] = (int32_t)(pos0 + row0 + j);
+  };
+  for (int il = 0; il < c.n_layer; ++il) {
+    const AttentionParams ap = attention_params(il);
+    // Every chunk's keys first: the sharded attention gathers what the layer's queries read once.
+    for (int row0 = 0; row0 < n; row0 += chunk) {
+      const int rows = std::min(chunk, n - row0);
+      set_positions(row0, rows);
+      attention_inputs(il, resid.data() + row0 * E, rows, pool);
+      STRIDE_RETURN_IF_ERROR(kv.write_rows(plan, 0, il, row0, rows, k_.data(), v_.data()));
     }
-    {
-      OpTimer t(prof_, "residual_norm");
-      add_bias(o_.data(), L.bo, n, E, pool);
-      if (L.post_attn_norm.valid()) {
-        rmsnorm_add(o_.data(), f32(L.post_attn_norm), x, n, E, c.norm_eps, pool);
-      } else {
-        add_inplace(x, o_.data(), (int64_t)n * E, pool);
-      }
-      // Feed-forward block.
-      rmsnorm(x, f32(L.ffn_norm), h_.data(), n, E, c.norm_eps, pool);
+    STRIDE_RETURN_IF_ERROR(sharded.keys_written(il, ap, pool));
+    // The queries again, chunk by chunk (recomputed rather than kept: [chunk] rows, not [n]).
+    for (int row0 = 0; row0 < n; row0 += chunk) {
+      const int rows = std::min(chunk, n - row0);
+      float* x = resid.data() + row0 * E;
+      set_positions(row0, rows);
+      attention_inputs(il, x, rows, pool);
+      STRIDE_RETURN_IF_ERROR(sharded.attend(il, ap, q_.data(), row0, rows, att_.data(), pool));
+      layer_tail(il, x, rows, pool);
     }
-    feed_forward(L, P, n, pool);  // h_ -> o_ [n, E]
+    STRIDE_RETURN_IF_ERROR(kv.layer_done(plan, 0, il));
+  }
+  for (int row0 = 0; row0 < n; row0 += chunk) {
+    const int rows = std::min(chunk, n - row0);
+    const bool last = row0 + rows == n;
+    SequenceStep part = step;  // the chunk's rows of the step's outputs
+    part.n = rows;
+    part.logits = !step.logits ? nullptr : step.all_logits ? step.logits + row0 * V : last ? step.logits : nullptr;
+    part.hidden = step.hidden ? step.hidden + row0 * E : nullptr;
+    STRIDE_RETURN_IF_ERROR(output_head(&part, 1, resid.data() + row0 * E, pool));
+  }
+  return Status::Ok();
+}
+
+void Transformer::attention_inputs(int il, const float* x, int n, ThreadPool& pool) {
+  const ModelConfig& c = config();
+  const LayerWeights& L = w_.layers[il];
+  const PackedLayer& P = packed_.layers.empty() ? no_packed_ : packed_.layers[il];
+  const int64_t E = c.n_embd;
+  const int64_t qd = (int64_t)c.n_head * c.head_dim;
+  const int64_t kd = (int64_t)c.n_head_kv * c.head_dim;
+  const int64_t vd = (int64_t)c.n_head_kv * c.head_dim_v;
+  {
+    OpTimer t(prof_, "norm");
+    rmsnorm(x, f32(L.attn_norm), h_.data(), n, E, c.norm_eps, pool);
+  }
+  {
+    OpTimer t(prof_, weight_op(prof_, "attn_qkv", {L.wq.type, L.wk.type, L.wv.type}),
+              weight_bytes(L.wq, P.wq.get()) + weight_bytes(L.wk, P.wk.get()) + weight_bytes(L.wv, P.wv.get()));
+    if (P.wq && P.wk && P.wv) {  // one dispatch, activations quantized once
+      const PackedMatrix* ws[3] = {P.wq.get(), P.wk.get(), P.wv.get()};
+      float* ys[3] = {q_.data(), k_.data(), v_.data()};
+      matmul_packed_multi(ws, ys, 3, h_.data(), n, pool);
+    } else {
+      linear(L.wq, P.wq.get(), h_.data(), q_.data(), n, pool);  // [n, n_head, hd]
+      linear(L.wk, P.wk.get(), h_.data(), k_.data(), n, pool);  // [n, n_kv, hd]
+      linear(L.wv, P.wv.get(), h_.data(), v_.data(), n, pool);  // [n, n_kv, hd_v]
+    }
+  }
+  OpTimer t(prof_, "bias_qknorm_rope");
+  add_bias(q_.data(), L.bq, n, qd, pool);
+  add_bias(k_.data(), L.bk, n, kd, pool);
+  add_bias(v_.data(), L.bv, n, vd, pool);
+  if (c.qk_norm) {
+    rmsnorm(q_.data(), f32(L.q_norm), q_.data(), (int64_t)n * c.n_head, c.head_dim, c.norm_eps, pool);
+    rmsnorm(k_.data(), f32(L.k_norm), k_.data(), (int64_t)n * c.n_head_kv, c.head_dim, c.norm_eps, pool);
+  }
+  rope_qk(q_.data(), c.n_head, k_.data(), c.n_head_kv, pos_.data(), n, c.head_dim, *attention_params(il).rope, pool);
+}
+
+void Transformer::layer_tail(int il, float* x, int n, ThreadPool& pool) {
+  const ModelConfig& c = config();
+  const LayerWeights& L = w_.layers[il];
+  const PackedLayer& P = packed_.layers.empty() ? no_packed_ : packed_.layers[il];
+  const int64_t E = c.n_embd;
+  {
+    OpTimer t(prof_, weight_op(prof_, "attn_out", {L.wo.type}), weight_bytes(L.wo, P.wo.get()));
+    linear(L.wo, P.wo.get(), att_.data(), o_.data(), n, pool);  // [n, E]
+  }
+  {
     OpTimer t(prof_, "residual_norm");
-    if (L.post_ffn_norm.valid()) {
-      rmsnorm_add(o_.data(), f32(L.post_ffn_norm), x, n, E, c.norm_eps, pool);
+    add_bias(o_.data(), L.bo, n, E, pool);
+    if (L.post_attn_norm.valid()) {
+      rmsnorm_add(o_.data(), f32(L.post_attn_norm), x, n, E, c.norm_eps, pool);
     } else {
       add_inplace(x, o_.data(), (int64_t)n * E, pool);
     }
+    // Feed-forward block.
+    rmsnorm(x, f32(L.ffn_norm), h_.data(), n, E, c.norm_eps, pool);
   }
+  feed_forward(L, P, n, pool);  // h_ -> o_ [n, E]
+  OpTimer t(prof_, "residual_norm");
+  if (L.post_ffn_norm.valid()) {
+    rmsnorm_add(o_.data(), f32(L.post_ffn_norm), x, n, E, c.norm_eps, pool);
+  } else {
+    add_inplace(x, o_.data(), (int64_t)n * E, pool);
+  }
+}
 
+Status Transformer::output_head(const SequenceStep* steps, int n_steps, const float* x, ThreadPool& pool) {
+  const ModelConfig& c = config();
+  const int64_t E = c.n_embd;
   for (int i = 0, row = 0; i < n_steps; row += steps[i].n, ++i) {
     if (steps[i].hidden) rmsnorm(x + (int64_t)row * E, f32(w_.output_norm), steps[i].hidden, steps[i].n, E, c.norm_eps, pool);
   }
@@ -322,7 +393,6 @@ Status Transformer::forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, 
       r += count;
     }
   }
-  if (prof_) prof_->add_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
   return Status::Ok();
 }
 

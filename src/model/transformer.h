@@ -48,6 +48,15 @@ class Transformer {
   // sharded (null: none): the step is one shard of a sequence spread over
   // several processes, whose attention it runs (sharded_attention.h).
   Status forward_batch(StepKv& kv, StepPlan& plan, ThreadPool& pool, ShardedAttention* sharded = nullptr);
+  // One sequence's step run layer by layer, each layer over the step's
+  // tokens in chunks of at most max_chunk(): every chunk's keys and values
+  // are written, `sharded` is told (keys_written), then every chunk's
+  // queries attend through it. Only the residual stream, [n, n_embd], is
+  // kept for all n tokens; the rest of the scratch holds a chunk, so a
+  // shard of any length runs in O(chunk) activations beside it. The queries
+  // are computed twice per layer (once with the keys, once to attend)
+  // rather than kept: [chunk] rows of scratch instead of [n].
+  Status forward_layerwise(StepKv& kv, StepPlan& plan, ThreadPool& pool, ShardedAttention& sharded);
 
   // Per-layer attention parameters (scale, softcap, RoPE) for the KV cache.
   // The RoPE table they point to lives as long as the model.
@@ -68,6 +77,12 @@ class Transformer {
  private:
   Transformer() = default;
   void ensure_scratch(int n);
+  // q_, k_, v_ of n rows x ([n, n_embd] residual) at positions pos_, RoPE applied.
+  void attention_inputs(int layer, const float* x, int n, ThreadPool& pool);
+  // The rest of the layer on n rows: x += Wo(att_), then x += FFN(x).
+  void layer_tail(int layer, float* x, int n, ThreadPool& pool);
+  // Final norm, the hidden states and logits the steps ask for (x: [sum of n, n_embd]).
+  Status output_head(const SequenceStep* steps, int n_steps, const float* x, ThreadPool& pool);
   // o_ = FFN(h_) for n tokens [n, n_embd]: the dense SwiGLU/GeGLU or the experts.
   void feed_forward(const LayerWeights& L, const PackedLayer& P, int n, ThreadPool& pool);
   // x[i] = the embedding of ids[i]: [n, n_embd].
@@ -82,6 +97,7 @@ class Transformer {
   std::unique_ptr<ModelSource> source_;
   ModelWeights w_;
   PackedWeights packed_;  // empty when repacking is off
+  const PackedLayer no_packed_{};  // every layer's, when repacking is off
   // A tied embedding whose mapped pages were dropped once the output head
   // was repacked: its rows are read with pread (ModelSource::read_back), so
   // looking them up does not map the file back into RSS.

@@ -26,9 +26,10 @@ from shard_ranks import (N_NEW, PAGE, SEGMENT, finish, model_info, one_host_run,
                          ring_bytes_per_layer, sees, start_ranks)
 from stride_server import SMOL
 
-def start_run_ranks(ids, world, tmp_path, n_new, timeout_ms=60000, policy="dense", kv="f16"):
+def start_run_ranks(ids, world, tmp_path, n_new, timeout_ms=60000, policy="dense", kv="f16", extra=()):
     return start_ranks(lambda rank: ["run", "-m", SMOL, "--prompt-ids", " ".join(ids), "-n", str(n_new), "-a", policy,
-                                     "--kv-type", kv, "--temperature", "0", "--ignore-eos", "--threads", "1", "--json"],
+                                     "--kv-type", kv, "--temperature", "0", "--ignore-eos", "--threads", "1", "--json",
+                                     *extra],
                        world, tmp_path / "rendezvous", timeout_ms)
 
 
@@ -96,6 +97,32 @@ def test_sharded_decode_gives_the_one_host_tokens_and_logprobs(world, policy, kv
     for m in metas if policy == "dense" else []:
         pages = SEGMENT // PAGE + (-(-N_NEW // PAGE) if m["shard_rank"] == world - 1 else 0)
         assert m["peak_kv_bytes"] == smol_info["n_layer"] * pages * kv_page, m
+
+
+@pytest.mark.parametrize("world,policy,kv,chunk", [(2, "dense", "f16", 64), (4, "rswa:sinks=4,window=64", "int8", 80),
+                                                   (4, "topk:sparsity=0.9,prefill=dense", "f16", 100),
+                                                   (2, "dense", "int8", 32), (4, "rswa:sinks=4,window=64", "f16", 48)],
+                         ids=["2x256-dense-chunk64", "4x256-rswa-int8-chunk80", "4x256-topk-chunk100",
+                              "2x256-dense-int8-chunk32", "4x256-rswa-chunk48"])
+def test_a_shard_prefilled_in_chunks_gives_the_one_host_tokens_and_logprobs(world, policy, kv, chunk, tmp_path,
+                                                                            smol_info):
+    """Each rank runs its 256 positions layer by layer in chunks of --shard-chunk tokens (several per
+    rank; 64 and 32 end on 32-token pages, 80, 100 and 48 do not): the earlier ranks' pages still come
+    once per layer, so the tokens, their log-probabilities and the bytes each rank sends are those of
+    the one host and of the exchange's formula."""
+    ids = prompt_ids(world * SEGMENT)
+    want = one_host_run(ids, N_NEW, policy, kv)
+    results = finish(start_run_ranks(ids, world, tmp_path, N_NEW, policy=policy, kv=kv,
+                                     extra=("--shard-chunk", str(chunk))))
+    for rank, (rc, _, err) in enumerate(results):
+        assert rc == 0, f"rank {rank} exit {rc}: {err[-2000:]}"
+    metas = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in results]
+    for m in metas:
+        assert m["generated_ids"] == want["generated_ids"], m["shard_rank"]
+        assert m["logprobs"] == want["logprobs"], m["shard_rank"]
+        assert m["kv_pages_held"] == 0
+    for m in metas if kv == "f16" else []:
+        assert m["payload_bytes_sent"] == expected_payload(policy, world, m["shard_rank"], smol_info, len(ids)), m
 
 
 @pytest.mark.parametrize("victim", ["last", "first"], ids=["root-killed", "worker-killed"])

@@ -33,14 +33,20 @@ def smol_info():
     return model_info()
 
 
-@pytest.mark.parametrize("world,n,policy", [(2, 2 * SEGMENT, "dense"), (4, 4 * SEGMENT, "dense"),
-                                           (4, 4 * SEGMENT, "rswa:sinks=4,window=64"),
-                                           (2, 2 * SEGMENT, "topk:sparsity=0.9,prefill=dense")],
-                         ids=["2x256-dense", "4x256-dense", "4x256-rswa", "2x256-topk-prefill-dense"])
-def test_shards_on_segment_boundaries_give_the_one_host_bytes(world, n, policy, tmp_path, smol_info):
+# chunk: --shard-chunk, each rank running its 256 positions through a layer that many at a time
+# (0: the prefill chunk, 256: one); 96 ends off a 32-token page, 64 on one.
+@pytest.mark.parametrize("world,n,policy,chunk", [(2, 2 * SEGMENT, "dense", 0), (4, 4 * SEGMENT, "dense", 0),
+                                                 (4, 4 * SEGMENT, "rswa:sinks=4,window=64", 0),
+                                                 (2, 2 * SEGMENT, "topk:sparsity=0.9,prefill=dense", 0),
+                                                 (4, 4 * SEGMENT, "dense", 96),
+                                                 (4, 4 * SEGMENT, "rswa:sinks=4,window=64", 64)],
+                         ids=["2x256-dense", "4x256-dense", "4x256-rswa", "2x256-topk-prefill-dense",
+                              "4x256-dense-chunk96", "4x256-rswa-chunk64"])
+def test_shards_on_segment_boundaries_give_the_one_host_bytes(world, n, policy, chunk, tmp_path, smol_info):
     ids = prompt_ids(n)
     want = one_host_logits(ids, tmp_path, policy)
-    got, metas = run_sharded_score(ids, world, tmp_path, policy)
+    got, metas = run_sharded_score(ids, world, tmp_path, policy,
+                                   extra=lambda rank: ["--shard-chunk", str(chunk)] if chunk else [])
     assert [(m["pos_begin"], m["pos_end"]) for m in metas] == [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
     diff = np.abs(got - want).max(axis=1)
     bad = np.nonzero(diff)[0]

@@ -1,4 +1,4 @@
-// KvManager::add_sequence_at: a sequence holding only positions from a page
+// add_sequence_at (kv_manager.h): a sequence holding only positions from a page
 // boundary on (one rank's shard of a longer sequence). Its keys sit at their
 // true positions, it holds pages for its own positions only, the pages go
 // back on removal, and the kernel on its step plan attends exactly its own
@@ -40,7 +40,7 @@ TEST(KvShardSequence, HoldsItsPositionsOnlyInPagesOfItsOwn) {
   ASSERT_TRUE(kv);
   constexpr int64_t kFirst = 4 * 16;
   constexpr int kN = 40;
-  auto seq = kv->add_sequence_at(kFirst);
+  auto seq = add_sequence_at(*kv, kFirst);
   ASSERT_TRUE(seq.ok()) << seq.status().to_string();
   EXPECT_EQ(kv->length(*seq), kFirst);
   const auto k = random_vec(kN * kRow, 1), v = random_vec(kN * kRow, 2);
@@ -75,7 +75,7 @@ TEST(KvShardSequence, ItsPlanAttendsItsOwnKeysCausallyAsTheReferenceDoes) {
   ASSERT_TRUE(kv);
   constexpr int64_t kFirst = 2 * 16;
   constexpr int kN = 37;
-  auto seq = kv->add_sequence_at(kFirst);
+  auto seq = add_sequence_at(*kv, kFirst);
   ASSERT_TRUE(seq.ok());
   const auto k = random_vec(kN * kRow, 3), v = random_vec(kN * kRow, 4);
   const auto q = random_vec((size_t)kN * kShape.n_head * kShape.hd, 5);
@@ -107,7 +107,7 @@ TEST(KvShardSequence, ItsPlanAttendsItsOwnKeysCausallyAsTheReferenceDoes) {
 TEST(KvShardSequence, AWindowReleasesItsPagesAsOnOneHost) {
   auto kv = make_f32_manager(kShape, kLayers, "window:size=16", 64);
   ASSERT_TRUE(kv);
-  auto seq = kv->add_sequence_at(3 * 16);
+  auto seq = add_sequence_at(*kv, 3 * 16);
   ASSERT_TRUE(seq.ok());
   const auto k = random_vec(64 * kRow, 6), v = random_vec(64 * kRow, 7);
   SequenceStep step;
@@ -123,9 +123,9 @@ TEST(KvShardSequence, AWindowReleasesItsPagesAsOnOneHost) {
 TEST(KvShardSequence, StartsOnlyAtAPageBoundary) {
   auto kv = make_f32_manager(kShape, kLayers, "dense", 8);
   ASSERT_TRUE(kv);
-  EXPECT_EQ(kv->add_sequence_at(17).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(kv->add_sequence_at(-16).status().code(), StatusCode::kInvalidArgument);
-  auto zero = kv->add_sequence_at(0);
+  EXPECT_EQ(add_sequence_at(*kv, 17).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(add_sequence_at(*kv, -16).status().code(), StatusCode::kInvalidArgument);
+  auto zero = add_sequence_at(*kv, 0);
   ASSERT_TRUE(zero.ok());
   EXPECT_EQ(kv->length(*zero), 0);
 }
