@@ -13,34 +13,14 @@
 // read 8 rows as one sequential stream (kernels/packed_float.cpp).
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <utility>
 #include <vector>
 
+#include "core/huge_page_allocator.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
 namespace stride {
-
-// Leaves elements uninitialised on resize, so a large buffer's pages become
-// resident only as they are written (pack_matrix fills one group at a time
-// while the loader drops the source pages it has read).
-template <class T>
-struct DefaultInitAllocator : std::allocator<T> {
-  template <class U>
-  struct rebind {
-    using other = DefaultInitAllocator<U>;
-  };
-  template <class U>
-  void construct(U* p) noexcept {
-    ::new ((void*)p) U;
-  }
-  template <class U, class... A>
-  void construct(U* p, A&&... a) {
-    ::new ((void*)p) U(std::forward<A>(a)...);
-  }
-};
 
 struct PackedMatrix {
   DType type = DType::F32;   // the GGUF type the weights came from
@@ -48,7 +28,10 @@ struct PackedMatrix {
   int64_t n_out = 0;         // rows
   int64_t n_groups = 0;      // ceil(n_out / 8); padding rows are all zero
   int64_t group_bytes = 0;   // bytes of one 8-row group (all its blocks)
-  std::vector<uint8_t, DefaultInitAllocator<uint8_t>> data;  // [n_groups, group_bytes]
+  // [n_groups, group_bytes]; on huge pages, and left uninitialised on resize
+  // so that pages become resident only as pack_matrix writes them (it fills
+  // one group at a time while the loader drops the source pages it has read).
+  std::vector<uint8_t, HugePageAllocator<uint8_t>> data;
 };
 
 constexpr int64_t kPackRows = 8;
