@@ -9,9 +9,13 @@
 //   share                gemv_GBs / read_GBs
 //   gemv_GBs_cpu, read_GBs_cpu, share_cpu   the same over process CPU time
 //     x threads: the rate while the threads run (on a loaded machine)
+// The ring is on huge pages, as the engine's repacked weights are
+// (core/huge_page_allocator.h); the ".../4k" runs put it on 4 KiB pages
+// (MADV_NOHUGEPAGE before the copy), as it was before.
 //   STRIDE_CPU=avx512 ./build/bench_decode_gemv --benchmark_filter='Q4_K'
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <chrono>
@@ -84,7 +88,23 @@ uint64_t read_ring(const std::vector<PackedMatrix>& ring, ThreadPool& pool) {
   return s;
 }
 
-void decode_gemv(benchmark::State& state, DType t, bench::Shape shape, int threads) {
+// copies of m; small_pages: on 4 KiB pages (advised before the bytes are written).
+std::vector<PackedMatrix> make_ring(const PackedMatrix& m, int copies, bool small_pages) {
+  std::vector<PackedMatrix> ring((size_t)copies);
+  for (PackedMatrix& r : ring) {
+    r.type = m.type;
+    r.n_in = m.n_in;
+    r.n_out = m.n_out;
+    r.n_groups = m.n_groups;
+    r.group_bytes = m.group_bytes;
+    r.data.resize(m.data.size());
+    if (small_pages && r.data.size() >= kHugePageMinBytes) madvise(r.data.data(), r.data.size(), MADV_NOHUGEPAGE);
+    std::memcpy(r.data.data(), m.data.data(), m.data.size());
+  }
+  return ring;
+}
+
+void decode_gemv(benchmark::State& state, DType t, bench::Shape shape, int threads, bool small_pages) {
   const auto bytes = bench::random_weight(t, shape.n_in, shape.n_out);
   auto packed = pack_matrix(bench::weight_view(t, shape, bytes));
   if (!packed.ok()) {
@@ -93,7 +113,7 @@ void decode_gemv(benchmark::State& state, DType t, bench::Shape shape, int threa
   }
   const int64_t mat_bytes = (int64_t)packed.value().data.size();
   const int copies = (int)std::max<int64_t>(2, (kRingBytes + mat_bytes - 1) / mat_bytes);
-  std::vector<PackedMatrix> ring((size_t)copies, packed.value());
+  const std::vector<PackedMatrix> ring = make_ring(packed.value(), copies, small_pages);
   std::vector<float> x((size_t)shape.n_in), y((size_t)shape.n_out);
   for (size_t i = 0; i < x.size(); ++i) x[i] = (float)((int)(i * 2654435761u % 2001) - 1000) * 1e-3f;
   ThreadPool pool(threads);
@@ -135,14 +155,15 @@ void register_all() {
                            {DType::Q6_K, head}, {DType::Q8_0, up},   {DType::F16, up},
                            {DType::BF16, up}};
   for (const Entry& e : entries)
-    for (int threads : {1, 2}) {
-      const std::string name =
-          std::string(dtype_name(e.t)) + "/" + e.shape.name + "/t" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), decode_gemv, e.t, e.shape, threads)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime()
-          ->MinTime(1.0);
-    }
+    for (int threads : {1, 2})
+      for (bool small_pages : {false, true}) {
+        const std::string name = std::string(dtype_name(e.t)) + "/" + e.shape.name + "/t" +
+                                 std::to_string(threads) + (small_pages ? "/4k" : "");
+        benchmark::RegisterBenchmark(name.c_str(), decode_gemv, e.t, e.shape, threads, small_pages)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->MinTime(1.0);
+      }
 }
 
 }  // namespace
