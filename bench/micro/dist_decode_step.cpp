@@ -12,7 +12,6 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "dist/sharded_decode.h"
 #include "dist/shard_step.h"
 #include "kernels/rope_table.h"
+#include "random_weights.h"
 
 using namespace stride;
 using namespace stride::dist;
@@ -28,14 +28,6 @@ namespace {
 
 // SmolLM2-135M's attention: 9 query heads over 3 kv heads of 64, pages of 32.
 constexpr int kHeads = 9, kKvHeads = 3, kDim = 64, kPage = 32;
-
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> x(n);
-  for (float& v : x) v = dist(gen);
-  return x;
-}
 
 }  // namespace
 
@@ -58,8 +50,8 @@ int main(int argc, char** argv) {
   const int64_t row = (int64_t)kKvHeads * kDim;
   for (int64_t first = 0; first < keys; first += kPage) {
     const int n = (int)std::min<int64_t>(kPage, keys - first);
-    const std::vector<float> k = random_floats((size_t)(n * row), (unsigned)first);
-    const std::vector<float> v = random_floats((size_t)(n * row), (unsigned)first + 1);
+    const std::vector<float> k = bench::random_normal((size_t)(n * row), (unsigned)first);
+    const std::vector<float> v = bench::random_normal((size_t)(n * row), (unsigned)first + 1);
     (*pool)->store((int32_t)(first / kPage), 0, n, k.data(), row, v.data(), row, first);
   }
   const RopeTable rope = RopeTable::plain(10000.0, kDim, 1.0, false);
@@ -78,7 +70,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const ShardedLayer layer{pool->get(), shard, *policy, params};
-  std::vector<float> q = random_floats((size_t)kHeads * kDim, 7), out((size_t)kHeads * kDim);
+  std::vector<float> q = bench::random_normal((size_t)kHeads * kDim, 7), out((size_t)kHeads * kDim);
   ThreadPool threads(1);
   DecodeWork work;
   const double cpu0 = process_cpu_seconds();

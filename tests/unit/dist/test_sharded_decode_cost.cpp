@@ -19,15 +19,7 @@
 namespace stride::dist {
 namespace {
 
-using testing::kHd;
-using testing::kNhead;
-using testing::kPage;
-using testing::kSegmentKeys;
-using testing::Layer;
-using testing::RankReport;
-using testing::RendezvousDir;
-
-constexpr int64_t S = kSegmentKeys;
+constexpr int64_t S = testing::kSegmentKeys;
 constexpr int kWorld = 4, kRoot = kWorld - 1;
 
 // Where each rank's positions begin: every bound but the last.
@@ -46,21 +38,21 @@ struct Counted {
 Counted decode_counted(const char* policy_text, KvStorage storage, bool sinks, int64_t s, int64_t root_tokens) {
   const PolicySpec policy = *parse_policy(policy_text);
   const std::vector<int64_t> bounds{0, s, 2 * s, 3 * s, 3 * s + root_tokens};
-  const Layer layer(bounds.back(), storage, sinks);
+  const testing::Layer layer(bounds.back(), storage, sinks);
   const auto shards = testing::shards_at(bounds);
-  const auto q = testing::random_vec((size_t)kNhead * kHd, 3);
-  const RendezvousDir dir;
+  const auto q = testing::random_vec((size_t)testing::kNhead * testing::kHd, 3);
+  const testing::RendezvousDir dir;
   const auto ranks = testing::run_ranks(
       kWorld,
       [&](int rank) {
         auto group = ShardGroup::connect(dir.options(rank, kWorld, std::chrono::seconds(20)));
         if (!group.ok()) return testing::failed(group.status());
-        const auto pool = layer.pool_for(shards[(size_t)rank], shards[(size_t)rank].pages(kPage));
+        const auto pool = layer.pool_for(shards[(size_t)rank], shards[(size_t)rank].pages(testing::kPage));
         std::vector<float> my_q = rank == kRoot ? q : std::vector<float>(q.size(), 0.f);
-        std::vector<float> out((size_t)kNhead * kHd);
+        std::vector<float> out((size_t)testing::kNhead * testing::kHd);
         ThreadPool threads(1);
         DecodeWork work;
-        RankReport rep;
+        testing::RankReport rep;
         rep.status = sharded_decode(**group, {pool.get(), shards[(size_t)rank], policy, layer.params()}, my_q.data(),
                                     1, layer.kv_len - 1, out.data(), threads, kRoot, bounds_begins(bounds), &work);
         if (rank == kRoot) rep.out = out;
@@ -75,7 +67,7 @@ Counted decode_counted(const char* policy_text, KvStorage storage, bool sinks, i
   for (int r = 0; r < kWorld; ++r) {
     EXPECT_TRUE(ranks[(size_t)r].reported) << "rank " << r << " crashed or hung";
     if (!ranks[(size_t)r].reported) return {};
-    const RankReport& rep = ranks[(size_t)r].report;
+    const testing::RankReport& rep = ranks[(size_t)r].report;
     EXPECT_TRUE(rep.status.ok()) << rep.status.to_string();
     const size_t n = rep.out.size();
     if (n < 3) return {};
