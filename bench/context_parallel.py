@@ -95,6 +95,10 @@ def summarise(rows, n_layer, n_tokens, decode, one=None):
         # Every rank's payload together, per prompt token and layer (ring prefill) and per decoded token and layer.
         "prefill_bytes_per_token_layer": prefill_bytes / (n_tokens * n_layer),
         "decode_bytes_per_token_layer": decode_bytes / (steps * n_layer) if steps else 0,
+        # Each rank's decode work per token, every layer (DecodeWork): the partial states it computed and
+        # the pages its plans read; under a window or R-SWA neither grows with the shard.
+        "decode_partials_per_token": [r.get("decode_partials", 0) / steps if steps else 0 for r in rows],
+        "decode_pages_read_per_token": [r.get("decode_pages_read", 0) / steps if steps else 0 for r in rows],
         "same_tokens_as_one_rank": None if one is None else rows[0]["generated_ids"] == one["generated_ids"],
     }
     return s

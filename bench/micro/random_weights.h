@@ -1,6 +1,8 @@
 #pragma once
 // Weights for the matmul micro-benchmarks: random bytes with finite fp16
-// scales (the kernels' speed does not depend on the values).
+// scales (the kernels' speed does not depend on the values); and normal
+// floats for activations, keys and values.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -15,6 +17,14 @@ struct Shape {
   const char* name;
   int64_t n_in, n_out;
 };
+
+inline std::vector<float> random_normal(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> v(n);
+  std::generate(v.begin(), v.end(), [&] { return normal(rng); });
+  return v;
+}
 
 inline std::vector<uint8_t> random_weight(DType t, int64_t n_in, int64_t n_out) {
   const DTypeInfo* info = dtype_info(t);

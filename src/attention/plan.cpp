@@ -130,6 +130,11 @@ int policy_q_block(const PolicySpec& p, int n_q) {
 
 AttentionPlan plan_attention(const PolicySpec& p, const std::vector<int32_t>& page_table,
                              int page_size, int64_t kv_len, int64_t q_pos0, int n_q, int q_block) {
+  return plan_attention_pages(p, page_table, 0, page_size, kv_len, q_pos0, n_q, q_block);
+}
+
+AttentionPlan plan_attention_pages(const PolicySpec& p, std::span<const int32_t> pages, int64_t first_page,
+                                   int page_size, int64_t kv_len, int64_t q_pos0, int n_q, int q_block) {
   AttentionPlan plan;
   plan.q_block = std::max(1, q_block);
   plan.n_q = n_q;
@@ -137,13 +142,13 @@ AttentionPlan plan_attention(const PolicySpec& p, const std::vector<int32_t>& pa
   const int n_blocks = n_q <= 0 ? 0 : (n_q + plan.q_block - 1) / plan.q_block;
   plan.indptr.assign(1, 0);
   const int64_t n_logical =
-      std::min<int64_t>((int64_t)page_table.size(), (kv_len + page_size - 1) / page_size);
+      std::min<int64_t>(first_page + (int64_t)pages.size(), (kv_len + page_size - 1) / page_size);
 
   auto consider = [&](int64_t L, int64_t qa, int64_t qb) {
     const int64_t first = L * page_size;
     const int64_t last = std::min<int64_t>(first + page_size, kv_len) - 1;
     if (last < first || !policy_any_visible(p, qa, qb, first, last)) return;
-    const int32_t phys = page_table[L];
+    const int32_t phys = pages[(size_t)(L - first_page)];
     assert(phys >= 0 && "a visible page was released");
     if (phys < 0) return;
     plan.page_ids.push_back(phys);
@@ -165,8 +170,8 @@ AttentionPlan plan_attention(const PolicySpec& p, const std::vector<int32_t>& pa
       if (p.kind == PolicyKind::RSWA && p.sinks > 0)
         sink_to = std::min<int64_t>(window_from - 1, (p.sinks - 1) / page_size);
     }
-    for (int64_t L = 0; L <= std::min(sink_to, last_page); ++L) consider(L, qa, qb);
-    for (int64_t L = window_from; L <= last_page; ++L) consider(L, qa, qb);
+    for (int64_t L = first_page; L <= std::min(sink_to, last_page); ++L) consider(L, qa, qb);
+    for (int64_t L = std::max(window_from, first_page); L <= last_page; ++L) consider(L, qa, qb);
     plan.indptr.push_back((int32_t)plan.page_ids.size());
   }
   return plan;

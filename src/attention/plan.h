@@ -5,6 +5,7 @@
 // some query of the block attends are listed; the kernel masks the rest of an
 // edge page with policy_attends on the slots' stored positions.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "attention/policy.h"
@@ -55,6 +56,12 @@ bool policy_all_visible(const PolicySpec& p, int64_t q_first, int64_t q_last, in
 // positions [0, kv_len). Queries sit at [q_pos0, q_pos0 + n_q).
 AttentionPlan plan_attention(const PolicySpec& p, const std::vector<int32_t>& page_table,
                              int page_size, int64_t kv_len, int64_t q_pos0, int n_q, int q_block);
+// The same plan's entries that fall in logical pages [first_page, first_page
+// + pages.size()), pages[i] backing logical page first_page + i (a shard of
+// the sequence held by one process): the pages before first_page are not
+// looked at, so under a window it costs the pages it lists, not the position.
+AttentionPlan plan_attention_pages(const PolicySpec& p, std::span<const int32_t> pages, int64_t first_page,
+                                   int page_size, int64_t kv_len, int64_t q_pos0, int n_q, int q_block);
 
 // Brute-force check of a plan with policy_attends over every (query, slot)
 // pair: every listed page holds a key some query of its block attends, is

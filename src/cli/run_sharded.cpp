@@ -63,6 +63,10 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
     j["decode_cpu_seconds"] = r->decode_cpu_seconds;
     j["prefill_bytes_sent"] = r->prefill_bytes_sent;
     j["payload_bytes_sent"] = r->payload_bytes_sent;
+    // This rank's decode work, every layer of every step (DecodeWork).
+    j["decode_calls"] = r->decode_work.calls;
+    j["decode_partials"] = r->decode_work.partials;
+    j["decode_pages_read"] = r->decode_work.pages_read;
     const KvStats ks = engine.kv().stats();
     j["peak_kv_bytes"] = ks.peak_pages_used * ks.bytes_per_page;
     j["kv_pages_held"] = ks.pages_used;

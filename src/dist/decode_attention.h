@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dist/shard_group.h"
+#include "dist/sharded_decode.h"
 #include "kv/kv_manager.h"
 #include "model/sharded_attention.h"
 #include "model/transformer.h"
@@ -22,9 +23,16 @@ namespace stride::dist {
 class DecodeAttention final : public ShardedAttention {
  public:
   // rank_begins: where each rank's positions begin (sharded_decode.h).
+  // work (when given) grows by each layer's decode cost (sharded_decode.h).
   DecodeAttention(ShardGroup& group, const KvManager& kv, KvManager::SeqId seq, int64_t pos_begin, int root,
-                  std::vector<int64_t> rank_begins)
-      : group_(group), kv_(kv), seq_(seq), pos_begin_(pos_begin), root_(root), rank_begins_(std::move(rank_begins)) {}
+                  std::vector<int64_t> rank_begins, DecodeWork* work = nullptr)
+      : group_(group),
+        kv_(kv),
+        seq_(seq),
+        pos_begin_(pos_begin),
+        root_(root),
+        rank_begins_(std::move(rank_begins)),
+        work_(work) {}
 
   Status keys_written(int, const AttentionParams&, ThreadPool&) override { return Status::Ok(); }
   // A decode step is one chunk: row0 is 0.
@@ -38,13 +46,14 @@ class DecodeAttention final : public ShardedAttention {
   int64_t pos_begin_;
   int root_;
   std::vector<int64_t> rank_begins_;
+  DecodeWork* work_;
 };
 
 // Another rank's side of one decode step of n_q tokens at q_pos0: every
 // layer's queries from the root against this rank's positions
-// [pos_begin, pos_end) of seq, its partials sent back.
+// [pos_begin, pos_end) of seq, its partials sent back; work as above.
 Status answer_decode_step(ShardGroup& group, const Transformer& model, const KvManager& kv, KvManager::SeqId seq,
                           int64_t pos_begin, int64_t pos_end, int n_q, int64_t q_pos0, int root,
-                          const std::vector<int64_t>& rank_begins, ThreadPool& threads);
+                          const std::vector<int64_t>& rank_begins, ThreadPool& threads, DecodeWork* work = nullptr);
 
 }  // namespace stride::dist

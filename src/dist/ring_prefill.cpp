@@ -138,7 +138,8 @@ Status RingBlocks::attend(const ShardedLayer& layer, const float* q, int64_t q_p
   std::vector<float> parts(layout.floats() * (size_t)(rank_ + 1));  // [rank + 1] in rank order
   // A TopK layer that does not select here reads every causal page, as one host plans it.
   const int q_block = layer.policy.kind == PolicyKind::TopK ? default_q_block(n_q) : policy_q_block(layer.policy, n_q);
-  KvShard own{layer.shard.pos_begin, q_end, layer.shard.page_ids};  // up to the queries' end
+  KvShard own = layer.shard;  // up to the queries' end
+  own.pos_end = q_end;
   if (!own.page_ids.empty()) own.page_ids.resize((size_t)own.pages(ps));
   for (int origin = 0; origin <= rank_; ++origin) {
     const bool mine = origin == rank_;

@@ -1,5 +1,6 @@
 #include "dist/sequence_shard.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -14,11 +15,9 @@ Expected<ShardedLayer> sequence_shard(const KvManager& kv, KvManager::SeqId seq,
                            page_summaries(kv)};
   const int64_t first = pos_begin / ps, end = (pos_end + ps - 1) / ps;
   if ((int64_t)table->size() < end) return Internal("sharded attention: the shard's pages are not all written");
-  for (int64_t l = first; l < end; ++l) {
-    const int32_t page = (*table)[(size_t)l];
-    if (page < 0 && !released_ok) return Internal("sharded attention: a page of the shard was released");
-    shard_layer.shard.page_ids.push_back(page);
-  }
+  if (!released_ok && std::any_of(table->begin() + first, table->begin() + end, [](int32_t p) { return p < 0; }))
+    return Internal("sharded attention: a page of the shard was released");
+  shard_layer.shard.page_view = table->data() + first;
   return shard_layer;
 }
 

@@ -12,8 +12,11 @@ namespace stride::dist {
 
 // Internal when a page of the range is not written, or was released and
 // released_ok is false. Released pages (a window's, behind its queries) stay
-// in page_ids as -1: the layer's policy plans no read of them. Ring prefill
-// passes whole shards, so it needs every page; decode reads what the policy keeps.
+// in the page table as -1: the layer's policy plans no read of them. Ring
+// prefill passes whole shards, so it needs every page (checked: O(shard));
+// decode reads what the policy keeps, and finding the shard costs O(1).
+// The shard views the sequence's page table (KvShard::page_view): valid
+// until the next prepare() of the sequence adds pages.
 Expected<ShardedLayer> sequence_shard(const KvManager& kv, KvManager::SeqId seq, int layer, int64_t pos_begin,
                                       int64_t pos_end, const AttentionParams& params, bool released_ok);
 

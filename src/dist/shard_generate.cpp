@@ -118,11 +118,13 @@ Expected<ShardToken> ShardedGenerator::next(bool stop) {
       step.tokens = &tok.id;
       step.n = 1;
       step.logits = logits_.data();
-      DecodeAttention attend_root(group_, engine_.kv(), seq_.id(), r_.shard.pos_begin, root, rank_begins_);
+      DecodeAttention attend_root(group_, engine_.kv(), seq_.id(), r_.shard.pos_begin, root, rank_begins_,
+                                  &r_.decode_work);
       STRIDE_RETURN_IF_ERROR(run_shard_step(engine_, step, attend_root));
     } else {
       STRIDE_RETURN_IF_ERROR(answer_decode_step(group_, engine_.model(), engine_.kv(), seq_.id(), r_.shard.pos_begin,
-                                                r_.shard.pos_end, 1, n + k, root, rank_begins_, engine_.pool()));
+                                                r_.shard.pos_end, 1, n + k, root, rank_begins_, engine_.pool(),
+                                                &r_.decode_work));
     }
   }
   r_.decode_seconds += seconds_since(t0);

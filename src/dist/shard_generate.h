@@ -22,6 +22,7 @@
 #include "core/status.h"
 #include "dist/kv_shard.h"
 #include "dist/shard_group.h"
+#include "dist/sharded_decode.h"
 #include "engine/decode_loop.h"
 #include "engine/engine.h"
 #include "kv/scoped_sequence.h"
@@ -41,6 +42,7 @@ struct ShardGeneration {
   double decode_cpu_seconds = 0;
   int64_t prefill_bytes_sent = 0;  // ShardGroup::payload_bytes_sent after the prefill
   int64_t payload_bytes_sent = 0;  // and at the end
+  DecodeWork decode_work;          // this rank's share of the decode steps, every layer
 };
 
 struct ShardGenerateOptions {

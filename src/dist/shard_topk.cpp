@@ -60,18 +60,25 @@ Expected<TopkSelection> agree_topk_selection(ShardGroup& group, const ShardedLay
 Expected<AttentionPlan> plan_shard_selection(const TopkSelection& sel, const KvShard& shard, int page_size,
                                              int n_kv_heads, int64_t kv_len) {
   const int64_t first = shard.pos_begin / page_size, end = (shard.pos_end + page_size - 1) / page_size;
+  // Positions counted from the shard's first key, so that topk_plan reads a
+  // table of the shard's pages only, not one as long as the sequence.
+  const int64_t shift = first * page_size;
   TopkSelection mine = sel;
+  mine.q_pos0 = sel.q_pos0 - shift;
   mine.pages.clear();
   mine.next_pages.clear();
   mine.head_indptr.assign(1, 0);
   for (size_t list = 0; list + 1 < sel.head_indptr.size(); ++list) {
     for (int32_t e = sel.head_indptr[list]; e < sel.head_indptr[list + 1]; ++e)
-      if (sel.pages[(size_t)e] >= first && sel.pages[(size_t)e] < end) mine.pages.push_back(sel.pages[(size_t)e]);
+      if (sel.pages[(size_t)e] >= first && sel.pages[(size_t)e] < end) mine.pages.push_back(sel.pages[(size_t)e] - first);
     mine.head_indptr.push_back((int32_t)mine.pages.size());
   }
-  std::vector<int32_t> table((size_t)end, -1);  // [logical pages] this shard's pool pages
-  for (int64_t L = first; L < end; ++L) table[(size_t)L] = shard.pool_page((int32_t)(L - first));
-  STRIDE_ASSIGN_OR_RETURN(AttentionPlan plan, topk_plan(mine, table, page_size, kv_len));
+  std::vector<int32_t> identity;
+  const std::span<const int32_t> pages = shard.pool_pages((int32_t)(end - first), identity);
+  const std::vector<int32_t> table(pages.begin(), pages.end());  // [shard pages] their pool pages
+  STRIDE_ASSIGN_OR_RETURN(AttentionPlan plan, topk_plan(mine, table, page_size, kv_len - shift));
+  plan.q_pos0 += shift;
+  for (int64_t& key : plan.page_first) key += shift;
   plan.work = partition_work(plan, page_size, n_kv_heads);
   return plan;
 }

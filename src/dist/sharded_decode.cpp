@@ -1,5 +1,6 @@
 #include "dist/sharded_decode.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -12,19 +13,13 @@ namespace stride::dist {
 
 namespace {
 
-// The partial state of q against `piece`'s keys (the selected ones under top-k): part: [layout.floats()].
-Status shard_partial(const ShardedLayer& layer, const KvShard& piece, const std::optional<TopkSelection>& sel,
-                     const AttentionParams& params, const float* q, int n_q, int64_t q_pos0,
-                     const PartialsLayout& layout, float* part, ThreadPool& threads) {
+// The plan of q against `piece`'s keys (the selected ones under top-k).
+Expected<AttentionPlan> piece_plan(const ShardedLayer& layer, const KvShard& piece,
+                                   const std::optional<TopkSelection>& sel, int n_q, int64_t q_pos0) {
   const KvPoolShape& shape = layer.pool->shape();
-  AttentionPlan plan;
-  if (sel) {
-    STRIDE_ASSIGN_OR_RETURN(plan, plan_shard_selection(*sel, piece, shape.page_size, shape.n_kv_heads, q_pos0 + n_q));
-  } else {
-    plan = plan_shard_attention(layer.policy, piece, shape.page_size, shape.n_kv_heads, q_pos0, n_q,
-                                policy_q_block(layer.policy, n_q));
-  }
-  return attention_paged_partial(*layer.pool, plan, layer.policy, params, q, layout.view(part), threads);
+  if (sel) return plan_shard_selection(*sel, piece, shape.page_size, shape.n_kv_heads, q_pos0 + n_q);
+  return plan_shard_attention(layer.policy, piece, shape.page_size, shape.n_kv_heads, q_pos0, n_q,
+                              policy_q_block(layer.policy, n_q));
 }
 
 }  // namespace
@@ -38,7 +33,8 @@ bool decode_asks_rank(const PolicySpec& policy, const std::vector<int64_t>& rank
 }
 
 Status sharded_decode(ShardGroup& group, const ShardedLayer& layer, float* q, int n_q, int64_t q_pos0,
-                      float* out, ThreadPool& threads, int root, const std::vector<int64_t>& rank_begins) {
+                      float* out, ThreadPool& threads, int root, const std::vector<int64_t>& rank_begins,
+                      DecodeWork* work) {
   const KvPoolShape& shape = layer.pool->shape();
   const int n_head = layer.params.n_head, rank = group.rank(), world = group.world();
   if (!rank_begins.empty() && (int)rank_begins.size() != world)
@@ -60,18 +56,35 @@ Status sharded_decode(ShardGroup& group, const ShardedLayer& layer, float* q, in
     STRIDE_ASSIGN_OR_RETURN(sel, agree_topk_selection(group, layer, q, q_pos0));
   }
   const PartialsLayout layout{n_q * n_head, shape.head_dim_v};
+  if (layer.shard.tokens() <= 0) return InvalidArgument("sharded decode: a rank without keys");
 
+  // This rank's plan over its whole shard: O(pages it lists), so under a
+  // window the step costs the window, however long the shard.
+  STRIDE_ASSIGN_OR_RETURN(const AttentionPlan whole, piece_plan(layer, layer.shard, sel, n_q, q_pos0));
   // The root keeps one partial per kernel segment of its shard, so that its
   // keys fold as on one host whichever rank it is; the others send one each.
-  const std::vector<KvShard> pieces =
-      rank == root ? split_at_segments(layer.shard, shape.page_size) : std::vector<KvShard>{layer.shard};
-  if (pieces.empty()) return InvalidArgument("sharded decode: a rank without keys");
-  std::vector<float> mine(layout.floats() * pieces.size());  // [pieces] partials
+  // Segments it reads no page of give empty states, which merge as nothing:
+  // they are left out, but rank 0's first, which carries the sink.
+  std::vector<KvShard> pieces;
+  if (rank == root) pieces = segments_read(whole, layer.shard, shape.page_size, rank == 0 && sinks);
+  std::vector<float> mine(layout.floats() * std::max<size_t>(1, pieces.size()));  // [pieces] partials
+  if (work) {
+    work->calls += 1;
+    work->partials += rank == root ? (int64_t)pieces.size() : 1;
+    work->pages_read += whole.n_entries();
+  }
+  if (rank != root) {
+    AttentionParams params = layer.params;
+    if (rank != 0) params.sink_logits = nullptr;  // the sink joins each row's sum once
+    STRIDE_RETURN_IF_ERROR(
+        attention_paged_partial(*layer.pool, whole, layer.policy, params, q, layout.view(mine.data()), threads));
+  }
   for (size_t i = 0; i < pieces.size(); ++i) {
     AttentionParams params = layer.params;
-    if (rank != 0 || i > 0) params.sink_logits = nullptr;  // the sink joins each row's sum once
-    STRIDE_RETURN_IF_ERROR(shard_partial(layer, pieces[i], sel, params, q, n_q, q_pos0, layout,
-                                         mine.data() + i * layout.floats(), threads));
+    if (rank != 0 || i > 0) params.sink_logits = nullptr;
+    STRIDE_ASSIGN_OR_RETURN(const AttentionPlan plan, piece_plan(layer, pieces[i], sel, n_q, q_pos0));
+    STRIDE_RETURN_IF_ERROR(attention_paged_partial(*layer.pool, plan, layer.policy, params, q,
+                                                   layout.view(mine.data() + i * layout.floats()), threads));
   }
   if (rank != root) return group.send(root, mine.data(), layout.bytes(), kDecodePartialTag);
 
@@ -81,7 +94,7 @@ Status sharded_decode(ShardGroup& group, const ShardedLayer& layer, float* q, in
   ordered.reserve(layout.floats() * (world - 1 + pieces.size()));
   for (int r = 0; r < world; ++r) {
     if (r == root) {
-      ordered.insert(ordered.end(), mine.begin(), mine.end());
+      ordered.insert(ordered.end(), mine.begin(), mine.begin() + (ptrdiff_t)(layout.floats() * pieces.size()));
     } else if (asked(r)) {
       ordered.resize(ordered.size() + layout.floats());
       STRIDE_RETURN_IF_ERROR(group.recv(r, ordered.data() + ordered.size() - layout.floats(), layout.bytes(), kDecodePartialTag));

@@ -34,11 +34,22 @@ constexpr uint32_t kDecodePartialTag = 3;
 bool decode_asks_rank(const PolicySpec& policy, const std::vector<int64_t>& rank_begins, int rank, int root,
                       int64_t q_pos0, int n_q, bool sinks);
 
+// What a rank's decode calls cost it, counted (a hook for tests and the
+// bench): under a window or R-SWA each figure per call is the same however
+// long the shard is.
+struct DecodeWork {
+  int64_t calls = 0;       // decode calls this rank took part in (layers x steps)
+  int64_t partials = 0;    // partial states it computed (kernel calls)
+  int64_t pages_read = 0;  // plan entries: the pages the kernel read (per kv head under top-k)
+};
+
 // q: [n_q, n_head, dk] at positions q_pos0 + i: the root's queries,
 //    overwritten with them on every other rank asked (sized alike everywhere).
 // out: [n_q, n_head, dv], written on the root only.
 // Every rank passes the same n_q, q_pos0, root and rank_begins.
+// work (when given) grows by what this call cost this rank.
 Status sharded_decode(ShardGroup& group, const ShardedLayer& layer, float* q, int n_q, int64_t q_pos0,
-                      float* out, ThreadPool& threads, int root = 0, const std::vector<int64_t>& rank_begins = {});
+                      float* out, ThreadPool& threads, int root = 0, const std::vector<int64_t>& rank_begins = {},
+                      DecodeWork* work = nullptr);
 
 }  // namespace stride::dist

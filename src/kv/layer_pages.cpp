@@ -15,13 +15,20 @@ namespace {
 // Pages a plan's blocks could read, summed over blocks: held pages holding a
 // key at or before the block's last query (causal), so dense reads a share of
 // exactly 1 in prefill as in decode.
-int64_t visible_held_pages(const std::vector<int32_t>& table, const AttentionPlan& plan, int page_size) {
-  // Blocks end at increasing positions: one running count over the table.
+int64_t visible_held_pages(const PageTable& pt, const AttentionPlan& plan, int page_size) {
+  // Blocks end at increasing positions: one running count over the table,
+  // and the table's own count once a block sees it all (a decode step's
+  // query does: no walk over a long sequence's pages).
+  const std::vector<int32_t>& table = pt.table;
   int64_t total = 0, held = 0;
   size_t counted = 0;  // table[0, counted) are in `held`
   for (int b = 0; b < plan.n_blocks(); ++b) {
     const int64_t q_last = plan.q_pos0 + std::min<int64_t>((int64_t)(b + 1) * plan.q_block, plan.n_q) - 1;
     const size_t end = (size_t)std::min<int64_t>((int64_t)table.size(), q_last / page_size + 1);
+    if (end == table.size()) {
+      held = pt.held;
+      counted = end;
+    }
     for (; counted < end; ++counted) held += table[counted] >= 0;
     total += held;
   }
@@ -50,7 +57,7 @@ void plan_static_layer(const PageTable& pt, const PolicySpec& policy, int page_s
 
 void finish_layer_plan(const PageTable& pt, int page_size, int n_kv_heads, LayerStepPlan& lp) {
   lp.pages.work = partition_work(lp.pages, page_size, n_kv_heads);
-  lp.pages_present = visible_held_pages(pt.table, lp.pages, page_size);
+  lp.pages_present = visible_held_pages(pt, lp.pages, page_size);
 }
 
 void release_unseen(PageTable& pt, const PolicySpec& policy, int page_size, int64_t length, const KvPool& pool,

@@ -101,6 +101,39 @@ TEST(Plan, ListsExactlyThePagesWithVisibleKeys) {
   }
 }
 
+// A plan over a run of the sequence's pages (one shard's) lists exactly the
+// pages of the run holding a key some query of the block sees, by brute force.
+TEST(Plan, OverARunOfPagesListsExactlyItsPagesWithVisibleKeys) {
+  const int ps = 8;
+  for (const PolicySpec& p : policies()) {
+    for (int64_t kv_len : {9, 50, 131}) {
+      const int64_t n_pages = (kv_len + ps - 1) / ps;
+      for (int64_t first : {(int64_t)0, (int64_t)1, n_pages / 2, n_pages - 1}) {
+        std::vector<int32_t> run((size_t)(n_pages - first));  // [pages of the run] their pool pages
+        for (size_t i = 0; i < run.size(); ++i) run[i] = (int32_t)(500 - i);
+        for (int n_q : {1, 5}) {
+          const int64_t q0 = kv_len - n_q;
+          const AttentionPlan plan = plan_attention_pages(p, run, first, ps, kv_len, q0, n_q, 4);
+          ASSERT_TRUE(check_plan(plan, p, ps, kv_len).ok());
+          for (int b = 0; b < plan.n_blocks(); ++b) {
+            const int64_t qa = q0 + (int64_t)b * 4, qb = std::min<int64_t>(qa + 4, q0 + n_q) - 1;
+            std::vector<int64_t> want;
+            for (int64_t L = first; L < n_pages; ++L)
+              if (brute_any(p, qa, qb, L * ps, std::min<int64_t>(L * ps + ps, kv_len) - 1)) want.push_back(L);
+            std::vector<int64_t> got;
+            for (int32_t e = plan.indptr[b]; e < plan.indptr[b + 1]; ++e) {
+              const int64_t L = plan.page_first[e] / ps;
+              ASSERT_EQ(plan.page_ids[e], run[(size_t)(L - first)]);
+              got.push_back(L);
+            }
+            ASSERT_EQ(got, want) << policy_to_string(p) << " run from page " << first << ", " << kv_len << " keys";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Plan, WindowReadsOnlyTheWindowPages) {
   PolicySpec w;
   w.kind = PolicyKind::Window;

@@ -66,5 +66,35 @@ TEST(SplitAtSegments, CutsAtTheKernelsFixedKeyPositions) {
   EXPECT_EQ(split_at_segments(KvShard{0, 256, {}}, 32).size(), 1u);
 }
 
+// A decode root folds only the segments its plan reads: those of
+// split_at_segments whose keys the query sees, found by the predicate key by
+// key, with the shard's first kept on request (it carries a sink's state).
+TEST(SegmentsRead, AreTheSegmentsHoldingAKeyTheQuerySees) {
+  for (const char* text : {"rswa:sinks=4,window=300", "window:size=40", "dense"}) {
+    const PolicySpec policy = *parse_policy(text);
+    for (const int64_t begin : {0, 32 * 3}) {
+      KvShard shard{begin, 256 * 9 + 17, {}};
+      for (int32_t i = 0; i < shard.pages(32); ++i) shard.page_ids.push_back(1000 - i);
+      const int64_t q = shard.pos_end - 1;
+      const AttentionPlan plan = plan_shard_attention(policy, shard, 32, 2, q, 1, 1);
+      for (const bool keep_first : {false, true}) {
+        std::vector<KvShard> want;
+        for (const KvShard& piece : split_at_segments(shard, 32)) {
+          bool seen = keep_first && piece.pos_begin == shard.pos_begin;
+          for (int64_t k = piece.pos_begin; k < piece.pos_end && !seen; ++k) seen = policy_attends(policy, q, k);
+          if (seen) want.push_back(piece);
+        }
+        const auto got = segments_read(plan, shard, 32, keep_first);
+        ASSERT_EQ(got.size(), want.size()) << text << " from " << begin;
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(got[i].pos_begin, want[i].pos_begin);
+          EXPECT_EQ(got[i].pos_end, want[i].pos_end);
+          EXPECT_EQ(got[i].page_ids, want[i].page_ids);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stride::dist

@@ -57,6 +57,10 @@ RankReport decode_rank(const RendezvousDir& dir, const Layer& layer, const Polic
   rep.status = sharded_decode(**group, mine, my_q.data(), n_q, layer.kv_len - n_q, out.data(), threads, root, begins);
   if (rank == root) rep.out = out;
   rep.bytes_sent = (*group)->payload_bytes_sent();
+  // A rank not asked returns at once: it stays until every rank is done, since
+  // a peer's closing connections fail the receives still pending in a group.
+  int64_t done = 1;
+  if (rep.status.ok()) rep.status = (*group)->allreduce_max(&done, 1);
   rep.seconds = since(t0);
   return rep;
 }
