@@ -8,13 +8,14 @@
 //   ./bench_rerank --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <random>
 #include <span>
 #include <vector>
 
-#include "cpu_path_env.h"
+#include "benchmark_main.h"
 #include "attention/policy.h"
 #include "kv/kv_manager.h"
 
@@ -26,11 +27,12 @@ constexpr int kHeads = 14, kKvHeads = 2, kHeadDim = 64, kPage = 32;
 const char* kPolicies[] = {"topk:sparsity=0.9,prefill=dense", "topk:sparsity=0.9,prefill=dense,estimate=rerank",
                             "topk:sparsity=0.9,prefill=dense,estimate=rerank,rerank_keys=int8"};
 
-std::vector<float> random_vec(size_t n, uint32_t seed) {
+// n values, uniform in [-2, 2): keys, values and queries alike.
+std::vector<float> uniform_rows(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.f, 1.f);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
   std::vector<float> v(n);
-  for (float& x : v) x = nd(rng);
+  std::generate(v.begin(), v.end(), [&] { return u(rng); });
   return v;
 }
 
@@ -43,27 +45,31 @@ StepPlan step(KvManager& cache, const SequenceStep& r, const std::vector<float>&
   return std::move(plan).value();
 }
 
+// One layer of the model's shape under `policy`, room for ctx tokens (f16 K and V).
+KvManagerConfig qwen_layer(const PolicySpec& policy, int ctx) {
+  KvManagerConfig c;
+  c.layer_policies = {policy};
+  c.n_layer = 1;
+  c.page_size = kPage;
+  c.n_kv_heads = kKvHeads;
+  c.head_dim_k = c.head_dim_v = kHeadDim;
+  c.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 4;
+  return c;
+}
+
 // args: policy index, context length
 void BM_DecodeSelection(benchmark::State& state) {
-  const PolicySpec policy = *parse_policy(kPolicies[state.range(0)]);
   const int ctx = (int)state.range(1), chunk = 1024;
-  KvManagerConfig cfg;
-  cfg.n_layer = 1;
-  cfg.n_kv_heads = kKvHeads;
-  cfg.head_dim_k = cfg.head_dim_v = kHeadDim;
-  cfg.page_size = kPage;
-  cfg.layer_policies = {policy};
-  cfg.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 2 * 2;
-  auto cache = std::move(KvManager::create(cfg)).value();
+  auto cache = std::move(KvManager::create(qwen_layer(*parse_policy(kPolicies[state.range(0)]), ctx))).value();
   const auto seq = *cache->add_sequence();
   for (int done = 0; done < ctx - 1; done += chunk) {
     const int n = std::min(chunk, ctx - 1 - done);
     const SequenceStep r{seq, nullptr, n};
-    step(*cache, r, random_vec((size_t)n * kKvHeads * kHeadDim, 100 + done), false);
+    step(*cache, r, uniform_rows((size_t)n * kKvHeads * kHeadDim, 100 + done), false);
   }
   const SequenceStep next{seq, nullptr, 1};
-  StepPlan open = step(*cache, next, random_vec((size_t)kKvHeads * kHeadDim, 3), true);
-  const auto q = random_vec((size_t)kHeads * kHeadDim, 2);
+  StepPlan open = step(*cache, next, uniform_rows((size_t)kKvHeads * kHeadDim, 3), true);
+  const auto q = uniform_rows((size_t)kHeads * kHeadDim, 2);
   WorkerScratch scratch;
   for (auto _ : state) {
     open.seqs[0].layers[0].needs_selection = true;
@@ -82,10 +88,4 @@ BENCHMARK(BM_DecodeSelection)
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (!stride::bench::select_cpu_path_from_env()) return 1;
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return stride::bench::benchmark_main(argc, argv, nullptr); }

@@ -87,7 +87,7 @@ class KvPool {
 
   // Changes whenever a page's contents may have changed (store, load_page),
   // so a copy derived from a page (PageKeyCodes) can tell it is stale.
-  uint32_t version(int32_t page) const { return version_[page]; }
+  friend uint32_t page_version(const KvPool& pool, int32_t page) { return pool.version_[page]; }
 
  private:
   // Byte runs of one page: K, V, K scales, V scales, positions (empty when not stored).

@@ -50,7 +50,7 @@ void PageKeyCodes::encode(const KvPool& pool, int32_t page) {
       sum[t] = total;
     }
   }
-  stamp_[page] = (uint64_t)1 << 32 | pool.version(page);
+  stamp_[page] = (uint64_t)1 << 32 | page_version(pool, page);
 }
 
 }  // namespace stride

@@ -8,7 +8,7 @@
 //   sums:   [n_pages, n_kv_heads, padded_page] int32, sum of a key's codes
 // padded_page is page_size rounded up to 16; the padding keys are zero.
 // A page is encoded once, when it fills; a later store or load_page into it
-// (KvPool::version) makes the copy stale, and readers fall back to the
+// (page_version in kv_pool.h) makes the copy stale, and readers fall back to the
 // pool's own keys. Half the bytes of f16 keys, a quarter of f32 ones.
 #include <cstdint>
 #include <memory>
@@ -27,7 +27,7 @@ class PageKeyCodes {
   void encode(const KvPool& pool, int32_t page);
   // Whether page's copy holds the pool's current keys.
   bool current(const KvPool& pool, int32_t page) const {
-    return stamp_[page] == ((uint64_t)1 << 32 | pool.version(page));
+    return stamp_[page] == ((uint64_t)1 << 32 | page_version(pool, page));
   }
 
   const int8_t* codes(int32_t page, int head) const { return codes_.get() + slot(page, head) * head_dim_; }

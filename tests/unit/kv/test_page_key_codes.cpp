@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "core/fp16.h"
+#include "cache_test_util.h"
 #include "kv/store/kv_pool.h"
 #include "kv/store/page_key_codes.h"
 
@@ -18,11 +18,10 @@ namespace {
 
 constexpr int kHeads = 2, kDim = 12, kPage = 24;
 
+// [n, kHeads, kDim]
 std::vector<float> random_keys(int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> k((size_t)n * kHeads * kDim);  // [n, kHeads, kDim]
-  for (float& x : k) x = nd(rng) * 3.f;
+  std::vector<float> k = testing_util::random_vec((size_t)n * kHeads * kDim, seed);
+  for (float& x : k) x *= 3.f;
   return k;
 }
 
@@ -71,7 +70,9 @@ TEST(PageKeyCodes, CodesAreTheDefinitionInTheDotProductLayout) {
           EXPECT_LE(std::fabs(code * (double)scale - key[(size_t)c]),
                     (storage == KvStorage::Int8 ? 1.5 : 0.5) * amax / 127.0 + 1e-6)
               << "h=" << h << " t=" << t << " c=" << c;
-          if (storage == KvStorage::Int8 && t < kPage) EXPECT_EQ(code, pool->k8(1, h)[t * kDim + c]);
+          if (storage == KvStorage::Int8 && t < kPage) {
+            EXPECT_EQ(code, pool->k8(1, h)[t * kDim + c]);
+          }
         }
         EXPECT_EQ(codes.sums(1, h)[t], sum);
       }
