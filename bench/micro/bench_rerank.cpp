@@ -17,6 +17,7 @@
 
 #include "benchmark_main.h"
 #include "attention/policy.h"
+#include "core/worker_scratch.h"
 #include "kv/kv_manager.h"
 
 namespace {
