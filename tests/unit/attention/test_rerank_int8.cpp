@@ -238,4 +238,25 @@ TEST(RerankInt8, PicksMatchTheFullPrecisionRerankWhereMarginsExceedTheError) {
   ASSERT_TRUE(set_cpu_path(paths.back()).ok());
 }
 
+// Without constructed margins the int8 scores break some near-ties the
+// other way: the KvManager's decode steps then read other pages than with
+// the pool's keys (the copies are what it scored), as many of them.
+TEST(RerankInt8, KvManagerScoresTheCopiesOnDecodeSteps) {
+  const Shape s;
+  const int n = 400, steps = 24;
+  const Inputs in = random_inputs(s, n, 61);
+  std::vector<int> chunks = {n - steps};
+  chunks.resize((size_t)steps + 1, 1);
+  auto run = [&](const char* policy) {
+    ThreadPool threads(2);
+    auto cache = make_cache(s, {*parse_policy(policy)});
+    const std::vector<float> out = run_chunks(*cache, s, params_for(s), in.q, in.k, in.v, chunks, threads);
+    return std::make_pair(out, cache->stats().pages_read);
+  };
+  const auto pool_keys = run("topk:sparsity=0.8,prefill=dense,estimate=rerank");
+  const auto int8_keys = run("topk:sparsity=0.8,prefill=dense,estimate=rerank,rerank_keys=int8");
+  EXPECT_EQ(int8_keys.second, pool_keys.second);
+  EXPECT_GT(max_abs_diff(int8_keys.first, pool_keys.first), 1e-4f);
+}
+
 }  // namespace stride
