@@ -72,6 +72,10 @@ struct PolicySpec {
   // shortlist is 0 unless rerank.
   bool rerank_estimate = false;
   double shortlist = 0.0;
+  // TopK, estimate=rerank (rerank_keys=int8): the second stage scores the
+  // int8 copy of each full page's keys (kv/store/page_key_codes.h) with the
+  // queries quantized once per step, instead of the pool's keys.
+  bool rerank_int8 = false;
   // TopK: score pages with each query head's mean query over the block
   // instead of every query's bound (cheaper by the block size; an estimate,
   // not a bound, as block-sparse prefill methods use).
@@ -115,12 +119,13 @@ struct PolicySpec {
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
-//        [,decode=dense|prefill=dense][,last=dense|topk][,estimate=bound|pooled|oracle|rerank][,shortlist=F]
+//        [,decode=dense|prefill=dense][,last=dense|topk][,estimate=bound|pooled|oracle|rerank][,shortlist=F][,rerank_keys=pool|int8]
 //        [,heads=FILE[,retrieval=F]][,dense_layers=A-B[+C...]]"
 //   heads=FILE (per-head budgets, retrieval=F of the heads, default 0.5) needs sparsity=R and no resident=N;
 //   estimate=oracle needs prefill=dense and sparsity=R; estimate=rerank
 //   (shortlist=F, F >= 1, default 4) needs prefill=dense and sparsity=R, or
-//   decode=dense (then mass=P too); rerank refuses resident=N; last=dense
+//   decode=dense (then mass=P too); rerank refuses resident=N; rerank_keys=int8
+//   (its second stage on int8 copies of the keys) needs estimate=rerank; last=dense
 //   (the prompt's last chunk reads every page) needs prompt chunks to select;
 //   dense_layers=L (layers L attend densely; "none" for no layer) refuses prefill=dense
 // | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,

@@ -116,6 +116,12 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
                                std::string(kv.value) + "'");
     } else if (kv.key == "shortlist") {
       STRIDE_ASSIGN_OR_RETURN(spec.shortlist, parse_factor("topk", kv));
+    } else if (kv.key == "rerank_keys") {
+      if (kv.value == "int8") spec.rerank_int8 = true;
+      else if (kv.value == "pool") spec.rerank_int8 = false;
+      else
+        return InvalidArgument("policy 'topk': rerank_keys must be 'pool' or 'int8', got '" + std::string(kv.value) +
+                               "'");
     } else if (kv.key == "heads") {
       if (kv.value.empty()) return InvalidArgument("policy 'topk': heads=FILE needs a profile file");
       spec.heads_file = std::string(kv.value);
@@ -129,7 +135,7 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
     } else {
       return unknown_key("topk", kv,
                          "sparsity, mass, min, max, block, sinks, window, resident, select, decode, prefill, "
-                         "last, estimate, shortlist, heads, retrieval, dense_layers");
+                         "last, estimate, shortlist, rerank_keys, heads, retrieval, dense_layers");
     }
   }
   if (spec.retrieval > 0.0 && spec.heads_file.empty())
@@ -142,6 +148,9 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
   }
   if (spec.shortlist > 0.0 && !spec.rerank_estimate)
     return InvalidArgument("policy 'topk': shortlist=F sizes the first stage of estimate=rerank: give estimate=rerank too");
+  if (spec.rerank_int8 && !spec.rerank_estimate)
+    return InvalidArgument("policy 'topk': rerank_keys=int8 is the keys the second stage of estimate=rerank scores: "
+                           "give estimate=rerank too");
   if (spec.rerank_estimate) {
     if (spec.shortlist == 0.0) spec.shortlist = 4.0;
     if (spec.resident > 0)

@@ -21,7 +21,9 @@
 #include <span>
 #include <vector>
 
+#include "attention/page_logsumexp_int8.h"
 #include "kv/store/kv_pool.h"
+#include "kv/store/page_key_codes.h"
 
 namespace stride {
 
@@ -29,7 +31,9 @@ namespace stride {
 struct RerankScratch {
   std::vector<float> lse;       // [scored groups, n_rows] per group and row
   std::vector<float> page_lse;  // [n_rows]
-  std::vector<float> work;      // the kernel's (page_logsumexp.h)
+  std::vector<float> work;      // the kernels' (page_logsumexp.h, page_logsumexp_int8.h)
+  std::vector<float> top;       // [n_rows] each row's largest log-sum-exp
+  Int8Rows quantized;           // the rows, for pages with a current int8 copy
 };
 
 // Scores of one (query block, kv head)'s shortlisted groups, as above.
@@ -39,7 +43,11 @@ struct RerankScratch {
 //   group_pages: pages per group; n_present: logical pages the block sees
 //   rows: n_rows pointers to [head_dim_k] queries of kv head `head`
 //   shortlist, fixed: group ids; scores: [shortlist.size()]
-void rerank_group_scores(const KvPool& pool, const std::vector<int32_t>& page_table, int64_t group_pages,
+//   codes: null, or int8 copies of the keys: a full page whose copy is
+//     current is scored from it (page_logsumexp_int8.h), any other page from
+//     the pool's keys
+void rerank_group_scores(const KvPool& pool, const PageKeyCodes* codes, const std::vector<int32_t>& page_table,
+                         int64_t group_pages,
                          int64_t n_present, int64_t kv_len, const float* const* rows, int n_rows, int head,
                          float scale, std::span<const int64_t> shortlist, std::span<const int64_t> fixed,
                          RerankScratch& x, float* scores);

@@ -150,7 +150,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                           const TopkColdPages* cold, int n_next, float scale, WorkerScratch* scratch,
-                          const std::vector<float>* exact, const KvPool* keys) {
+                          const std::vector<float>* exact, const KvPool* keys, const PageKeyCodes* key_codes) {
   TopkSelection sel;
   sel.q_block = std::max(1, q_block);
   sel.n_q = n_q;
@@ -224,7 +224,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
       for (int64_t G = 0; G < geo.n_groups; ++G)
         if (G < geo.n_sink || G >= geo.local_from) x.fixed.push_back(G);
       x.exact.resize(x.shortlist.size());
-      rerank_group_scores(*keys, page_table, gp, n_present, exact_len,
+      rerank_group_scores(*keys, key_codes, page_table, gp, n_present, exact_len,
                           exact_rows.rows.data() + (size_t)h * exact_rows.n_rows, exact_rows.n_rows, h, s,
                           x.shortlist, x.fixed, x.rerank, x.exact.data());
       for (int64_t i = 0; i < n_short; ++i) x.ranked[(size_t)i] = rank_key(x.exact[(size_t)i], x.shortlist[(size_t)i]);
@@ -363,9 +363,9 @@ Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                         float scale, WorkerScratch* scratch, const std::vector<float>* exact,
-                        const KvPool* keys) {
+                        const KvPool* keys, const PageKeyCodes* key_codes) {
   return topk_plan(select_topk(p, page_table, page_size, kv_len, q_pos0, n_q, q_block, sums, q,
-                               n_head, n_kv_heads, nullptr, 0, scale, scratch, exact, keys),
+                               n_head, n_kv_heads, nullptr, 0, scale, scratch, exact, keys, key_codes),
                    page_table, page_size, kv_len);
 }
 

@@ -14,6 +14,7 @@
 
 namespace stride {
 class KvPool;
+class PageKeyCodes;
 class WorkerScratch;
 }
 
@@ -89,12 +90,14 @@ struct TopkSelection {
 // keys: the pool holding the pages, for estimate=rerank (its second stage
 // scores the shortlist from their keys, attention/topk_rerank.h); null: no
 // second stage.
+// key_codes: null, or int8 copies of the pool's keys for that second stage
+// (rerank_keys=int8; pages without a current copy are scored from the pool).
 TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                           const TopkColdPages* cold = nullptr, int n_next = 0, float scale = 0.f,
                           WorkerScratch* scratch = nullptr, const std::vector<float>* exact = nullptr,
-                          const KvPool* keys = nullptr);
+                          const KvPool* keys = nullptr, const PageKeyCodes* key_codes = nullptr);
 
 // The plan of a selection over the current page table; a selected page not
 // in the pool is an Internal error (never skipped). The plan always carries
@@ -107,6 +110,7 @@ Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                         float scale = 0.f, WorkerScratch* scratch = nullptr,
-                        const std::vector<float>* exact = nullptr, const KvPool* keys = nullptr);
+                        const std::vector<float>* exact = nullptr, const KvPool* keys = nullptr,
+                        const PageKeyCodes* key_codes = nullptr);
 
 }  // namespace stride

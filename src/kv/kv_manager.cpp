@@ -73,6 +73,15 @@ std::unique_ptr<PageSummaries> make_summaries(const KvManagerConfig& cfg, int32_
   return std::make_unique<PageSummaries>(n_pages, cfg.n_kv_heads, cfg.head_dim_k);
 }
 
+// The int8 copies of full pages' keys that estimate=rerank,rerank_keys=int8 scores.
+std::unique_ptr<PageKeyCodes> make_key_codes(const KvManagerConfig& cfg, int32_t n_pages) {
+  const bool int8_rerank = std::any_of(cfg.layer_policies.begin(), cfg.layer_policies.end(), [](const PolicySpec& p) {
+    return p.kind == PolicyKind::TopK && p.rerank_estimate && p.rerank_int8;
+  });
+  if (!int8_rerank || !PageKeyCodes::supported(cfg.head_dim_k)) return nullptr;
+  return std::make_unique<PageKeyCodes>(n_pages, cfg.n_kv_heads, cfg.head_dim_k, cfg.page_size);
+}
+
 // Room for a prefix entry per resident or offloaded page, and as many again
 // for the ancestors of windowed layers' pages (their own pages released).
 size_t chain_capacity(int32_t n_pages, const OffloadTier& offload) {
@@ -96,6 +105,7 @@ KvManager::KvManager(const KvManagerConfig& cfg, std::unique_ptr<KvPool> pool, s
       pool_(std::move(pool)),
       pages_(pool_->n_pages()),
       summaries_(make_summaries(cfg_, pool_->n_pages())),
+      key_codes_(make_key_codes(cfg_, pool_->n_pages())),
       offload_(std::move(tier), *pool_, pages_, summaries_.get()),
       prefix_(cfg_, pages_, offload_, chain_capacity(pool_->n_pages(), offload_)),
       hot_(make_hot_set(cfg_, *pool_, pages_, summaries_.get(), offload_, counters_)),

@@ -63,6 +63,7 @@
 #include "kv/step_rollback.h"
 #include "kv/store/host_tier.h"
 #include "kv/store/kv_pool.h"
+#include "kv/store/page_key_codes.h"
 #include "kv/store/page_summary.h"
 #include "kv/topk_hot_set.h"
 
@@ -167,6 +168,7 @@ class KvManager final : public StepKv {
   std::unique_ptr<KvPool> pool_;
   PageManager pages_;
   std::unique_ptr<PageSummaries> summaries_;  // key min/max per page; only with a TopK layer
+  std::unique_ptr<PageKeyCodes> key_codes_;   // int8 keys per page; only with rerank_keys=int8
   // The watermark and the hot set's topk_* counters; the parts count the
   // rest and stats() merges them.
   KvStats counters_;

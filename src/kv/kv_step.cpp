@@ -128,6 +128,9 @@ Status KvManager::write_rows(StepPlan& plan, int i, int layer, int row0, int row
     const int32_t page = pt.table[(size_t)(pos / ps)];
     if (page < 0) return Internal("KV manager: write into a released page");
     pool_->store(page, slot, run, k + t * k_row, k_row, v + t * v_row, v_row, pos);
+    // A full page's keys no longer change: their int8 copy is made once, here.
+    if (key_codes_ && slot + run == ps && cfg_.layer_policies[(size_t)layer].rerank_int8)
+      key_codes_->encode(*pool_, page);
     if (summarize) {
       if (t == 0 && step.may_truncate) rollback_.stash(s, sp.pos0, step.n, sp.layers[(size_t)layer], layer, k);
       summaries_->update(page, slot, run, k + t * k_row, k_row);
@@ -166,7 +169,8 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
     STRIDE_ASSIGN_OR_RETURN(lp.pages, plan_topk(policy, pt.table, cfg_.page_size, kv_len, s.length, step.n,
                                                 policy_q_block(policy, step.n), *summaries_, q, n_head,
                                                 cfg_.n_kv_heads, scale, &scratch, exact ? &*exact : nullptr,
-                                                policy.rerank_estimate ? pool_.get() : nullptr));
+                                                policy.rerank_estimate ? pool_.get() : nullptr,
+                                                policy.rerank_int8 ? key_codes_.get() : nullptr));
   }
   finish_layer_plan(pt, cfg_.page_size, cfg_.n_kv_heads, lp);
   lp.needs_selection = false;

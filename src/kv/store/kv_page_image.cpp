@@ -54,6 +54,7 @@ void KvPool::load_page(int32_t page, std::span<const uint8_t> image) {
     at += dst.size();
   }
   assert(at == image.size());
+  ++version_[page];
 }
 
 }  // namespace stride

@@ -65,6 +65,7 @@ Expected<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape& shape, int32
         break;
     }
     pool->pos_ = std::make_unique_for_overwrite<int32_t[]>((int64_t)n_pages * shape.page_size);
+    pool->version_ = std::make_unique<uint32_t[]>((size_t)n_pages);
   } catch (const std::bad_alloc&) {
     return ResourceExhausted("KvPool: cannot allocate " + std::to_string(n_pages) + " pages of " +
                              std::to_string(shape.bytes_per_page()) + " bytes");
@@ -101,6 +102,7 @@ void KvPool::store(int32_t page, int slot, int n, const float* k, int64_t k_row,
   }
   int32_t* pos = positions(page) + slot;
   for (int t = 0; t < n; ++t) pos[t] = (int32_t)(first_pos + t);
+  ++version_[page];
 }
 
 }  // namespace stride

@@ -85,6 +85,10 @@ class KvPool {
   void save_page(int32_t page, std::span<uint8_t> image) const;
   void load_page(int32_t page, std::span<const uint8_t> image);
 
+  // Changes whenever a page's contents may have changed (store, load_page),
+  // so a copy derived from a page (PageKeyCodes) can tell it is stale.
+  friend uint32_t page_version(const KvPool& pool, int32_t page) { return pool.version_[page]; }
+
  private:
   // Byte runs of one page: K, V, K scales, V scales, positions (empty when not stored).
   std::span<uint8_t> page_parts(int32_t page, int part) const;
@@ -112,6 +116,7 @@ class KvPool {
   std::unique_ptr<float[]> k_scale_;
   std::unique_ptr<float[]> v_scale_;
   std::unique_ptr<int32_t[]> pos_;
+  std::unique_ptr<uint32_t[]> version_;  // [n_pages], from 0
 };
 
 }  // namespace stride

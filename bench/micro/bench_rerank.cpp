@@ -1,0 +1,92 @@
+// Top-k selection of one decode step on one layer of Qwen2.5-Coder-0.5B's
+// shape (14 query heads, 2 kv heads, head_dim 64, page 32) at 8K to 32K
+// tokens: Quest's bound alone, and the two-stage selector (estimate=rerank,
+// shortlist 4) whose second stage scores the pool's f16 keys or their int8
+// copies (rerank_keys=int8). CPU time per call; a decode step of the model
+// pays it once per layer (24). Keys are random, so the shortlist is
+// whatever the bound picks; the work per shortlisted page does not depend on it.
+//   ./bench_rerank --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "benchmark_main.h"
+#include "attention/policy.h"
+#include "core/worker_scratch.h"
+#include "kv/kv_manager.h"
+
+namespace {
+
+using namespace stride;
+
+constexpr int kHeads = 14, kKvHeads = 2, kHeadDim = 64, kPage = 32;
+const char* kPolicies[] = {"topk:sparsity=0.9,prefill=dense", "topk:sparsity=0.9,prefill=dense,estimate=rerank",
+                            "topk:sparsity=0.9,prefill=dense,estimate=rerank,rerank_keys=int8"};
+
+// n values, uniform in [-2, 2): keys, values and queries alike.
+std::vector<float> uniform_rows(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  std::vector<float> v(n);
+  std::generate(v.begin(), v.end(), [&] { return u(rng); });
+  return v;
+}
+
+// Writes one step of n tokens (rows kv, as keys and values) and, unless
+// keep_open, commits it; returns its plan.
+StepPlan step(KvManager& cache, const SequenceStep& r, const std::vector<float>& kv, bool keep_open) {
+  auto plan = cache.prepare(std::span<const SequenceStep>(&r, 1));
+  if (!plan.ok() || !cache.write(*plan, 0, 0, kv.data(), kv.data()).ok()) std::abort();
+  if (!keep_open && !cache.commit(*plan).ok()) std::abort();
+  return std::move(plan).value();
+}
+
+// One layer of the model's shape under `policy`, room for ctx tokens (f16 K and V).
+KvManagerConfig qwen_layer(const PolicySpec& policy, int ctx) {
+  KvManagerConfig c;
+  c.layer_policies = {policy};
+  c.n_layer = 1;
+  c.page_size = kPage;
+  c.n_kv_heads = kKvHeads;
+  c.head_dim_k = c.head_dim_v = kHeadDim;
+  c.budget_bytes = (int64_t)(ctx + 2 * kPage) * kKvHeads * kHeadDim * 4;
+  return c;
+}
+
+// args: policy index, context length
+void BM_DecodeSelection(benchmark::State& state) {
+  const int ctx = (int)state.range(1), chunk = 1024;
+  auto cache = std::move(KvManager::create(qwen_layer(*parse_policy(kPolicies[state.range(0)]), ctx))).value();
+  const auto seq = *cache->add_sequence();
+  for (int done = 0; done < ctx - 1; done += chunk) {
+    const int n = std::min(chunk, ctx - 1 - done);
+    const SequenceStep r{seq, nullptr, n};
+    step(*cache, r, uniform_rows((size_t)n * kKvHeads * kHeadDim, 100 + done), false);
+  }
+  const SequenceStep next{seq, nullptr, 1};
+  StepPlan open = step(*cache, next, uniform_rows((size_t)kKvHeads * kHeadDim, 3), true);
+  const auto q = uniform_rows((size_t)kHeads * kHeadDim, 2);
+  WorkerScratch scratch;
+  for (auto _ : state) {
+    open.seqs[0].layers[0].needs_selection = true;
+    if (!cache->select(open, 0, 0, q.data(), kHeads, 0.f, scratch).ok()) std::abort();
+    benchmark::DoNotOptimize(open.seqs[0].layers[0].pages.page_ids.data());
+  }
+  state.counters["pages_read"] = (double)open.seqs[0].layers[0].pages.n_entries() / kKvHeads;
+  state.counters["pages_held"] = (double)cache->sequences().pages_held(seq, 0);
+  state.SetLabel(kPolicies[state.range(0)]);
+}
+
+BENCHMARK(BM_DecodeSelection)
+    ->ArgNames({"policy", "ctx"})
+    ->ArgsProduct({{0, 1, 2}, {8192, 16384, 32768}})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+int main(int argc, char** argv) { return stride::bench::benchmark_main(argc, argv, nullptr); }
