@@ -185,6 +185,7 @@ std::string policy_to_string(const PolicySpec& p) {
       if (p.rerank_estimate) {
         std::snprintf(buf, sizeof buf, "%g", p.shortlist);
         s += std::string(",estimate=rerank,shortlist=") + buf;
+        if (p.rerank_rows > 0) s += ",rows=" + std::to_string(p.rerank_rows);
       }
       if (!p.heads_file.empty()) {
         std::snprintf(buf, sizeof buf, "%g", p.retrieval);
