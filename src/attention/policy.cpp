@@ -186,6 +186,7 @@ std::string policy_to_string(const PolicySpec& p) {
         std::snprintf(buf, sizeof buf, "%g", p.shortlist);
         s += std::string(",estimate=rerank,shortlist=") + buf;
         if (p.rerank_int8) s += ",rerank_keys=int8";
+        if (p.rerank_rows > 0) s += ",rows=" + std::to_string(p.rerank_rows);
       }
       if (!p.heads_file.empty()) {
         std::snprintf(buf, sizeof buf, "%g", p.retrieval);

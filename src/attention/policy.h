@@ -76,6 +76,10 @@ struct PolicySpec {
   // int8 copy of each full page's keys (kv/store/page_key_codes.h) with the
   // queries quantized once per step, instead of the pool's keys.
   bool rerank_int8 = false;
+  // estimate=rerank on prompt chunks (rows=N): how many of each block's
+  // queries the second stage scores (0: kRerankBlockQueries; the block's
+  // size or more: every query, the block's exact mass over the shortlist).
+  int64_t rerank_rows = 0;
   // TopK: score pages with each query head's mean query over the block
   // instead of every query's bound (cheaper by the block size; an estimate,
   // not a bound, as block-sparse prefill methods use).
@@ -97,7 +101,9 @@ struct PolicySpec {
   // TopK (heads=FILE): per-head budgets from a calibration profile
   // (engine/head_profile.h): the top `retrieval` share of (layer, kv head)s by
   // distant mass split the picks of all (attention/head_budget.h); the others
-  // read sinks + window only. The engine fills head_shares ([n_layer *
+  // read sinks + window only. With decode=dense (sparse prefill) the
+  // retrieval heads instead read every page of prompt chunks and the others
+  // select under the policy's budget (DuoAttention's retrieval heads). The engine fills head_shares ([n_layer *
   // n_kv_heads], < 0 for layers not top-k) and head_layer (this layer's row)
   // from the file; empty: every head picks alike.
   std::string heads_file;
@@ -119,9 +125,11 @@ struct PolicySpec {
 
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
-//        [,decode=dense|prefill=dense][,last=dense|topk][,estimate=bound|pooled|oracle|rerank][,shortlist=F][,rerank_keys=pool|int8]
+//        [,decode=dense|prefill=dense][,last=dense|topk][,estimate=bound|pooled|oracle|rerank][,shortlist=F][,rerank_keys=pool|int8][,rows=N]
 //        [,heads=FILE[,retrieval=F]][,dense_layers=A-B[+C...]]"
-//   heads=FILE (per-head budgets, retrieval=F of the heads, default 0.5) needs sparsity=R and no resident=N;
+//   heads=FILE (per-head budgets, retrieval=F of the heads, default 0.5) needs sparsity=R and no resident=N,
+//   or decode=dense (then mass=P too: the retrieval heads read every page of prompt chunks);
+//   rows=N (queries per prompt block that rerank scores) needs estimate=rerank and decode=dense;
 //   estimate=oracle needs prefill=dense and sparsity=R; estimate=rerank
 //   (shortlist=F, F >= 1, default 4) needs prefill=dense and sparsity=R, or
 //   decode=dense (then mass=P too); rerank refuses resident=N; rerank_keys=int8

@@ -122,6 +122,8 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
       else
         return InvalidArgument("policy 'topk': rerank_keys must be 'pool' or 'int8', got '" + std::string(kv.value) +
                                "'");
+    } else if (kv.key == "rows") {
+      STRIDE_ASSIGN_OR_RETURN(spec.rerank_rows, parse_positive("topk", kv));
     } else if (kv.key == "heads") {
       if (kv.value.empty()) return InvalidArgument("policy 'topk': heads=FILE needs a profile file");
       spec.heads_file = std::string(kv.value);
@@ -135,17 +137,23 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
     } else {
       return unknown_key("topk", kv,
                          "sparsity, mass, min, max, block, sinks, window, resident, select, decode, prefill, "
-                         "last, estimate, shortlist, rerank_keys, heads, retrieval, dense_layers");
+                         "last, estimate, shortlist, rerank_keys, rows, heads, retrieval, dense_layers");
     }
   }
   if (spec.retrieval > 0.0 && spec.heads_file.empty())
     return InvalidArgument("policy 'topk': retrieval=F is the share of heads a heads=FILE profile keeps: give heads=FILE");
   if (!spec.heads_file.empty()) {
     if (spec.retrieval == 0.0) spec.retrieval = 0.5;
-    if (spec.mass > 0.0 || spec.resident > 0)
+    // Prompt chunks (decode=dense): the retrieval heads read every page and
+    // the others select under the policy's own budget, fixed or mass=P.
+    if (spec.resident > 0 || (spec.mass > 0.0 && !spec.decode_dense))
       return InvalidArgument("policy 'topk': heads=FILE splits a fixed budget between heads: give sparsity=R, "
-                             "without mass=P or resident=N");
+                             "without mass=P or resident=N (with decode=dense, as sparse_prefill, mass=P is "
+                             "allowed: the retrieval heads read every page of prompt chunks)");
   }
+  if (spec.rerank_rows > 0 && !(spec.rerank_estimate && spec.decode_dense))
+    return InvalidArgument("policy 'topk': rows=N is how many of a prompt block's queries estimate=rerank scores: "
+                           "give estimate=rerank with decode=dense (as sparse_prefill)");
   if (spec.shortlist > 0.0 && !spec.rerank_estimate)
     return InvalidArgument("policy 'topk': shortlist=F sizes the first stage of estimate=rerank: give estimate=rerank too");
   if (spec.rerank_int8 && !spec.rerank_estimate)

@@ -68,9 +68,9 @@ void rerank_group_scores(const KvPool& pool, const PageKeyCodes* codes, const st
   }
 }
 
-std::vector<int> rerank_block_queries(int nq) {
+std::vector<int> rerank_block_queries(int nq, int64_t n_rows) {
   std::vector<int> out;
-  const int n = std::min(nq, kRerankBlockQueries);
+  const int n = (int)std::min<int64_t>(nq, n_rows > 0 ? n_rows : kRerankBlockQueries);
   const int stride = n > 0 ? nq / n : 1;
   for (int j = 0; j < n; ++j) out.push_back(nq - 1 - j * stride);
   return out;

@@ -60,8 +60,9 @@ void rerank_group_scores(const KvPool& pool, const PageKeyCodes* codes, const st
 inline constexpr int kRerankBlockQueries = 4;
 
 // The queries of a block of nq that the second stage scores: offsets in the
-// block, from the last one back at an even stride.
-std::vector<int> rerank_block_queries(int nq);
+// block, from the last one back at an even stride; min(nq, n_rows) of them
+// (n_rows <= 0: kRerankBlockQueries).
+std::vector<int> rerank_block_queries(int nq, int64_t n_rows = 0);
 
 // mass=P over the second stage's scores (shares of each row's softmax over
 // the shortlist and the fixed groups, best first): the fewest shortlisted

@@ -62,9 +62,10 @@ struct BlockRows {
 
 // The rows estimate=rerank's second stage scores on a prompt chunk: a few
 // of the block's queries (rerank_block_queries) x the group's heads.
-void gather_sampled_rows(BlockRows& br, const float* q, int q_first, int nq, int n_head, int n_kv, int dim) {
+void gather_sampled_rows(BlockRows& br, const float* q, int q_first, int nq, int n_head, int n_kv, int dim,
+                         int64_t n_sampled) {
   const int group = n_head / n_kv;
-  const std::vector<int> picked = rerank_block_queries(nq);
+  const std::vector<int> picked = rerank_block_queries(nq, n_sampled);
   br.rows.clear();
   br.n_rows = (int)picked.size() * group;
   for (int h = 0; h < n_kv; ++h)
@@ -109,6 +110,14 @@ uint64_t rank_key(float score, int64_t G) {
   return ((uint64_t)u << 32) | (uint64_t)(uint32_t)G;
 }
 int64_t rank_group(uint64_t key) { return (int64_t)(key & 0xffffffffu); }
+
+// heads=FILE on prompt chunks (decode=dense): a retrieval head of the
+// profile reads every page, as DuoAttention's retrieval heads do.
+bool retrieval_head_reads_all(const PolicySpec& p, int h, int n_kv_heads) {
+  if (!p.decode_dense || p.head_shares.empty() || p.head_layer < 0) return false;
+  const size_t i = (size_t)p.head_layer * n_kv_heads + h;
+  return i < p.head_shares.size() && p.head_shares[i] > 0.0;
+}
 
 // Buffers one selection reuses across calls on the same thread (selection
 // runs per layer and step; the largest hold a few floats per page).
@@ -188,7 +197,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     const int64_t n_scored = !ranks ? 0 : p.mass > 0.0 ? n_present : std::min(n_present, geo.local_from * gp);
     if (ranks) {
       gather_rows(x.br, q, q_first, nq, n_head, n_kv_heads, dim, p.pooled_estimate && nq > 1);
-      if (sampled && keys) gather_sampled_rows(x.sampled, q, q_first, nq, n_head, n_kv_heads, dim);
+      if (sampled && keys) gather_sampled_rows(x.sampled, q, q_first, nq, n_head, n_kv_heads, dim, p.rerank_rows);
       x.page_scores.resize((size_t)n_kv_heads * n_scored);  // [n_kv_heads, n_scored]
       // Given scores cover every scored page (ceil(kv_len / page_size) per head): no bounds to compute.
       if (!exact)
@@ -230,9 +239,9 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
       for (int64_t i = 0; i < n_short; ++i) x.ranked[(size_t)i] = rank_key(x.exact[(size_t)i], x.shortlist[(size_t)i]);
       std::sort(x.ranked.begin(), x.ranked.begin() + n_short);
     };
-    // heads=FILE: this layer's share of the picks every top-k (layer, kv head) pools.
+    // heads=FILE on decode steps: this layer's share of the picks every top-k (layer, kv head) pools.
     std::vector<int64_t> head_picks;
-    if (!p.head_shares.empty() && p.mass <= 0.0) {
+    if (!p.head_shares.empty() && p.mass <= 0.0 && !p.decode_dense) {
       const std::vector<int64_t> all =
           split_head_picks(p.head_shares, keep - n_fixed, std::max<int64_t>(0, geo.local_from - geo.n_sink));
       const size_t row = (size_t)p.head_layer * n_kv_heads;
@@ -241,7 +250,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     }
     for (int h = 0; h < n_kv_heads; ++h) {
       x.chosen.assign(geo.n_groups, 1);
-      if (ranks) {
+      if (ranks && !retrieval_head_reads_all(p, h, n_kv_heads)) {
         const float* sc = x.page_scores.data() + (size_t)h * n_scored;  // [n_scored]
         // A group's score: its best page's (absent pages score -inf).
         auto group_score = [&](int64_t G) {

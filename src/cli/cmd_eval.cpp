@@ -52,6 +52,7 @@ struct EvalArgs {
   std::string order = "policy";  // policy: each run over every prompt in turn; prompt: each prompt through every run
   bool logged_only = false;      // report the prompts every run has in the trial log; run nothing
   bool no_shared_prefill = false;  // --order prompt: every run computes its own prefill
+  std::string only_trials;  // comma-separated trial (depth) indices to keep; empty: all
 };
 
 Expected<RulerSuiteOptions> suite_options(const EvalArgs& a) {
@@ -171,6 +172,14 @@ int run_eval(const EvalArgs& a, nlohmann::json& report, std::vector<TaskInstance
   auto built = build_suite(*opts, TaskContext{*haystack, *(*dense)->tokenizer(), *format});
   if (!built) return fail(built.status());
   instances = std::move(*built);
+  if (!a.only_trials.empty()) {
+    auto keep = parse_number_list(a.only_trials, "trial");
+    if (!keep) return fail(keep.status());
+    std::erase_if(instances, [&](const TaskInstance& t) {
+      return std::find(keep->begin(), keep->end(), (double)t.trial) == keep->end();
+    });
+    if (instances.empty()) return fail("--only-trials: no prompt has one of those trial indices");
+  }
   report["chat"] = chat_label;
   for (RulerTask t : opts->tasks) report["tasks"].push_back(ruler_task_name(t));
   report["lengths"] = opts->lengths;
@@ -327,6 +336,8 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-shared-prefill", args->no_shared_prefill,
                 "--order prompt: every run prefills each prompt itself, instead of decoding on the prefill "
                 "of an earlier run whose prompt chunks attend alike (dense, topk prefill=dense)");
+  cmd->add_option("--only-trials", args->only_trials,
+                  "comma-separated trial indices (a needle task's depth index) to keep of each (task, length)");
   cmd->add_flag("--logged-only", args->logged_only,
                 "run nothing: report the prompts for which every run is in the --resume trial log");
   cmd->add_option("--plot", args->plot_out, "draw a heat-map PNG from the JSON (needs matplotlib)");

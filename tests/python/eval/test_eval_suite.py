@@ -211,3 +211,22 @@ def test_a_prompt_by_prompt_sweep_leaves_paired_trials(stride, result, tmp_path)
     assert {(t["task"], t["depth"], t["policy"]): t["answer"] for t in part["trials"]}.items() <= fresh.items()
     p = run(stride, "eval", "-m", MODEL, "-a", WINDOW, "--order", "prompt")
     assert p.returncode != 0 and b"need --resume" in p.stderr
+
+
+def test_only_trials_keeps_those_depth_indices(stride, result, tmp_path):
+    """--only-trials keeps the prompts of the given trial (depth) indices of
+    every task, and answers them as the full run did; an index no task has is
+    a one-line error."""
+    p = run(stride, "eval", "-m", MODEL, "-a", WINDOW, "--tasks", ",".join(TASKS), "--lengths", 1024,
+            "--depths", len(DEPTHS), "--threads", 2, "--only-trials", "2", "--json", tmp_path / "last.json")
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    trials = json.loads((tmp_path / "last.json").read_text())["trials"]
+    assert sorted((t["task"], t["policy"], t["depth"]) for t in trials) == sorted(
+        (task, pol, DEPTHS[2]) for task in TASKS for pol in ("dense", WINDOW))
+    full = {(t["task"], t["depth"], t["policy"]): t["answer"] for t in result["report"]["trials"]}
+    for t in trials:
+        assert t["answer"] == full[(t["task"], t["depth"], t["policy"])], t
+    p = run(stride, "eval", "-m", MODEL, "--tasks", ",".join(TASKS), "--lengths", 1024, "--depths", len(DEPTHS),
+            "--only-trials", "7", "--dry-run")
+    err = p.stderr.decode()
+    assert p.returncode != 0 and "--only-trials" in err and err.count("\n") == 1, err

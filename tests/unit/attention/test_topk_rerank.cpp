@@ -156,6 +156,9 @@ TEST(TopkRerank, PromptChunksMatchTheTwoStageSelectionOnEveryCpuPath) {
     check_topk("sparse_prefill:mass=0.9,max=96,estimate=rerank", 400, {200, 200}, 2);
     check_topk("sparse_prefill:mass=0.9,min=48,estimate=rerank", 400, {200, 200}, 2);
     check_topk("sparse_prefill:mass=0.9,min=48,max=96,estimate=rerank", 400, {200, 200}, 2);
+    // rows=N: more of each block's queries scored; rows at the block size: every query.
+    check_topk("sparse_prefill:estimate=rerank,rows=8", 400, {256, 144}, 2);
+    check_topk("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=100,rows=32", 300, {130, 170}, 2);
     // Decode steps after the prompt read every page.
     check_topk("sparse_prefill:estimate=rerank", 330, {300, 10, 10, 10}, 2);
   }

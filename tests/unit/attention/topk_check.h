@@ -34,18 +34,19 @@ inline std::vector<bool> brute_selection(const PolicySpec& pol, const Shape& s, 
 
 // Runs the cache over q, k, v in the given chunks and compares with the
 // masked reference over the brute-force selection. Returns the cache's stats.
-inline KvStats check_topk_inputs(const std::string& policy, const std::vector<float>& q,
-                                 const std::vector<float>& k, const std::vector<float>& v, int n_tok,
-                                 const std::vector<int>& chunks, int threads_n = 2) {
-  SCOPED_TRACE(policy + " n=" + std::to_string(n_tok) + " chunk0=" + std::to_string(chunks[0]));
+// spec: the policy as the KvManager gets it (fields the engine fills from
+// files, such as head_shares, included).
+inline KvStats check_topk_spec(const PolicySpec& spec, const std::vector<float>& q, const std::vector<float>& k,
+                               const std::vector<float>& v, int n_tok, const std::vector<int>& chunks,
+                               int threads_n = 2) {
+  SCOPED_TRACE(policy_to_string(spec) + " n=" + std::to_string(n_tok) + " chunk0=" + std::to_string(chunks[0]));
   int64_t total = 0;
   for (int c : chunks) total += c;
   if (total != n_tok) {
     ADD_FAILURE() << "chunks cover " << total << " tokens, not " << n_tok;
     return {};
   }
-  const auto pol = parse_policy(policy);
-  EXPECT_TRUE(pol.ok());
+  const PolicySpec* pol = &spec;
   Shape s;
   const AttentionParams p = params_for(s);
   auto cache = make_cache(s, {*pol});
@@ -80,6 +81,15 @@ inline KvStats check_topk_inputs(const std::string& policy, const std::vector<fl
                              want.data());
   EXPECT_LT(max_abs_diff(got, want), 2e-5f);
   return cache->stats();
+}
+
+inline KvStats check_topk_inputs(const std::string& policy, const std::vector<float>& q,
+                                 const std::vector<float>& k, const std::vector<float>& v, int n_tok,
+                                 const std::vector<int>& chunks, int threads_n = 2) {
+  const auto pol = parse_policy(policy);
+  EXPECT_TRUE(pol.ok()) << policy;
+  if (!pol.ok()) return {};
+  return check_topk_spec(*pol, q, k, v, n_tok, chunks, threads_n);
 }
 
 inline KvStats check_topk(const std::string& policy, int n_tok, const std::vector<int>& chunks,

@@ -72,6 +72,12 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
   const int64_t n_groups = qb / B + 1;
   const int group = s.n_head / s.n_kv;
   std::vector<bool> keep(n_groups, false);
+  // heads=FILE on prompt chunks (decode=dense): a retrieval head (profile
+  // share > 0) reads every group.
+  const size_t head_entry = (size_t)pol.head_layer * s.n_kv + h;
+  if (pol.decode_dense && pol.head_layer >= 0 && head_entry < pol.head_shares.size() &&
+      pol.head_shares[head_entry] > 0)
+    return std::vector<bool>(n_groups, true);
   const int64_t n_sink = std::min(n_groups, pol.sinks > 0 ? (pol.sinks + B - 1) / B : 1);
   const int64_t win = pol.window > 0 ? pol.window : B;
   const int64_t local_from = std::min(n_groups, std::max<int64_t>(0, qa - win + 1) / B);
@@ -154,13 +160,14 @@ inline std::vector<bool> topk_oracle_selection(const PolicySpec& pol, const Shap
     return std::min<int64_t>((int64_t)cand.size(), (int64_t)std::ceil(pol.shortlist * picks - 1e-9));
   };
   // On prompt chunks (decode=dense) the second stage scores, of the block's
-  // queries, the last and up to 3 more at an even stride nq / 4 before it,
-  // each with every head of the group, over keys up to the block's last query.
+  // queries, the last and up to n - 1 more at an even stride nq / n before it
+  // (n: rows=N, default 4), each with every head of the group, over keys up
+  // to the block's last query.
   std::vector<std::vector<float>> exact_rows = rows;
   int64_t exact_end = kv_end;
   if (pol.rerank_estimate && pol.decode_dense && nq > 1) {
     exact_rows.clear();
-    const int n_pick = std::min(nq, 4);
+    const int n_pick = (int)std::min<int64_t>(nq, pol.rerank_rows > 0 ? pol.rerank_rows : 4);
     for (int j = 0; j < n_pick; ++j)
       for (int g = 0; g < group; ++g) {
         const float* r = q.data() + ((size_t)(qb - j * (nq / n_pick)) * s.n_head + h * group + g) * s.hd;
