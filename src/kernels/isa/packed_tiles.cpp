@@ -47,6 +47,8 @@ void run_group_pair_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, 
     const int nb = (int)std::min<int64_t>(kStageBlocks, n_blocks - b0);
     stage_blocks<L>(*p.w, g, b0, nb, st);
     const bool first = b0 == 0, last = b0 + nb == n_blocks;
+    // The pair's next chunk, or after its last the next pair's first.
+    ChunkPrefetch<L, kStageBlocks> next(*p.w, last ? g + 2 : g, last ? 0 : b0 + nb, 2, (te - tb) / kTileToks);
     int64_t t = tb;
 #if STRIDE_ISA_LEVEL >= 2
     if constexpr (kAmx) {
@@ -55,8 +57,11 @@ void run_group_pair_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, 
       t += kAmxToks * amx_tiles;
     }
 #endif
-    for (; t + kTileToks <= te; t += kTileToks)
+    for (; t + kTileToks <= te; t += kTileToks) {
+      next.step();
       tile_wide<L, kTileToks>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 16, first, last);
+    }
+    next.rest();
     float* rest = acc + (t - tb) * 16;
     switch (te - t) {
       case 7: tile_wide<L, 7>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;

@@ -39,6 +39,47 @@ constexpr int kPrefetchAhead = 6144;      // bytes ahead in the group's stream
 
 using packed::Problem;
 
+// The weight bytes that a staged tile loop's next staging reads: blocks
+// [b, b + kBlocks) of `groups` adjacent groups from grp (past a group's end,
+// the next group's first: groups are contiguous). Staging reads a chunk in
+// one burst that the hardware prefetcher does not run far enough ahead of, so
+// the bytes are prefetched into L2 a share per token tile while the current
+// chunk's tiles compute (all at once the same hints left about half the
+// stall: bench_matmul, docs/performance.md).
+template <const Layout& L, int kBlocks>
+class ChunkPrefetch {
+ public:
+  // tiles: the token tiles that will call step() before the staging.
+  ChunkPrefetch(const PackedMatrix& w, int64_t grp, int64_t b, int groups, int64_t tiles)
+      : base_((const char*)w.data.data()), size_((int64_t)w.data.size()), group_bytes_(w.group_bytes),
+        groups_(groups) {
+    constexpr int64_t kBytes = (kBlocks + L.blocks - 1) / L.blocks * L.record();
+    begin_ = grp * w.group_bytes + b / L.blocks * L.record();
+    lines_ = (kBytes + 63) / 64;
+    per_step_ = (lines_ + std::max<int64_t>(tiles, 1) - 1) / std::max<int64_t>(tiles, 1);
+  }
+  // One token tile's share.
+  void step() {
+    const int64_t end = std::min(next_ + per_step_, lines_);
+    for (; next_ < end; ++next_)
+      for (int i = 0; i < groups_; ++i) {
+        const int64_t off = begin_ + i * group_bytes_ + 64 * next_;
+        if (off < size_) _mm_prefetch(base_ + off, _MM_HINT_T1);
+      }
+  }
+  // Whatever the tiles left (fewer tokens than tiles).
+  void rest() {
+    per_step_ = lines_;
+    step();
+  }
+
+ private:
+  const char* base_;
+  int64_t size_, group_bytes_;
+  int groups_;
+  int64_t begin_ = 0, lines_ = 0, per_step_ = 0, next_ = 0;
+};
+
 #if STRIDE_ISA_LEVEL >= 1
 // idot[t] = per-row Σ q * x over block b (Q6_K: Σ sc * q * x, the -32 not yet
 // applied), as the AVX2 path computes it.

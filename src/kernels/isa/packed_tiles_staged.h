@@ -52,18 +52,6 @@ constexpr bool kStaged = L.lut != packed::Lut::kNone || !L.is_signed;
 template <const Layout& L>
 constexpr bool kUnsignedQ6 = kUnsignedActs<L>;
 
-// Blocks [b, b + kStageBlocks256) of group grp, or past its end the next
-// group's first (groups are contiguous): what the next stage_blocks256 reads.
-// The tiles of a chunk run long enough for the bytes to arrive from DRAM;
-// without the hint each staging waits for them.
-template <const Layout& L>
-inline void prefetch_chunk(const PackedMatrix& w, int64_t grp, int64_t b) {
-  constexpr int64_t kBytes = (kStageBlocks256 + L.blocks - 1) / L.blocks * L.record();
-  const int64_t begin = grp * w.group_bytes + b / L.blocks * L.record();
-  const int64_t end = std::min<int64_t>(begin + kBytes, (int64_t)w.data.size());
-  for (int64_t off = begin; off < end; off += 64) _mm_prefetch((const char*)(w.data.data() + off), _MM_HINT_T1);
-}
-
 // Blocks [b0, b0 + nb) of group grp into st.
 template <const Layout& L>
 void stage_blocks256(const PackedMatrix& w, int64_t grp, int64_t b0, int nb, StagedBlock256* st) {
@@ -230,11 +218,14 @@ void run_group_staged(const Problem& p, int64_t g, int64_t tb, int64_t te, const
   for (int64_t b0 = 0; b0 < n_blocks; b0 += kStageBlocks256) {
     const int nb = (int)std::min<int64_t>(kStageBlocks256, n_blocks - b0);
     stage_blocks256<L>(*p.w, g, b0, nb, st);
-    prefetch_chunk<L>(*p.w, g, b0 + nb);
+    ChunkPrefetch<L, kStageBlocks256> next(*p.w, g, b0 + nb, 1, (te - tb) / kTileToks);
     const bool first = b0 == 0, last = b0 + nb == n_blocks;
     int64_t t = tb;
-    for (; t + kTileToks <= te; t += kTileToks)
+    for (; t + kTileToks <= te; t += kTileToks) {
+      next.step();
       tile_staged<L, kTileToks>(p, g, t, st, b0, nb, as, t - tb, acc + (t - tb) * 8, first, last);
+    }
+    next.rest();
     float* rest = acc + (t - tb) * 8;
     switch (te - t) {
       case 3: tile_staged<L, 3>(p, g, t, st, b0, nb, as, t - tb, rest, first, last); break;
