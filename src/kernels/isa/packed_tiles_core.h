@@ -43,9 +43,9 @@ using packed::Problem;
 // [b, b + kBlocks) of `groups` adjacent groups from grp (past a group's end,
 // the next group's first: groups are contiguous). Staging reads a chunk in
 // one burst that the hardware prefetcher does not run far enough ahead of, so
-// the bytes are prefetched into L2 a share per token tile while the current
-// chunk's tiles compute (all at once the same hints left about half the
-// stall: bench_matmul, docs/performance.md).
+// the bytes are prefetched a share per token tile while the current chunk's
+// tiles compute (all at once, the same hints left about half the stall; into
+// L1 rather than L2 was 1-3% faster: bench_matmul, docs/performance.md).
 template <const Layout& L, int kBlocks>
 class ChunkPrefetch {
  public:
@@ -64,7 +64,7 @@ class ChunkPrefetch {
     for (; next_ < end; ++next_)
       for (int i = 0; i < groups_; ++i) {
         const int64_t off = begin_ + i * group_bytes_ + 64 * next_;
-        if (off < size_) _mm_prefetch(base_ + off, _MM_HINT_T1);
+        if (off < size_) _mm_prefetch(base_ + off, _MM_HINT_T0);
       }
   }
   // Whatever the tiles left (fewer tokens than tiles).
