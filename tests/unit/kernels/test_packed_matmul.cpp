@@ -195,6 +195,50 @@ TEST(PackedMatrix, MultiMatchesSingle) {
   }
 }
 
+TEST(PackedMatrix, DecodeStepsCoverEveryRowOnce) {
+  // Decode (1-3 tokens) on 2+ threads streams the groups in steps of about
+  // 64 KiB (packed_matmul.cpp): matrices of several steps, a step that spans
+  // two matrices, and a last partial step, against the reference and bit for
+  // bit against one thread.
+  const int64_t n_in = 256;
+  RandomWeight a(DType::Q4_0, n_in, 4099, 21), b(DType::Q6_K, n_in, 1203, 22), c(DType::Q4_K, n_in, 517, 23);
+  std::vector<PackedMatrix> pms;
+  for (RandomWeight* w : {&a, &b, &c}) {
+    auto pm = pack_matrix(w->view);
+    ASSERT_TRUE(pm.ok());
+    pms.push_back(std::move(pm.value()));
+  }
+  ASSERT_GT(pms[0].n_groups * pms[0].group_bytes, 4 * (64 << 10));
+  for (int64_t n_tok : {1, 3}) {
+    const auto x = random_acts(n_in * n_tok, (uint32_t)(100 + n_tok));
+    std::vector<std::vector<float>> refs(3), single(3);
+    const RandomWeight* src[3] = {&a, &b, &c};
+    for (int i = 0; i < 3; ++i) {
+      refs[i].resize((size_t)(pms[i].n_out * n_tok));
+      matmul_ref_int8_acts(src[i]->view, x.data(), refs[i].data(), n_tok);
+    }
+    for (int threads : {1, 2, 3, 7}) {
+      ThreadPool pool(threads);
+      std::vector<std::vector<float>> ys(3);
+      const PackedMatrix* ws[3];
+      float* yp[3];
+      for (int i = 0; i < 3; ++i) {
+        ys[i].assign(refs[i].size(), NAN);
+        ws[i] = &pms[i];
+        yp[i] = ys[i].data();
+      }
+      matmul_packed_multi(ws, yp, 3, x.data(), n_tok, pool);
+      for (int i = 0; i < 3; ++i) {
+        SCOPED_TRACE(testing::Message() << "matrix " << i << " n_tok=" << n_tok << " threads=" << threads);
+        for (float v : ys[i]) ASSERT_TRUE(std::isfinite(v));
+        EXPECT_LT(rel_error(ys[i], refs[i]), 1e-5);
+        if (threads == 1) single[i] = ys[i];
+        else EXPECT_EQ(std::memcmp(single[i].data(), ys[i].data(), ys[i].size() * sizeof(float)), 0);
+      }
+    }
+  }
+}
+
 // A token's output must not depend on how many tokens share the call (the
 // tile it lands in): the same rows, bit for bit, for every prefix length, on
 // every CPU path (1-3 tokens stream, 4+ go through the staged tiles).
