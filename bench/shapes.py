@@ -24,8 +24,9 @@ decode bandwidth share = decode tok/s x weight bytes read per token / triad GB/s
 triad counts 12 bytes per element without the write-allocate read and a read-only stream
 runs faster), the decode GB/s itself, and peak RSS of each process (wait4's ru_maxrss;
 stride's own peak_rss_bytes too) against the file size.
-Note: llama-bench's tg128 decodes from an empty context, stride's decode follows the
-512-token prompt (a few % more attention work for stride).
+Note: the anchors' decode runs after the prompt, as stride's does (ik's -gp 512,128, mainline's
+-d 0,512): at 512 tokens of context attention is about 8% of a Qwen2.5-1.5B-shape decode step in
+both engines. --anchor-decode-from-empty runs their plain tg128 (an empty context) instead.
 Writes OUT.json and OUT.png (ratios per preset, metric and anchor) and prints a markdown table.
 Binaries: STRIDE_BIN (default build/stride), --baseline-bin (another stride build, run
 alongside as "baseline-<path>"); mainline's llama-bench from --llama-bench, LLAMA_BENCH or
@@ -112,6 +113,21 @@ def stride_once(binary, path, model, ids, n_gen, threads):
             "self_peak_rss": int(j.get("peak_rss_bytes", 0))}, rss
 
 
+def anchor_tests(a):
+    """Per anchor engine, its llama-bench test args and {figure: test name}. Stride decodes after
+    the prompt, so by default the anchors' decode also runs with a.prompt tokens in the KV cache
+    (ik's -gp P,G: "tgG@ppP"; mainline's -d 0,P: "tgG@dP", which adds a pp at that depth too);
+    --anchor-decode-from-empty measures their tgG from an empty cache instead."""
+    p, g = a.prompt, a.gen
+    if a.anchor_decode_from_empty:
+        both = (["-p", p, "-n", g], {"prefill": f"pp{p}", "decode": f"tg{g}"})
+        return {LLAMA: both[0], IK: both[0]}, {LLAMA: both[1], IK: both[1]}
+    tests = {LLAMA: ["-p", p, "-n", g, "-d", f"0,{p}"], IK: ["-p", p, "-n", 0, "-gp", f"{p},{g}"]}
+    metrics = {LLAMA: {"prefill": f"pp{p}", "decode": f"tg{g}@d{p}"},
+               IK: {"prefill": f"pp{p}", "decode": f"tg{g}@pp{p}"}}
+    return tests, metrics
+
+
 def bench_preset(preset, anchor_bins, sbin, paths, triad, a):
     """sbin runs as "stride-<path>"; a.baseline_bin, when set, as "baseline-<path>";
     ANCHOR_BINS: {anchor engine: its llama-bench}."""
@@ -130,13 +146,13 @@ def bench_preset(preset, anchor_bins, sbin, paths, triad, a):
     samples = {n: [] for n in names}
     rss = {n: [] for n in names}
     info = {}
-    tests = ["-p", a.prompt, "-n", a.gen]
+    tests, metrics = anchor_tests(a)
     for rep in range(a.reps):
         k = rep % len(names)
         for n in names[k:] + names[:k]:
             if n in units:
                 eng, lb, extra = units[n]
-                r, m, info[eng] = anchors.llama_bench_once(lb, model, tests, a.threads, extra)
+                r, m, info[eng] = anchors.llama_bench_once(lb, model, tests[eng], a.threads, extra)
                 log(f"  {preset} rep {rep + 1}: {n} {anchors.describe(r)} tok/s, peak RSS {m / 1e9:.2f} GB")
             else:
                 r, m = stride_once(*binaries[n], model, ids, a.gen, a.threads)
@@ -145,11 +161,10 @@ def bench_preset(preset, anchor_bins, sbin, paths, triad, a):
             samples[n].append(r)
             rss[n].append(m)
     med = lambda n, key: statistics.median(s[key] for s in samples[n])  # noqa: E731
-    metrics = {"prefill": f"pp{a.prompt}", "decode": f"tg{a.gen}"}
     engines = {}
     for eng in anchor_bins:
         mine = [u for u in units if units[u][0] == eng]
-        engines[eng] = {**anchors.summarize(eng, {u: samples[u] for u in mine}, metrics),
+        engines[eng] = {**anchors.summarize(eng, {u: samples[u] for u in mine}, metrics[eng]),
                         "peak_rss_bytes": max(max(rss[u]) for u in mine),
                         "peak_rss_bytes_by_unit": {u: max(rss[u]) for u in mine}, **info[eng]}
     for n in binaries:
@@ -162,7 +177,7 @@ def bench_preset(preset, anchor_bins, sbin, paths, triad, a):
         e["decode_gbs"] = e["decode_tok_s"] * bpt / 1e9
         e["decode_bw_share"] = e["decode_gbs"] / triad if triad else None
         if n in binaries:  # prefill_ratio/decode_ratio: against mainline; *_ratio_ik: against ik
-            for fig in metrics:
+            for fig in ("prefill", "decode"):
                 for anchor, ratio in anchors.ratios(e[f"{fig}_tok_s"], anchor_figs, fig).items():
                     e[f"{fig}_ratio" + ("_ik" if anchor == IK else "")] = ratio
     return {"file": str(model), "file_bytes": file_bytes, "bytes_per_token": bpt,
@@ -259,6 +274,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt", type=int, default=512)
     ap.add_argument("--gen", type=int, default=128)
+    ap.add_argument("--anchor-decode-from-empty", action="store_true",
+                    help="the anchors' decode from an empty KV cache (llama-bench's plain tgN), not after the prompt")
     ap.add_argument("--triad-gbs", type=float, default=None, help="when machine_peak is missing")
     ap.add_argument("--llama-bench", default=None, help="mainline llama.cpp's llama-bench")
     ap.add_argument("--ik-llama-bench", default=None, help="ik_llama.cpp's llama-bench")

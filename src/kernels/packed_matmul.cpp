@@ -7,6 +7,7 @@
 
 #include "kernels/kernel_paths.h"
 #include "kernels/matmul_impl.h"
+#include "kernels/owned_steps.h"
 #include "kernels/packed_matrix.h"
 #include "kernels/packed_tiles.h"
 #include "kernels/quant_act.h"
@@ -39,6 +40,46 @@ packed::ActStage packed::act_stage(WorkerScratch& ws, int64_t n_blocks) {
 }
 
 namespace {
+
+// The decode step's granule of work: small enough that the threads finish
+// within a few microseconds of each other, large enough that claiming it
+// (one atomic add) costs nothing next to streaming it.
+constexpr int64_t kStreamStepBytes = 64 << 10;
+
+// The first kStreamPrefetchAhead bytes of groups [g0, g1) of w, asked for at
+// once: the tile prefetches that far ahead of the block it computes, so a
+// stream that starts cold would otherwise begin with demand misses, one
+// block at a time.
+void prefetch_stream_start(const PackedMatrix& w, int64_t g0, int64_t g1) {
+  const char* start = (const char*)w.data.data() + g0 * w.group_bytes;
+  const int64_t n = std::min<int64_t>(packed::kStreamPrefetchAhead, (g1 - g0) * w.group_bytes);
+  for (int64_t off = 0; off < n; off += 64) __builtin_prefetch(start + off, 0, 2);  // prefetcht1, as the tile
+}
+
+// Decode: the groups of the n matrices (matrix i's are units [first[i],
+// first[i + 1])) in steps of about kStreamStepBytes, each thread streaming
+// its own contiguous share and then helping with the others' (owned_steps.h).
+void stream_groups(packed::RunRangeFn run_range, const packed::Problem* probs, const int64_t* first, int n,
+                   int64_t n_tok, ThreadPool& pool) {
+  const int64_t units = first[n];
+  const int64_t step_units = std::max<int64_t>(1, kStreamStepBytes / std::max<int64_t>(1, probs[0].w->group_bytes));
+  OwnedSteps& steps = pool.scratch(0).get<OwnedSteps>();  // the caller's, set up before the dispatch
+  steps.reset((units + step_units - 1) / step_units, pool.size());
+  pool.run_chunks(steps.shares(), [&](int share, int, int worker) {
+    int64_t prev = -2;
+    for (int64_t s; (s = steps.claim(share)) >= 0; prev = s) {
+      const int64_t u0 = s * step_units, u1 = std::min(units, u0 + step_units);
+      bool cold = s != prev + 1;  // the tile's prefetches ran ahead into this step only after step s - 1
+      for (int i = 0; i < n; ++i) {
+        const int64_t g0 = std::max(u0, first[i]), g1 = std::min(u1, first[i + 1]);
+        if (g0 >= g1) continue;
+        if (cold || g0 > u0) prefetch_stream_start(*probs[i].w, g0 - first[i], g1 - first[i]);
+        cold = false;
+        run_range(probs[i], {g0 - first[i], g1 - first[i], 0, n_tok}, pool.scratch(worker));
+      }
+    }
+  });
+}
 
 void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float* const* ys, int n_mats,
               const float* x, int64_t n_tok, ThreadPool& pool) {
@@ -77,14 +118,18 @@ void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float
     first[i + 1] = first[i] + ws[i]->n_groups;
   }
   const int64_t units = first[n];
-  pool.run_chunks(detail::work_chunks(units, n_tok, 1, pool.size()), [&](int ci, int nc, int worker) {
-    const detail::WorkRange wr = detail::split_work(units, n_tok, 1, ci, nc);
-    if (wr.r0 >= wr.r1 || wr.t0 >= wr.t1) return;
-    for (int i = 0; i < n; ++i) {
-      const int64_t g0 = std::max(wr.r0, first[i]), g1 = std::min(wr.r1, first[i + 1]);
-      if (g0 < g1) run_range(probs[i], {g0 - first[i], g1 - first[i], wr.t0, wr.t1}, pool.scratch(worker));
-    }
-  });
+  if (n_tok <= packed::kStreamMaxToks && pool.size() > 1) {
+    stream_groups(run_range, probs, first, n, n_tok, pool);
+  } else {
+    pool.run_chunks(detail::work_chunks(units, n_tok, 1, pool.size()), [&](int ci, int nc, int worker) {
+      const detail::WorkRange wr = detail::split_work(units, n_tok, 1, ci, nc);
+      if (wr.r0 >= wr.r1 || wr.t0 >= wr.t1) return;
+      for (int i = 0; i < n; ++i) {
+        const int64_t g0 = std::max(wr.r0, first[i]), g1 = std::min(wr.r1, first[i + 1]);
+        if (g0 < g1) run_range(probs[i], {g0 - first[i], g1 - first[i], wr.t0, wr.t1}, pool.scratch(worker));
+      }
+    });
+  }
   // More matrices than one dispatch holds: the rest in further dispatches.
   if (n_mats > kMaxMats) multi_on(run_range, ws + kMaxMats, ys + kMaxMats, n_mats - kMaxMats, x, n_tok, pool);
 }

@@ -37,6 +37,12 @@ struct ActStage {
 };
 ActStage act_stage(WorkerScratch& ws, int64_t n_blocks);
 
+// Decode (tiles of at most kStreamMaxToks tokens) streams every weight byte
+// once from DRAM: its tile prefetches kStreamPrefetchAhead bytes ahead in the
+// group's stream while a block computes.
+constexpr int kStreamMaxToks = 3;
+constexpr int kStreamPrefetchAhead = 6144;
+
 // y of row groups [wr.r0, wr.r1) x tokens [wr.t0, wr.t1) of p, with the
 // scratch of the worker running it (thread_pool.h).
 using RunRangeFn = void (*)(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws);

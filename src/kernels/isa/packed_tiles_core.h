@@ -34,8 +34,8 @@ constexpr int kTileToks = 4;
 #endif
 constexpr int64_t kTokenBlock = 64;  // tokens whose int8 activations stay in L2
 static_assert(kTokenBlock <= packed::kActStageToks);
-constexpr int kPrefetchMaxToks = 3;       // tiles this narrow are bound by DRAM
-constexpr int kPrefetchAhead = 6144;      // bytes ahead in the group's stream
+constexpr int kPrefetchMaxToks = packed::kStreamMaxToks;   // tiles this narrow are bound by DRAM
+constexpr int kPrefetchAhead = packed::kStreamPrefetchAhead;  // bytes ahead in the group's stream
 
 using packed::Problem;
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -163,34 +164,84 @@ TEST(PackedMatrix, HandComputedProduct) {
   EXPECT_EQ(y[2], e2);
 }
 
+// The packed copies of ws, in order.
+std::vector<PackedMatrix> pack_all(std::initializer_list<const RandomWeight*> ws) {
+  std::vector<PackedMatrix> pms;
+  for (const RandomWeight* w : ws) {
+    auto pm = pack_matrix(w->view);
+    EXPECT_TRUE(pm.ok());
+    if (pm.ok()) pms.push_back(std::move(pm.value()));
+  }
+  return pms;
+}
+
+// matmul_packed_multi over pms in one dispatch: each one's [n_tok, n_out].
+std::vector<std::vector<float>> multi_outputs(const std::vector<PackedMatrix>& pms, const std::vector<float>& x,
+                                              int64_t n_tok, ThreadPool& pool) {
+  std::vector<std::vector<float>> ys(pms.size());
+  std::vector<const PackedMatrix*> ws;
+  std::vector<float*> yp;
+  for (size_t i = 0; i < pms.size(); ++i) {
+    ys[i].assign((size_t)(pms[i].n_out * n_tok), NAN);
+    ws.push_back(&pms[i]);
+    yp.push_back(ys[i].data());
+  }
+  matmul_packed_multi(ws.data(), yp.data(), (int)pms.size(), x.data(), n_tok, pool);
+  return ys;
+}
+
+// The int8-activation reference of each of ws.
+std::vector<std::vector<float>> reference_outputs(std::initializer_list<const RandomWeight*> ws,
+                                                  const std::vector<float>& x, int64_t n_tok) {
+  std::vector<std::vector<float>> refs;
+  for (const RandomWeight* w : ws) {
+    refs.emplace_back((size_t)(w->view.rows() * n_tok));
+    matmul_ref_int8_acts(w->view, x.data(), refs.back().data(), n_tok);
+  }
+  return refs;
+}
+
 TEST(PackedMatrix, MultiMatchesSingle) {
   // Q, K, V-like: different types and row counts, one row length, one dispatch.
   const int64_t n_in = 256;
   RandomWeight a(DType::Q5_0, n_in, 37, 11), b(DType::Q8_0, n_in, 16, 12), c(DType::Q4_K, n_in, 9, 13);
-  std::vector<PackedMatrix> pms;
-  for (RandomWeight* w : {&a, &b, &c}) {
-    auto pm = pack_matrix(w->view);
-    ASSERT_TRUE(pm.ok());
-    pms.push_back(std::move(pm.value()));
-  }
+  const std::vector<PackedMatrix> pms = pack_all({&a, &b, &c});
+  ASSERT_EQ(pms.size(), 3u);
   for (int threads : {1, 2, 7}) {
     ThreadPool pool(threads);
     for (int64_t n_tok : {1, 5, 70}) {
       const auto x = random_acts(n_in * n_tok, (uint32_t)n_tok);
-      std::vector<std::vector<float>> ys(3), refs(3);
-      const PackedMatrix* ws[3];
-      float* yp[3];
-      for (int i = 0; i < 3; ++i) {
-        ys[i].assign((size_t)(pms[i].n_out * n_tok), NAN);
-        refs[i].resize(ys[i].size());
-        ws[i] = &pms[i];
-        yp[i] = ys[i].data();
-      }
-      matmul_packed_multi(ws, yp, 3, x.data(), n_tok, pool);
-      matmul_ref_int8_acts(a.view, x.data(), refs[0].data(), n_tok);
-      matmul_ref_int8_acts(b.view, x.data(), refs[1].data(), n_tok);
-      matmul_ref_int8_acts(c.view, x.data(), refs[2].data(), n_tok);
+      const auto ys = multi_outputs(pms, x, n_tok, pool);
+      const auto refs = reference_outputs({&a, &b, &c}, x, n_tok);
       for (int i = 0; i < 3; ++i) EXPECT_LT(rel_error(ys[i], refs[i]), 1e-5) << i << " " << n_tok;
+    }
+  }
+}
+
+TEST(PackedMatrix, DecodeStepsCoverEveryRowOnce) {
+  // Decode (1-3 tokens) on 2+ threads streams the groups in steps of about
+  // 64 KiB (packed_matmul.cpp): matrices of several steps, a step that spans
+  // two matrices, and a last partial step, against the reference and bit for
+  // bit against one thread.
+  const int64_t n_in = 256;
+  RandomWeight a(DType::Q4_0, n_in, 4099, 21), b(DType::Q6_K, n_in, 1203, 22), c(DType::Q4_K, n_in, 517, 23);
+  const std::vector<PackedMatrix> pms = pack_all({&a, &b, &c});
+  ASSERT_EQ(pms.size(), 3u);
+  ASSERT_GT(pms[0].n_groups * pms[0].group_bytes, 4 * (64 << 10));
+  for (int64_t n_tok : {1, 3}) {
+    const auto x = random_acts(n_in * n_tok, (uint32_t)(100 + n_tok));
+    const auto refs = reference_outputs({&a, &b, &c}, x, n_tok);
+    std::vector<std::vector<float>> single;
+    for (int threads : {1, 2, 3, 7}) {
+      ThreadPool pool(threads);
+      const auto ys = multi_outputs(pms, x, n_tok, pool);
+      for (int i = 0; i < 3; ++i) {
+        SCOPED_TRACE(testing::Message() << "matrix " << i << " n_tok=" << n_tok << " threads=" << threads);
+        for (float v : ys[i]) ASSERT_TRUE(std::isfinite(v));
+        EXPECT_LT(rel_error(ys[i], refs[i]), 1e-5);
+        if (threads > 1) EXPECT_EQ(std::memcmp(single[i].data(), ys[i].data(), ys[i].size() * sizeof(float)), 0);
+      }
+      if (threads == 1) single = ys;
     }
   }
 }
