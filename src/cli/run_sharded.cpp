@@ -27,7 +27,8 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
   return fail("this build has no context parallelism (Gloo was not found at build time)");
 #else
   // Refused on every rank before any rank connects, so none waits for a peer that gave up.
-  auto mine = dist::every_rank_positions((int64_t)prompt.size(), shard.world, shard.rank, engine.kv().config().page_size);
+  auto mine = dist::every_rank_positions((int64_t)prompt.size(), shard.world, shard.rank,
+                                         engine.kv().config().page_size, shard.shard_tokens);
   if (!mine) return fail(mine.status());
   if (Status st = dist::check_sharded_policies(engine.layer_policies()); !st.ok()) return fail(st);
   auto group = connect_shard_group(shard);
@@ -35,7 +36,7 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
   auto r = dist::generate_sharded(engine, **group, prompt, g, [](const std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-  }, shard.chunk);
+  }, shard.chunk, shard.shard_tokens);
   nlohmann::json j;
   j["shard_rank"] = shard.rank;
   j["shard_world"] = shard.world;
@@ -57,6 +58,8 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
     j["prompt_tokens"] = prompt.size();
     j["pos_begin"] = r->shard.pos_begin;
     j["pos_end"] = r->shard.pos_end;
+    j["reused_tokens"] = r->reused_tokens;
+    j["set_reused_tokens"] = r->set_reused_tokens;
     j["prefill_seconds"] = r->prefill_seconds;
     j["prefill_cpu_seconds"] = r->prefill_cpu_seconds;
     j["decode_seconds"] = r->decode_seconds;

@@ -92,10 +92,10 @@ def sees(policy, q_first, q_last, k_first, k_last):
 
 
 def ring_bytes_per_layer(policy, shards, rank, info):
-    """What `rank` sends in one layer's ring prefill: 16 bytes per rank agreeing on every rank's
-    positions, then at step s the pages of rank - s that the next rank's queries can see (none
-    from the last rank, none past it)."""
-    image, total = page_image_bytes(info), 16 * len(shards)
+    """What `rank` sends in one layer's ring prefill: 24 bytes per rank agreeing on every rank's
+    positions and where its queries begin, then at step s the pages of rank - s that the next
+    rank's queries can see (none from the last rank, none past it)."""
+    image, total = page_image_bytes(info), 24 * len(shards)
     for s in range(len(shards) - 1):
         origin, receiver = rank - s, rank + 1
         if origin < 0 or receiver >= len(shards):
