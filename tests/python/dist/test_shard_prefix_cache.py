@@ -42,11 +42,11 @@ def wait_connected(server, timeout=120):
     pytest.fail(f"the shard set did not connect:\n{server.logs()[-3000:]}")
 
 
-def start_set(tmp_path, world, kv):
+def start_set(tmp_path, world, kv, policy):
     meet = tmp_path / "rendezvous"
     meet.mkdir()
     config = tmp_path / "serve.yaml"
-    config.write_text(f"kv_type: {kv}\n")
+    config.write_text(f"kv_type: {kv}\nattention: \"{policy}\"\n")
     logs = [tmp_path / f"worker{r}.log" for r in range(1, world)]
     workers = [subprocess.Popen([binary(), "serve", "-m", SMOL, "--threads", "1", "--config", str(config)]
                                 + shard_args(meet, world, r), stdout=open(logs[r - 1], "ab"),
@@ -91,16 +91,19 @@ def pages_held(logs):
     return [int(k) for log in logs for k in re.findall(r"(\d+) KV pages held", log.read_text())]
 
 
-@pytest.mark.parametrize("world,kv", [(2, "f16"), (4, "f16"), (2, "int8"), (4, "int8")],
-                         ids=["2-ranks", "4-ranks", "2-ranks-int8", "4-ranks-int8"])
-def test_a_longer_prompt_reuses_every_ranks_cached_pages_and_gives_the_one_host_tokens(world, kv, tmp_path):
+@pytest.mark.parametrize("world,kv,policy", [(2, "f16", "dense"), (4, "f16", "dense"), (2, "int8", "dense"),
+                                             (4, "int8", "dense"), (4, "f16", "rswa:sinks=4,window=64")],
+                         ids=["2-ranks", "4-ranks", "2-ranks-int8", "4-ranks-int8", "4-ranks-rswa"])
+def test_a_longer_prompt_reuses_every_ranks_cached_pages_and_gives_the_one_host_tokens(world, kv, policy, tmp_path):
+    """R-SWA: a rank keeps (and reuses) only the sinks and its window's pages, and a rank wholly
+    reused still relays the sinks to the last rank."""
     n1 = (world - 1) * SEGMENT + HALF
     ids = [int(i) for i in prompt_ids(world * SEGMENT)]
     first, second = ids[:n1], ids
     other = [ids[1]] + ids[1:]  # differs at token 0 only
-    want = one_host_run([str(i) for i in second], N_NEW, kv=kv)
-    want_other = one_host_run([str(i) for i in other], N_NEW, kv=kv)
-    server, workers, logs = start_set(tmp_path, world, kv)
+    want = one_host_run([str(i) for i in second], N_NEW, policy=policy, kv=kv)
+    want_other = one_host_run([str(i) for i in other], N_NEW, policy=policy, kv=kv)
+    server, workers, logs = start_set(tmp_path, world, kv, policy)
     try:
         r1 = complete(server, first)
         assert r1.usage.prompt_tokens == n1 and r1.usage.completion_tokens == N_NEW
