@@ -141,3 +141,13 @@ def one_host_run(ids, n_new, policy="dense", kv="f16"):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def stop_set(server, workers):
+    """Stops a shard set's rank 0 (a StrideServer) and its worker processes."""
+    server.stop()
+    os.unlink(server.log.name)
+    for w in workers:
+        if w.poll() is None:
+            w.kill()
+        w.wait()

@@ -12,7 +12,6 @@ tests hold them (every rank's shard one of the kernel's 256-key segments); usage
 cached prompt tokens (OpenAI's prompt_tokens_details.cached_tokens) and each rank logs its
 reused tokens. A prompt that differs at token 0 reuses nothing and is still the one host's;
 no rank holds a KV page after a request."""
-import os
 import re
 import subprocess
 import time
@@ -20,7 +19,7 @@ import time
 import openai
 import pytest
 
-from shard_ranks import SEGMENT, one_host_run, prompt_ids
+from shard_ranks import SEGMENT, one_host_run, prompt_ids, stop_set
 from stride_server import SMOL, StrideServer, binary
 
 N_NEW = 8
@@ -57,15 +56,6 @@ def start_set(tmp_path, world, kv, policy):
                           config=str(config), threads=1)
     wait_connected(server)
     return server, workers, logs
-
-
-def stop_set(server, workers):
-    server.stop()
-    os.unlink(server.log.name)
-    for w in workers:
-        if w.poll() is None:
-            w.kill()
-        w.wait()
 
 
 def complete(server, ids):

@@ -65,6 +65,13 @@ RankReport decode_rank(const RendezvousDir& dir, const Layer& layer, const Polic
   return rep;
 }
 
+// rank's shard in a pool with room for the largest shard.
+auto shard_pool(const Layer& layer, const std::vector<KvShard>& shards, int rank) {
+  int32_t max_pages = 0;
+  for (const KvShard& s : shards) max_pages = std::max(max_pages, s.pages(kPage));
+  return layer.pool_for(shards[rank], max_pages);
+}
+
 RankReport prefill_rank(const RendezvousDir& dir, const Layer& layer, const PolicySpec& policy,
                         const std::vector<KvShard>& shards, const std::vector<float>& q_all, int rank) {
   RankReport rep;
@@ -72,9 +79,7 @@ RankReport prefill_rank(const RendezvousDir& dir, const Layer& layer, const Poli
   auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
   if (!group.ok()) return testing::failed(group.status());
   const KvShard& shard = shards[rank];
-  int32_t max_pages = 0;
-  for (const KvShard& s : shards) max_pages = std::max(max_pages, s.pages(kPage));
-  const auto pool = layer.pool_for(shard, max_pages);
+  const auto pool = shard_pool(layer, shards, rank);
   const ShardedLayer mine{pool.get(), shard, policy, layer.params()};
   const int n_q = (int)shard.tokens();
   const float* q = q_all.data() + shard.pos_begin * kNhead * kHd;
@@ -96,9 +101,7 @@ RankReport reused_prefill_rank(const RendezvousDir& dir, const Layer& layer, con
   auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
   if (!group.ok()) return testing::failed(group.status());
   const KvShard& shard = shards[rank];
-  int32_t max_pages = 0;
-  for (const KvShard& s : shards) max_pages = std::max(max_pages, s.pages(kPage));
-  const auto pool = layer.pool_for(shard, max_pages);
+  const auto pool = shard_pool(layer, shards, rank);
   const ShardedLayer mine{pool.get(), shard, policy, layer.params()};
   const int64_t q0 = std::clamp(compute_from, shard.pos_begin, shard.pos_end);
   auto blocks = RingBlocks::gather(**group, mine, q0);
