@@ -200,8 +200,9 @@ void ShardSetRoute::step_running() {
   const std::string reason = stop ? stop : finish_reason_name(run.gen->result().finish);
   const int n_generated = run.n_generated;
   const int64_t cached = run.gen->result().set_reused_tokens;
-  std::fprintf(stderr, "shard rank 0: request %s: done, %d tokens, %lld prompt tokens reused\n", ch.request.id.c_str(),
-               run.n_generated, (long long)run.gen->result().reused_tokens);
+  std::fprintf(stderr, "shard rank 0: request %s: done, %d tokens, %lld prompt tokens reused, prefill %.3f CPU s\n",
+               ch.request.id.c_str(), run.n_generated, (long long)run.gen->result().reused_tokens,
+               run.gen->result().prefill_cpu_seconds);
   running_.reset();  // pages back before "finished", as local requests do
   metrics_.set_kv(engine_.kv().stats());
   finish(ch, reason, n_generated, cached);
