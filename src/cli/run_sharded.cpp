@@ -15,9 +15,13 @@
 
 namespace stride::cli {
 
-int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens) {
-  const int64_t per_rank = ((max_prompt_tokens + world - 1) / world + page_size - 1) / page_size * page_size;
-  return std::min(per_rank, max_prompt_tokens) + max_tokens;
+int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens, int64_t shard_tokens) {
+  auto whole_pages = [page_size](int64_t t) { return (t + page_size - 1) / page_size * page_size; };
+  int64_t largest = whole_pages((max_prompt_tokens + world - 1) / world);
+  const int64_t fixed = whole_pages(shard_tokens);
+  if (fixed > 0 && (world - 1) * fixed < max_prompt_tokens)
+    largest = std::max(fixed, max_prompt_tokens - (world - 1) * fixed);
+  return std::min(largest, max_prompt_tokens) + max_tokens;
 }
 
 int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_t>& prompt,
