@@ -76,7 +76,8 @@ int run(const RunArgs& a) {
   const int64_t guess = (int64_t)(prompt.empty() ? a.prompt.size() + 8 : prompt.size()) + a.max_tokens;
   if (a.model.max_context <= 0) engine_opts->max_context = guess;
   if (a.shard.sharded())  // a rank's pool holds its shard, not the whole context
-    engine_opts->kv_tokens = shard_kv_tokens(guess - a.max_tokens, a.shard.world, engine_opts->page_size, a.max_tokens);
+    engine_opts->kv_tokens = shard_kv_tokens(guess - a.max_tokens, a.shard.world, engine_opts->page_size, a.max_tokens,
+                                             a.shard.shard_tokens);
   const auto load_start = std::chrono::steady_clock::now();
   auto created = Engine::create(*engine_opts);
   if (!created) return fail(created.status());

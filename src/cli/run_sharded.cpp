@@ -15,9 +15,13 @@
 
 namespace stride::cli {
 
-int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens) {
-  const int64_t per_rank = ((max_prompt_tokens + world - 1) / world + page_size - 1) / page_size * page_size;
-  return std::min(per_rank, max_prompt_tokens) + max_tokens;
+int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens, int64_t shard_tokens) {
+  auto whole_pages = [page_size](int64_t t) { return (t + page_size - 1) / page_size * page_size; };
+  int64_t largest = whole_pages((max_prompt_tokens + world - 1) / world);
+  const int64_t fixed = whole_pages(shard_tokens);
+  if (fixed > 0 && (world - 1) * fixed < max_prompt_tokens)
+    largest = std::max(fixed, max_prompt_tokens - (world - 1) * fixed);
+  return std::min(largest, max_prompt_tokens) + max_tokens;
 }
 
 int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_t>& prompt,
@@ -27,7 +31,8 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
   return fail("this build has no context parallelism (Gloo was not found at build time)");
 #else
   // Refused on every rank before any rank connects, so none waits for a peer that gave up.
-  auto mine = dist::every_rank_positions((int64_t)prompt.size(), shard.world, shard.rank, engine.kv().config().page_size);
+  auto mine = dist::every_rank_positions((int64_t)prompt.size(), shard.world, shard.rank,
+                                         engine.kv().config().page_size, shard.shard_tokens);
   if (!mine) return fail(mine.status());
   if (Status st = dist::check_sharded_policies(engine.layer_policies()); !st.ok()) return fail(st);
   auto group = connect_shard_group(shard);
@@ -35,7 +40,7 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
   auto r = dist::generate_sharded(engine, **group, prompt, g, [](const std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-  }, shard.chunk);
+  }, shard.chunk, shard.shard_tokens);
   nlohmann::json j;
   j["shard_rank"] = shard.rank;
   j["shard_world"] = shard.world;
@@ -57,6 +62,8 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
     j["prompt_tokens"] = prompt.size();
     j["pos_begin"] = r->shard.pos_begin;
     j["pos_end"] = r->shard.pos_end;
+    j["reused_tokens"] = r->reused_tokens;
+    j["set_reused_tokens"] = r->set_reused_tokens;
     j["prefill_seconds"] = r->prefill_seconds;
     j["prefill_cpu_seconds"] = r->prefill_cpu_seconds;
     j["decode_seconds"] = r->decode_seconds;

@@ -15,9 +15,10 @@
 namespace stride::cli {
 
 // The tokens of KV a rank's pool needs for a prompt of at most
-// max_prompt_tokens: the largest shard (rank 0's) and the generated tokens
-// (the last rank keeps them).
-int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens);
+// max_prompt_tokens: the largest shard (rank 0's, or with shard_tokens the
+// last rank's rest when larger) and the generated tokens (the last rank keeps them).
+int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens,
+                        int64_t shard_tokens = 0);
 
 int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_t>& prompt,
                 const GenerateOptions& g, bool json);

@@ -32,6 +32,7 @@ ShardRouteFactory shard_route_factory(const ServeArgs& a, const serving::ServeCo
   ro.group = shard_group_options(a.shard);
   ro.min_tokens = a.shard_min_tokens;
   ro.max_queue = cfg.max_queue;
+  ro.shard_tokens = a.shard.shard_tokens;
   return [ro, &metrics](Engine& engine) -> std::unique_ptr<serving::ShardRoute> {
     log(LogLevel::Info, "shard set: rank 0",
         {{"world", std::to_string(ro.group.world)},

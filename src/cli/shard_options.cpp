@@ -29,6 +29,12 @@ void add_shard_options(CLI::App* cmd, ShardArgs& a) {
                   "tokens of this rank's shard run through a layer at a time in prefill (0: the prefill chunk)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--shard-tokens", a.shard_tokens,
+                  "run, serve: every rank but the last holds this many prompt tokens (rounded up to pages) when the "
+                  "prompt is longer than world-1 of them, so a longer prompt with the same prefix reuses each rank's "
+                  "cached pages; 0 or a shorter prompt: ceil(n / world) each (serve: rank 0's is sent to the set)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 Status check_shard_args(const ShardArgs& a) {

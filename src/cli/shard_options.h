@@ -23,6 +23,7 @@ struct ShardArgs {
   std::string host = "127.0.0.1";
   int timeout_ms = 30000;
   int chunk = 0;  // this rank's prefill chunk, 0: the engine's
+  int64_t shard_tokens = 0;  // run, serve: the shard layout (dist::shard_positions), 0: balanced
 
   bool sharded() const { return !rendezvous.empty(); }  // with a rendezvous even one rank runs the sharded path
 };

@@ -18,16 +18,29 @@ namespace stride::dist {
 
 namespace {
 
-// Every rank's positions, in rank order: one agreement per layer.
-Expected<std::vector<KvShard>> agree_on_shards(ShardGroup& group, const KvShard& mine) {
+struct AgreedShards {
+  std::vector<KvShard> keys;     // [world] each rank's positions
+  std::vector<KvShard> queries;  // [world] the positions whose keys a rank's queries (or a later rank's) see
+};
+
+// Every rank's positions and queries, in rank order: one agreement per layer.
+// A rank wholly reused from the prefix cache computes no query; it still
+// relays, so it receives what a query at its end sees, which (policies only
+// lose keys as queries advance) holds what every later rank sees.
+Expected<AgreedShards> agree_on_shards(ShardGroup& group, const KvShard& mine, int64_t queries_begin) {
   const int world = group.world();
-  std::vector<int64_t> bounds((size_t)world * 2, INT64_MIN);  // [world] begin, end
-  bounds[(size_t)group.rank() * 2] = mine.pos_begin;
-  bounds[(size_t)group.rank() * 2 + 1] = mine.pos_end;
+  std::vector<int64_t> bounds((size_t)world * 3, INT64_MIN);  // [world] begin, end, queries' begin
+  bounds[(size_t)group.rank() * 3] = mine.pos_begin;
+  bounds[(size_t)group.rank() * 3 + 1] = mine.pos_end;
+  bounds[(size_t)group.rank() * 3 + 2] = queries_begin;
   STRIDE_RETURN_IF_ERROR(group.allreduce_max(bounds.data(), bounds.size()));
-  std::vector<KvShard> shards((size_t)world);
-  for (int r = 0; r < world; ++r) shards[(size_t)r] = KvShard{bounds[(size_t)r * 2], bounds[(size_t)r * 2 + 1], {}};
-  return shards;
+  AgreedShards a;
+  for (int r = 0; r < world; ++r) {
+    const int64_t* b = bounds.data() + (size_t)r * 3;
+    a.keys.push_back(KvShard{b[0], b[1], {}});
+    a.queries.push_back(KvShard{b[2], std::max(b[1], b[2] + 1), {}});
+  }
+  return a;
 }
 
 }  // namespace
@@ -50,11 +63,11 @@ int64_t ring_prefill_bytes(const PolicySpec& policy, const std::vector<KvShard>&
   int64_t pages = 0;
   for (int s = 0; s + 1 < world && rank + 1 < world && rank - s >= 0; ++s)
     pages += (int64_t)ring_block_pages(policy, shards[(size_t)(rank - s)], shards[(size_t)rank + 1], page_size).size();
-  return (int64_t)sizeof(int64_t) * 2 * world + pages * page_image_bytes;
+  return (int64_t)sizeof(int64_t) * 3 * world + pages * page_image_bytes;
 }
 
 Expected<std::unique_ptr<RingBlocks>> RingBlocks::gather(ShardGroup& group, const ShardedLayer& layer,
-                                                         double* wait_seconds) {
+                                                         int64_t queries_begin, double* wait_seconds) {
   double waited = 0;
   auto timed = [&waited](Status st, std::chrono::steady_clock::time_point t0) {
     waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -66,14 +79,17 @@ Expected<std::unique_ptr<RingBlocks>> RingBlocks::gather(ShardGroup& group, cons
   const KvPoolShape& shape = layer.pool->shape();
   const int ps = shape.page_size;
   const auto agreed_at = std::chrono::steady_clock::now();
-  auto agreed = agree_on_shards(group, layer.shard);
+  if (queries_begin < layer.shard.pos_begin || queries_begin > layer.shard.pos_end)
+    return InvalidArgument("ring prefill: queries from " + std::to_string(queries_begin) + " outside the shard's positions");
+  auto agreed = agree_on_shards(group, layer.shard, queries_begin);
   STRIDE_RETURN_IF_ERROR(timed(agreed.status(), agreed_at));
-  const std::vector<KvShard> shards = std::move(agreed).value();
+  const AgreedShards a = std::move(agreed).value();
+  const std::vector<KvShard>& shards = a.keys;
   const int rank = group.rank(), world = group.world();
   // Which pages of origin o rank r receives (ring_block_pages); none from a rank
   // after it or for a block past the last rank, so a block stops where its keys stop being seen.
   auto block_pages = [&](int o, int r) {
-    return o >= 0 && r < world ? ring_block_pages(layer.policy, shards[(size_t)o], shards[(size_t)r], ps)
+    return o >= 0 && r < world ? ring_block_pages(layer.policy, shards[(size_t)o], a.queries[(size_t)r], ps)
                                : std::vector<int32_t>{};
   };
   auto b = std::make_unique<RingBlocks>(Private{});
@@ -105,7 +121,9 @@ Expected<std::unique_ptr<RingBlocks>> RingBlocks::gather(ShardGroup& group, cons
     for (size_t j = 0; j < send_pages.size(); ++j) {
       const std::span<uint8_t> dst(outgoing.data() + j * image, image);
       if (s == 0) {
-        layer.pool->save_page(layer.shard.pool_page(send_pages[j]), dst);
+        const int32_t own = layer.shard.pool_page(send_pages[j]);
+        if (own < 0) return Internal("ring prefill: the next rank sees a page this rank does not hold");
+        layer.pool->save_page(own, dst);
         continue;
       }
       // The next rank sees a subset of what this rank saw (policies lose keys as queries advance).
@@ -160,7 +178,8 @@ Status ring_prefill(ShardGroup& group, const ShardedLayer& layer, const float* q
   if (n_q != layer.shard.tokens())
     return InvalidArgument("ring prefill: " + std::to_string(n_q) + " queries for a shard of " +
                            std::to_string(layer.shard.tokens()) + " positions");
-  STRIDE_ASSIGN_OR_RETURN(const std::unique_ptr<RingBlocks> blocks, RingBlocks::gather(group, layer, wait_seconds));
+  STRIDE_ASSIGN_OR_RETURN(const std::unique_ptr<RingBlocks> blocks,
+                           RingBlocks::gather(group, layer, layer.shard.pos_begin, wait_seconds));
   return blocks->attend(layer, q, layer.shard.pos_begin, n_q, out, threads);
 }
 

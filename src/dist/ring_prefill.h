@@ -27,7 +27,7 @@
 // Payload per layer: each rank sends, at each step, the images of the pages
 // of the block it forwards that the next rank sees (page_image_bytes: K and
 // V of all kv heads of a page, the int8 scales, the slot positions), plus
-// 16 * W bytes to agree on every rank's positions.
+// 24 * W bytes to agree on every rank's positions and queries.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -55,13 +55,15 @@ class RingBlocks {
 
  public:
   explicit RingBlocks(Private) {}
-  // Runs the layer's ring steps: layer.shard's pages (every one written)
-  // go on to the later ranks that see them, the earlier ranks' come in.
-  // The ranks' shards are contiguous and in rank order (rank r's pos_end is
-  // rank r + 1's pos_begin). wait_seconds (when given) grows by the time
-  // spent waiting for peers.
+  // Runs the layer's ring steps: layer.shard's pages (those a later rank
+  // sees held) go on to the later ranks that see them, the earlier ranks'
+  // come in. The ranks' shards are contiguous and in rank order (rank r's
+  // pos_end is rank r + 1's pos_begin). This rank's queries begin at
+  // queries_begin (the positions before it were reused from the prefix
+  // cache; pos_end: none), and each rank receives only what its queries
+  // see. wait_seconds (when given) grows by the time spent waiting for peers.
   static Expected<std::unique_ptr<RingBlocks>> gather(ShardGroup& group, const ShardedLayer& layer,
-                                                      double* wait_seconds = nullptr);
+                                                      int64_t queries_begin, double* wait_seconds = nullptr);
 
   // q: [n_q, n_head, dk], the queries at positions q_pos0 + i, a run of
   // layer.shard's; out: [n_q, n_head, dv]: attention over every earlier

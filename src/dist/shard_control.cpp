@@ -29,6 +29,7 @@ std::string encode_job(const ShardJob& job) {
       {"stop", g.stop},
       {"render_special", job.options.render_special},
       {"rank0_may_stop", job.options.rank0_may_stop},
+      {"shard_tokens", job.options.shard_tokens},
       {"temperature", s.temperature},
       {"top_k", s.top_k},
       {"top_p", s.top_p},
@@ -60,6 +61,7 @@ Expected<ShardJob> decode_job(int32_t kind, const std::string& payload) {
     g.stop = j.at("stop").get<std::vector<std::string>>();
     job.options.render_special = j.at("render_special").get<bool>();
     job.options.rank0_may_stop = j.at("rank0_may_stop").get<bool>();
+    job.options.shard_tokens = j.at("shard_tokens").get<int64_t>();
     s.temperature = j.at("temperature").get<float>();
     s.top_k = j.at("top_k").get<int>();
     s.top_p = j.at("top_p").get<float>();

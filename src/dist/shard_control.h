@@ -6,7 +6,8 @@
 // no work rank 0 sends heartbeats, so a worker waiting for work never reaches
 // the group's deadline, and a worker that died is found while idle.
 // The shard layout is not sent: every rank cuts the prompt the same way
-// (every_rank_positions, from the prompt's length and the world).
+// (every_rank_positions, from the prompt's length, the world and the job's
+// shard_tokens).
 #include <cstdint>
 #include <string>
 #include <vector>

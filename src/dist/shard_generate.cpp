@@ -1,6 +1,8 @@
 #include "dist/shard_generate.h"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 
 #include "dist/decode_attention.h"
 #include "dist/ring_attention.h"
@@ -47,27 +49,39 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   if (prompt.empty()) return InvalidArgument("the prompt is empty");
   if (!engine.tokenizer()) return Unsupported("generation needs a tokenizer (GGUF model)");
   KvManager& kv = engine.kv();
-  STRIDE_ASSIGN_OR_RETURN(const KvShard shard, every_rank_positions((int64_t)prompt.size(), group.world(),
-                                                                    group.rank(), kv.config().page_size));
-  STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, prompt));
-  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, shard.pos_begin));
+  const int ps = kv.config().page_size;
+  const int64_t n = (int64_t)prompt.size();
+  STRIDE_ASSIGN_OR_RETURN(const KvShard shard,
+                          every_rank_positions(n, group.world(), group.rank(), ps, opts.shard_tokens));
+  const int64_t cached_end = cached_shard_end(kv, prompt, shard.pos_begin, shard.pos_end);
+  STRIDE_ASSIGN_OR_RETURN(const int64_t reuse_stop,
+                          agree_on_prompt_and_reuse(group, prompt, opts.shard_tokens,
+                                                    cached_end < shard.pos_end ? cached_end : INT64_MAX));
+  // From the first position any rank must compute: a rank before it is wholly reused, one after it reuses nothing.
+  const int64_t compute_from = std::clamp(reuse_stop, shard.pos_begin, shard.pos_end);
+  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, shard.pos_begin, prompt, compute_from));
   auto g = std::make_unique<ShardedGenerator>(Private{}, engine, group, sid, prompt, opts);
   g->r_.shard = shard;
+  g->r_.reused_tokens = compute_from - shard.pos_begin;
+  g->r_.set_reused_tokens = std::min(reuse_stop, n);
   for (int other = 0; other < group.world(); ++other) {
-    STRIDE_ASSIGN_OR_RETURN(const KvShard s, shard_positions((int64_t)prompt.size(), group.world(), other,
-                                                             kv.config().page_size));
+    STRIDE_ASSIGN_OR_RETURN(const KvShard s, shard_positions(n, group.world(), other, ps, opts.shard_tokens));
     g->rank_begins_.push_back(s.pos_begin);
   }
 
-  SequenceStep step;
-  step.seq = sid;
-  step.tokens = prompt.data() + shard.pos_begin;
-  step.n = (int)shard.tokens();
-  step.logits = g->logits_.data();
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
-  RingAttention ring(group, kv, sid, shard.pos_begin, shard.pos_end);
-  STRIDE_RETURN_IF_ERROR(run_shard_prefill(engine, step, ring, opts.prefill_chunk));
+  if (compute_from == shard.pos_end) {
+    STRIDE_RETURN_IF_ERROR(relay_reused_shard(group, kv, sid, shard.pos_begin, shard.pos_end));
+  } else {
+    SequenceStep step;
+    step.seq = sid;
+    step.tokens = prompt.data() + compute_from;
+    step.n = (int)(shard.pos_end - compute_from);
+    step.logits = g->logits_.data();
+    RingAttention ring(group, kv, sid, shard.pos_begin, shard.pos_end, compute_from);
+    STRIDE_RETURN_IF_ERROR(run_shard_prefill(engine, step, ring, opts.prefill_chunk));
+  }
   g->r_.prefill_seconds = seconds_since(t0);
   g->r_.prefill_cpu_seconds = process_cpu_seconds() - cpu0;
   g->r_.prefill_bytes_sent = group.payload_bytes_sent();
@@ -142,10 +156,11 @@ std::string ShardedGenerator::finish_text() {
 Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& prompt,
                                            const GenerateOptions& opts,
                                            const std::function<void(const std::string&)>& on_text,
-                                           int prefill_chunk) {
+                                           int prefill_chunk, int64_t shard_tokens) {
   ShardGenerateOptions so;
   so.generate = opts;
   so.prefill_chunk = prefill_chunk;
+  so.shard_tokens = shard_tokens;
   STRIDE_ASSIGN_OR_RETURN(std::unique_ptr<ShardedGenerator> g, ShardedGenerator::start(engine, group, prompt, so));
   auto emit = [&](const std::string& piece) {
     if (!piece.empty() && on_text) on_text(piece);

@@ -11,6 +11,12 @@
 // holds its own shard (and on the root the generated tokens), never the whole
 // sequence.
 //
+// Prefix cache per rank: each rank registers its shard's full pages under
+// keys chained from position 0 and looks up its own run; the ranks agree on
+// the first position any of them must compute, and only the suffix from
+// there runs (a rank wholly reused computes nothing but still relays its
+// pages around the ring, relay_reused_shard).
+//
 // A peer that dies or stalls fails the generation on every rank with the
 // group's IoError; the rank's sequence is released either way.
 #include <cstdint>
@@ -32,6 +38,8 @@ namespace stride::dist {
 
 struct ShardGeneration {
   KvShard shard;                  // this rank's prompt positions
+  int64_t reused_tokens = 0;      // of which taken from this rank's prefix cache (from shard.pos_begin)
+  int64_t set_reused_tokens = 0;  // the prompt's positions [0, this) that every rank took from its cache
   std::vector<int32_t> ids;       // generated tokens (every rank)
   std::vector<float> logprobs;    // [ids] each token's log-probability under the model (every rank)
   std::string text;
@@ -55,6 +63,10 @@ struct ShardGenerateOptions {
   // This rank's prefill chunk (run_shard_prefill; 0: the engine's). A rank's
   // own choice, not sent with a job: the tokens do not depend on it.
   int prefill_chunk = 0;
+  // The shard layout (shard_positions): 0 balanced, else runs of this many
+  // tokens, so a longer prompt with the same prefix reuses each rank's
+  // cached pages. Every rank must be given the same (checked).
+  int64_t shard_tokens = 0;
 };
 
 // One token as every rank learns it.
@@ -107,10 +119,10 @@ class ShardedGenerator {
 // decoding and top-k layers that select on prompt chunks are refused
 // (shard_topk.h). on_text gets the text as it is
 // decoded, on every rank.
-// prefill_chunk: ShardGenerateOptions::prefill_chunk.
+// prefill_chunk, shard_tokens: ShardGenerateOptions's.
 Expected<ShardGeneration> generate_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& prompt,
                                            const GenerateOptions& opts,
                                            const std::function<void(const std::string&)>& on_text,
-                                           int prefill_chunk = 0);
+                                           int prefill_chunk = 0, int64_t shard_tokens = 0);
 
 }  // namespace stride::dist

@@ -19,11 +19,13 @@ constexpr uint32_t kLogitsTag = 1;  // a rank's logits rows to rank 0
 
 }  // namespace
 
-Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size) {
-  if (world < 1 || rank < 0 || rank >= world || page_size < 1 || n < 1)
+Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens) {
+  if (world < 1 || rank < 0 || rank >= world || page_size < 1 || n < 1 || shard_tokens < 0)
     return InvalidArgument("shard positions: rank " + std::to_string(rank) + " of " + std::to_string(world) +
                            " for " + std::to_string(n) + " tokens");
-  const int64_t per_rank = ((n + world - 1) / world + page_size - 1) / page_size * page_size;
+  auto whole_pages = [page_size](int64_t t) { return (t + page_size - 1) / page_size * page_size; };
+  const int64_t fixed = whole_pages(shard_tokens);
+  const int64_t per_rank = fixed > 0 && (world - 1) * fixed < n ? fixed : whole_pages((n + world - 1) / world);
   KvShard shard{std::min(n, rank * per_rank), std::min(n, (rank + 1) * per_rank), {}};
   if (rank == world - 1) shard.pos_end = n;
   if (shard.tokens() <= 0)
@@ -33,9 +35,10 @@ Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size)
   return shard;
 }
 
-Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size) {
-  for (int r = 0; r < world; ++r) STRIDE_RETURN_IF_ERROR(shard_positions(n, world, r, page_size).status());
-  return shard_positions(n, world, rank, page_size);
+Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens) {
+  for (int r = 0; r < world; ++r)
+    STRIDE_RETURN_IF_ERROR(shard_positions(n, world, r, page_size, shard_tokens).status());
+  return shard_positions(n, world, rank, page_size, shard_tokens);
 }
 
 Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids, int chunk) {

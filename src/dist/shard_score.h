@@ -21,12 +21,16 @@
 namespace stride::dist {
 
 // The positions `rank` holds of n tokens: contiguous runs of whole pages in
-// rank order, each of ceil(n / world) tokens rounded up to whole pages, the
-// last rank the rest. InvalidArgument when a rank would hold none.
-Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size);
+// rank order, each of S tokens, the last rank the rest. S is shard_tokens
+// rounded up to whole pages when the prompt is longer than (world - 1) * S,
+// so a longer prompt with the same prefix keeps every boundary (the prefix
+// cache per rank, kv_manager.h's cached_shard_end); otherwise (and with
+// shard_tokens 0) ceil(n / world) rounded up to whole pages, the balanced
+// cut. InvalidArgument when a rank would hold none.
+Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens = 0);
 // shard_positions of `rank`, refused alike on every rank when any rank
 // would hold none (so every rank can check before it connects).
-Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size);
+Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens = 0);
 
 struct ShardScore {
   KvShard shard;               // this rank's positions

@@ -59,7 +59,8 @@ bool ShardSetRoute::takes(const serving::ServeRequest& r) const {
 
 Expected<int64_t> ShardSetRoute::rank0_pages(const serving::ServeRequest& r, int world) const {
   const int page = engine_.kv().config().page_size;
-  STRIDE_ASSIGN_OR_RETURN(const KvShard mine, every_rank_positions((int64_t)r.prompt.size(), world, 0, page));
+  STRIDE_ASSIGN_OR_RETURN(const KvShard mine,
+                          every_rank_positions((int64_t)r.prompt.size(), world, 0, page, opts_.shard_tokens));
   // Rank 0 runs its shard as one step; alone (a world of 1) it is also the root and keeps the generated tokens.
   const int64_t n = mine.tokens() + (world == 1 ? r.max_tokens : 0);
   return pages_for_growth(engine_.layer_policies(), page, 0, n, (int)mine.tokens());
@@ -146,6 +147,7 @@ void ShardSetRoute::start_next(ShardGroup& group) {
   job.options.generate.sampling = r.sampling;
   job.options.render_special = r.render_special;
   job.options.rank0_may_stop = true;
+  job.options.shard_tokens = opts_.shard_tokens;
   const Status sent = send_job(group, job);
   last_sent_ = Clock::now();
   Expected<std::unique_ptr<ShardedGenerator>> gen =
@@ -197,16 +199,21 @@ void ShardSetRoute::step_running() {
   if (!tail.text.empty()) ch.push(std::move(tail));
   const std::string reason = stop ? stop : finish_reason_name(run.gen->result().finish);
   const int n_generated = run.n_generated;
+  const int64_t cached = run.gen->result().set_reused_tokens;
+  std::fprintf(stderr, "shard rank 0: request %s: done, %d tokens, %lld prompt tokens reused, prefill %.3f CPU s\n",
+               ch.request.id.c_str(), run.n_generated, (long long)run.gen->result().reused_tokens,
+               run.gen->result().prefill_cpu_seconds);
   running_.reset();  // pages back before "finished", as local requests do
   metrics_.set_kv(engine_.kv().stats());
-  finish(ch, reason, n_generated);
+  finish(ch, reason, n_generated, cached);
 }
 
-void ShardSetRoute::finish(RequestChannel& ch, const std::string& reason, int n_generated) {
+void ShardSetRoute::finish(RequestChannel& ch, const std::string& reason, int n_generated, int64_t cached) {
   Event done;
   done.kind = EventKind::Finish;
   done.finish_reason = reason;
   done.prompt_tokens = (int)ch.request.prompt.size();
+  done.cached_tokens = (int)cached;
   done.completion_tokens = n_generated;
   ch.push(std::move(done));
   metrics_.e2e.observe(seconds(Clock::now() - ch.arrived));

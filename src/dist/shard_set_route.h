@@ -33,6 +33,7 @@ struct ShardSetRouteOptions {
   // and max_tokens) are more than this host's whole pool.
   int64_t min_tokens = 0;
   int max_queue = 64;       // sharded requests waiting beyond the running one
+  int64_t shard_tokens = 0;  // the layout sent with each job (ShardGenerateOptions::shard_tokens)
 };
 
 class ShardSetRoute final : public serving::ShardRoute {
@@ -53,7 +54,8 @@ class ShardSetRoute final : public serving::ShardRoute {
   void step_running();
   void heartbeat(ShardGroup& group);
   void fail(serving::RequestChannel& ch, const Status& st);
-  void finish(serving::RequestChannel& ch, const std::string& reason, int n_generated);
+  // cached: the prompt tokens the ranks took from their prefix caches.
+  void finish(serving::RequestChannel& ch, const std::string& reason, int n_generated, int64_t cached = 0);
 
   Engine& engine_;
   serving::Metrics& metrics_;

@@ -34,6 +34,17 @@ Status agree_on_prompt(ShardGroup& group, const std::vector<int32_t>& ids) {
   return Status::Ok();
 }
 
+Expected<int64_t> agree_on_prompt_and_reuse(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens,
+                                            int64_t reuse_stop) {
+  const int64_t digest = prompt_digest(ids);
+  // Each value beside its negation: the max of both is the same value only if all agree.
+  int64_t agree[5] = {digest, -digest, shard_tokens, -shard_tokens, -reuse_stop};
+  STRIDE_RETURN_IF_ERROR(group.allreduce_max(agree, 5));
+  if (agree[0] != -agree[1]) return InvalidArgument("the shard ranks were given different prompts");
+  if (agree[2] != -agree[3]) return InvalidArgument("the shard ranks were given different --shard-tokens");
+  return -agree[4];
+}
+
 Status run_shard_step(Engine& engine, const SequenceStep& step, ShardedAttention& sharded) {
   Transformer& model = engine.model();
   KvManager& kv = engine.kv();

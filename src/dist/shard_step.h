@@ -18,6 +18,12 @@ double process_cpu_seconds();
 
 // InvalidArgument on every rank when any rank's ids differ.
 Status agree_on_prompt(ShardGroup& group, const std::vector<int32_t>& ids);
+// agree_on_prompt and on shard_tokens (every rank's layout follows from it),
+// in one allreduce with the positions the set reuses from the ranks' prefix
+// caches: the smallest reuse_stop of any rank (a rank's first position not
+// cached; INT64_MAX when its whole shard is), so the reuse runs from 0.
+Expected<int64_t> agree_on_prompt_and_reuse(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens,
+                                            int64_t reuse_stop);
 
 // The step's tokens through every layer as one step (the model's chunk
 // limit raised to step.n for it), attention through `sharded`: a decode step.

@@ -25,10 +25,14 @@ Status serve_jobs(Engine& engine, ShardGroup& group) {
       if (!t) st = t.status();
     }
     const int tokens = g.ok() ? (int)(*g)->result().ids.size() : 0;
+    const long long reused = g.ok() ? (long long)(*g)->result().reused_tokens : 0;
+    const double prefill_cpu = g.ok() ? (*g)->result().prefill_cpu_seconds : 0;
     if (g.ok()) (*g).reset();  // the sequence's pages go back now
-    std::fprintf(stderr, "shard rank %d/%d: request %s: %s, %d tokens, %lld KV pages held\n", group.rank(),
-                 group.world(), job.request_id.c_str(), st.ok() ? "done" : st.message().c_str(), tokens,
-                 (long long)engine.kv().stats().pages_used);
+    std::fprintf(stderr,
+                 "shard rank %d/%d: request %s: %s, %d tokens, %lld prompt tokens reused, %lld KV pages held, "
+                 "prefill %.3f CPU s\n",
+                 group.rank(), group.world(), job.request_id.c_str(), st.ok() ? "done" : st.message().c_str(), tokens,
+                 reused, (long long)engine.kv().stats().pages_used, prefill_cpu);
     // Whatever failed, the ranks are out of step: the group ends, and rank 0 learns it at once.
     if (!st.ok()) return st;
   }

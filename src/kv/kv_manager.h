@@ -100,8 +100,19 @@ class KvManager final : public StepKv {
   // page size; kv_shard_sequence.cpp): one shard of a sequence spread by
   // position over several processes, which holds pages from there on only.
   // Its length() starts at first_pos; it takes no part in the prefix cache
-  // (its pages hold no prefix). Unsupported with a top-k hot set.
+  // (it has no ids of the positions before it). Unsupported with a top-k hot set.
   friend Expected<SeqId> add_sequence_at(KvManager& kv, int64_t first_pos);
+  // The prefix cache per shard (kv_shard_sequence.cpp): the shard [first_pos,
+  // end_pos) of `prompt` (every position's id, from 0) finds the end of the
+  // longest run of its pages cached from first_pos, at most the page before
+  // the prompt's last token (first_pos: none, or no prefix cache, or a shared tier).
+  friend int64_t cached_shard_end(KvManager& kv, std::span<const int32_t> prompt, int64_t first_pos,
+                                  int64_t end_pos);
+  // add_sequence_at holding the cached pages [first_pos, reuse_end) (reuse_end
+  // at most what cached_shard_end found), its length reuse_end; its full pages
+  // after that enter the prefix cache under keys chained from position 0.
+  friend Expected<SeqId> add_sequence_at(KvManager& kv, int64_t first_pos, std::span<const int32_t> prompt,
+                                         int64_t reuse_end);
   int64_t length(SeqId seq) const;  // tokens committed
 
   // The step (see the top of this file). The plan refers to `batch`, which

@@ -46,10 +46,22 @@ void PrefixCache::count_tier_misses(const std::vector<uint64_t>& chains, int64_t
     }
 }
 
-bool PrefixCache::usable(const std::vector<uint64_t>& chains, int64_t n_pages) const {
+std::vector<uint64_t> PrefixCache::shard_chains(std::span<const int32_t> tokens, int64_t interned, int64_t n_pages) {
+  const int ps = cfg_.page_size;
+  std::vector<uint64_t> chains((size_t)n_pages);
+  uint64_t chain = kPrefixChainRoot;
+  for (int64_t i = 0; i < n_pages; ++i) {
+    const std::span<const int32_t> page = tokens.subspan((size_t)(i * ps), (size_t)ps);
+    chain = i < interned ? chains_.intern(chain, page) : chains_.find(chain, page);
+    chains[(size_t)i] = chain;
+  }
+  return chains;
+}
+
+bool PrefixCache::usable(const std::vector<uint64_t>& chains, int64_t first_page, int64_t n_pages) const {
   const int64_t next_q = n_pages * cfg_.page_size;
   for (int l = 0; l < cfg_.n_layer; ++l)
-    for (int64_t i = n_pages - 1; i >= 0; --i)  // the deepest page fails first
+    for (int64_t i = n_pages - 1; i >= first_page; --i)  // the deepest page fails first
       if (needed(l, i, next_q) && pages_.lookup({chains[(size_t)i], l}) < 0 &&
           !offload_.contains({chains[(size_t)i], l}))
         return false;
@@ -58,8 +70,8 @@ bool PrefixCache::usable(const std::vector<uint64_t>& chains, int64_t n_pages) c
 
 Expected<int64_t> PrefixCache::take_longest(KvSequence& s, const std::vector<uint64_t>& chains) {
   for (int64_t n = (int64_t)chains.size(); n >= 1; --n) {
-    if (!usable(chains, n)) continue;
-    STRIDE_RETURN_IF_ERROR(take(s, chains, n));
+    if (!usable(chains, 0, n)) continue;
+    STRIDE_RETURN_IF_ERROR(take(s, chains, 0, n));
     ++hits_;
     hit_tokens_ += n * cfg_.page_size;
     return n;
@@ -67,13 +79,23 @@ Expected<int64_t> PrefixCache::take_longest(KvSequence& s, const std::vector<uin
   return int64_t{0};
 }
 
-Status PrefixCache::take(KvSequence& s, const std::vector<uint64_t>& chains, int64_t n_pages) {
+Status PrefixCache::take_run(KvSequence& s, const std::vector<uint64_t>& chains, int64_t first_page,
+                             int64_t n_pages) {
+  STRIDE_RETURN_IF_ERROR(take(s, chains, first_page, n_pages));
+  if (n_pages > first_page) {
+    ++hits_;
+    hit_tokens_ += (n_pages - first_page) * cfg_.page_size;
+  }
+  return Status::Ok();
+}
+
+Status PrefixCache::take(KvSequence& s, const std::vector<uint64_t>& chains, int64_t first_page, int64_t n_pages) {
   const int64_t next_q = n_pages * cfg_.page_size;
   std::vector<PrefixKey> cold;        // needed pages to restore from the tier
   std::vector<size_t> cold_slot;      // their place: layer * n_pages + logical page
   int32_t revived = 0;                // resident pages no sequence references yet
   for (int l = 0; l < cfg_.n_layer; ++l)
-    for (int64_t i = 0; i < n_pages; ++i) {
+    for (int64_t i = first_page; i < n_pages; ++i) {
       if (!needed(l, i, next_q)) continue;
       const PrefixKey key{chains[(size_t)i], l};
       const int32_t page = pages_.lookup(key);
@@ -101,8 +123,8 @@ Status PrefixCache::take(KvSequence& s, const std::vector<uint64_t>& chains, int
     PageTable& pt = s.layers[(size_t)l].pages;
     pt.table.assign((size_t)n_pages, -1);  // pages the policy no longer needs stay -1
     pt.held = 0;
-    pt.scan_from = 0;
-    for (int64_t i = 0; i < n_pages; ++i) {
+    pt.scan_from = first_page;  // nothing before it to release
+    for (int64_t i = first_page; i < n_pages; ++i) {
       if (!needed(l, i, next_q)) continue;
       ++pt.held;  // cold ones too: filled below
       const int32_t page = pages_.lookup({chains[(size_t)i], l});
@@ -125,7 +147,7 @@ Status PrefixCache::take(KvSequence& s, const std::vector<uint64_t>& chains, int
     s.layers[cold_slot[c] / (size_t)n_pages].pages.table[cold_slot[c] % (size_t)n_pages] = fresh[c];
   }
   s.length = next_q;
-  s.chain = chains[(size_t)n_pages - 1];
+  s.chain = n_pages > 0 ? chains[(size_t)n_pages - 1] : kPrefixChainRoot;
   s.hashed_pages = n_pages;
   s.open_ids.clear();
   return Status::Ok();

@@ -45,6 +45,20 @@ class PrefixCache {
   // Starts s (fresh) on the longest usable prefix of chains; the pages taken
   // (0: none). On error nothing changed besides s's tables.
   Expected<int64_t> take_longest(KvSequence& s, const std::vector<uint64_t>& chains);
+  // One shard's run of a sequence spread by position (kv_shard_sequence.cpp):
+  // [n_pages] the ids of the first n_pages pages of tokens, the first
+  // `interned` made where unknown (the shard registers its pages under
+  // them), the rest found as find_chains() does.
+  std::vector<uint64_t> shard_chains(std::span<const int32_t> tokens, int64_t interned, int64_t n_pages);
+  // Whether pages [first_page, n_pages) hold, on every layer, the pages its
+  // policy keeps for the query at n_pages * page_size.
+  bool run_usable(const std::vector<uint64_t>& chains, int64_t first_page, int64_t n_pages) const {
+    return usable(chains, first_page, n_pages);
+  }
+  // Starts s (fresh, starting at first_page) on those pages, as take_longest
+  // does from page 0; with n_pages == first_page it takes none, but s's
+  // later full pages are registered under chains[first_page - 1].
+  Status take_run(KvSequence& s, const std::vector<uint64_t>& chains, int64_t first_page, int64_t n_pages);
   // Registers the full pages s's n_new committed tokens (ids; null: unknown)
   // complete, and publishes those computed here to the shared tier (when given).
   void register_full_pages(KvSequence& s, const int32_t* ids, int n_new, SharedTier* shared);
@@ -53,10 +67,11 @@ class PrefixCache {
 
  private:
   bool needed(int layer, int64_t page, int64_t next_q) const;
-  bool usable(const std::vector<uint64_t>& chains, int64_t n_pages) const;
+  bool usable(const std::vector<uint64_t>& chains, int64_t first_page, int64_t n_pages) const;
   // All or nothing: ResourceExhausted, nothing changed, when the pool cannot
   // take the pages to restore from the tier.
-  Status take(KvSequence& s, const std::vector<uint64_t>& chains, int64_t n_pages);
+  // Pages before first_page stay not held (-1).
+  Status take(KvSequence& s, const std::vector<uint64_t>& chains, int64_t first_page, int64_t n_pages);
 
   const KvManagerConfig& cfg_;
   PageManager& pages_;

@@ -92,10 +92,10 @@ def sees(policy, q_first, q_last, k_first, k_last):
 
 
 def ring_bytes_per_layer(policy, shards, rank, info):
-    """What `rank` sends in one layer's ring prefill: 16 bytes per rank agreeing on every rank's
-    positions, then at step s the pages of rank - s that the next rank's queries can see (none
-    from the last rank, none past it)."""
-    image, total = page_image_bytes(info), 16 * len(shards)
+    """What `rank` sends in one layer's ring prefill: 24 bytes per rank agreeing on every rank's
+    positions and where its queries begin, then at step s the pages of rank - s that the next
+    rank's queries can see (none from the last rank, none past it)."""
+    image, total = page_image_bytes(info), 24 * len(shards)
     for s in range(len(shards) - 1):
         origin, receiver = rank - s, rank + 1
         if origin < 0 or receiver >= len(shards):
@@ -141,3 +141,13 @@ def one_host_run(ids, n_new, policy="dense", kv="f16"):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def stop_set(server, workers):
+    """Stops a shard set's rank 0 (a StrideServer) and its worker processes."""
+    server.stop()
+    os.unlink(server.log.name)
+    for w in workers:
+        if w.poll() is None:
+            w.kill()
+        w.wait()

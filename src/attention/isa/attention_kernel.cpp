@@ -50,6 +50,18 @@ void run_pages(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& 
   }
 }
 
+// Whether the item's segments read a page holding a sink key: only those
+// pages see the shifted queries, so only then are they worth rotating.
+bool reads_sink_page(const AttentionPlan& plan, const PolicySpec& policy, const Geometry& g, const SegmentRange& r) {
+  if (r.s1 <= r.s0) return false;
+  const WorkPartition& w = plan.work;
+  const int64_t e0 = r.s0 == w.bh_segments[(size_t)r.b * g.n_kv + r.h] ? plan.entry_begin(r.b, r.h)
+                                                                        : w.segment_end[r.s0 - 1];
+  for (int64_t e = e0; e < w.segment_end[r.s1 - 1]; ++e)
+    if (plan.page_first[e] < policy.sinks) return true;
+  return false;
+}
+
 // One work item: rows of query block r.b (all queries x the group's heads of
 // kv head r.h) over segments [r.s0, r.s1). Leaves the unnormalised state in sc.
 void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& policy,
@@ -79,7 +91,7 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   const int64_t row_pos0 = plan.q_pos0 + q_first;
 
   // Cache-relative sinks: the query seen shifted back by delta for sink keys.
-  const bool shift = rswa_sink_shift(policy, row_pos0 + nq - 1) > 0;
+  const bool shift = rswa_sink_shift(policy, row_pos0 + nq - 1) > 0 && reads_sink_page(plan, policy, g, r);
   if (shift) {
     sc.qs = sc.q;
     for (int r = 0; r < rows; ++r)

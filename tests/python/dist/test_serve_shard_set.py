@@ -10,7 +10,6 @@ streamed. Failure: the worker killed mid-stream ends that stream with an error
 event, rank 0 keeps serving short prompts and holds no pages for the failed
 request, and a restarted worker joins the set's next generation, after which
 sharded prompts are served again, rank 0 never restarted."""
-import os
 import re
 import signal
 import subprocess
@@ -20,7 +19,7 @@ import time
 import openai
 import pytest
 
-from shard_ranks import SEGMENT, one_host_run, prompt_ids
+from shard_ranks import SEGMENT, one_host_run, prompt_ids, stop_set
 from stride_server import SMOL, StrideServer, binary
 
 N_NEW = 8
@@ -63,12 +62,7 @@ def shard_set(tmp_path):
         wait_connected(server)
         yield server, meet, worker_log, workers
     finally:
-        server.stop()
-        os.unlink(server.log.name)
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-            w.wait()
+        stop_set(server, workers)
 
 
 @pytest.fixture(scope="module")

@@ -41,9 +41,10 @@ def smol_info():
 def expected_payload(policy, world, rank, info, n_prompt):
     """Bytes rank `rank` sends (the exchange's byte formula, from the model's shape)."""
     layers, heads, kv_heads = info["n_layer"], info["n_head"], info["n_head_kv"]
-    # 16 bytes agreeing on the prompt, then the ring prefill of every layer.
+    # 40 bytes agreeing on the prompt, the shard layout and the reused positions, then the ring
+    # prefill of every layer.
     shards = [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
-    total = 16 + layers * ring_bytes_per_layer(policy, shards, rank, info)
+    total = 40 + layers * ring_bytes_per_layer(policy, shards, rank, info)
     # Per decode step (N_NEW - 1: the last token is not run) and layer, the root sends its query
     # (H * dk floats) to every rank holding a key the query sees; each such rank sends back a
     # partial state (H * (dv + 2) floats). Top-k adds each rank's page scores (kv heads x pages
@@ -153,3 +154,22 @@ def test_a_prompt_too_short_for_the_ranks_is_refused_on_every_rank(tmp_path):
     """5 tokens cannot give 2 ranks a page each: both say so, before any exchange."""
     for rc, _, err in finish(start_run_ranks(prompt_ids(5), 2, tmp_path, n_new=4), timeout=300):
         assert rc == 1 and "leaves shard rank 1 of 2 no positions" in err, err[-2000:]
+
+
+def test_shard_tokens_fixes_every_boundary_but_the_last(tmp_path):
+    """--shard-tokens 256 on 2 ranks: rank 0 holds [0, 256) of a 768-token prompt, the last rank the
+    rest. Two segments on the last rank merge in another order than the one host's, and the model's
+    quantized activations carry the rounding on: the balanced cut of this prompt, (0, 384), is off
+    the one host's log-probabilities by up to 0.07, this one by up to 0.11."""
+    ids, n_new = prompt_ids(3 * SEGMENT), 8  # greedy texts that part where two tokens are nearly tied end later
+    want = one_host_run(ids, n_new)
+    results = finish(start_run_ranks(ids, 2, tmp_path, n_new, extra=("--shard-tokens", str(SEGMENT))))
+    for rank, (rc, _, err) in enumerate(results):
+        assert rc == 0, f"rank {rank} exit {rc}: {err[-2000:]}"
+    metas = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in results]
+    assert [(m["pos_begin"], m["pos_end"]) for m in metas] == [(0, SEGMENT), (SEGMENT, 3 * SEGMENT)]
+    for m in metas:
+        assert m["reused_tokens"] == 0 and m["set_reused_tokens"] == 0  # one request per process
+        assert m["kv_pages_held"] == 0
+        assert m["generated_ids"] == want["generated_ids"], m["shard_rank"]
+        assert m["logprobs"] == pytest.approx(want["logprobs"], abs=0.25)

@@ -84,9 +84,10 @@ TEST(RankFailure, ARankDyingMidRingPrefillFailsEveryOtherRank) {
     if (!group.ok()) return testing::failed(group.status());
     if (r == 2) {
       // The agreement on every rank's positions (ring_prefill's first step), then the process dies.
-      std::vector<int64_t> bounds(8, INT64_MIN);
-      bounds[4] = shards[r].pos_begin;
-      bounds[5] = shards[r].pos_end;
+      std::vector<int64_t> bounds(12, INT64_MIN);  // [rank] begin, end, queries' begin
+      bounds[6] = shards[r].pos_begin;
+      bounds[7] = shards[r].pos_end;
+      bounds[8] = shards[r].pos_begin;
       _exit((*group)->allreduce_max(bounds.data(), bounds.size()).ok() ? kDyingExit : 1);
     }
     const auto t0 = std::chrono::steady_clock::now();

@@ -40,6 +40,7 @@ ShardJob sample_job() {
   g.sampling.logit_bias = {{3, -100.f}, {9, 2.5f}};
   job.options.render_special = true;
   job.options.rank0_may_stop = true;
+  job.options.shard_tokens = 4096;
   return job;
 }
 
@@ -53,6 +54,7 @@ std::string difference(const ShardJob& a, const ShardJob& b) {
   if (x.max_tokens != y.max_tokens || x.ignore_eos != y.ignore_eos || x.stop != y.stop) return "limits";
   if (a.options.render_special != b.options.render_special || a.options.rank0_may_stop != b.options.rank0_may_stop)
     return "flags";
+  if (a.options.shard_tokens != b.options.shard_tokens) return "shard_tokens";
   if (s.temperature != t.temperature || s.top_k != t.top_k || s.top_p != t.top_p || s.min_p != t.min_p) return "sampling";
   if (s.repeat_penalty != t.repeat_penalty || s.repeat_last_n != t.repeat_last_n ||
       s.frequency_penalty != t.frequency_penalty || s.presence_penalty != t.presence_penalty)

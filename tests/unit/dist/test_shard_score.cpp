@@ -39,6 +39,22 @@ TEST(ShardPositions, SplitEvenlyOnPageBoundaries) {
   EXPECT_EQ(shard_positions(700, 2, 1, 32)->pos_end, 700);
 }
 
+TEST(ShardPositions, AFixedRunKeepsEveryBoundaryAsThePromptGrows) {
+  // --shard-tokens 256 over 4 ranks: ranks 0-2 hold [256 r, 256 (r + 1)) for any prompt past 768 tokens.
+  for (const int64_t n : {769, 896, 1024, 5000}) {
+    for (int rank = 0; rank < 3; ++rank) {
+      EXPECT_EQ(shard_positions(n, 4, rank, 32, 256)->pos_begin, 256 * rank) << n;
+      EXPECT_EQ(shard_positions(n, 4, rank, 32, 256)->pos_end, 256 * (rank + 1)) << n;
+    }
+    EXPECT_EQ(shard_positions(n, 4, 3, 32, 256)->pos_begin, 768);
+    EXPECT_EQ(shard_positions(n, 4, 3, 32, 256)->pos_end, n);
+  }
+  EXPECT_EQ(shard_positions(1024, 2, 1, 32, 250)->pos_begin, 256);  // rounded up to 8 pages
+  // A prompt of (world - 1) runs or fewer is cut balanced.
+  EXPECT_EQ(shard_positions(768, 4, 1, 32, 256)->pos_begin, 192);
+  EXPECT_EQ(shard_positions(100, 2, 1, 32, 256)->pos_begin, 64);
+}
+
 TEST(ShardPositions, RefuseARankWithoutPositions) {
   EXPECT_EQ(shard_positions(40, 4, 2, 32).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(shard_positions(100, 2, 2, 32).status().code(), StatusCode::kInvalidArgument);

@@ -65,6 +65,13 @@ RankReport decode_rank(const RendezvousDir& dir, const Layer& layer, const Polic
   return rep;
 }
 
+// rank's shard in a pool with room for the largest shard.
+auto shard_pool(const Layer& layer, const std::vector<KvShard>& shards, int rank) {
+  int32_t max_pages = 0;
+  for (const KvShard& s : shards) max_pages = std::max(max_pages, s.pages(kPage));
+  return layer.pool_for(shards[rank], max_pages);
+}
+
 RankReport prefill_rank(const RendezvousDir& dir, const Layer& layer, const PolicySpec& policy,
                         const std::vector<KvShard>& shards, const std::vector<float>& q_all, int rank) {
   RankReport rep;
@@ -72,9 +79,7 @@ RankReport prefill_rank(const RendezvousDir& dir, const Layer& layer, const Poli
   auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
   if (!group.ok()) return testing::failed(group.status());
   const KvShard& shard = shards[rank];
-  int32_t max_pages = 0;
-  for (const KvShard& s : shards) max_pages = std::max(max_pages, s.pages(kPage));
-  const auto pool = layer.pool_for(shard, max_pages);
+  const auto pool = shard_pool(layer, shards, rank);
   const ShardedLayer mine{pool.get(), shard, policy, layer.params()};
   const int n_q = (int)shard.tokens();
   const float* q = q_all.data() + shard.pos_begin * kNhead * kHd;
@@ -84,6 +89,57 @@ RankReport prefill_rank(const RendezvousDir& dir, const Layer& layer, const Poli
   rep.bytes_sent = (*group)->payload_bytes_sent();
   rep.seconds = since(t0);
   return rep;
+}
+
+// Ring prefill after the prefix cache: positions before compute_from were
+// reused, so a rank computes the queries of [max(begin, compute_from), end)
+// and a rank wholly before it only relays (RingBlocks::gather with its end).
+RankReport reused_prefill_rank(const RendezvousDir& dir, const Layer& layer, const PolicySpec& policy,
+                               const std::vector<KvShard>& shards, const std::vector<float>& q_all,
+                               int64_t compute_from, int rank) {
+  RankReport rep;
+  auto group = ShardGroup::connect(dir.options(rank, (int)shards.size(), std::chrono::seconds(20)));
+  if (!group.ok()) return testing::failed(group.status());
+  const KvShard& shard = shards[rank];
+  const auto pool = shard_pool(layer, shards, rank);
+  const ShardedLayer mine{pool.get(), shard, policy, layer.params()};
+  const int64_t q0 = std::clamp(compute_from, shard.pos_begin, shard.pos_end);
+  auto blocks = RingBlocks::gather(**group, mine, q0);
+  rep.status = blocks.status();
+  if (rep.status.ok() && q0 < shard.pos_end) {
+    const int n_q = (int)(shard.pos_end - q0);
+    rep.out.resize((size_t)n_q * kNhead * kHd);
+    ThreadPool threads(1);
+    rep.status = (*blocks)->attend(mine, q_all.data() + q0 * kNhead * kHd, q0, n_q, rep.out.data(), threads);
+  }
+  rep.bytes_sent = (*group)->payload_bytes_sent();
+  return rep;
+}
+
+void check_reused_prefill(const char* policy_text, const std::vector<int64_t>& bounds, int64_t compute_from) {
+  SCOPED_TRACE(std::string(policy_text) + " from " + std::to_string(compute_from));
+  const PolicySpec policy = *parse_policy(policy_text);
+  const Layer layer(bounds.back(), KvStorage::F16, false);
+  const auto shards = testing::shards_at(bounds);
+  const auto q = testing::random_vec((size_t)layer.kv_len * kNhead * kHd, 5);
+  const RendezvousDir dir;
+  const auto ranks = testing::run_ranks(
+      (int)shards.size(),
+      [&](int r) { return reused_prefill_rank(dir, layer, policy, shards, q, compute_from, r); }, kDeadline);
+  ThreadPool threads(2);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    ASSERT_TRUE(ranks[r].reported) << "rank " << r << " crashed or hung";
+    ASSERT_TRUE(ranks[r].report.status.ok()) << ranks[r].report.status.to_string();
+    const int64_t q0 = std::clamp(compute_from, shards[r].pos_begin, shards[r].pos_end);
+    const int n_q = (int)(shards[r].pos_end - q0);
+    ASSERT_EQ(ranks[r].report.out.size(), (size_t)n_q * kNhead * kHd) << "rank " << r;
+    if (n_q == 0) continue;
+    const float* my_q = q.data() + q0 * kNhead * kHd;
+    const auto want = layer.reference(policy, my_q, n_q, q0);
+    EXPECT_LT(testing::max_abs_diff(ranks[r].report.out, want), 2e-5f) << "rank " << r;
+    const auto kernel = layer.one_host(policy, my_q, n_q, q0, threads);  // shards on the kernel's segments
+    EXPECT_EQ(std::memcmp(ranks[r].report.out.data(), kernel.data(), kernel.size() * sizeof(float)), 0) << r;
+  }
 }
 
 struct Case {
@@ -171,12 +227,12 @@ void check_prefill(const Case& c) {
       EXPECT_EQ(std::memcmp(got.data(), kernel.data(), got.size() * sizeof(float)), 0) << "rank " << r;
     }
   }
-  // Payload (ring_prefill.h): every rank's positions agreed (16 bytes per rank), and at step s each
+  // Payload (ring_prefill.h): every rank's positions agreed (24 bytes per rank, with where its queries begin), and at step s each
   // rank forwards the pages of rank - s that the next rank's queries see, found here key by key.
   const int64_t world = (int64_t)shards.size();
   const auto pool = KvPool::create(layer.shape(), 1);
   ASSERT_TRUE(pool.ok());
-  int64_t want_bytes = world * world * 16;
+  int64_t want_bytes = world * world * 24;  // every rank's positions and queries' begin, agreed
   for (int64_t r = 0; r + 1 < world; ++r) {
     const KvShard& next = shards[(size_t)r + 1];
     for (int64_t origin = 0; origin <= r; ++origin)
@@ -229,6 +285,15 @@ TEST(ShardedAttention, RingPrefillOverTwoAndFourRanks) {
 TEST(ShardedAttention, RingPrefillUnderAWindowSendsOnlyVisiblePages) {
   check_prefill({"rswa:sinks=4,window=64", KvStorage::F16, true, {0, S, 2 * S, 3 * S, 4 * S}, true});
   check_prefill({"rswa:sinks=20,window=40,pos=rel", KvStorage::Int8, false, {0, 9 * kPage, 20 * kPage, 30 * kPage + 7}, false});
+}
+
+// Ranks wholly reused compute nothing but still send and relay what the
+// later ranks' queries see; the rank holding compute_from computes from there.
+TEST(ShardedAttention, RingPrefillAfterThePrefixCacheComputesOnlyTheSuffix) {
+  check_reused_prefill("dense", {0, S, 2 * S, 3 * S, 4 * S}, 3 * S + S / 2);
+  check_reused_prefill("dense", {0, S, 2 * S, 3 * S, 4 * S}, S + 4 * kPage);
+  check_reused_prefill("rswa:sinks=4,window=64", {0, S, 2 * S, 3 * S, 4 * S}, 3 * S + S / 2);
+  check_reused_prefill("rswa:sinks=4,window=64", {0, S, 2 * S}, S);
 }
 
 }  // namespace

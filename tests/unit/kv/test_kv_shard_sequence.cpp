@@ -120,6 +120,51 @@ TEST(KvShardSequence, AWindowReleasesItsPagesAsOnOneHost) {
   for (int l = 0; l < kLayers; ++l) EXPECT_EQ(kv->sequences().pages_held(*seq, l), 1) << "layer " << l;
 }
 
+// The prefix cache per shard: a shard given the prompt's ids registers its
+// full pages under keys chained from position 0; a later shard at the same
+// first position finds them only under the same tokens before and in them.
+TEST(KvShardSequence, ReusesItsCachedPagesOnlyUnderTheSamePrefix) {
+  auto kv = make_f32_manager(kShape, kLayers, "dense", 64);
+  ASSERT_TRUE(kv);
+  constexpr int64_t kFirst = 2 * 16;
+  constexpr int kN = 3 * 16;  // pages 2, 3, 4
+  std::vector<int32_t> prompt(kFirst + kN + 20);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = (int32_t)(7 * i + 3);
+  auto first = add_sequence_at(*kv, kFirst, prompt, kFirst);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  const auto k = random_vec(kN * kRow, 8), v = random_vec(kN * kRow, 9);
+  SequenceStep step;
+  step.seq = *first;
+  step.tokens = prompt.data() + kFirst;
+  step.n = kN;
+  auto plan = write_step(*kv, step, k, v);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(kv->commit(*plan).ok());
+  const std::vector<int32_t> written = *kv->sequences().page_table(*first, 1);
+  kv->remove_sequence(*first);
+  EXPECT_EQ(kv->stats().pages_used, 0);
+
+  // The same prefix, longer: its three pages from kFirst, never more than the shard's end.
+  EXPECT_EQ(cached_shard_end(*kv, prompt, kFirst, (int64_t)prompt.size()), kFirst + kN);
+  EXPECT_EQ(cached_shard_end(*kv, prompt, kFirst, kFirst + 32), kFirst + 32);
+  EXPECT_EQ(cached_shard_end(*kv, prompt, 0, kFirst), 0);  // the pages before were never written here
+  auto again = add_sequence_at(*kv, kFirst, prompt, kFirst + kN);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(kv->length(*again), kFirst + kN);
+  EXPECT_EQ(*kv->sequences().page_table(*again, 1), written);  // the very pages, shared
+  EXPECT_EQ(kv->stats().pages_used, 3 * kLayers);
+  kv->remove_sequence(*again);
+  EXPECT_EQ(kv->stats().pages_used, 0);
+
+  // A token before the shard differs: the keys chained from 0 differ, nothing is found.
+  std::vector<int32_t> other = prompt;
+  other[0] += 1;
+  EXPECT_EQ(cached_shard_end(*kv, other, kFirst, (int64_t)other.size()), kFirst);
+  // The last prompt token is always left to compute.
+  const std::vector<int32_t> exact(prompt.begin(), prompt.begin() + kFirst + kN);
+  EXPECT_EQ(cached_shard_end(*kv, exact, kFirst, (int64_t)exact.size()), kFirst + 2 * 16);
+}
+
 TEST(KvShardSequence, StartsOnlyAtAPageBoundary) {
   auto kv = make_f32_manager(kShape, kLayers, "dense", 8);
   ASSERT_TRUE(kv);
