@@ -72,6 +72,28 @@ void tile_mass(const int8_t* k, const float* ks, const int32_t* ksum, int dim, c
   }
 }
 
+// tile_mass over the tile's live rows only (a group of 7 query heads costs 7
+// rows, not 8), for pages of 16 or 32 padded keys.
+template <int KB>
+void tile_mass_kb(const int8_t* k, const float* ks, const int32_t* ksum, int dim, const int32_t* qb, const float* rs,
+                  int n, int n_out, float* top, float* sum) {
+  switch (n_out < 8 ? n_out : 8) {
+    case 1: return tile_mass<1, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 2: return tile_mass<2, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 3: return tile_mass<3, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 4: return tile_mass<4, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 5: return tile_mass<5, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 6: return tile_mass<6, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 7: return tile_mass<7, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    default: return tile_mass<8, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+  }
+}
+void tile_mass_rows(int kb, const int8_t* k, const float* ks, const int32_t* ksum, int dim, const int32_t* qb,
+                    const float* rs, int n, int n_out, float* top, float* sum) {
+  if (kb == 2) return tile_mass_kb<2>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+  tile_mass_kb<1>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+}
+
 // Logits of R rows against every (padded) key: s[r][t], for pages past 32 keys.
 template <int R>
 void tile_logits(const int8_t* k, const float* ks, const int32_t* ksum, int padded, int dim, const int32_t* qb,
@@ -142,12 +164,8 @@ void page_logsumexp_int8(const PageKeyCodes& codes, int32_t page, int head, cons
     const int n_out = rows.n_rows - r0;
 #if STRIDE_ISA_LEVEL >= 1
     const int32_t* qb = rows.biased.data() + (int64_t)r0 * (dim / 4);
-    if (padded == 32) {
-      tile_mass<kTile, 2>(k, ks, ksum, dim, qb, rs, n, n_out, top + r0, sum + r0);
-      continue;
-    }
-    if (padded == 16) {
-      tile_mass<kTile, 1>(k, ks, ksum, dim, qb, rs, n, n_out, top + r0, sum + r0);
+    if (padded == 32 || padded == 16) {
+      tile_mass_rows(padded / 16, k, ks, ksum, dim, qb, rs, n, n_out, top + r0, sum + r0);
       continue;
     }
     tile_logits<kTile>(k, ks, ksum, padded, dim, qb, rs, work);
