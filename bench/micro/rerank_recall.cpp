@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/page_mass.h"
 #include "attention/topk_selector.h"
 #include "engine/engine.h"
 #include "kv/selection_observer.h"
@@ -51,8 +52,9 @@ class RecallObserver final : public SelectionObserver {
     oracle_pol.rerank_estimate = false;
     oracle_pol.shortlist = 0;
     oracle_pol.oracle_estimate = true;
+    const std::vector<float> mass = oracle_page_scores(*v.pool, table, v.kv_len, v.q, 1, v.n_head, v.n_kv_heads, v.scale);
     const TopkSelection oracle = select_topk(oracle_pol, table, v.page_size, v.kv_len, v.q_pos0, 1, 1, *v.summaries,
-                                             v.q, v.n_head, v.n_kv_heads, nullptr, 0, v.scale, nullptr, nullptr, v.pool);
+                                             v.q, v.n_head, v.n_kv_heads, nullptr, 0, v.scale, nullptr, &mass, v.pool);
     std::vector<TopkSelection> smaller;  // int8 copies, shortlist kShortlists[i]
     for (const double F : kShortlists) {
       PolicySpec p = pol;
