@@ -4,11 +4,15 @@
 // a number at the middle, then the question) is prefilled densely and decoded
 // greedily under the full-precision two-stage selector; at every decode step,
 // layer and kv head both selections are made from the same queries, key
-// summaries and pages, and compared. Prints one JSON object.
+// summaries and pages, and compared. Beside it, the picks of smaller
+// shortlists on the int8 copies (F = 2, 3) and of every selector against the
+// oracle's (exact mass of every page, estimate=oracle) from the same state.
+// Prints one JSON object.
 //   ./rerank_recall MODEL TEXT [TOKENS=8192] [STEPS=16] [THREADS=1] [POLICY]
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/page_mass.h"
 #include "attention/topk_selector.h"
 #include "engine/engine.h"
 #include "kv/selection_observer.h"
@@ -43,20 +48,47 @@ class RecallObserver final : public SelectionObserver {
     const TopkSelection coded = select_topk(pol, table, v.page_size, v.kv_len, v.q_pos0, 1, 1, *v.summaries, v.q,
                                             v.n_head, v.n_kv_heads, nullptr, 0, v.scale, nullptr, nullptr, v.pool,
                                             codes_.get());
+    PolicySpec oracle_pol = pol;
+    oracle_pol.rerank_estimate = false;
+    oracle_pol.shortlist = 0;
+    oracle_pol.oracle_estimate = true;
+    const std::vector<float> mass = oracle_page_scores(*v.pool, table, v.kv_len, v.q, 1, v.n_head, v.n_kv_heads, v.scale);
+    const TopkSelection oracle = select_topk(oracle_pol, table, v.page_size, v.kv_len, v.q_pos0, 1, 1, *v.summaries,
+                                             v.q, v.n_head, v.n_kv_heads, nullptr, 0, v.scale, nullptr, &mass, v.pool);
+    std::vector<TopkSelection> smaller;  // int8 copies, shortlist kShortlists[i]
+    for (const double F : kShortlists) {
+      PolicySpec p = pol;
+      p.shortlist = F;
+      smaller.push_back(select_topk(p, table, v.page_size, v.kv_len, v.q_pos0, 1, 1, *v.summaries, v.q, v.n_head,
+                                    v.n_kv_heads, nullptr, 0, v.scale, nullptr, nullptr, v.pool, codes_.get()));
+    }
     const int64_t n_pages = std::min<int64_t>((int64_t)table.size(), (v.kv_len + v.page_size - 1) / v.page_size);
     const TopkGeometry geo = topk_geometry(pol, v.page_size, n_pages, v.q_pos0);
+    // The picks of head h: pages read that are neither sinks nor window.
+    auto picks = [&](const TopkSelection& s, int h) {
+      std::set<int64_t> out;
+      for (int32_t e = s.head_indptr[(size_t)h]; e < s.head_indptr[(size_t)h + 1]; ++e) {
+        const int64_t L = s.pages[(size_t)e];
+        if (L / geo.group_pages >= geo.n_sink && L / geo.group_pages < geo.local_from) out.insert(L);
+      }
+      return out;
+    };
+    auto hits_of = [](const std::set<int64_t>& want, const std::set<int64_t>& got) {
+      int64_t n = 0;
+      for (const int64_t L : want) n += got.count(L);
+      return n;
+    };
     for (int h = 0; h < v.n_kv_heads; ++h) {
-      std::set<int64_t> a, b;  // the picks: pages read that are neither sinks nor window
-      for (int32_t e = exact.head_indptr[(size_t)h]; e < exact.head_indptr[(size_t)h + 1]; ++e) {
-        const int64_t L = exact.pages[(size_t)e];
-        if (L / geo.group_pages >= geo.n_sink && L / geo.group_pages < geo.local_from) a.insert(L);
+      const std::set<int64_t> a = picks(exact, h), b = picks(coded, h), o = picks(oracle, h);
+      oracle_picks_ += (int64_t)o.size();
+      oracle_hits_[0] += hits_of(o, a);
+      oracle_hits_[1] += hits_of(o, b);
+      for (size_t i = 0; i < smaller.size(); ++i) {
+        const std::set<int64_t> c = picks(smaller[i], h);
+        smaller_hits_[i] += hits_of(a, c);
+        oracle_hits_[2 + i] += hits_of(o, c);
       }
-      for (int32_t e = coded.head_indptr[(size_t)h]; e < coded.head_indptr[(size_t)h + 1]; ++e) {
-        const int64_t L = coded.pages[(size_t)e];
-        if (L / geo.group_pages >= geo.n_sink && L / geo.group_pages < geo.local_from) b.insert(L);
-      }
-      int64_t hits = 0;
-      for (const int64_t L : a) hits += b.count(L);
+      const int64_t hits = hits_of(a, b);
       picks_ += (int64_t)a.size();
       hits_ += hits;
       identical_ += a == b;
@@ -67,16 +99,29 @@ class RecallObserver final : public SelectionObserver {
 
   void print(const std::string& policy, int tokens, int steps) const {
     std::printf("{\"policy\": \"%s\", \"prompt_tokens\": %d, \"decode_steps\": %d, \"selections\": %lld, "
-                "\"picks\": %lld, \"recall\": %.5f, \"identical_selections\": %.5f, \"worst_recall\": %.4f}\n",
+                "\"picks\": %lld, \"recall\": %.5f, \"identical_selections\": %.5f, \"worst_recall\": %.4f",
                 policy.c_str(), tokens, steps, (long long)selections_, (long long)picks_,
                 picks_ ? (double)hits_ / (double)picks_ : 1.0,
                 selections_ ? (double)identical_ / (double)selections_ : 1.0, worst_);
+    auto share = [](int64_t n, int64_t d) { return d ? (double)n / (double)d : 1.0; };
+    std::printf(", \"oracle_recall\": {\"rerank_pool\": %.5f, \"rerank_int8\": %.5f", share(oracle_hits_[0], oracle_picks_),
+                share(oracle_hits_[1], oracle_picks_));
+    for (size_t i = 0; i < std::size(kShortlists); ++i)
+      std::printf(", \"rerank_int8_shortlist_%g\": %.5f", kShortlists[i], share(oracle_hits_[2 + i], oracle_picks_));
+    std::printf("}, \"recall_of_rerank_pool\": {");
+    for (size_t i = 0; i < std::size(kShortlists); ++i)
+      std::printf("%s\"rerank_int8_shortlist_%g\": %.5f", i ? ", " : "", kShortlists[i], share(smaller_hits_[i], picks_));
+    std::printf("}}\n");
   }
 
  private:
   std::mutex mu_;
   std::unique_ptr<PageKeyCodes> codes_;
+  static constexpr double kShortlists[] = {2, 3};
   int64_t picks_ = 0, hits_ = 0, identical_ = 0, selections_ = 0;
+  int64_t oracle_picks_ = 0;
+  int64_t oracle_hits_[2 + std::size(kShortlists)] = {};  // rerank pool, rerank int8, then the smaller shortlists
+  int64_t smaller_hits_[std::size(kShortlists)] = {};
   double worst_ = 1.0;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace stride {
 
@@ -14,6 +15,12 @@ void Int8Rows::quantize(const float* const* rows, int n, int head_dim) {
   codes.assign((size_t)padded * dim, 0);
   scales.assign((size_t)padded, 0.f);
   for (int r = 0; r < n; ++r) scales[(size_t)r] = quantize_row_int8(rows[r], dim, codes.data() + (size_t)r * dim);
+  biased.resize(codes.size() / 4);
+  for (size_t w = 0; w < biased.size(); ++w) {
+    uint32_t word;
+    std::memcpy(&word, codes.data() + 4 * w, 4);
+    biased[w] = (int32_t)(word ^ 0x80808080u);
+  }
 }
 
 PageLogsumexpInt8Fn page_logsumexp_int8_for(CpuPath p) {
@@ -26,12 +33,12 @@ PageLogsumexpInt8Fn page_logsumexp_int8_for(CpuPath p) {
 }
 
 void page_logsumexp_int8(const PageKeyCodes& codes, int32_t page, int head, const Int8Rows& rows, float scale,
-                         float* work, float* out) {
-  page_logsumexp_int8_for(active_cpu_path())(codes, page, head, rows, scale, work, out);
+                         float* work, float* top, float* sum) {
+  page_logsumexp_int8_for(active_cpu_path())(codes, page, head, rows, scale, work, top, sum);
 }
 
 void page_logsumexp_int8_ref(const PageKeyCodes& codes, int32_t page, int head, const Int8Rows& rows,
-                             float scale, float* /*work*/, float* out) {
+                             float scale, float* /*work*/, float* top_out, float* sum_out) {
   const int dim = rows.dim, padded = codes.padded_page(), n = codes.page_size();
   const int8_t* k = codes.codes(page, head);  // [dim / 4, padded, 4]
   const float* ks = codes.scales(page, head);
@@ -46,7 +53,8 @@ void page_logsumexp_int8_ref(const PageKeyCodes& codes, int32_t page, int head, 
     }
     double sum = 0;
     for (const double l : logits) sum += std::exp(l - top);
-    out[r] = (float)(top + std::log(sum));
+    top_out[r] = (float)top;
+    sum_out[r] = (float)sum;
   }
 }
 

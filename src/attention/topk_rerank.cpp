@@ -4,16 +4,21 @@
 #include <cmath>
 
 #include "attention/page_logsumexp.h"
+#include "kernels/simd/exp.h"
 
 namespace stride {
 
 namespace {
 
-// log(exp(a) + exp(b)), with -inf for an empty sum.
-float log_add(float a, float b) {
-  const float top = std::max(a, b);
-  if (top == -INFINITY) return top;
-  return top + std::log(std::exp(a - top) + std::exp(b - top));
+// x[i] = exp(x[i]) over n values, 8 lanes at a time (simd::exp_ps, 1-2 ulp).
+void exp_in_place(float* x, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, simd::exp_ps(_mm256_loadu_ps(x + i)));
+  if (i == n) return;
+  float tail[8];
+  for (size_t j = 0; j < 8; ++j) tail[j] = i + j < n ? x[i + j] : 0.f;
+  _mm256_storeu_ps(tail, simd::exp_ps(_mm256_loadu_ps(tail)));
+  for (size_t j = 0; i + j < n; ++j) x[i + j] = tail[j];
 }
 
 }  // namespace
@@ -23,47 +28,59 @@ void rerank_group_scores(const KvPool& pool, const PageKeyCodes* codes, const st
                          int head, float scale, std::span<const int64_t> shortlist, std::span<const int64_t> fixed,
                          RerankScratch& x, float* scores) {
   const int ps = pool.shape().page_size;
-  const size_t n_scored = shortlist.size() + fixed.size();
-  x.lse.assign(n_scored * (size_t)n_rows, -INFINITY);  // [n_scored, n_rows]
-  x.page_lse.resize((size_t)n_rows);
+  const size_t n_scored = shortlist.size() + fixed.size(), R = (size_t)n_rows;
+  // A group's mass per row in two parts, sum * exp(top), so that adding
+  // pages up and normalising take no log.
+  x.top.assign(n_scored * R, -INFINITY);  // [n_scored, n_rows]
+  x.sum.assign(n_scored * R, 0.f);        // [n_scored, n_rows]
+  x.page_top.resize(R);
+  x.page_sum.resize(R);
   x.work.resize((size_t)std::max(4, kInt8RowTile) * (codes ? std::max(ps, codes->padded_page()) : ps));
   if (codes) x.quantized.quantize(rows, n_rows, pool.shape().head_dim_k);
   for (size_t i = 0; i < n_scored; ++i) {
     const int64_t G = i < shortlist.size() ? shortlist[i] : fixed[i - shortlist.size()];
-    float* lse = x.lse.data() + i * (size_t)n_rows;
+    float* top = x.top.data() + i * R;
+    float* sum = x.sum.data() + i * R;
     bool first = true;
     for (int64_t L = G * group_pages; L < std::min(n_present, (G + 1) * group_pages); ++L) {
       const int64_t n = std::min<int64_t>(ps, kv_len - L * ps);
       const int32_t page = page_table[(size_t)L];
       if (page < 0 || n <= 0) continue;
-      // A group's first page writes its log-sum-exps directly: no log_add per row.
-      float* out = first ? lse : x.page_lse.data();
-      if (codes && n == ps && codes->current(pool, page))
-        page_logsumexp_int8(*codes, page, head, x.quantized, scale, x.work.data(), out);
-      else
-        page_logsumexp(pool, page, head, (int)n, rows, n_rows, scale, x.work.data(), out);
+      // A group's first page writes its parts directly.
+      float* ptop = first ? top : x.page_top.data();
+      float* psum = first ? sum : x.page_sum.data();
+      if (codes && n == ps && codes->current(pool, page)) {
+        page_logsumexp_int8(*codes, page, head, x.quantized, scale, x.work.data(), ptop, psum);
+      } else {
+        page_logsumexp(pool, page, head, (int)n, rows, n_rows, scale, x.work.data(), ptop);
+        std::fill(psum, psum + R, 1.f);
+      }
       if (!first)
-        for (int r = 0; r < n_rows; ++r) lse[r] = log_add(lse[r], x.page_lse[(size_t)r]);
+        for (size_t r = 0; r < R; ++r) {
+          const float m = std::max(top[r], ptop[r]);
+          if (m == -INFINITY) continue;
+          sum[r] = sum[r] * std::exp(top[r] - m) + psum[r] * std::exp(ptop[r] - m);
+          top[r] = m;
+        }
       first = false;
     }
   }
-  // Each row's normaliser, the log-sum-exp over every scored group: shifted
-  // by the row's largest, one exp per group and one log per row.
-  x.top.assign((size_t)n_rows, -INFINITY);
-  std::fill(x.page_lse.begin(), x.page_lse.end(), 0.f);
+  // Each row's normaliser over every scored group, shifted by the row's
+  // largest top: w[i][r] = sum * exp(top - row top), one vector exp for all.
+  x.row_top.assign(R, -INFINITY);
   for (size_t i = 0; i < n_scored; ++i)
-    for (int r = 0; r < n_rows; ++r) x.top[(size_t)r] = std::max(x.top[(size_t)r], x.lse[i * (size_t)n_rows + r]);
+    for (size_t r = 0; r < R; ++r) x.row_top[r] = std::max(x.row_top[r], x.top[i * R + r]);
   for (size_t i = 0; i < n_scored; ++i)
-    for (int r = 0; r < n_rows; ++r)
-      if (x.top[(size_t)r] > -INFINITY) x.page_lse[(size_t)r] += std::exp(x.lse[i * (size_t)n_rows + r] - x.top[(size_t)r]);
-  for (int r = 0; r < n_rows; ++r)
-    x.page_lse[(size_t)r] = x.top[(size_t)r] > -INFINITY ? x.top[(size_t)r] + std::log(x.page_lse[(size_t)r]) : -INFINITY;
+    for (size_t r = 0; r < R; ++r)
+      x.top[i * R + r] = x.row_top[r] > -INFINITY ? x.top[i * R + r] - x.row_top[r] : -INFINITY;
+  exp_in_place(x.top.data(), n_scored * R);
+  x.row_total.assign(R, 0.f);
+  for (size_t i = 0; i < n_scored; ++i)
+    for (size_t r = 0; r < R; ++r) x.row_total[r] += x.top[i * R + r] *= x.sum[i * R + r];
   for (size_t i = 0; i < shortlist.size(); ++i) {
     float share = 0.f;
-    for (int r = 0; r < n_rows; ++r) {
-      const float total = x.page_lse[(size_t)r];
-      if (total > -INFINITY) share += std::exp(x.lse[i * (size_t)n_rows + r] - total);
-    }
+    for (size_t r = 0; r < R; ++r)
+      if (x.row_total[r] > 0.f) share += x.top[i * R + r] / x.row_total[r];
     scores[i] = share / (float)std::max(1, n_rows);
   }
 }

@@ -29,11 +29,11 @@ namespace stride {
 
 // Buffers one thread reuses across calls.
 struct RerankScratch {
-  std::vector<float> lse;       // [scored groups, n_rows] per group and row
-  std::vector<float> page_lse;  // [n_rows]
-  std::vector<float> work;      // the kernels' (page_logsumexp.h, page_logsumexp_int8.h)
-  std::vector<float> top;       // [n_rows] each row's largest log-sum-exp
-  Int8Rows quantized;           // the rows, for pages with a current int8 copy
+  std::vector<float> top, sum;            // [scored groups, n_rows] a group's mass per row: sum * exp(top)
+  std::vector<float> page_top, page_sum;  // [n_rows] one page's, before it joins its group
+  std::vector<float> row_top, row_total;  // [n_rows] each row's largest top, and its normaliser
+  std::vector<float> work;                // the kernels' (page_logsumexp.h, page_logsumexp_int8.h)
+  Int8Rows quantized;                     // the rows, for pages with a current int8 copy
 };
 
 // Scores of one (query block, kv head)'s shortlisted groups, as above.

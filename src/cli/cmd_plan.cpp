@@ -75,6 +75,7 @@ int plan(const PlanArgs& a) {
   j["batch"] = a.batch;
   j["weight_bytes"] = m.weight_bytes;
   j["kv_bytes"] = m.kv_bytes;
+  j["key_code_bytes"] = m.key_code_bytes;
   j["activation_bytes"] = m.activation_bytes;
   j["total_bytes"] = m.total_bytes;
   j["kv_bytes_per_token_dense"] = kv_per_token;
@@ -121,6 +122,8 @@ int plan(const PlanArgs& a) {
   std::printf("kv         %14lld  %s  (%lld pages per sequence; dense would be %s/token)\n",
               (long long)m.kv_bytes, human(m.kv_bytes).c_str(), (long long)m.kv_pages_per_seq,
               human(kv_per_token).c_str());
+  if (m.key_code_bytes > 0)
+    std::printf("  of which %s are rerank_keys=int8's copies of the keys\n", human(m.key_code_bytes).c_str());
   std::printf("activation %14lld  %s  (chunk %d)\n", (long long)m.activation_bytes,
               human(m.activation_bytes).c_str(), a.chunk);
   std::printf("total      %14lld  %s\n", (long long)m.total_bytes, human(m.total_bytes).c_str());

@@ -136,6 +136,7 @@ int run(const RunArgs& a) {
     j["load_seconds"] = load_seconds;  // open, map, repack and allocate: Engine::create
     j["prefill_seconds"] = r.prefill_seconds;
     j["decode_seconds"] = r.decode_seconds;
+    j["decode_cpu_seconds"] = r.decode_cpu_seconds;
     j["peak_kv_bytes"] = r.peak_kv_bytes;
     j["decode_pages_read"] = r.decode_pages_read;
     j["decode_pages_present"] = r.decode_pages_present;

@@ -9,6 +9,7 @@
 #include "kv/kv_pages_needed.h"
 #include "kv/store/kv_pool.h"
 #include "kv/scoped_sequence.h"
+#include "model/op_profile.h"
 #include "model/weight_prefetch.h"
 #include "sampler/logprobs.h"
 #include "core/process_memory.h"
@@ -194,6 +195,7 @@ Expected<GenerateResult> Engine::decode_prompt(KvManager::SeqId seq_id, std::vec
     if (!piece.empty() && on_text) on_text(piece);
   };
   auto t1 = Clock::now();
+  const double cpu1 = process_cpu_seconds();
   r.finish = FinishReason::Length;
   if (opts.speculative.mode != SpeculativeMode::Off) {
     STRIDE_RETURN_IF_ERROR(decode_speculative(seq_id, logits, opts, sampler, loop, history, r, emit));
@@ -211,6 +213,7 @@ Expected<GenerateResult> Engine::decode_prompt(KvManager::SeqId seq_id, std::vec
   }
   emit(loop.finish());
   r.decode_seconds = seconds_since(t1);
+  r.decode_cpu_seconds = process_cpu_seconds() - cpu1;
   r.text = loop.text();
   const KvStats ks = kv_->stats();
   r.peak_kv_bytes = ks.peak_pages_used * ks.bytes_per_page;

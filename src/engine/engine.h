@@ -74,6 +74,7 @@ struct GenerateResult {
   int cached_tokens = 0;  // prompt tokens taken from the prefix cache
   double prefill_seconds = 0;
   double decode_seconds = 0;
+  double decode_cpu_seconds = 0;  // every thread of the process, over the same steps
   int64_t peak_kv_bytes = 0;
   int64_t drafted_tokens = 0;   // speculative decoding: tokens proposed
   int64_t accepted_tokens = 0;  // of which the target kept

@@ -4,6 +4,7 @@
 
 #include "kv/kv_pages_needed.h"
 #include "kv/store/kv_pool.h"
+#include "kv/store/page_key_codes.h"
 
 namespace stride {
 
@@ -20,14 +21,19 @@ MemoryPlan plan_memory(const MemoryPlanInput& in) {
   const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, in.page_size, in.kv_storage};
   const int64_t page_bytes = shape.bytes_per_page();
   bool topk = false;
+  int64_t coded_pages = 0;  // pages held by layers whose second stage reads int8 copies
   for (int l = 0; l < c.n_layer; ++l) {
     const PolicySpec& p = l < (int)in.layer_policies.size() ? in.layer_policies[l] : PolicySpec{};
-    m.kv_pages_per_seq += policy_pages_held(p, in.context, in.page_size, in.prefill_chunk);
+    const int64_t held = policy_pages_held(p, in.context, in.page_size, in.prefill_chunk);
+    m.kv_pages_per_seq += held;
     topk = topk || p.kind == PolicyKind::TopK;
+    if (p.kind == PolicyKind::TopK && p.rerank_estimate && p.rerank_int8 && PageKeyCodes::supported(c.head_dim))
+      coded_pages += held;
   }
   // Top-k keeps a per-channel min and max (f32) per page and kv head.
   const int64_t summary_bytes = topk ? (int64_t)c.n_head_kv * c.head_dim * 2 * 4 : 0;
-  m.kv_bytes = m.kv_pages_per_seq * (page_bytes + summary_bytes) * in.batch;
+  m.key_code_bytes = coded_pages * PageKeyCodes::bytes_per_page(c.n_head_kv, c.head_dim, in.page_size) * in.batch;
+  m.kv_bytes = m.kv_pages_per_seq * (page_bytes + summary_bytes) * in.batch + m.key_code_bytes;
   // Chunk scratch (f32): x, h, o [n, n_embd]; q [n, n_head * hd]; k, v;
   // attention out; gate, up [n, n_ff]; plus the last token's logits.
   const int64_t n = std::min<int64_t>(in.prefill_chunk, std::max<int64_t>(in.context, 1));

@@ -6,6 +6,8 @@
 //       globals + global ranges + every stride-th block + window), plus one
 //       prefill chunk reserved ahead, times the sequences of the batch. A
 //       page's bytes follow the KV storage (int8 counts its f32 scales).
+//       Layers under estimate=rerank,rerank_keys=int8 add the int8 copy of
+//       each held page's keys (kv/store/page_key_codes.h).
 //   Activations: the transformer's chunk scratch (prefill chunk x residual,
 //       Q/K/V, attention out, FFN gate/up) and one row of logits; attention
 //       never materialises an L x L score matrix (online softmax over pages).
@@ -33,7 +35,8 @@ struct MemoryPlanInput {
 
 struct MemoryPlan {
   int64_t weight_bytes = 0;
-  int64_t kv_bytes = 0;          // all sequences, all layers (+ top-k page summaries)
+  int64_t kv_bytes = 0;          // all sequences, all layers (+ top-k page summaries, + key_code_bytes)
+  int64_t key_code_bytes = 0;    // of kv_bytes: rerank_keys=int8's copies of the keys
   int64_t activation_bytes = 0;  // peak scratch of one forward step
   int64_t total_bytes = 0;
   int64_t kv_pages_per_seq = 0;  // summed over layers

@@ -10,6 +10,12 @@ double thread_cpu_seconds() {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void OpProfile::add(const std::string& op, int64_t bytes, double seconds, double cpu_seconds) {
   for (Entry& e : entries_) {
     if (e.op != op) continue;

@@ -46,6 +46,8 @@ class OpProfile {
 
 // CPU time of the calling thread.
 double thread_cpu_seconds();
+// CPU time of this process so far, every thread.
+double process_cpu_seconds();
 
 // Times a scope into an OpProfile; does nothing when the profile is null.
 class OpTimer {

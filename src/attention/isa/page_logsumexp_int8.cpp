@@ -2,7 +2,8 @@
 // variant compiled once per CPU target (stride_isa_variant in CMakeLists.txt).
 // One register holds 4 channels of 16 keys (8 under AVX2), so a tile of rows
 // reads a page's codes once per 4 channels, and the integer sums are exact:
-// every path computes the same logits, ((float)dot * k_scale) * row_scale.
+// every path computes the same logits, ((float)dot * k_scale) * row_scale;
+// the exp is the project's vector one (kernels/simd/exp.h, 1-2 ulp).
 #include <immintrin.h>
 
 #include <cmath>
@@ -20,27 +21,91 @@
 namespace stride::isa::STRIDE_ISA_NS {
 namespace {
 
-int32_t word(const int8_t* q) {
-  int32_t w;
-  std::memcpy(&w, q, 4);
-  return w;
+#if STRIDE_ISA_LEVEL >= 1
+// Logits of R rows against KB blocks of 16 keys (the whole padded page),
+// reduced in registers to each row's top and sum of exp: the codes are read
+// once per tile, each query word is broadcast once for all KB blocks, and
+// no logit goes through memory. Keys at t >= n (padding) are masked out.
+//   qb: R rows of [dim / 4] biased query words (Int8Rows::biased)
+template <int R, int KB>
+void tile_mass(const int8_t* k, const float* ks, const int32_t* ksum, int dim, const int32_t* qb, const float* rs,
+               int n, int n_out, float* top, float* sum) {
+  constexpr int padded = 16 * KB;
+  const int words = dim / 4;
+  __m512i acc[R][KB];
+  for (int r = 0; r < R; ++r)
+    for (int b = 0; b < KB; ++b) acc[r][b] = _mm512_setzero_si512();
+  for (int c = 0; c < words; ++c) {
+    __m512i kv[KB];
+    for (int b = 0; b < KB; ++b) kv[b] = _mm512_loadu_si512(k + ((int64_t)c * padded + 16 * b) * 4);
+    for (int r = 0; r < R; ++r) {
+      const __m512i q = _mm512_set1_epi32(qb[(int64_t)r * words + c]);
+      for (int b = 0; b < KB; ++b) acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], q, kv[b]);
+    }
+  }
+  // dpbusd multiplies unsigned by signed bytes: the query's codes + 128, and
+  // 128 * sum(k) comes off here.
+  __m512i offset[KB];
+  __m512 kscale[KB];
+  __mmask16 valid[KB];
+  for (int b = 0; b < KB; ++b) {
+    offset[b] = _mm512_slli_epi32(_mm512_loadu_si512(ksum + 16 * b), 7);
+    kscale[b] = _mm512_loadu_ps(ks + 16 * b);
+    const int live = n - 16 * b;
+    valid[b] = live >= 16 ? (__mmask16)0xFFFF : live <= 0 ? (__mmask16)0 : (__mmask16)((1u << live) - 1);
+  }
+  const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+  for (int r = 0; r < R && r < n_out; ++r) {
+    __m512 l[KB];
+    __m512 m = neg_inf;
+    for (int b = 0; b < KB; ++b) {
+      const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][b], offset[b]));
+      l[b] = _mm512_mask_blend_ps(valid[b], neg_inf, _mm512_mul_ps(_mm512_mul_ps(dot, kscale[b]), _mm512_set1_ps(rs[r])));
+      m = _mm512_max_ps(m, l[b]);
+    }
+    const float t = _mm512_reduce_max_ps(m);
+    const __m512 vt = _mm512_set1_ps(t);
+    __m512 e = _mm512_setzero_ps();
+    for (int b = 0; b < KB; ++b) e = _mm512_add_ps(e, tiles::exp16(_mm512_sub_ps(l[b], vt)));
+    top[r] = t;
+    sum[r] = _mm512_reduce_add_ps(e);
+  }
 }
 
-#if STRIDE_ISA_LEVEL >= 1
-// Logits of R rows against every (padded) key: s[r][t].
+// tile_mass over the tile's live rows only (a group of 7 query heads costs 7
+// rows, not 8), for pages of 16 or 32 padded keys.
+template <int KB>
+void tile_mass_kb(const int8_t* k, const float* ks, const int32_t* ksum, int dim, const int32_t* qb, const float* rs,
+                  int n, int n_out, float* top, float* sum) {
+  switch (n_out < 8 ? n_out : 8) {
+    case 1: return tile_mass<1, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 2: return tile_mass<2, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 3: return tile_mass<3, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 4: return tile_mass<4, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 5: return tile_mass<5, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 6: return tile_mass<6, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    case 7: return tile_mass<7, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+    default: return tile_mass<8, KB>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+  }
+}
+void tile_mass_rows(int kb, const int8_t* k, const float* ks, const int32_t* ksum, int dim, const int32_t* qb,
+                    const float* rs, int n, int n_out, float* top, float* sum) {
+  if (kb == 2) return tile_mass_kb<2>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+  tile_mass_kb<1>(k, ks, ksum, dim, qb, rs, n, n_out, top, sum);
+}
+
+// Logits of R rows against every (padded) key: s[r][t], for pages past 32 keys.
 template <int R>
-void tile_logits(const int8_t* k, const float* ks, const int32_t* ksum, int padded, int dim, const int8_t* q,
+void tile_logits(const int8_t* k, const float* ks, const int32_t* ksum, int padded, int dim, const int32_t* qb,
                  const float* rs, float* s) {
+  const int words = dim / 4;
   for (int t = 0; t < padded; t += 16) {
     __m512i acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
-    for (int c = 0; c < dim / 4; ++c) {
+    for (int c = 0; c < words; ++c) {
       const __m512i kv = _mm512_loadu_si512(k + ((int64_t)c * padded + t) * 4);
-      // dpbusd multiplies unsigned by signed bytes: the query's codes + 128
-      // (the sign bit flipped), and 128 * sum(k) comes off below.
       for (int r = 0; r < R; ++r)
-        acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(word(q + (int64_t)r * dim + 4 * c) ^ (int32_t)0x80808080),
-                                     kv);
+        acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(qb[(int64_t)r * words + c]), kv);
     }
     const __m512i offset = _mm512_slli_epi32(_mm512_loadu_si512(ksum + t), 7);
     const __m512 kscale = _mm512_loadu_ps(ks + t);
@@ -52,6 +117,12 @@ void tile_logits(const int8_t* k, const float* ks, const int32_t* ksum, int padd
 }
 constexpr int kTile = 8;
 #else
+int32_t word(const int8_t* q) {
+  int32_t w;
+  std::memcpy(&w, q, 4);
+  return w;
+}
+
 template <int R>
 void tile_logits(const int8_t* k, const float* ks, const int32_t* /*ksum*/, int padded, int dim, const int8_t* q,
                  const float* rs, float* s) {
@@ -81,7 +152,7 @@ constexpr int kTile = 4;
 }  // namespace
 
 void page_logsumexp_int8(const PageKeyCodes& codes, int32_t page, int head, const Int8Rows& rows, float scale,
-                         float* work, float* out) {
+                         float* work, float* top, float* sum) {
   const int dim = rows.dim, padded = codes.padded_page(), n = codes.page_size();
   const int8_t* k = codes.codes(page, head);
   const float* ks = codes.scales(page, head);
@@ -90,11 +161,21 @@ void page_logsumexp_int8(const PageKeyCodes& codes, int32_t page, int head, cons
   // Rows are padded to kInt8RowTile, a multiple of the tile: whole tiles only.
   for (int r0 = 0; r0 < rows.n_rows; r0 += kTile) {
     for (int r = 0; r < kTile; ++r) rs[r] = scale * rows.scales[(size_t)(r0 + r)];
+    const int n_out = rows.n_rows - r0;
+#if STRIDE_ISA_LEVEL >= 1
+    const int32_t* qb = rows.biased.data() + (int64_t)r0 * (dim / 4);
+    if (padded == 32 || padded == 16) {
+      tile_mass_rows(padded / 16, k, ks, ksum, dim, qb, rs, n, n_out, top + r0, sum + r0);
+      continue;
+    }
+    tile_logits<kTile>(k, ks, ksum, padded, dim, qb, rs, work);
+#else
     tile_logits<kTile>(k, ks, ksum, padded, dim, rows.codes.data() + (int64_t)r0 * dim, rs, work);
-    for (int r = 0; r < kTile && r0 + r < rows.n_rows; ++r) {
+#endif
+    for (int r = 0; r < kTile && r < n_out; ++r) {
       float* s = work + (int64_t)r * padded;
-      const float top = tiles::row_max(s, n);
-      out[r0 + r] = top + std::log(tiles::exp_shift_sum(s, top, s, n));
+      top[r0 + r] = tiles::row_max(s, n);
+      sum[r0 + r] = tiles::exp_shift_sum(s, top[r0 + r], s, n);
     }
   }
 }

@@ -37,7 +37,11 @@ class PageKeyCodes {
   int head_dim() const { return head_dim_; }
   int page_size() const { return page_size_; }
   int padded_page() const { return padded_; }
-  int64_t bytes_per_page() const { return (int64_t)n_kv_heads_ * padded_ * (head_dim_ + 8); }
+  int64_t bytes_per_page() const { return bytes_per_page(n_kv_heads_, head_dim_, page_size_); }
+  // One page's copy: codes, scales and sums of every kv head's padded keys.
+  static int64_t bytes_per_page(int n_kv_heads, int head_dim, int page_size) {
+    return (int64_t)n_kv_heads * ((page_size + 15) / 16 * 16) * (head_dim + 8);
+  }
 
  private:
   int64_t slot(int32_t page, int head) const { return ((int64_t)page * n_kv_heads_ + head) * padded_; }

@@ -88,7 +88,7 @@ TEST(RerankInt8, EveryCpuPathMatchesTheScalarReference) {
   const std::vector<CpuPath> paths = supported_cpu_paths();
   ASSERT_FALSE(paths.empty());
   for (const int dim : {4, 64, 128, 20})
-    for (const int page_size : {16, 32, 24}) {
+    for (const int page_size : {16, 32, 24, 40}) {
       const CodedPage c = coded_page(KvStorage::F16, dim, page_size, 7 + dim + page_size);
       const std::vector<float> q = random_vec((size_t)17 * dim, 3 + dim);
       const std::vector<const float*> rows = row_ptrs(q, 17, dim);
@@ -96,15 +96,24 @@ TEST(RerankInt8, EveryCpuPathMatchesTheScalarReference) {
         Int8Rows qr;
         qr.quantize(rows.data(), n_rows, dim);
         for (const int head : {0, 1}) {
-          std::vector<float> want((size_t)n_rows), work((size_t)kInt8RowTile * c.codes->padded_page());
-          page_logsumexp_int8_ref(*c.codes, 1, head, qr, 0.3f, nullptr, want.data());
+          std::vector<float> want_top((size_t)n_rows), want_sum((size_t)n_rows),
+              work((size_t)kInt8RowTile * c.codes->padded_page());
+          page_logsumexp_int8_ref(*c.codes, 1, head, qr, 0.3f, nullptr, want_top.data(), want_sum.data());
           for (const CpuPath path : paths) {
-            std::vector<float> got((size_t)n_rows, -1.f);
-            page_logsumexp_int8_for(path)(*c.codes, 1, head, qr, 0.3f, work.data(), got.data());
-            for (int r = 0; r < n_rows; ++r)
-              EXPECT_NEAR(got[(size_t)r], want[(size_t)r], 2e-5f * std::max(1.f, std::fabs(want[(size_t)r])))
+            // Rows past n_rows must stay as they were: the kernel writes [n_rows] only.
+            std::vector<float> got_top((size_t)n_rows + 1, -1.f), got_sum((size_t)n_rows + 1, -1.f);
+            page_logsumexp_int8_for(path)(*c.codes, 1, head, qr, 0.3f, work.data(), got_top.data(), got_sum.data());
+            EXPECT_EQ(got_top[(size_t)n_rows], -1.f);
+            EXPECT_EQ(got_sum[(size_t)n_rows], -1.f);
+            for (int r = 0; r < n_rows; ++r) {
+              // The top is one logit, exact on every path (the integer dot, then the same two products).
+              EXPECT_FLOAT_EQ(got_top[(size_t)r], want_top[(size_t)r]) << cpu_path_name(path) << " r=" << r;
+              const float want = want_top[(size_t)r] + std::log(want_sum[(size_t)r]);
+              const float got = got_top[(size_t)r] + std::log(got_sum[(size_t)r]);
+              EXPECT_NEAR(got, want, 2e-5f * std::max(1.f, std::fabs(want)))
                   << cpu_path_name(path) << " dim=" << dim << " page=" << page_size << " rows=" << n_rows
                   << " r=" << r << " head=" << head;
+            }
           }
         }
       }
@@ -125,9 +134,10 @@ TEST(RerankInt8, ReferenceIsWithinTheQuantizationBoundOfFullPrecision) {
     qr.quantize(rows.data(), 7, dim);
     const float scale = 0.125f;
     for (const int head : {0, 1}) {
-      std::vector<float> exact(7), coded(7);
+      std::vector<float> exact(7), coded(7), coded_sum(7);
       page_logsumexp_ref(*c.pool, 1, head, page_size, rows.data(), 7, scale, nullptr, exact.data());
-      page_logsumexp_int8_ref(*c.codes, 1, head, qr, scale, nullptr, coded.data());
+      page_logsumexp_int8_ref(*c.codes, 1, head, qr, scale, nullptr, coded.data(), coded_sum.data());
+      for (int r = 0; r < 7; ++r) coded[(size_t)r] += std::log(coded_sum[(size_t)r]);
       for (int r = 0; r < 7; ++r) {
         double qmax = 0, bound = 0;
         for (int ch = 0; ch < dim; ++ch) qmax = std::max(qmax, (double)std::fabs(q[(size_t)r * dim + ch]));

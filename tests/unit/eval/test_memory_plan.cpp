@@ -36,6 +36,27 @@ TEST(MemoryPlan, DenseKvIsLinearAtTwentyThreeKilobytesPerToken) {
   EXPECT_EQ(m.seed_formula_bytes, 4LL * (8192LL * 8192 + 8192LL * 576));
 }
 
+// rerank_keys=int8 keeps an int8 copy of each held page's keys: per page and
+// kv head, 32 padded keys x (64 codes + a 4-byte scale + a 4-byte sum).
+TEST(MemoryPlan, Int8RerankCountsTheKeyCopies) {
+  const MemoryPlan bound = plan_memory(smol("topk:sparsity=0.9,prefill=dense", 8192));
+  const MemoryPlan pool = plan_memory(smol("topk:sparsity=0.9,prefill=dense,estimate=rerank", 8192));
+  const MemoryPlan coded = plan_memory(smol("topk:sparsity=0.9,prefill=dense,estimate=rerank,rerank_keys=int8", 8192));
+  EXPECT_EQ(pool.kv_bytes, bound.kv_bytes);
+  EXPECT_EQ(pool.key_code_bytes, 0);
+  EXPECT_EQ(coded.kv_pages_per_seq, bound.kv_pages_per_seq);
+  EXPECT_EQ(coded.key_code_bytes, bound.kv_pages_per_seq * 3 * 32 * (64 + 8));
+  EXPECT_EQ(coded.kv_bytes, bound.kv_bytes + coded.key_code_bytes);
+  // Only the layers that ask for it, and pages of 24 keys are padded to 32.
+  MemoryPlanInput half = smol("topk:sparsity=0.9,prefill=dense,estimate=rerank,rerank_keys=int8", 8192);
+  for (int l = 0; l < 15; ++l) half.layer_policies[(size_t)l] = *parse_policy("topk:sparsity=0.9,prefill=dense");
+  half.page_size = 24;
+  const int64_t held = (8192 + 256 + 23) / 24;
+  EXPECT_EQ(plan_memory(half).key_code_bytes, 15 * held * 3 * 32 * (64 + 8));
+  half.batch = 2;
+  EXPECT_EQ(plan_memory(half).key_code_bytes, 2 * 15 * held * 3 * 32 * (64 + 8));
+}
+
 TEST(MemoryPlan, WindowedKvIsFlatPastTheWindow) {
   const MemoryPlan a = plan_memory(smol("rswa:sinks=4,window=4092", 8192));
   const MemoryPlan b = plan_memory(smol("rswa:sinks=4,window=4092", 1 << 20));
