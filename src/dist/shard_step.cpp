@@ -1,7 +1,6 @@
 #include "dist/shard_step.h"
 
 #include <algorithm>
-#include <ctime>
 #include <span>
 
 namespace stride::dist {
@@ -19,12 +18,6 @@ int64_t prompt_digest(const std::vector<int32_t>& ids) {
 }
 
 }  // namespace
-
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 Status agree_on_prompt(ShardGroup& group, const std::vector<int32_t>& ids) {
   const int64_t digest = prompt_digest(ids);

@@ -9,12 +9,10 @@
 #include "core/status.h"
 #include "dist/shard_group.h"
 #include "engine/engine.h"
+#include "model/op_profile.h"
 #include "model/sharded_attention.h"
 
 namespace stride::dist {
-
-// CPU time of this process so far (every thread), for per-rank compute figures.
-double process_cpu_seconds();
 
 // InvalidArgument on every rank when any rank's ids differ.
 Status agree_on_prompt(ShardGroup& group, const std::vector<int32_t>& ids);
