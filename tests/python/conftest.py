@@ -6,7 +6,7 @@ compares it with oracles that scripts/setup generates into tests/data/generated.
 A missing binary or missing oracle data is a failure, never a skip.
 
 The tests sit in area folders (server, serving, kv, versions, models, kernels,
-cli, eval, deploy, grpc, bench); the helpers they import (stride_server, stride_cli,
+cli, eval, deploy, grpc, bench, dist); the helpers they import (stride_server, stride_cli,
 stride_grpc, redis_proc, structured_schemas) stay here, on sys.path through
 this file, so bench/ and scripts/ find them at the same place.
 """
