@@ -28,18 +28,13 @@
 #include "random_weights.h"
 #include "core/thread_pool.h"
 #include "kernels/packed_matrix.h"
+#include "model/op_profile.h"
 
 namespace {
 
 using namespace stride;
 
 constexpr int64_t kRingBytes = 640ll << 20;  // over twice the 300 MiB L3 of the Xeon measured
-
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
