@@ -40,6 +40,21 @@ std::string human(int64_t b) {
   return buf;
 }
 
+// The layout the shard set cuts prompts by (kv/shard_layout.h), as --shard-tokens auto derives it.
+void print_shard_layout(const HostPlan& h, int64_t context) {
+  if (h.hosts < 2) return;
+  if (h.shard_tokens == 0) {
+    std::printf("layout     balanced: ceil(n / %d) tokens per rank (a rank's share of the context is under a "
+                "kernel segment)\n", h.hosts);
+    return;
+  }
+  const long long s = (long long)h.shard_tokens;
+  std::printf("layout     --shard-tokens auto = %lld: ranks 0..%d hold [r*%lld, (r+1)*%lld), rank %d the rest "
+              "(%lld tokens at %lld); prompts of %lld tokens or fewer are cut balanced\n",
+              s, h.hosts - 2, s, s, h.hosts - 1, (long long)(context - (h.hosts - 1) * h.shard_tokens),
+              (long long)context, (long long)(h.hosts - 1) * s);
+}
+
 int plan(const PlanArgs& a) {
   if (a.context < 1 || a.batch < 1) return fail("--context and --batch must be >= 1");
   auto policy = parse_policy(a.model.attention);
@@ -103,6 +118,7 @@ int plan(const PlanArgs& a) {
       hosts = *fewest;
     }
     j["shard"] = {{"hosts", hosts.hosts},
+                  {"shard_tokens", hosts.shard_tokens},
                   {"tokens_per_rank", hosts.tokens_per_rank},
                   {"weight_bytes", hosts.weight_bytes},
                   {"kv_bytes_per_rank", hosts.kv_bytes},
@@ -145,6 +161,7 @@ int plan(const PlanArgs& a) {
                 hosts.hosts, (long long)hosts.tokens_per_rank, human(hosts.weight_bytes).c_str(),
                 human(hosts.kv_bytes).c_str(), human(hosts.activation_bytes).c_str(), human(hosts.ring_bytes).c_str(),
                 human(hosts.total_bytes).c_str());
+    print_shard_layout(hosts, a.context);
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "cli/run_sharded.h"
+#include "kv/shard_layout.h"
 #include "serving/kv_metrics.h"
 
 namespace stride::cli {
@@ -75,9 +76,12 @@ int run(const RunArgs& a) {
   }
   const int64_t guess = (int64_t)(prompt.empty() ? a.prompt.size() + 8 : prompt.size()) + a.max_tokens;
   if (a.model.max_context <= 0) engine_opts->max_context = guess;
-  if (a.shard.sharded())  // a rank's pool holds its shard, not the whole context
-    engine_opts->kv_tokens = shard_kv_tokens(guess - a.max_tokens, a.shard.world, engine_opts->page_size, a.max_tokens,
-                                             a.shard.shard_tokens);
+  ShardArgs shard = a.shard;  // its layout resolved from the context
+  shard.shard_tokens =
+      resolve_shard_tokens(a.shard.shard_tokens, engine_opts->max_context, shard.world, engine_opts->page_size);
+  if (shard.sharded())  // a rank's pool holds its shard, not the whole context
+    engine_opts->kv_tokens = shard_kv_tokens(guess - a.max_tokens, shard.world, engine_opts->page_size, a.max_tokens,
+                                             shard.shard_tokens);
   const auto load_start = std::chrono::steady_clock::now();
   auto created = Engine::create(*engine_opts);
   if (!created) return fail(created.status());
@@ -111,7 +115,7 @@ int run(const RunArgs& a) {
   g.speculative.ngram_min = a.ngram_min;
   g.speculative.ngram_max = a.ngram_max;
 
-  if (a.shard.sharded()) return run_sharded(a.shard, *engine, prompt, g, a.json);
+  if (shard.sharded()) return run_sharded(shard, *engine, prompt, g, a.json);
   OpProfile profile;
   if (a.profile_ops) engine->model().set_op_profile(&profile);
   auto result = engine->generate(prompt, g, [](const std::string& piece) {

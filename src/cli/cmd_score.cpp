@@ -2,6 +2,7 @@
 // position (raw little-endian f32, [n_tokens, n_vocab]) for oracle comparisons.
 // With --shard-world N every rank of a shard set runs the same command with
 // its --shard-rank; rank 0 writes the file (dist/shard_score.h).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "cli/shard_options.h"
+#include "kv/shard_layout.h"
 #include "model/reference_forward.h"
 #ifdef STRIDE_WITH_GLOO
 #include "dist/ring_prefill.h"
@@ -42,20 +44,21 @@ int write_logits(const std::string& path, const std::vector<float>& logits) {
 
 #ifdef STRIDE_WITH_GLOO
 // This rank's share of a sharded score; rank 0 writes the logits.
-int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& ids) {
+// shard_tokens: the resolved layout (kv/shard_layout.h).
+int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& ids, int64_t shard_tokens) {
   // Refused on every rank before any rank connects, so none waits for a peer that gave up.
   if (Status st = dist::check_sharded_policies(engine.layer_policies()); !st.ok()) return fail(st);
   auto group = connect_shard_group(a.shard);
   if (!group) return fail(group.status());
   const dist::ShardGroup& go = **group;
-  auto r = dist::score_sharded(engine, **group, ids, a.shard.chunk);
+  auto r = dist::score_sharded(engine, **group, ids, a.shard.chunk, shard_tokens);
   if (!r) return fail(r.status());
   if (go.rank() == 0 && write_logits(a.out, r->logits) != 0) return 1;
   // The ring's payload over every layer (ring_prefill.h): the pages of earlier ranks the next rank sees.
   const int ps = engine.kv().config().page_size;
   std::vector<dist::KvShard> shards;
   for (int rank = 0; rank < go.world(); ++rank) {
-    auto s = dist::shard_positions((int64_t)ids.size(), go.world(), rank, ps);
+    auto s = dist::shard_positions((int64_t)ids.size(), go.world(), rank, ps, shard_tokens);
     if (!s) return fail(s.status());
     shards.push_back(*s);
   }
@@ -69,6 +72,7 @@ int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& 
   j["shard_world"] = go.world();
   j["pos_begin"] = r->shard.pos_begin;
   j["pos_end"] = r->shard.pos_end;
+  j["shard_tokens"] = shard_tokens;
   j["forward_seconds"] = r->forward_seconds;
   j["forward_cpu_seconds"] = r->forward_cpu_seconds;
   j["ring_seconds"] = r->ring_seconds;
@@ -106,18 +110,24 @@ int score(const ScoreArgs& a) {
   const bool sharded = a.shard.sharded();
   if (Status st = check_shard_args(a.shard); !st.ok()) return fail(st);
   if (sharded && a.reference) return fail("--reference runs on one host only");
+  // The layout from the context: the prompt's own length, as scoring runs one prompt.
+  const int64_t shard_tokens =
+      resolve_shard_tokens(a.shard.shard_tokens, opts->max_context, a.shard.world, opts->page_size);
 #ifdef STRIDE_WITH_GLOO
-  if (sharded) {  // a rank's pool holds its shard (the largest is rank 0's), not the whole prompt
+  if (sharded) {  // a rank's pool holds its shard (the largest: the first or the last), not the whole prompt
     // Refused on every rank before any rank connects, so none waits for a peer that gave up.
-    auto largest = dist::every_rank_positions((int64_t)ids->size(), a.shard.world, 0, opts->page_size);
-    if (!largest) return fail(largest.status());
-    opts->kv_tokens = largest->tokens();
+    const int64_t n = (int64_t)ids->size();
+    auto first = dist::every_rank_positions(n, a.shard.world, 0, opts->page_size, shard_tokens);
+    if (!first) return fail(first.status());
+    auto last = dist::shard_positions(n, a.shard.world, a.shard.world - 1, opts->page_size, shard_tokens);
+    if (!last) return fail(last.status());
+    opts->kv_tokens = std::max(first->tokens(), last->tokens());
   }
 #endif
   auto engine = Engine::create(*opts);
   if (!engine) return fail(engine.status());
 #ifdef STRIDE_WITH_GLOO
-  if (sharded) return score_shard(a, **engine, *ids);
+  if (sharded) return score_shard(a, **engine, *ids, shard_tokens);
 #endif
   auto logits = a.reference
                     ? reference_forward((*engine)->model(), (*engine)->layer_policies(), *ids)

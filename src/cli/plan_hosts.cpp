@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kv/shard_layout.h"
 #include "kv/store/kv_pool.h"
 
 namespace stride::cli {
@@ -12,8 +13,9 @@ HostPlan plan_hosts(const MemoryPlanInput& in, int hosts) {
   const int ps = in.page_size;
   HostPlan h;
   h.hosts = hosts;
-  const int64_t per_rank = ((in.context + hosts - 1) / hosts + ps - 1) / ps * ps;
-  h.tokens_per_rank = std::min(per_rank, in.context);
+  h.shard_tokens = automatic_shard_tokens(in.context, hosts, ps);
+  const int64_t stride = shard_stride(in.context, hosts, ps, h.shard_tokens);
+  h.tokens_per_rank = std::min(std::max(stride, in.context - (int64_t)(hosts - 1) * stride), in.context);
   const int64_t pages = (h.tokens_per_rank + ps - 1) / ps;
   const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, ps, in.kv_storage};
   h.weight_bytes = in.weight_bytes;

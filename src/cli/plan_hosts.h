@@ -3,8 +3,10 @@
 // set needs when one sequence of `context` tokens is spread by position over
 // N hosts (docs/deploy.md), and the fewest hosts whose memory holds it.
 //
-// A rank holds the weights, the KV of its shard (the largest is rank 0's:
-// ceil(context / N) tokens rounded up to pages; every layer, every page: the
+// The shards follow the automatic layout (kv/shard_layout.h): ranks 0 ..
+// N-2 hold S = floor(context / N) rounded down to 256-token kernel segments
+// each, the last rank the rest, which is the largest shard.
+// A rank holds the weights, the KV of the largest shard (every layer, every page: the
 // pool is sized for the whole shard, though under a window a layer's pages
 // behind it go back once the layer is done), the activations of a prefill
 // chunk beside the shard's residual stream (the shard runs layer by layer
@@ -20,7 +22,8 @@ namespace stride::cli {
 
 struct HostPlan {
   int hosts = 1;
-  int64_t tokens_per_rank = 0;  // the largest shard
+  int64_t shard_tokens = 0;     // S: what ranks 0 .. N-2 hold (0: the balanced cut, ceil(context / N) each)
+  int64_t tokens_per_rank = 0;  // the largest shard: the last rank's at the whole context
   int64_t weight_bytes = 0;
   int64_t kv_bytes = 0;
   int64_t activation_bytes = 0;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "kv/shard_layout.h"
 #ifdef STRIDE_WITH_GLOO
 #include "dist/shard_generate.h"
 #include "dist/shard_score.h"
@@ -16,11 +17,8 @@
 namespace stride::cli {
 
 int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens, int64_t shard_tokens) {
-  auto whole_pages = [page_size](int64_t t) { return (t + page_size - 1) / page_size * page_size; };
-  int64_t largest = whole_pages((max_prompt_tokens + world - 1) / world);
-  const int64_t fixed = whole_pages(shard_tokens);
-  if (fixed > 0 && (world - 1) * fixed < max_prompt_tokens)
-    largest = std::max(fixed, max_prompt_tokens - (world - 1) * fixed);
+  const int64_t stride = shard_stride(max_prompt_tokens, world, page_size, shard_tokens);
+  const int64_t largest = std::max(stride, max_prompt_tokens - (world - 1) * stride);
   return std::min(largest, max_prompt_tokens) + max_tokens;
 }
 

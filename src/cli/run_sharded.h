@@ -15,8 +15,8 @@
 namespace stride::cli {
 
 // The tokens of KV a rank's pool needs for a prompt of at most
-// max_prompt_tokens: the largest shard (rank 0's, or with shard_tokens the
-// last rank's rest when larger) and the generated tokens (the last rank keeps them).
+// max_prompt_tokens: the largest shard under shard_tokens (a resolved S,
+// kv/shard_layout.h) and the generated tokens (the last rank keeps them).
 int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens,
                         int64_t shard_tokens = 0);
 

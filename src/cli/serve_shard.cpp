@@ -4,6 +4,7 @@
 
 #include "cli/serve_stage.h"
 #include "http/log.h"
+#include "kv/shard_layout.h"
 #ifdef STRIDE_WITH_GLOO
 #include "dist/shard_set_route.h"
 #include "dist/shard_worker.h"
@@ -32,13 +33,15 @@ ShardRouteFactory shard_route_factory(const ServeArgs& a, const serving::ServeCo
   ro.group = shard_group_options(a.shard);
   ro.min_tokens = a.shard_min_tokens;
   ro.max_queue = cfg.max_queue;
-  ro.shard_tokens = a.shard.shard_tokens;
+  // The layout from the longest context a request may take (kv/shard_layout.h), sent with each job.
+  ro.shard_tokens = resolve_shard_tokens(a.shard.shard_tokens, cfg.max_context_length, a.shard.world, cfg.page_size);
   return [ro, &metrics](Engine& engine) -> std::unique_ptr<serving::ShardRoute> {
     log(LogLevel::Info, "shard set: rank 0",
         {{"world", std::to_string(ro.group.world)},
          {"rendezvous", ro.group.rendezvous},
          {"prefix", ro.group.prefix},
-         {"min_tokens", ro.min_tokens > 0 ? std::to_string(ro.min_tokens) : "more than the KV pool holds"}});
+         {"min_tokens", ro.min_tokens > 0 ? std::to_string(ro.min_tokens) : "more than the KV pool holds"},
+         {"shard_tokens", ro.shard_tokens > 0 ? std::to_string(ro.shard_tokens) : "balanced"}});
     return std::make_unique<dist::ShardSetRoute>(engine, metrics, ro);
   };
 #endif

@@ -3,6 +3,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
 
 
 namespace stride::cli {
@@ -30,11 +33,13 @@ void add_shard_options(CLI::App* cmd, ShardArgs& a) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--shard-tokens", a.shard_tokens,
-                  "run, serve: every rank but the last holds this many prompt tokens (rounded up to pages) when the "
-                  "prompt is longer than world-1 of them, so a longer prompt with the same prefix reuses each rank's "
-                  "cached pages; 0 or a shorter prompt: ceil(n / world) each (serve: rank 0's is sent to the set)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+                  "every rank but the last holds this many prompt tokens (rounded up to pages) when the prompt is "
+                  "longer than world-1 of them, so a longer prompt with the same prefix reuses each rank's cached "
+                  "pages; a shorter prompt, or 0: ceil(n / world) each; auto (the default): the context over the "
+                  "world, rounded down to 256-token kernel segments (serve: rank 0's is sent to the set)")
+      ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "-1"}}))
+      ->check(CLI::Range((int64_t)-1, std::numeric_limits<int64_t>::max()))
+      ->default_str("auto");
 }
 
 Status check_shard_args(const ShardArgs& a) {

@@ -23,7 +23,9 @@ struct ShardArgs {
   std::string host = "127.0.0.1";
   int timeout_ms = 30000;
   int chunk = 0;  // this rank's prefill chunk, 0: the engine's
-  int64_t shard_tokens = 0;  // run, serve: the shard layout (dist::shard_positions), 0: balanced
+  // The shard layout (kv/shard_layout.h): kAutoShardTokens (-1, "auto") from the context, 0 balanced,
+  // else runs of this many tokens; resolved once by each command (resolve_shard_tokens).
+  int64_t shard_tokens = -1;
 
   bool sharded() const { return !rendezvous.empty(); }  // with a rendezvous even one rank runs the sharded path
 };

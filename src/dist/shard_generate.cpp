@@ -42,7 +42,9 @@ ShardedGenerator::ShardedGenerator(Private, Engine& engine, ShardGroup& group, K
 
 Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engine, ShardGroup& group,
                                                                     const std::vector<int32_t>& prompt,
-                                                                    const ShardGenerateOptions& opts) {
+                                                                    const ShardGenerateOptions& opts,
+                                                                    bool* refused_together) {
+  if (refused_together) *refused_together = false;
   if (opts.generate.speculative.mode != SpeculativeMode::Off)
     return Unsupported("speculative decoding is not supported across shard ranks");
   STRIDE_RETURN_IF_ERROR(check_sharded_policies(engine.layer_policies()));
@@ -59,7 +61,18 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
                                                     cached_end < shard.pos_end ? cached_end : INT64_MAX));
   // From the first position any rank must compute: a rank before it is wholly reused, one after it reuses nothing.
   const int64_t compute_from = std::clamp(reuse_stop, shard.pos_begin, shard.pos_end);
-  STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, shard.pos_begin, prompt, compute_from));
+  // Every rank takes its part or every rank refuses the request, before any page travels (agree_on_admission).
+  auto admit = [&](const Status& mine) {
+    Status agreed = agree_on_admission(group, mine, kv.stats());
+    if (refused_together && group.ok()) *refused_together = !agreed.ok();
+    return agreed;
+  };
+  const Expected<KvManager::SeqId> added = add_sequence_at(kv, shard.pos_begin, prompt, compute_from);
+  if (!added) {
+    STRIDE_RETURN_IF_ERROR(admit(added.status()));
+    return added.status();
+  }
+  const KvManager::SeqId sid = *added;
   auto g = std::make_unique<ShardedGenerator>(Private{}, engine, group, sid, prompt, opts);
   g->r_.shard = shard;
   g->r_.reused_tokens = compute_from - shard.pos_begin;
@@ -72,6 +85,7 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
   if (compute_from == shard.pos_end) {
+    STRIDE_RETURN_IF_ERROR(admit(Status::Ok()));  // nothing to reserve: its whole shard is cached
     STRIDE_RETURN_IF_ERROR(relay_reused_shard(group, kv, sid, shard.pos_begin, shard.pos_end));
   } else {
     SequenceStep step;
@@ -80,7 +94,7 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
     step.n = (int)(shard.pos_end - compute_from);
     step.logits = g->logits_.data();
     RingAttention ring(group, kv, sid, shard.pos_begin, shard.pos_end, compute_from);
-    STRIDE_RETURN_IF_ERROR(run_shard_prefill(engine, step, ring, opts.prefill_chunk));
+    STRIDE_RETURN_IF_ERROR(run_shard_prefill(engine, step, ring, opts.prefill_chunk, admit));
   }
   g->r_.prefill_seconds = seconds_since(t0);
   g->r_.prefill_cpu_seconds = process_cpu_seconds() - cpu0;

@@ -87,9 +87,14 @@ class ShardedGenerator {
   ShardedGenerator(Private, Engine& engine, ShardGroup& group, KvManager::SeqId seq,
                    const std::vector<int32_t>& prompt, const ShardGenerateOptions& opts);
   // Checks what every rank was given, then prefills this rank's shard.
+  // Every rank takes its part or all refuse it together (a rank's pool that
+  // cannot hold its shard fails the request on every rank at once, with an
+  // error naming that rank): *refused_together (when given) is then set, and
+  // the group, still in step, can take the next request.
   static Expected<std::unique_ptr<ShardedGenerator>> start(Engine& engine, ShardGroup& group,
                                                            const std::vector<int32_t>& prompt,
-                                                           const ShardGenerateOptions& opts);
+                                                           const ShardGenerateOptions& opts,
+                                                           bool* refused_together = nullptr);
   // The next token: sampled on the root, then run through the model (every
   // rank answering for its pages). stop: rank 0's wish to end here (with
   // rank0_may_stop; ignored on the other ranks), which ends with done set

@@ -10,6 +10,7 @@
 #include "dist/shard_step.h"
 #include "dist/shard_topk.h"
 #include "kv/scoped_sequence.h"
+#include "kv/shard_layout.h"
 
 namespace stride::dist {
 
@@ -23,9 +24,7 @@ Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size,
   if (world < 1 || rank < 0 || rank >= world || page_size < 1 || n < 1 || shard_tokens < 0)
     return InvalidArgument("shard positions: rank " + std::to_string(rank) + " of " + std::to_string(world) +
                            " for " + std::to_string(n) + " tokens");
-  auto whole_pages = [page_size](int64_t t) { return (t + page_size - 1) / page_size * page_size; };
-  const int64_t fixed = whole_pages(shard_tokens);
-  const int64_t per_rank = fixed > 0 && (world - 1) * fixed < n ? fixed : whole_pages((n + world - 1) / world);
+  const int64_t per_rank = shard_stride(n, world, page_size, shard_tokens);
   KvShard shard{std::min(n, rank * per_rank), std::min(n, (rank + 1) * per_rank), {}};
   if (rank == world - 1) shard.pos_end = n;
   if (shard.tokens() <= 0)
@@ -41,15 +40,16 @@ Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_
   return shard_positions(n, world, rank, page_size, shard_tokens);
 }
 
-Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids, int chunk) {
+Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids, int chunk,
+                                   int64_t shard_tokens) {
   STRIDE_RETURN_IF_ERROR(check_sharded_policies(engine.layer_policies()));
   if (ids.empty()) return InvalidArgument("score: no tokens");
   KvManager& kv = engine.kv();
   const int ps = kv.config().page_size;
   const int64_t n = (int64_t)ids.size(), n_vocab = engine.config().n_vocab;
   ShardScore r;
-  STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), group.rank(), ps));
-  STRIDE_RETURN_IF_ERROR(agree_on_prompt(group, ids));
+  STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), group.rank(), ps, shard_tokens));
+  STRIDE_RETURN_IF_ERROR(agree_on_prompt_and_layout(group, ids, shard_tokens));
   STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, r.shard.pos_begin));
   ScopedSequence seq(kv, sid);
   std::vector<float> mine((size_t)(r.shard.tokens() * n_vocab));  // [shard tokens, n_vocab]
@@ -75,7 +75,7 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
     r.logits.resize((size_t)(n * n_vocab));
     std::copy(mine.begin(), mine.end(), r.logits.begin());
     for (int from = 1; from < group.world(); ++from) {
-      STRIDE_ASSIGN_OR_RETURN(const KvShard theirs, shard_positions(n, group.world(), from, ps));
+      STRIDE_ASSIGN_OR_RETURN(const KvShard theirs, shard_positions(n, group.world(), from, ps, shard_tokens));
       STRIDE_RETURN_IF_ERROR(group.recv(from, r.logits.data() + theirs.pos_begin * n_vocab,
                                         (size_t)(theirs.tokens() * n_vocab) * sizeof(float), kLogitsTag));
     }

@@ -21,12 +21,9 @@
 namespace stride::dist {
 
 // The positions `rank` holds of n tokens: contiguous runs of whole pages in
-// rank order, each of S tokens, the last rank the rest. S is shard_tokens
-// rounded up to whole pages when the prompt is longer than (world - 1) * S,
-// so a longer prompt with the same prefix keeps every boundary (the prefix
-// cache per rank, kv_manager.h's cached_shard_end); otherwise (and with
-// shard_tokens 0) ceil(n / world) rounded up to whole pages, the balanced
-// cut. InvalidArgument when a rank would hold none.
+// rank order, the last rank the rest, each run shard_stride(n, ...) tokens
+// (kv/shard_layout.h; shard_tokens a resolved S: 0 the balanced cut).
+// InvalidArgument when a rank would hold none.
 Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens = 0);
 // shard_positions of `rank`, refused alike on every rank when any rank
 // would hold none (so every rank can check before it connects).
@@ -46,7 +43,8 @@ struct ShardScore {
 // Every rank passes the same ids (checked). Top-k layers that select on
 // prompt chunks are refused (shard_topk.h); with prefill=dense they read every page here.
 // chunk: this rank's prefill chunk (run_shard_prefill; 0: the engine's).
+// shard_tokens: the layout (shard_positions), the same on every rank (checked).
 Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids,
-                                   int chunk = 0);
+                                   int chunk = 0, int64_t shard_tokens = 0);
 
 }  // namespace stride::dist

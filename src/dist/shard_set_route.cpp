@@ -150,13 +150,16 @@ void ShardSetRoute::start_next(ShardGroup& group) {
   job.options.shard_tokens = opts_.shard_tokens;
   const Status sent = send_job(group, job);
   last_sent_ = Clock::now();
+  bool refused_together = false;
   Expected<std::unique_ptr<ShardedGenerator>> gen =
-      sent.ok() ? ShardedGenerator::start(engine_, group, r.prompt, job.options)
+      sent.ok() ? ShardedGenerator::start(engine_, group, r.prompt, job.options, &refused_together)
                 : Expected<std::unique_ptr<ShardedGenerator>>(sent);
   if (!gen) {
+    metrics_.set_kv(engine_.kv().stats());
     fail(*ch, gen.status());
-    // The workers took the job: a rank 0 that left it must end the group, or they would wait out the deadline.
-    link_.reset();
+    // Refused by every rank together, the set stays in step for the next request. Otherwise the workers
+    // took the job: a rank 0 that left it must end the group, or they would wait out the deadline.
+    if (!refused_together) link_.reset();
     return;
   }
   running_ = std::make_unique<Running>();

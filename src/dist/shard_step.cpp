@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <span>
+#include <string>
 
 namespace stride::dist {
 
@@ -17,25 +18,52 @@ int64_t prompt_digest(const std::vector<int32_t>& ids) {
   return (int64_t)(h >> 2);  // non-negative, so its negation is exact
 }
 
+// The prompt's digest and the layout beside their negations, then `extra`
+// values, max-allreduced: a value's max and its negation's are the same
+// value only if every rank gave it.
+Expected<std::vector<int64_t>> agree_with_layout(ShardGroup& group, const std::vector<int32_t>& ids,
+                                                 int64_t shard_tokens, std::vector<int64_t> extra) {
+  const int64_t digest = prompt_digest(ids);
+  std::vector<int64_t> agree{digest, -digest, shard_tokens, -shard_tokens};
+  agree.insert(agree.end(), extra.begin(), extra.end());
+  STRIDE_RETURN_IF_ERROR(group.allreduce_max(agree.data(), agree.size()));
+  if (agree[0] != -agree[1]) return InvalidArgument("the shard ranks were given different prompts");
+  if (agree[2] != -agree[3]) return InvalidArgument("the shard ranks were given different --shard-tokens");
+  return std::vector<int64_t>(agree.begin() + 4, agree.end());
+}
+
 }  // namespace
 
-Status agree_on_prompt(ShardGroup& group, const std::vector<int32_t>& ids) {
-  const int64_t digest = prompt_digest(ids);
-  int64_t agree[2] = {digest, -digest};  // the max of both is the same digest only if all agree
-  STRIDE_RETURN_IF_ERROR(group.allreduce_max(agree, 2));
-  if (agree[0] != -agree[1]) return InvalidArgument("the shard ranks were given different prompts");
-  return Status::Ok();
+Status agree_on_prompt_and_layout(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens) {
+  return agree_with_layout(group, ids, shard_tokens, {}).status();
 }
 
 Expected<int64_t> agree_on_prompt_and_reuse(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens,
                                             int64_t reuse_stop) {
-  const int64_t digest = prompt_digest(ids);
-  // Each value beside its negation: the max of both is the same value only if all agree.
-  int64_t agree[5] = {digest, -digest, shard_tokens, -shard_tokens, -reuse_stop};
-  STRIDE_RETURN_IF_ERROR(group.allreduce_max(agree, 5));
-  if (agree[0] != -agree[1]) return InvalidArgument("the shard ranks were given different prompts");
-  if (agree[2] != -agree[3]) return InvalidArgument("the shard ranks were given different --shard-tokens");
-  return -agree[4];
+  STRIDE_ASSIGN_OR_RETURN(const std::vector<int64_t> agreed, agree_with_layout(group, ids, shard_tokens, {-reuse_stop}));
+  return -agreed[0];
+}
+
+Status agree_on_admission(ShardGroup& group, const Status& mine, const KvStats& pool) {
+  const int w = group.world(), me = group.rank();
+  // [world][code, free pages, pool pages]: each rank fills its own row, the max brings every row to every rank.
+  std::vector<int64_t> rows((size_t)w * 3, 0);
+  rows[(size_t)me * 3 + 0] = (int64_t)mine.code();
+  rows[(size_t)me * 3 + 1] = pool.pages_total - pool.pages_used;
+  rows[(size_t)me * 3 + 2] = pool.pages_total;
+  STRIDE_RETURN_IF_ERROR(group.allreduce_max(rows.data(), rows.size()));
+  const std::string where = "shard rank " + std::to_string(me) + " of " + std::to_string(w);
+  if (!mine.ok()) return Status(mine.code(), where + " cannot take its part of the request: " + mine.message());
+  for (int r = 0; r < w; ++r) {
+    const auto code = (StatusCode)rows[(size_t)r * 3];
+    if (code == StatusCode::kOk) continue;
+    return Status(code, "shard rank " + std::to_string(r) + " of " + std::to_string(w) +
+                            " cannot take its part of the request (" +
+                            (code == StatusCode::kResourceExhausted ? "its KV pool is exhausted: " : "") +
+                            std::to_string(rows[(size_t)r * 3 + 1]) + " of its " +
+                            std::to_string(rows[(size_t)r * 3 + 2]) + " KV pages were free)");
+  }
+  return Status::Ok();
 }
 
 Status run_shard_step(Engine& engine, const SequenceStep& step, ShardedAttention& sharded) {
@@ -52,13 +80,16 @@ Status run_shard_step(Engine& engine, const SequenceStep& step, ShardedAttention
   return st;
 }
 
-Status run_shard_prefill(Engine& engine, const SequenceStep& step, ShardedAttention& sharded, int chunk) {
+Status run_shard_prefill(Engine& engine, const SequenceStep& step, ShardedAttention& sharded, int chunk,
+                         const std::function<Status(const Status&)>& admit) {
   Transformer& model = engine.model();
   KvManager& kv = engine.kv();
   const int engine_chunk = model.max_chunk();
   if (chunk > 0) model.set_max_chunk(chunk);
   Status st = [&]() -> Status {
-    STRIDE_ASSIGN_OR_RETURN(StepPlan plan, kv.prepare(std::span<const SequenceStep>(&step, 1)));
+    Expected<StepPlan> prepared = kv.prepare(std::span<const SequenceStep>(&step, 1));
+    if (admit) STRIDE_RETURN_IF_ERROR(admit(prepared.status()));
+    STRIDE_ASSIGN_OR_RETURN(StepPlan plan, std::move(prepared));
     STRIDE_RETURN_IF_ERROR(model.forward_layerwise(kv, plan, engine.pool(), sharded));
     return kv.commit(plan);
   }();

@@ -4,6 +4,7 @@
 // the step's attention handed to a ShardedAttention (ring prefill of a
 // shard, or a decode step's partials gathered across ranks).
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -14,14 +15,22 @@
 
 namespace stride::dist {
 
-// InvalidArgument on every rank when any rank's ids differ.
-Status agree_on_prompt(ShardGroup& group, const std::vector<int32_t>& ids);
-// agree_on_prompt and on shard_tokens (every rank's layout follows from it),
-// in one allreduce with the positions the set reuses from the ranks' prefix
+// InvalidArgument on every rank when any rank's ids or shard_tokens (every
+// rank's layout follows from it) differ.
+Status agree_on_prompt_and_layout(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens);
+// agree_on_prompt_and_layout in one allreduce with the positions the set reuses from the ranks' prefix
 // caches: the smallest reuse_stop of any rank (a rank's first position not
 // cached; INT64_MAX when its whole shard is), so the reuse runs from 0.
 Expected<int64_t> agree_on_prompt_and_reuse(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens,
                                             int64_t reuse_stop);
+
+// Every rank's part of a request taken or refused together, once the ranks
+// agreed on the prompt and before any page travels: `mine` is how adding
+// this rank's sequence and reserving its shard's pages went, `pool` its KV
+// pool then. On every rank alike, when any rank failed: this rank's own
+// error, or one naming the first rank that failed, its error's kind and how
+// many of its pool's pages were free. The ranks stay in step either way.
+Status agree_on_admission(ShardGroup& group, const Status& mine, const KvStats& pool);
 
 // The step's tokens through every layer as one step (the model's chunk
 // limit raised to step.n for it), attention through `sharded`: a decode step.
@@ -30,6 +39,9 @@ Status run_shard_step(Engine& engine, const SequenceStep& step, ShardedAttention
 // A shard's prefill: one step run layer by layer in chunks of `chunk`
 // tokens (0: the engine's prefill chunk; Transformer::forward_layerwise),
 // so its activations hold a chunk beside the shard's residual stream.
-Status run_shard_prefill(Engine& engine, const SequenceStep& step, ShardedAttention& sharded, int chunk);
+// admit (when given) hears how reserving the step's pages went, before any
+// layer runs; the prefill goes on only if it returns Ok.
+Status run_shard_prefill(Engine& engine, const SequenceStep& step, ShardedAttention& sharded, int chunk,
+                         const std::function<Status(const Status&)>& admit = {});
 
 }  // namespace stride::dist

@@ -18,7 +18,9 @@ Status serve_jobs(Engine& engine, ShardGroup& group) {
   for (;;) {
     STRIDE_ASSIGN_OR_RETURN(const ShardJob job, receive_job(group));
     if (job.kind == ShardJob::Kind::Heartbeat) continue;
-    Expected<std::unique_ptr<ShardedGenerator>> g = ShardedGenerator::start(engine, group, job.prompt, job.options);
+    bool refused_together = false;
+    Expected<std::unique_ptr<ShardedGenerator>> g =
+        ShardedGenerator::start(engine, group, job.prompt, job.options, &refused_together);
     Status st = g.ok() ? Status::Ok() : g.status();
     while (st.ok() && !(*g)->done()) {
       Expected<ShardToken> t = (*g)->next();
@@ -33,8 +35,9 @@ Status serve_jobs(Engine& engine, ShardGroup& group) {
                  "prefill %.3f CPU s\n",
                  group.rank(), group.world(), job.request_id.c_str(), st.ok() ? "done" : st.message().c_str(), tokens,
                  reused, (long long)engine.kv().stats().pages_used, prefill_cpu);
-    // Whatever failed, the ranks are out of step: the group ends, and rank 0 learns it at once.
-    if (!st.ok()) return st;
+    // A request every rank refused together leaves the ranks in step; whatever else failed leaves
+    // them out of step: the group ends, and rank 0 learns it at once.
+    if (!st.ok() && !refused_together) return st;
   }
 }
 
