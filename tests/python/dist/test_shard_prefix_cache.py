@@ -41,7 +41,7 @@ def wait_connected(server, timeout=120):
     pytest.fail(f"the shard set did not connect:\n{server.logs()[-3000:]}")
 
 
-def start_set(tmp_path, world, kv, policy):
+def start_set(tmp_path, world, kv, policy, layout=("--shard-tokens", str(SEGMENT))):
     meet = tmp_path / "rendezvous"
     meet.mkdir()
     config = tmp_path / "serve.yaml"
@@ -51,8 +51,7 @@ def start_set(tmp_path, world, kv, policy):
                                 + shard_args(meet, world, r), stdout=open(logs[r - 1], "ab"),
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL) for r in range(1, world)]
     # Prompts of a segment or more go to the set; the layout is rank 0's, sent with each job.
-    server = StrideServer(extra_args=shard_args(meet, world, 0) + ["--shard-min-tokens", str(SEGMENT),
-                                                                   "--shard-tokens", str(SEGMENT)],
+    server = StrideServer(extra_args=shard_args(meet, world, 0) + ["--shard-min-tokens", str(SEGMENT), *layout],
                           config=str(config), threads=1)
     wait_connected(server)
     return server, workers, logs
@@ -116,6 +115,28 @@ def test_a_longer_prompt_reuses_every_ranks_cached_pages_and_gives_the_one_host_
         assert reused[1] == [SEGMENT] * (world - 1) + [HALF]
         assert reused[2] == [0] * world
         assert pages_held(logs) == [0] * (3 * (world - 1))  # the workers' pages back after every request
+        assert server.metrics()["stride_kv_cache_pages_used"] == 0
+    finally:
+        stop_set(server, workers)
+
+
+def test_without_shard_tokens_the_automatic_layout_reuses_the_prefix(tmp_path):
+    """No --shard-tokens: rank 0's context (-c 520) over 2 ranks gives S = 256 (260 rounded down to a
+    kernel segment), so a 384-token prompt is cut [0, 256) + [256, 384) (balanced would be 192 + 192,
+    and the 512-token one after it 256 + 256, every boundary moved) and the 512-token prompt that
+    extends it reuses all 384 positions, with the one host's text and log-probabilities."""
+    ids = [int(i) for i in prompt_ids(2 * SEGMENT)]
+    first, second = ids[:SEGMENT + HALF], ids
+    want = one_host_run([str(i) for i in second], N_NEW)
+    server, workers, logs = start_set(tmp_path, 2, "f16", "dense", layout=("-c", str(2 * SEGMENT + N_NEW)))
+    try:
+        assert complete(server, first).usage.prompt_tokens_details.cached_tokens == 0
+        r2 = complete(server, second)
+        assert r2.choices[0].text == want["text"]
+        assert r2.choices[0].logprobs.token_logprobs == want["logprobs"]
+        assert r2.usage.prompt_tokens_details.cached_tokens == SEGMENT + HALF
+        assert reused_by_rank(server, logs, 2) == [[0, 0], [SEGMENT, HALF]]
+        assert pages_held(logs) == [0, 0]
         assert server.metrics()["stride_kv_cache_pages_used"] == 0
     finally:
         stop_set(server, workers)
