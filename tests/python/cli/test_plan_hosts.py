@@ -1,7 +1,7 @@
 """`stride plan --hosts N` and `--host-memory BYTES`: each rank's memory when
 one sequence is spread by position over a shard set, against the KV byte
 formula computed here from the model's shape (`stride info`): a rank holds
-ceil(context / N) tokens rounded up to 32-token pages on every layer, K and V
+its shard on every layer (the largest: the last rank's under the automatic layout), K and V
 of every kv head at 2 bytes (f16) or 1 byte and a 4-byte scale per token and
 head (int8); and the fewest hosts whose memory holds a rank's total."""
 import json
@@ -13,6 +13,7 @@ from shard_ranks import model_info
 from stride_server import SMOL, binary
 
 PAGE = 32
+SEGMENT = 256  # the attention kernel's segment: 8 pages
 
 
 def plan(*args):
@@ -21,9 +22,17 @@ def plan(*args):
     return json.loads(r.stdout)
 
 
+def largest_shard(context, hosts):
+    """The automatic layout (docs/deploy.md): ranks 0 .. N-2 hold S = floor(context / N) rounded down
+    to 256-token segments, the last rank the rest; balanced (ceil(context / N) in pages) when S is 0."""
+    s = context // hosts // SEGMENT * SEGMENT
+    if hosts == 1 or s == 0:
+        return min(context, -(-(-(-context // hosts)) // PAGE) * PAGE)
+    return context - (hosts - 1) * s
+
+
 def kv_bytes_per_rank(info, context, hosts, bytes_per_value, scale_bytes=0):
-    tokens = -(-context // hosts)
-    pages = -(-tokens // PAGE)
+    pages = -(-largest_shard(context, hosts) // PAGE)
     per_token = info["n_head_kv"] * ((info["head_dim"] + info["head_dim_v"]) * bytes_per_value + scale_bytes)
     return info["n_layer"] * pages * PAGE * per_token
 
@@ -40,7 +49,8 @@ def test_kv_per_rank_is_the_shard_of_the_context(hosts, kv, bytes_per_value, sca
     j = plan("--context", str(context), "--hosts", str(hosts), "--kv-type", kv)
     s = j["shard"]
     assert s["hosts"] == hosts
-    assert s["tokens_per_rank"] == -(-(-(-context // hosts)) // PAGE) * PAGE
+    assert s["tokens_per_rank"] == largest_shard(context, hosts)
+    assert s["shard_tokens"] == (0 if hosts == 1 else context // hosts // SEGMENT * SEGMENT)
     assert s["kv_bytes_per_rank"] == kv_bytes_per_rank(info, context, hosts, bytes_per_value, scale_bytes)
     assert s["weight_bytes"] == j["weight_bytes"]
     parts = s["weight_bytes"] + s["kv_bytes_per_rank"] + s["activation_bytes_per_rank"] + s["ring_bytes_per_rank"]
