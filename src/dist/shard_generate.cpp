@@ -63,7 +63,7 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   const int64_t compute_from = std::clamp(reuse_stop, shard.pos_begin, shard.pos_end);
   // Every rank takes its part or every rank refuses the request, before any page travels (agree_on_admission).
   auto admit = [&](const Status& mine) {
-    Status agreed = agree_on_admission(group, mine, kv.stats());
+    Status agreed = agree_on_admission(group, mine);
     if (refused_together && group.ok()) *refused_together = !agreed.ok();
     return agreed;
   };

@@ -1,6 +1,7 @@
 #include "dist/shard_step.h"
 
 #include <algorithm>
+#include <array>
 #include <span>
 #include <string>
 
@@ -32,6 +33,9 @@ Expected<std::vector<int64_t>> agree_with_layout(ShardGroup& group, const std::v
   return std::vector<int64_t>(agree.begin() + 4, agree.end());
 }
 
+// The failing rank's error as every rank reports it, cut to this many bytes.
+constexpr size_t kAdmissionMessageBytes = 512;
+
 }  // namespace
 
 Status agree_on_prompt_and_layout(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens) {
@@ -44,26 +48,21 @@ Expected<int64_t> agree_on_prompt_and_reuse(ShardGroup& group, const std::vector
   return -agreed[0];
 }
 
-Status agree_on_admission(ShardGroup& group, const Status& mine, const KvStats& pool) {
+Status agree_on_admission(ShardGroup& group, const Status& mine) {
   const int w = group.world(), me = group.rank();
-  // [world][code, free pages, pool pages]: each rank fills its own row, the max brings every row to every rank.
-  std::vector<int64_t> rows((size_t)w * 3, 0);
-  rows[(size_t)me * 3 + 0] = (int64_t)mine.code();
-  rows[(size_t)me * 3 + 1] = pool.pages_total - pool.pages_used;
-  rows[(size_t)me * 3 + 2] = pool.pages_total;
-  STRIDE_RETURN_IF_ERROR(group.allreduce_max(rows.data(), rows.size()));
-  const std::string where = "shard rank " + std::to_string(me) + " of " + std::to_string(w);
-  if (!mine.ok()) return Status(mine.code(), where + " cannot take its part of the request: " + mine.message());
-  for (int r = 0; r < w; ++r) {
-    const auto code = (StatusCode)rows[(size_t)r * 3];
-    if (code == StatusCode::kOk) continue;
-    return Status(code, "shard rank " + std::to_string(r) + " of " + std::to_string(w) +
-                            " cannot take its part of the request (" +
-                            (code == StatusCode::kResourceExhausted ? "its KV pool is exhausted: " : "") +
-                            std::to_string(rows[(size_t)r * 3 + 1]) + " of its " +
-                            std::to_string(rows[(size_t)r * 3 + 2]) + " KV pages were free)");
-  }
-  return Status::Ok();
+  // [world] each rank's status code in its own slot; the max brings every slot to every rank.
+  std::vector<int64_t> codes((size_t)w, 0);
+  codes[(size_t)me] = (int64_t)mine.code();
+  STRIDE_RETURN_IF_ERROR(group.allreduce_max(codes.data(), codes.size()));
+  const auto failed = std::find_if(codes.begin(), codes.end(), [](int64_t c) { return c != 0; });
+  if (failed == codes.end()) return Status::Ok();
+  // The first rank that failed tells every rank why, so each gives the same clear error.
+  const int from = (int)(failed - codes.begin());
+  std::array<char, kAdmissionMessageBytes> why{};
+  if (me == from) mine.message().copy(why.data(), why.size() - 1);
+  STRIDE_RETURN_IF_ERROR(group.broadcast(why.data(), why.size(), from));
+  return Status((StatusCode)*failed, "shard rank " + std::to_string(from) + " of " + std::to_string(w) +
+                                         " cannot take its part of the request: " + std::string(why.data()));
 }
 
 Status run_shard_step(Engine& engine, const SequenceStep& step, ShardedAttention& sharded) {

@@ -26,11 +26,11 @@ Expected<int64_t> agree_on_prompt_and_reuse(ShardGroup& group, const std::vector
 
 // Every rank's part of a request taken or refused together, once the ranks
 // agreed on the prompt and before any page travels: `mine` is how adding
-// this rank's sequence and reserving its shard's pages went, `pool` its KV
-// pool then. On every rank alike, when any rank failed: this rank's own
-// error, or one naming the first rank that failed, its error's kind and how
-// many of its pool's pages were free. The ranks stay in step either way.
-Status agree_on_admission(ShardGroup& group, const Status& mine, const KvStats& pool);
+// this rank's sequence and reserving its shard's pages went. When any rank
+// failed, every rank returns the same error: the first failing rank's, named
+// ("shard rank 1 of 2 cannot take its part of the request: KV pool
+// exhausted: ..."). The ranks stay in step either way.
+Status agree_on_admission(ShardGroup& group, const Status& mine);
 
 // The step's tokens through every layer as one step (the model's chunk
 // limit raised to step.n for it), attention through `sharded`: a decode step.

@@ -41,11 +41,10 @@ def smol_info():
 def expected_payload(policy, world, rank, info, n_prompt):
     """Bytes rank `rank` sends (the exchange's byte formula, from the model's shape)."""
     layers, heads, kv_heads = info["n_layer"], info["n_head"], info["n_head_kv"]
-    # 40 bytes agreeing on the prompt, the shard layout and the reused positions; 24 per rank agreeing
-    # that every rank took its part (its status and its pool's free and total pages); then the ring
-    # prefill of every layer.
+    # 40 bytes agreeing on the prompt, the shard layout and the reused positions; 8 per rank agreeing
+    # that every rank took its part (its status); then the ring prefill of every layer.
     shards = [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
-    total = 40 + 24 * world + layers * ring_bytes_per_layer(policy, shards, rank, info)
+    total = 40 + 8 * world + layers * ring_bytes_per_layer(policy, shards, rank, info)
     # Per decode step (N_NEW - 1: the last token is not run) and layer, the root sends its query
     # (H * dk floats) to every rank holding a key the query sees; each such rank sends back a
     # partial state (H * (dv + 2) floats). Top-k adds each rank's page scores (kv heads x pages
