@@ -18,6 +18,7 @@ Status serve_jobs(Engine& engine, ShardGroup& group) {
   for (;;) {
     STRIDE_ASSIGN_OR_RETURN(const ShardJob job, receive_job(group));
     if (job.kind == ShardJob::Kind::Heartbeat) continue;
+    const int64_t restored_before = engine.kv().stats().pages_restored;
     bool refused_together = false;
     Expected<std::unique_ptr<ShardedGenerator>> g =
         ShardedGenerator::start(engine, group, job.prompt, job.options, &refused_together);
@@ -32,9 +33,10 @@ Status serve_jobs(Engine& engine, ShardGroup& group) {
     if (g.ok()) (*g).reset();  // the sequence's pages go back now
     std::fprintf(stderr,
                  "shard rank %d/%d: request %s: %s, %d tokens, %lld prompt tokens reused, %lld KV pages held, "
-                 "prefill %.3f CPU s\n",
+                 "prefill %.3f CPU s, %lld KV pages restored from the offload tier\n",
                  group.rank(), group.world(), job.request_id.c_str(), st.ok() ? "done" : st.message().c_str(), tokens,
-                 reused, (long long)engine.kv().stats().pages_used, prefill_cpu);
+                 reused, (long long)engine.kv().stats().pages_used, prefill_cpu,
+                 (long long)(engine.kv().stats().pages_restored - restored_before));
     // A request every rank refused together leaves the ranks in step; whatever else failed leaves
     // them out of step: the group ends, and rank 0 learns it at once.
     if (!st.ok() && !refused_together) return st;
