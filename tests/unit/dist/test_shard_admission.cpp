@@ -16,14 +16,9 @@ namespace {
 
 constexpr int kWorld = 3;
 
-// One request's admission on rank r (failing on the ranks in `failing`), then an allreduce of r + 1.
-testing::RankReport admit_then_go_on(const std::string& rendezvous, int r, bool ranks_1_and_2_fail) {
-  ShardGroupOptions o;
-  o.rank = r;
-  o.world = kWorld;
-  o.rendezvous = rendezvous;
-  o.timeout = std::chrono::seconds(20);
-  auto connected = ShardGroup::connect(o);
+// One request's admission on rank r (ranks 1 and 2 failing when asked), then an allreduce of r + 1.
+testing::RankReport admit_then_go_on(const testing::RendezvousDir& dir, int r, bool ranks_1_and_2_fail) {
+  auto connected = ShardGroup::connect(dir.options(r, kWorld, std::chrono::seconds(20)));
   if (!connected.ok()) return testing::failed(connected.status());
   ShardGroup& g = **connected;
   Status mine = Status::Ok();
@@ -37,31 +32,25 @@ testing::RankReport admit_then_go_on(const std::string& rendezvous, int r, bool 
   return rep;
 }
 
-TEST(ShardAdmission, EveryRankGoesOnWhenAllTookTheirPart) {
+// Runs the ranks; every one must report `want` and then the allreduce of every rank's r + 1 (in step).
+void expect_every_rank(bool ranks_1_and_2_fail, const Status& want) {
   const testing::RendezvousDir dir;
-  const auto ranks = testing::run_ranks(kWorld, [&](int r) { return admit_then_go_on(dir.address(), r, false); },
-                                        std::chrono::seconds(60));
+  const auto ranks = testing::run_ranks(
+      kWorld, [&](int r) { return admit_then_go_on(dir, r, ranks_1_and_2_fail); }, std::chrono::seconds(60));
   for (int r = 0; r < kWorld; ++r) {
     ASSERT_TRUE(ranks[r].reported) << "rank " << r << " crashed or hung";
-    EXPECT_TRUE(ranks[r].report.status.ok()) << ranks[r].report.status.to_string();
-    ASSERT_EQ(ranks[r].report.out.size(), 1u);
-    EXPECT_EQ(ranks[r].report.out[0], (float)kWorld);
-  }
-}
-
-TEST(ShardAdmission, EveryRankGetsTheFirstFailingRanksErrorAndStaysInStep) {
-  const testing::RendezvousDir dir;
-  const auto ranks = testing::run_ranks(kWorld, [&](int r) { return admit_then_go_on(dir.address(), r, true); },
-                                        std::chrono::seconds(60));
-  for (int r = 0; r < kWorld; ++r) {
-    ASSERT_TRUE(ranks[r].reported) << "rank " << r << " crashed or hung";
-    EXPECT_EQ(ranks[r].report.status.code(), StatusCode::kResourceExhausted) << r;
-    EXPECT_EQ(ranks[r].report.status.message(),
-              "shard rank 1 of 3 cannot take its part of the request: KV pool exhausted: the step needs 720 more pages")
-        << r;
+    EXPECT_EQ(ranks[r].report.status.code(), want.code()) << r;
+    EXPECT_EQ(ranks[r].report.status.message(), want.message()) << r;
     ASSERT_EQ(ranks[r].report.out.size(), 1u);
     EXPECT_EQ(ranks[r].report.out[0], (float)kWorld) << "rank " << r << " is out of step";
   }
+}
+
+TEST(ShardAdmission, EveryRankGoesOnWhenAllTookTheirPart) { expect_every_rank(false, Status::Ok()); }
+
+TEST(ShardAdmission, EveryRankGetsTheFirstFailingRanksErrorAndStaysInStep) {
+  expect_every_rank(true, ResourceExhausted("shard rank 1 of 3 cannot take its part of the request: KV pool "
+                                            "exhausted: the step needs 720 more pages"));
 }
 
 }  // namespace
