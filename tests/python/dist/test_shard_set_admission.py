@@ -70,7 +70,6 @@ def test_a_rank_that_cannot_hold_its_shard_fails_the_request_at_once_and_the_set
             complete(server, ids)
         elapsed = time.monotonic() - t0
         message = refused.value.message
-        print(f"refused in {elapsed:.2f} s: {message}")
         # The worker's own reason, on rank 0: its pool of 298 pages, all free, and what the shard needs.
         assert "shard rank 1 of 2 cannot take its part of the request: KV pool exhausted" in message, message
         assert "298 free of 298" in message, message
