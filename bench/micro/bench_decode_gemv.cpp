@@ -1,6 +1,6 @@
 // The decode GEMV's own ceiling, apart from the engine: one token through
 // repacked weights (matmul_packed, n_tok = 1) per weight type at the
-// Llama-3.2-1B shapes, 1 and 2 threads. Each matrix is copied into a ring
+// Llama-3.2-1B shapes (and the Llama-3.1-8B Q4_0 FFN's), 1 and 2 threads. Each matrix is copied into a ring
 // larger than twice the L3 cache, so every pass streams from DRAM as decode
 // does. Every iteration first reads the same ring bytes with a plain summing
 // loop (the read ceiling), then runs the GEMVs, so both share the machine's
@@ -142,13 +142,16 @@ void register_all() {
   // Q8_0, F16 and BF16 at the gate/up shape for the other files' types.
   const bench::Shape up{"2048x8192", 2048, 8192}, down{"8192x2048", 8192, 2048};
   const bench::Shape head{"2048x128256", 2048, 128256};
+  // Llama-3.1-8B Q4_0: ffn_gate/up [4096 -> 14336], ffn_down [14336 -> 4096].
+  const bench::Shape up8b{"4096x14336", 4096, 14336}, down8b{"14336x4096", 14336, 4096};
   struct Entry {
     DType t;
     bench::Shape shape;
   };
   const Entry entries[] = {{DType::Q4_K, up},   {DType::Q4_K, down}, {DType::Q6_K, down},
                            {DType::Q6_K, head}, {DType::Q8_0, up},   {DType::F16, up},
-                           {DType::BF16, up}};
+                           {DType::BF16, up},   {DType::Q4_0, up8b}, {DType::Q4_0, down8b},
+                           {DType::Q4_K, up8b}};
   for (const Entry& e : entries)
     for (int threads : {1, 2})
       for (bool small_pages : {false, true}) {
