@@ -3,7 +3,8 @@
 // paged attention kernel, isa/attention_kernel.cpp): the rows' running
 // state, the page as the tiles read it, the online-softmax step and the
 // value accumulation, rows in fours, pairs and ones. For the kernel's
-// variants: include after isa/begin.h and attention/attention_tiles.h.
+// variants: include after isa/begin.h, attention/attention_tiles.h and
+// attention/attention_tiles_keys_major.h.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@ struct Scratch {
   std::vector<float> qs;   // [rows, dk] scaled queries shifted for sink keys (cache-relative)
   std::vector<float> kf;   // [page_size, dk] f16 page widened (when many rows read it)
   std::vector<float> vf;   // [page_size, dv]
+  std::vector<float> kt;   // [dk, keys_major_ld(page_size)] f32 page's keys transposed (prefill)
   std::vector<float> s;    // [4, page_size] scores of a row tile
   std::vector<float> pr;   // [4, page_size] probabilities of a row tile
   std::vector<float> m, d; // [rows] running state of the current segment
@@ -50,6 +52,8 @@ struct PageRows {
   const typename L::Elem* v = nullptr;  // [n, dv]
   const float* ks = nullptr;            // [n] key scales (int8)
   const float* vs = nullptr;            // [n] value scales (int8)
+  const float* kt = nullptr;            // [dk, ld] keys transposed (f32 rows, many rows per page)
+  int ld = 0;
 };
 
 // F32Rows over an f16 pool reads the page widened into scratch: with more
@@ -145,7 +149,12 @@ void attend_rows(Scratch& sc, const PageStep& st, const PageRows<L>& page, int r
     qr[i] = sc.q.data() + (int64_t)(r0 + i) * g.dk;
     o[i] = sc.o.data() + (int64_t)(r0 + i) * g.dv;
   }
-  tiles::dot_rows<L, R>(qr, page.k, page.ks, st.n, g.dk, s);
+  if constexpr (std::is_same_v<L, simd::F32Rows>) {
+    if (page.kt) tiles::dot_rows_keys_major<R>(qr, page.kt, page.ld, st.n, g.dk, s);
+    else tiles::dot_rows<L, R>(qr, page.k, page.ks, st.n, g.dk, s);
+  } else {
+    tiles::dot_rows<L, R>(qr, page.k, page.ks, st.n, g.dk, s);
+  }
   float alpha[R];
   bool all = true, any[R];
   for (int i = 0; i < R; ++i) {
@@ -181,7 +190,15 @@ void run_page(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   const int32_t page = plan.page_ids[e];
   const int32_t* kpos = pool.positions(page);
   if (e + 1 < e1) prefetch_page(pool, plan.page_ids[e + 1], h, g);
-  const PageRows<L> rows_of_page = page_rows<L>(pool, page, h, plan.page_valid[e], g, sc);
+  PageRows<L> rows_of_page = page_rows<L>(pool, page, h, plan.page_valid[e], g, sc);
+  // Many rows per page (prefill): the keys transposed once feed the keys-major score tile.
+  if constexpr (std::is_same_v<L, simd::F32Rows>) {
+    if (rows > 4 && g.dk % 8 == 0) {
+      rows_of_page.ld = tiles::keys_major_ld(g.page_size);
+      tiles::transpose_keys(rows_of_page.k, plan.page_valid[e], g.dk, sc.kt.data(), rows_of_page.ld);
+      rows_of_page.kt = sc.kt.data();
+    }
+  }
   const PageStep st{policy,     p,    g, row_pos0, kpos, plan.page_valid[e], plan.page_full[e] != 0,
                     shift && kpos[0] < policy.sinks};
   int r0 = 0;
