@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/simd/loaders.h"
+
 #ifdef STRIDE_ISA_NS
 namespace stride::isa::STRIDE_ISA_NS::tiles {
 #define STRIDE_KEYS_MAJOR_WIDE (STRIDE_ISA_LEVEL >= 1)
@@ -39,14 +41,16 @@ constexpr int keys_major_ld(int page_size) {
   return (page_size + kKeysMajorBlock - 1) / kKeysMajorBlock * kKeysMajorBlock;
 }
 
-// kt[i * ld + t] = k[t * d + i] for t < n, i < d, and 0 for n <= t < ld.
-// k: [n, d] with d % 8 == 0; kt: [d, ld], ld = keys_major_ld(>= n).
-inline void transpose_keys(const float* k, int n, int d, float* kt, int ld) {
+// kt[i * ld + t] = k[t * d + i] widened to f32 for t < n, i < d, and 0 for
+// n <= t < ld. k: [n, d] rows of a loader (f32, or f16 widened in registers)
+// with d % 8 == 0; kt: [d, ld], ld = keys_major_ld(>= n).
+template <class L>
+inline void transpose_keys(const typename L::Elem* k, int n, int d, float* kt, int ld) {
   for (int t0 = 0; t0 < ld; t0 += 8)
     for (int i0 = 0; i0 < d; i0 += 8) {
       __m256 r[8];  // keys t0..t0+8, elements i0..i0+8
       for (int j = 0; j < 8; ++j)
-        r[j] = t0 + j < n ? _mm256_loadu_ps(k + (int64_t)(t0 + j) * d + i0) : _mm256_setzero_ps();
+        r[j] = t0 + j < n ? L::load8(k + (int64_t)(t0 + j) * d + i0) : _mm256_setzero_ps();
       const __m256 a0 = _mm256_unpacklo_ps(r[0], r[1]), a1 = _mm256_unpackhi_ps(r[0], r[1]);
       const __m256 a2 = _mm256_unpacklo_ps(r[2], r[3]), a3 = _mm256_unpackhi_ps(r[2], r[3]);
       const __m256 a4 = _mm256_unpacklo_ps(r[4], r[5]), a5 = _mm256_unpackhi_ps(r[4], r[5]);

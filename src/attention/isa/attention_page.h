@@ -59,15 +59,26 @@ struct PageRows {
 // F32Rows over an f16 pool reads the page widened into scratch: with more
 // than one tile of rows per page (prefill) one widening pass is cheaper than
 // widening at every load, as F16Rows does (decode). Widening is exact, so
-// both give the same bits.
+// both give the same bits. With keys_major the keys are transposed straight
+// from the pool for the keys-major score tile, and widened as rows only when
+// need_k (sink keys scored with the shifted query read them as rows).
 template <class L>
 PageRows<L> page_rows(const KvPool& pool, int32_t page, int h, int n, const Geometry& g,
-                      Scratch& sc) {
+                      bool keys_major, bool need_k, Scratch& sc) {
   if constexpr (std::is_same_v<L, simd::F32Rows>) {
-    if (pool.storage() == KvStorage::F32) return {pool.k32(page, h), pool.v32(page, h)};
-    simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * g.dk);
-    simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * g.dv);
-    return {sc.kf.data(), sc.vf.data()};
+    const bool f32 = pool.storage() == KvStorage::F32;
+    PageRows<L> rows{f32 ? pool.k32(page, h) : sc.kf.data(), f32 ? pool.v32(page, h) : sc.vf.data()};
+    if (!f32) {
+      if (!keys_major || need_k) simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * g.dk);
+      simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * g.dv);
+    }
+    if (keys_major) {
+      rows.ld = tiles::keys_major_ld(g.page_size);
+      rows.kt = sc.kt.data();
+      if (f32) tiles::transpose_keys<simd::F32Rows>(pool.k32(page, h), n, g.dk, sc.kt.data(), rows.ld);
+      else tiles::transpose_keys<simd::F16Rows>(pool.k(page, h), n, g.dk, sc.kt.data(), rows.ld);
+    }
+    return rows;
   } else if constexpr (std::is_same_v<L, simd::F16Rows>) {
     return {pool.k(page, h), pool.v(page, h)};
   } else {
@@ -190,17 +201,11 @@ void run_page(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   const int32_t page = plan.page_ids[e];
   const int32_t* kpos = pool.positions(page);
   if (e + 1 < e1) prefetch_page(pool, plan.page_ids[e + 1], h, g);
-  PageRows<L> rows_of_page = page_rows<L>(pool, page, h, plan.page_valid[e], g, sc);
+  const bool has_sinks = shift && kpos[0] < policy.sinks;
   // Many rows per page (prefill): the keys transposed once feed the keys-major score tile.
-  if constexpr (std::is_same_v<L, simd::F32Rows>) {
-    if (rows > 4 && g.dk % 8 == 0) {
-      rows_of_page.ld = tiles::keys_major_ld(g.page_size);
-      tiles::transpose_keys(rows_of_page.k, plan.page_valid[e], g.dk, sc.kt.data(), rows_of_page.ld);
-      rows_of_page.kt = sc.kt.data();
-    }
-  }
-  const PageStep st{policy,     p,    g, row_pos0, kpos, plan.page_valid[e], plan.page_full[e] != 0,
-                    shift && kpos[0] < policy.sinks};
+  const bool keys_major = std::is_same_v<L, simd::F32Rows> && rows > 4 && g.dk % 8 == 0;
+  const PageRows<L> rows_of_page = page_rows<L>(pool, page, h, plan.page_valid[e], g, keys_major, has_sinks, sc);
+  const PageStep st{policy, p, g, row_pos0, kpos, plan.page_valid[e], plan.page_full[e] != 0, has_sinks};
   int r0 = 0;
   for (; r0 + 4 <= rows; r0 += 4) attend_rows<L, 4>(sc, st, rows_of_page, r0);
   if (r0 + 2 <= rows) {

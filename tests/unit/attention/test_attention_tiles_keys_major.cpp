@@ -1,5 +1,5 @@
 // The keys-major score tile (attention_tiles_keys_major.h) that prefill pages
-// go through: the transpose against a plain index loop, and the scores bit
+// go through: the transpose of f32 and f16 rows against a plain index loop, and the scores bit
 // for bit against dot_rows on the same keys (what decode runs, so a token's
 // logits do not depend on how many tokens shared its prefill call) and
 // within rounding of the double reference. Key counts below, at and past the
@@ -14,6 +14,7 @@
 #include "attention/attention_tiles.h"
 #include "attention/attention_tiles_keys_major.h"
 #include "attention/attention_tiles_ref.h"
+#include "core/fp16.h"
 
 namespace stride {
 namespace {
@@ -35,10 +36,16 @@ TEST(KeysMajorTile, TransposeKeepsEveryKeyAndZeroPadsTheRest) {
       const auto k = normal((size_t)n * d, (uint32_t)(n * 7 + d));
       const int ld = tiles::keys_major_ld(32);
       std::vector<float> kt((size_t)d * ld, -1.f);
-      tiles::transpose_keys(k.data(), n, d, kt.data(), ld);
+      tiles::transpose_keys<simd::F32Rows>(k.data(), n, d, kt.data(), ld);
+      std::vector<uint16_t> k16(k.size());
+      for (size_t i = 0; i < k.size(); ++i) k16[i] = fp32_to_fp16(k[i]);
+      std::vector<float> kt16((size_t)d * ld, -1.f);
+      tiles::transpose_keys<simd::F16Rows>(k16.data(), n, d, kt16.data(), ld);
       for (int i = 0; i < d; ++i)
-        for (int t = 0; t < ld; ++t)
+        for (int t = 0; t < ld; ++t) {
           ASSERT_EQ(kt[(size_t)i * ld + t], t < n ? k[(size_t)t * d + i] : 0.f) << i << "," << t;
+          ASSERT_EQ(kt16[(size_t)i * ld + t], t < n ? fp16_to_fp32(k16[(size_t)t * d + i]) : 0.f) << i << "," << t;
+        }
     }
 }
 
@@ -46,7 +53,7 @@ template <int R>
 void check_rows(const std::vector<float>& q, const std::vector<float>& k, int n, int d) {
   const int ld = tiles::keys_major_ld(n);
   std::vector<float> kt((size_t)d * ld);
-  tiles::transpose_keys(k.data(), n, d, kt.data(), ld);
+  tiles::transpose_keys<simd::F32Rows>(k.data(), n, d, kt.data(), ld);
   std::vector<float> got((size_t)R * n, -1.f), want((size_t)R * n), ref(n);
   const float* qr[R];
   float* sg[R];
