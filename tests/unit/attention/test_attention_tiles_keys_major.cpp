@@ -6,8 +6,8 @@
 // vector width, a partial last page, every row tile.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -15,17 +15,12 @@
 #include "attention/attention_tiles_keys_major.h"
 #include "attention/attention_tiles_ref.h"
 #include "core/fp16.h"
+#include "../kv/cache_test_util.h"
 
 namespace stride {
 namespace {
 
-std::vector<float> normal(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> x(n);
-  for (float& v : x) v = nd(rng);
-  return x;
-}
+using testing_util::random_vec;
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -33,7 +28,7 @@ TEST(KeysMajorTile, TransposeKeepsEveryKeyAndZeroPadsTheRest) {
   for (int d : {8, 64, 128})
     for (int n : {1, 7, 8, 17, 32}) {
       SCOPED_TRACE("d=" + std::to_string(d) + " n=" + std::to_string(n));
-      const auto k = normal((size_t)n * d, (uint32_t)(n * 7 + d));
+      const auto k = random_vec((size_t)n * d, (uint32_t)(n * 7 + d));
       const int ld = tiles::keys_major_ld(32);
       std::vector<float> kt((size_t)d * ld, -1.f);
       tiles::transpose_keys<simd::F32Rows>(k.data(), n, d, kt.data(), ld);
@@ -80,8 +75,8 @@ TEST(KeysMajorTile, ScoresAreDotRowsBitForBit) {
   for (int d : {8, 64, 128, 256})
     for (int n : {1, 3, 7, 8, 9, 16, 17, 31, 32}) {
       SCOPED_TRACE("d=" + std::to_string(d) + " n=" + std::to_string(n));
-      const auto q = normal((size_t)4 * d, (uint32_t)(d + 1));
-      const auto k = normal((size_t)n * d, (uint32_t)(n * 13 + d));
+      const auto q = random_vec((size_t)4 * d, (uint32_t)(d + 1));
+      const auto k = random_vec((size_t)n * d, (uint32_t)(n * 13 + d));
       check_rows<4>(q, k, n, d);
       check_rows<2>(q, k, n, d);
       check_rows<1>(q, k, n, d);
