@@ -196,7 +196,9 @@ inline void pv_tile_wide(float* const* o, const float* alpha, const float* const
     __m512 vv[V];
     for (int j = 0; j < V; ++j) {
       vv[j] = load16<L>(vt + 16 * j);
-      if constexpr (R > 1) __asm__("" : "+v"(vv[j]));
+      // Widened rows stay in a register (see pv_tile). f32 rows may be
+      // folded into the FMAs: pinned, GCC spills them to the stack each key.
+      if constexpr (R > 1 && !std::is_same_v<typename L::Elem, float>) __asm__("" : "+v"(vv[j]));
     }
     for (int r = 0; r < R; ++r) {
       const __m512 pt = _mm512_set1_ps(p[r][t]);

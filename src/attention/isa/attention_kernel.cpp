@@ -24,6 +24,7 @@
 
 #include "kernels/isa/begin.h"
 #include "attention/attention_tiles.h"
+#include "attention/attention_tiles_keys_major.h"
 #include "attention/isa/attention_page.h"
 
 namespace stride::isa::STRIDE_ISA_NS {
@@ -79,6 +80,7 @@ void run_item(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   sc.o.assign((size_t)rows * dv, 0.f);
   sc.s.resize(4 * (size_t)g.page_size);
   sc.pr.resize(4 * (size_t)g.page_size);
+  if (rows > 4) sc.kt.resize((size_t)dk * tiles::keys_major_ld(g.page_size));
 
   // Row r = query i * group + head-in-group j; the scale is folded into q.
   const float scale = attention_scale(p, dk);

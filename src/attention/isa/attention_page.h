@@ -3,7 +3,8 @@
 // paged attention kernel, isa/attention_kernel.cpp): the rows' running
 // state, the page as the tiles read it, the online-softmax step and the
 // value accumulation, rows in fours, pairs and ones. For the kernel's
-// variants: include after isa/begin.h and attention/attention_tiles.h.
+// variants: include after isa/begin.h, attention/attention_tiles.h and
+// attention/attention_tiles_keys_major.h.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@ struct Scratch {
   std::vector<float> qs;   // [rows, dk] scaled queries shifted for sink keys (cache-relative)
   std::vector<float> kf;   // [page_size, dk] f16 page widened (when many rows read it)
   std::vector<float> vf;   // [page_size, dv]
+  std::vector<float> kt;   // [dk, keys_major_ld(page_size)] f32 page's keys transposed (prefill)
   std::vector<float> s;    // [4, page_size] scores of a row tile
   std::vector<float> pr;   // [4, page_size] probabilities of a row tile
   std::vector<float> m, d; // [rows] running state of the current segment
@@ -50,20 +52,33 @@ struct PageRows {
   const typename L::Elem* v = nullptr;  // [n, dv]
   const float* ks = nullptr;            // [n] key scales (int8)
   const float* vs = nullptr;            // [n] value scales (int8)
+  const float* kt = nullptr;            // [dk, ld] keys transposed (f32 rows, many rows per page)
+  int ld = 0;
 };
 
 // F32Rows over an f16 pool reads the page widened into scratch: with more
 // than one tile of rows per page (prefill) one widening pass is cheaper than
 // widening at every load, as F16Rows does (decode). Widening is exact, so
-// both give the same bits.
+// both give the same bits. With keys_major the keys are transposed straight
+// from the pool for the keys-major score tile, and widened as rows only when
+// need_k (sink keys scored with the shifted query read them as rows).
 template <class L>
 PageRows<L> page_rows(const KvPool& pool, int32_t page, int h, int n, const Geometry& g,
-                      Scratch& sc) {
+                      bool keys_major, bool need_k, Scratch& sc) {
   if constexpr (std::is_same_v<L, simd::F32Rows>) {
-    if (pool.storage() == KvStorage::F32) return {pool.k32(page, h), pool.v32(page, h)};
-    simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * g.dk);
-    simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * g.dv);
-    return {sc.kf.data(), sc.vf.data()};
+    const bool f32 = pool.storage() == KvStorage::F32;
+    PageRows<L> rows{f32 ? pool.k32(page, h) : sc.kf.data(), f32 ? pool.v32(page, h) : sc.vf.data()};
+    if (!f32) {
+      if (!keys_major || need_k) simd::f16_to_f32(pool.k(page, h), sc.kf.data(), (int64_t)n * g.dk);
+      simd::f16_to_f32(pool.v(page, h), sc.vf.data(), (int64_t)n * g.dv);
+    }
+    if (keys_major) {
+      rows.ld = tiles::keys_major_ld(g.page_size);
+      rows.kt = sc.kt.data();
+      if (f32) tiles::transpose_keys<simd::F32Rows>(pool.k32(page, h), n, g.dk, sc.kt.data(), rows.ld);
+      else tiles::transpose_keys<simd::F16Rows>(pool.k(page, h), n, g.dk, sc.kt.data(), rows.ld);
+    }
+    return rows;
   } else if constexpr (std::is_same_v<L, simd::F16Rows>) {
     return {pool.k(page, h), pool.v(page, h)};
   } else {
@@ -145,7 +160,12 @@ void attend_rows(Scratch& sc, const PageStep& st, const PageRows<L>& page, int r
     qr[i] = sc.q.data() + (int64_t)(r0 + i) * g.dk;
     o[i] = sc.o.data() + (int64_t)(r0 + i) * g.dv;
   }
-  tiles::dot_rows<L, R>(qr, page.k, page.ks, st.n, g.dk, s);
+  if constexpr (std::is_same_v<L, simd::F32Rows>) {
+    if (page.kt) tiles::dot_rows_keys_major<R>(qr, page.kt, page.ld, st.n, g.dk, s);
+    else tiles::dot_rows<L, R>(qr, page.k, page.ks, st.n, g.dk, s);
+  } else {
+    tiles::dot_rows<L, R>(qr, page.k, page.ks, st.n, g.dk, s);
+  }
   float alpha[R];
   bool all = true, any[R];
   for (int i = 0; i < R; ++i) {
@@ -181,9 +201,11 @@ void run_page(const KvPool& pool, const AttentionPlan& plan, const PolicySpec& p
   const int32_t page = plan.page_ids[e];
   const int32_t* kpos = pool.positions(page);
   if (e + 1 < e1) prefetch_page(pool, plan.page_ids[e + 1], h, g);
-  const PageRows<L> rows_of_page = page_rows<L>(pool, page, h, plan.page_valid[e], g, sc);
-  const PageStep st{policy,     p,    g, row_pos0, kpos, plan.page_valid[e], plan.page_full[e] != 0,
-                    shift && kpos[0] < policy.sinks};
+  const bool has_sinks = shift && kpos[0] < policy.sinks;
+  // Many rows per page (prefill): the keys transposed once feed the keys-major score tile.
+  const bool keys_major = std::is_same_v<L, simd::F32Rows> && rows > 4 && g.dk % 8 == 0;
+  const PageRows<L> rows_of_page = page_rows<L>(pool, page, h, plan.page_valid[e], g, keys_major, has_sinks, sc);
+  const PageStep st{policy, p, g, row_pos0, kpos, plan.page_valid[e], plan.page_full[e] != 0, has_sinks};
   int r0 = 0;
   for (; r0 + 4 <= rows; r0 += 4) attend_rows<L, 4>(sc, st, rows_of_page, r0);
   if (r0 + 2 <= rows) {
