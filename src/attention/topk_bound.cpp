@@ -17,38 +17,35 @@ namespace {
 // registers four at a time (hsum4).
 constexpr int kBoundTile = 8;
 
-// The query rows split by sign, once per call: per channel,
-// max(q * mn, q * mx) = max(q, 0) * mx + min(q, 0) * mn, where one of the two
-// products is exactly zero, so two FMAs a row replace two products, a max and
-// an add, with no compare or blend. Interleaved so that a tile's rows are at
-// fixed offsets from one pointer:
-//   split: [tiles, dim8 / 8, kBoundTile, 2 (max(q, 0), min(q, 0)), 8]
-struct SignedRows {
+// The query rows, once per call, interleaved so that a tile's rows are at
+// fixed offsets from one pointer: per channel, max(q * mn, q * mx) is q * mx
+// where q >= 0 and q * mn where q < 0, so each row pays one load, one blend
+// on q's sign bit and one FMA instead of two products, a max and an add.
+//   split: [tiles, dim8 / 8, kBoundTile, 8]
+struct TiledRows {
   std::vector<float> split;
   int dim8 = 0;
-  SignedRows(const float* const* rows, int n_rows, int dim) : dim8(dim & ~7) {
+  TiledRows(const float* const* rows, int n_rows, int dim) : dim8(dim & ~7) {
     const int tiles = (n_rows + kBoundTile - 1) / kBoundTile;
-    split.assign((size_t)tiles * kBoundTile * 2 * dim8, 0.f);
+    split.assign((size_t)tiles * kBoundTile * dim8, 0.f);
     for (int r = 0; r < n_rows; ++r)
-      for (int i = 0; i < dim8; ++i) {
-        float* at = tile(r / kBoundTile) + ((int64_t)(i / 8) * kBoundTile + r % kBoundTile) * 16 + i % 8;
-        at[0] = std::max(rows[r][i], 0.f);
-        at[8] = std::min(rows[r][i], 0.f);
-      }
+      for (int i = 0; i < dim8; ++i)
+        tile(r / kBoundTile)[((int64_t)(i / 8) * kBoundTile + r % kBoundTile) * 8 + i % 8] = rows[r][i];
   }
-  float* tile(int t) { return split.data() + (int64_t)t * kBoundTile * 2 * dim8; }
-  const float* tile(int t) const { return split.data() + (int64_t)t * kBoundTile * 2 * dim8; }
+  float* tile(int t) { return split.data() + (int64_t)t * kBoundTile * dim8; }
+  const float* tile(int t) const { return split.data() + (int64_t)t * kBoundTile * dim8; }
 };
 
 template <int R>
 inline void bound_rows(const float* split, const float* mn, const float* mx, int dim8, float* out) {
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int i = 0; i < dim8; i += 8, split += kBoundTile * 16) {
+  for (int i = 0; i < dim8; i += 8, split += kBoundTile * 8) {
     const __m256 lo = _mm256_loadu_ps(mn + i), hi = _mm256_loadu_ps(mx + i);
     for (int r = 0; r < R; ++r) {
-      acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(split + 16 * r), hi, acc[r]);
-      acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(split + 16 * r + 8), lo, acc[r]);
+      __m256 q = _mm256_loadu_ps(split + 8 * r);
+      __asm__("" : "+x"(q));  // one load, used twice: not folded into the FMA as a second load
+      acc[r] = _mm256_fmadd_ps(q, _mm256_blendv_ps(hi, lo, q), acc[r]);
     }
   }
   for (int r = 0; r < R; r += 4) {
@@ -62,7 +59,7 @@ inline void bound_rows(const float* split, const float* mn, const float* mx, int
 
 // The one definition of a page's score: both entry points inline it, so the
 // batched scores equal the single ones bit for bit.
-inline float bound_one(const float* const* rows, const SignedRows& split, int n_rows, const float* mn,
+inline float bound_one(const float* const* rows, const TiledRows& split, int n_rows, const float* mn,
                        const float* mx, int dim) {
   const int dim8 = split.dim8;
   float best = -INFINITY;
@@ -98,7 +95,7 @@ constexpr int64_t kPrefetchAhead = 4;
 
 float max_summary_bound(const float* const* rows, int n_rows, const float* mn, const float* mx,
                         int dim) {
-  return bound_one(rows, SignedRows(rows, n_rows, dim), n_rows, mn, mx, dim);
+  return bound_one(rows, TiledRows(rows, n_rows, dim), n_rows, mn, mx, dim);
 }
 
 namespace {
@@ -109,7 +106,7 @@ void bounds_pages(const float* const* rows, int n_rows, const float* sums, const
                   int n_kv, int dim, float* out) {
   const int64_t page_floats = (int64_t)n_kv * 2 * dim;  // one page's summaries
   const int64_t page_bytes = page_floats * 4;
-  std::vector<SignedRows> split;  // [n_kv]
+  std::vector<TiledRows> split;  // [n_kv]
   split.reserve((size_t)n_kv);
   for (int h = 0; h < n_kv; ++h) split.emplace_back(rows + (int64_t)h * n_rows, n_rows, dim);
   for (int64_t i = 0; i < n; ++i) {
