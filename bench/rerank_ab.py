@@ -52,7 +52,7 @@ def main():
         base, new = best[(name, path, "base")], best[(name, path, "new")]
         rows.append({"name": name, "path": path, "base_cpu_us": base, "new_cpu_us": new, "base_over_new": base / new})
     result = {"note": f"min of {a.rounds} interleaved runs per binary and path, CPU time per call (us)",
-              "base": a.base, "new": a.new, "date": datetime.datetime.utcnow().isoformat() + "Z",
+              "base": a.base, "new": a.new, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
               "load": load, "rows": rows}
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     json.dump(result, open(a.out, "w"), indent=1)
