@@ -21,7 +21,7 @@ def main(path):
     data = json.load(open(path))
     best = collections.defaultdict(lambda: float("inf"))
     for b in data["benchmarks"]:
-        if b.get("run_type") != "iteration":
+        if b.get("run_type") != "iteration" or not b["run_name"].startswith("BM_DecodeSelection"):
             continue
         args = dict(part.split(":") for part in b["run_name"].split("/")[1:])
         key = (int(args["policy"]), int(args["ctx"]))

@@ -5,6 +5,8 @@
 // copies (rerank_keys=int8). CPU time per call; a decode step of the model
 // pays it once per layer (24). Keys are random, so the shortlist is
 // whatever the bound picks; the work per shortlisted page does not depend on it.
+// BM_Int8PageMass times the int8 second stage's kernel alone on each CPU path:
+// one kv head's 7 query rows against the 196 pages of a 16K shortlist.
 //   ./bench_rerank --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 #include <benchmark/benchmark.h>
 
@@ -16,7 +18,9 @@
 #include <vector>
 
 #include "benchmark_main.h"
+#include "attention/page_logsumexp_int8.h"
 #include "attention/policy.h"
+#include "core/cpu_features.h"
 #include "core/worker_scratch.h"
 #include "kv/kv_manager.h"
 
@@ -86,6 +90,40 @@ BENCHMARK(BM_DecodeSelection)
     ->ArgNames({"policy", "ctx"})
     ->ArgsProduct({{0, 1, 2}, {8192, 16384, 32768}})
     ->Unit(benchmark::kMicrosecond);
+
+// args: CPU path (0: AVX2, 1: AVX-512), keys per page
+void BM_Int8PageMass(benchmark::State& state) {
+  const CpuPath path = state.range(0) == 0 ? CpuPath::Avx2 : CpuPath::Avx512;
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  if (std::find(paths.begin(), paths.end(), path) == paths.end()) {
+    state.SkipWithError("this CPU does not run the path");
+    return;
+  }
+  const int page = (int)state.range(1), n_pages = 196, group = kHeads / kKvHeads;
+  KvPoolShape shape{kKvHeads, kHeadDim, kHeadDim, page};
+  auto pool = std::move(KvPool::create(shape, n_pages)).value();
+  PageKeyCodes codes(n_pages, kKvHeads, kHeadDim, page);
+  const auto kv = uniform_rows((size_t)page * kKvHeads * kHeadDim, 5);
+  for (int p = 0; p < n_pages; ++p) {
+    pool->store(p, 0, page, kv.data(), (int64_t)kKvHeads * kHeadDim, kv.data(), (int64_t)kKvHeads * kHeadDim, 0);
+    codes.encode(*pool, p);
+  }
+  const auto q = uniform_rows((size_t)group * kHeadDim, 6);
+  std::vector<const float*> rows;
+  for (int r = 0; r < group; ++r) rows.push_back(q.data() + (size_t)r * kHeadDim);
+  Int8Rows quantized;
+  quantized.quantize(rows.data(), group, kHeadDim);
+  std::vector<float> work((size_t)kInt8RowTile * codes.padded_page()), top(group), sum(group);
+  const PageLogsumexpInt8Fn fn = page_logsumexp_int8_for(path);
+  for (auto _ : state) {
+    for (int p = 0; p < n_pages; ++p) fn(codes, p, 0, quantized, 0.125f, work.data(), top.data(), sum.data());
+    benchmark::DoNotOptimize(sum.data());
+  }
+  state.counters["pages"] = n_pages;
+  state.SetLabel(cpu_path_name(path));
+}
+
+BENCHMARK(BM_Int8PageMass)->ArgNames({"path", "page"})->ArgsProduct({{0, 1}, {16, 32}})->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -115,7 +115,6 @@ void tile_logits(const int8_t* k, const float* ks, const int32_t* ksum, int padd
     }
   }
 }
-constexpr int kTile = 8;
 #else
 int32_t word(const int8_t* q) {
   int32_t w;
@@ -123,20 +122,87 @@ int32_t word(const int8_t* q) {
   return w;
 }
 
+// acc += q . k over one 4-channel word of 8 keys: |q| times k with q's sign,
+// byte products below 2 * 127 * 127, so maddubs never saturates.
+inline __m256i dot_word(__m256i acc, __m256i q, __m256i q_magnitude, __m256i k) {
+  const __m256i pairs = _mm256_maddubs_epi16(q_magnitude, _mm256_sign_epi8(k, q));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+// Logits of R rows against KB blocks of 8 keys (the whole padded page),
+// reduced in registers to each row's top and sum of exp, as the AVX-512 tile
+// does: the codes of a block are loaded once per R rows, each query word is
+// broadcast once for all KB blocks, and no logit goes through memory. Keys at
+// t >= n (padding) are masked out.
+//   q: R rows of [dim] codes (Int8Rows::codes)
+template <int R, int KB>
+void tile_mass(const int8_t* k, const float* ks, int dim, const int8_t* q, const float* rs, int n, float* top,
+               float* sum) {
+  constexpr int padded = 8 * KB;
+  __m256i acc[R][KB];
+  for (int r = 0; r < R; ++r)
+    for (int b = 0; b < KB; ++b) acc[r][b] = _mm256_setzero_si256();
+  for (int c = 0; c < dim / 4; ++c) {
+    __m256i kv[KB];
+    for (int b = 0; b < KB; ++b) kv[b] = _mm256_loadu_si256((const __m256i*)(k + ((int64_t)c * padded + 8 * b) * 4));
+    for (int r = 0; r < R; ++r) {
+      const __m256i qv = _mm256_set1_epi32(word(q + (int64_t)r * dim + 4 * c));
+      const __m256i magnitude = _mm256_sign_epi8(qv, qv);
+      for (int b = 0; b < KB; ++b) acc[r][b] = dot_word(acc[r][b], qv, magnitude, kv[b]);
+    }
+  }
+  const __m256 neg_inf = _mm256_set1_ps(-INFINITY);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256 valid[KB];
+  for (int b = 0; b < KB; ++b) valid[b] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * b), lane));
+  for (int r = 0; r < R; ++r) {
+    const __m256 row_scale = _mm256_set1_ps(rs[r]);
+    __m256 l[KB];
+    __m256 m = neg_inf;
+    for (int b = 0; b < KB; ++b) {
+      const __m256 dot = _mm256_cvtepi32_ps(acc[r][b]);
+      l[b] = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(_mm256_mul_ps(dot, _mm256_loadu_ps(ks + 8 * b)), row_scale),
+                              valid[b]);
+      m = _mm256_max_ps(m, l[b]);
+    }
+    const float t = simd::hmax(m);
+    const __m256 vt = _mm256_set1_ps(t);
+    __m256 e = _mm256_setzero_ps();
+    for (int b = 0; b < KB; ++b) e = _mm256_add_ps(e, simd::exp_ps(_mm256_sub_ps(l[b], vt)));
+    top[r] = t;
+    sum[r] = simd::hsum(e);
+  }
+}
+
+// tile_mass over every row, R at a time where R x KB accumulators fill half
+// the 16 registers (the codes and the query words take the rest), then the
+// remainder: a group of 7 query heads costs 7 rows, not 8.
+template <int KB>
+void mass_rows(const int8_t* k, const float* ks, int dim, const int8_t* q, const float* rs, int n, int n_rows,
+               float* top, float* sum) {
+  constexpr int R = 8 / KB;
+  int r0 = 0;
+  for (; r0 + R <= n_rows; r0 += R)
+    tile_mass<R, KB>(k, ks, dim, q + (int64_t)r0 * dim, rs + r0, n, top + r0, sum + r0);
+  switch (n_rows - r0) {
+    case 3: return tile_mass<3, KB>(k, ks, dim, q + (int64_t)r0 * dim, rs + r0, n, top + r0, sum + r0);
+    case 2: return tile_mass<2, KB>(k, ks, dim, q + (int64_t)r0 * dim, rs + r0, n, top + r0, sum + r0);
+    case 1: return tile_mass<1, KB>(k, ks, dim, q + (int64_t)r0 * dim, rs + r0, n, top + r0, sum + r0);
+    default: return;
+  }
+}
+
 template <int R>
 void tile_logits(const int8_t* k, const float* ks, const int32_t* /*ksum*/, int padded, int dim, const int8_t* q,
                  const float* rs, float* s) {
-  const __m256i ones = _mm256_set1_epi16(1);
   for (int t = 0; t < padded; t += 8) {
     __m256i acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
     for (int c = 0; c < dim / 4; ++c) {
       const __m256i kv = _mm256_loadu_si256((const __m256i*)(k + ((int64_t)c * padded + t) * 4));
-      // |q| times k with q's sign: byte products below 2 * 127 * 127, no saturation.
       for (int r = 0; r < R; ++r) {
         const __m256i qv = _mm256_set1_epi32(word(q + (int64_t)r * dim + 4 * c));
-        const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(qv, qv), _mm256_sign_epi8(kv, qv));
-        acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(pairs, ones));
+        acc[r] = dot_word(acc[r], qv, _mm256_sign_epi8(qv, qv), kv);
       }
     }
     const __m256 kscale = _mm256_loadu_ps(ks + t);
@@ -146,8 +212,8 @@ void tile_logits(const int8_t* k, const float* ks, const int32_t* /*ksum*/, int 
     }
   }
 }
-constexpr int kTile = 4;
 #endif
+constexpr int kTile = 8;
 
 }  // namespace
 
@@ -170,7 +236,17 @@ void page_logsumexp_int8(const PageKeyCodes& codes, int32_t page, int head, cons
     }
     tile_logits<kTile>(k, ks, ksum, padded, dim, qb, rs, work);
 #else
-    tile_logits<kTile>(k, ks, ksum, padded, dim, rows.codes.data() + (int64_t)r0 * dim, rs, work);
+    const int8_t* qc = rows.codes.data() + (int64_t)r0 * dim;
+    const int live = n_out < kTile ? n_out : kTile;
+    if (padded == 32) {
+      mass_rows<4>(k, ks, dim, qc, rs, n, live, top + r0, sum + r0);
+      continue;
+    }
+    if (padded == 16) {
+      mass_rows<2>(k, ks, dim, qc, rs, n, live, top + r0, sum + r0);
+      continue;
+    }
+    tile_logits<kTile>(k, ks, ksum, padded, dim, qc, rs, work);
 #endif
     for (int r = 0; r < kTile && r < n_out; ++r) {
       float* s = work + (int64_t)r * padded;

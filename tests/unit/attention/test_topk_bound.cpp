@@ -1,5 +1,5 @@
 // The vectorised top-k page score against its scalar reference, for row
-// counts around the 4-row tile and head dims with and without a tail.
+// counts around the 8-row tile and head dims with and without a tail.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +15,7 @@ TEST(TopkBound, MatchesScalarReference) {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (int dim : {1, 7, 8, 64, 67, 128, 256}) {
-    for (int n_rows : {1, 2, 3, 4, 5, 8, 9, 192}) {
+    for (int n_rows : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 192}) {
       std::vector<float> q((size_t)n_rows * dim), mn(dim), mx(dim);
       for (float& x : q) x = nd(rng);
       for (int i = 0; i < dim; ++i) {

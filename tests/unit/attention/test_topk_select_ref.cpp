@@ -211,12 +211,14 @@ TEST(TopkSelectReference, PrefillBlocksMatch) {
 }
 
 // The batched page scores equal the single-page kernel bit for bit, for
-// every kv head and any row count, and skip pages with a negative id.
+// every kv head and any row count (one 8-row tile, part of one, and more:
+// a decode step of 7 query heads per kv head is one tile), and skip pages
+// with a negative id.
 TEST(TopkSelectReference, BatchedBoundsEqualSingle) {
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (int dim : {8, 64, 67, 128})
-    for (int n_rows : {1, 2, 3, 4, 5, 9}) {
+    for (int n_rows : {1, 2, 3, 4, 5, 7, 8, 9, 17}) {
       const int n_kv = 3, n_pages = 50;
       PageSummaries sums(n_pages, n_kv, dim);
       std::vector<float> k((size_t)4 * n_kv * dim);
