@@ -4,6 +4,7 @@
 // of a shard set needs for one long sequence (plan_hosts.h).
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "attention/layer_policies.h"
@@ -43,9 +44,13 @@ std::string human(int64_t b) {
 // The layout the shard set cuts prompts by (kv/shard_layout.h), as --shard-tokens auto derives it.
 void print_shard_layout(const HostPlan& h, int64_t context) {
   if (h.hosts < 2) return;
+  std::string cut;
+  for (size_t r = 0; r + 1 < h.balanced_boundaries.size(); ++r)
+    cut += (r ? " " : "") + std::string("[") + std::to_string(h.balanced_boundaries[r]) + ", " +
+           std::to_string(h.balanced_boundaries[r + 1]) + ")";
   if (h.shard_tokens == 0) {
-    std::printf("layout     balanced: ceil(n / %d) tokens per rank (a rank's share of the context is under a "
-                "kernel segment)\n", h.hosts);
+    std::printf("layout     balanced by prefill cost (a rank's share of the context is under a kernel segment): "
+                "%lld tokens cut %s\n", (long long)h.balanced_tokens, cut.c_str());
     return;
   }
   const long long s = (long long)h.shard_tokens;
@@ -53,6 +58,8 @@ void print_shard_layout(const HostPlan& h, int64_t context) {
               "(%lld tokens at %lld); prompts of %lld tokens or fewer are cut balanced\n",
               s, h.hosts - 2, s, s, h.hosts - 1, (long long)(context - (h.hosts - 1) * h.shard_tokens),
               (long long)context, (long long)(h.hosts - 1) * s);
+  std::printf("balanced   by prefill cost, on kernel segments: %lld tokens cut %s\n", (long long)h.balanced_tokens,
+              cut.c_str());
 }
 
 int plan(const PlanArgs& a) {
@@ -120,6 +127,8 @@ int plan(const PlanArgs& a) {
     j["shard"] = {{"hosts", hosts.hosts},
                   {"shard_tokens", hosts.shard_tokens},
                   {"tokens_per_rank", hosts.tokens_per_rank},
+                  {"balanced_tokens", hosts.balanced_tokens},
+                  {"balanced_boundaries", hosts.balanced_boundaries},
                   {"weight_bytes", hosts.weight_bytes},
                   {"kv_bytes_per_rank", hosts.kv_bytes},
                   {"activation_bytes_per_rank", hosts.activation_bytes},

@@ -58,7 +58,8 @@ int score_shard(const ScoreArgs& a, Engine& engine, const std::vector<int32_t>& 
   const int ps = engine.kv().config().page_size;
   std::vector<dist::KvShard> shards;
   for (int rank = 0; rank < go.world(); ++rank) {
-    auto s = dist::shard_positions((int64_t)ids.size(), go.world(), rank, ps, shard_tokens);
+    auto s = dist::shard_positions((int64_t)ids.size(), go.world(), rank, ps, shard_tokens,
+                                   dist::engine_shard_cost(engine));
     if (!s) return fail(s.status());
     shards.push_back(*s);
   }
@@ -114,15 +115,8 @@ int score(const ScoreArgs& a) {
   const int64_t shard_tokens =
       resolve_shard_tokens(a.shard.shard_tokens, opts->max_context, a.shard.world, opts->page_size);
 #ifdef STRIDE_WITH_GLOO
-  if (sharded) {  // a rank's pool holds its shard (the largest: the first or the last), not the whole prompt
-    // Refused on every rank before any rank connects, so none waits for a peer that gave up.
-    const int64_t n = (int64_t)ids->size();
-    auto first = dist::every_rank_positions(n, a.shard.world, 0, opts->page_size, shard_tokens);
-    if (!first) return fail(first.status());
-    auto last = dist::shard_positions(n, a.shard.world, a.shard.world - 1, opts->page_size, shard_tokens);
-    if (!last) return fail(last.status());
-    opts->kv_tokens = std::max(first->tokens(), last->tokens());
-  }
+  if (sharded)  // a rank's pool holds its shard (at most the largest any model's cut gives), not the whole prompt
+    opts->kv_tokens = largest_shard_tokens((int64_t)ids->size(), a.shard.world, opts->page_size, shard_tokens);
 #endif
   auto engine = Engine::create(*opts);
   if (!engine) return fail(engine.status());

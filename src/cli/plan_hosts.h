@@ -5,7 +5,8 @@
 //
 // The shards follow the automatic layout (kv/shard_layout.h): ranks 0 ..
 // N-2 hold S = floor(context / N) rounded down to 256-token kernel segments
-// each, the last rank the rest, which is the largest shard.
+// each, the last rank the rest, which is the largest shard; shorter prompts
+// are cut where every rank's prefill costs about the same.
 // A rank holds the weights, the KV of the largest shard (every layer, every page: the
 // pool is sized for the whole shard, though under a window a layer's pages
 // behind it go back once the layer is done), the activations of a prefill
@@ -14,6 +15,7 @@
 // earlier rank's pages of one layer, a block in flight each way, and the
 // partial states of a chunk's queries against each rank's block.
 #include <cstdint>
+#include <vector>
 
 #include "core/status.h"
 #include "eval/memory_plan.h"
@@ -23,7 +25,11 @@ namespace stride::cli {
 struct HostPlan {
   int hosts = 1;
   int64_t shard_tokens = 0;     // S: what ranks 0 .. N-2 hold (0: the balanced cut, ceil(context / N) each)
-  int64_t tokens_per_rank = 0;  // the largest shard: the last rank's at the whole context
+  int64_t tokens_per_rank = 0;  // the largest shard at the whole context
+  // The balanced cut (by prefill cost) of the longest prompt cut balanced:
+  // (N - 1) * S tokens, or the whole context when S is 0. hosts + 1 positions.
+  int64_t balanced_tokens = 0;
+  std::vector<int64_t> balanced_boundaries;
   int64_t weight_bytes = 0;
   int64_t kv_bytes = 0;
   int64_t activation_bytes = 0;

@@ -17,9 +17,7 @@
 namespace stride::cli {
 
 int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens, int64_t shard_tokens) {
-  const int64_t stride = shard_stride(max_prompt_tokens, world, page_size, shard_tokens);
-  const int64_t largest = std::max(stride, max_prompt_tokens - (world - 1) * stride);
-  return std::min(largest, max_prompt_tokens) + max_tokens;
+  return largest_shard_tokens(max_prompt_tokens, world, page_size, shard_tokens) + max_tokens;
 }
 
 int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_t>& prompt,
@@ -30,7 +28,8 @@ int run_sharded(const ShardArgs& shard, Engine& engine, const std::vector<int32_
 #else
   // Refused on every rank before any rank connects, so none waits for a peer that gave up.
   auto mine = dist::every_rank_positions((int64_t)prompt.size(), shard.world, shard.rank,
-                                         engine.kv().config().page_size, shard.shard_tokens);
+                                         engine.kv().config().page_size, shard.shard_tokens,
+                                         dist::engine_shard_cost(engine));
   if (!mine) return fail(mine.status());
   if (Status st = dist::check_sharded_policies(engine.layer_policies()); !st.ok()) return fail(st);
   auto group = connect_shard_group(shard);

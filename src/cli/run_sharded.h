@@ -15,8 +15,9 @@
 namespace stride::cli {
 
 // The tokens of KV a rank's pool needs for a prompt of at most
-// max_prompt_tokens: the largest shard under shard_tokens (a resolved S,
-// kv/shard_layout.h) and the generated tokens (the last rank keeps them).
+// max_prompt_tokens: the largest shard under shard_tokens (a resolved S) that
+// any model's cut gives (largest_shard_tokens, kv/shard_layout.h), and the
+// generated tokens (the last rank keeps them).
 int64_t shard_kv_tokens(int64_t max_prompt_tokens, int world, int page_size, int max_tokens,
                         int64_t shard_tokens = 0);
 

@@ -53,8 +53,9 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   KvManager& kv = engine.kv();
   const int ps = kv.config().page_size;
   const int64_t n = (int64_t)prompt.size();
+  const ShardCostModel cost = engine_shard_cost(engine);
   STRIDE_ASSIGN_OR_RETURN(const KvShard shard,
-                          every_rank_positions(n, group.world(), group.rank(), ps, opts.shard_tokens));
+                          every_rank_positions(n, group.world(), group.rank(), ps, opts.shard_tokens, cost));
   const int64_t cached_end = cached_shard_end(kv, prompt, shard.pos_begin, shard.pos_end);
   STRIDE_ASSIGN_OR_RETURN(const int64_t reuse_stop,
                           agree_on_prompt_and_reuse(group, prompt, opts.shard_tokens,
@@ -62,7 +63,10 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   // From the first position any rank must compute: a rank before it is wholly reused, one after it reuses nothing.
   const int64_t compute_from = std::clamp(reuse_stop, shard.pos_begin, shard.pos_end);
   // Every rank takes its part or every rank refuses the request, before any page travels (agree_on_admission).
-  auto admit = [&](const Status& mine) {
+  auto admit = [&](const Status& prepared) {
+    Status mine = prepared;
+    if (mine.ok() && group.rank() == group.world() - 1)  // the root keeps the generated tokens
+      mine = decode_growth_fits(kv, engine.layer_policies(), shard.tokens(), opts.generate.max_tokens);
     Status agreed = agree_on_admission(group, mine);
     if (refused_together && group.ok()) *refused_together = !agreed.ok();
     return agreed;
@@ -78,7 +82,7 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   g->r_.reused_tokens = compute_from - shard.pos_begin;
   g->r_.set_reused_tokens = std::min(reuse_stop, n);
   for (int other = 0; other < group.world(); ++other) {
-    STRIDE_ASSIGN_OR_RETURN(const KvShard s, shard_positions(n, group.world(), other, ps, opts.shard_tokens));
+    STRIDE_ASSIGN_OR_RETURN(const KvShard s, shard_positions(n, group.world(), other, ps, opts.shard_tokens, cost));
     g->rank_begins_.push_back(s.pos_begin);
   }
 

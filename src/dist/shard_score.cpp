@@ -20,13 +20,13 @@ constexpr uint32_t kLogitsTag = 1;  // a rank's logits rows to rank 0
 
 }  // namespace
 
-Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens) {
+Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens,
+                                  const ShardCostModel& cost) {
   if (world < 1 || rank < 0 || rank >= world || page_size < 1 || n < 1 || shard_tokens < 0)
     return InvalidArgument("shard positions: rank " + std::to_string(rank) + " of " + std::to_string(world) +
                            " for " + std::to_string(n) + " tokens");
-  const int64_t per_rank = shard_stride(n, world, page_size, shard_tokens);
-  KvShard shard{std::min(n, rank * per_rank), std::min(n, (rank + 1) * per_rank), {}};
-  if (rank == world - 1) shard.pos_end = n;
+  const std::vector<int64_t> b = shard_boundaries(n, world, page_size, shard_tokens, cost);
+  const KvShard shard{b[(size_t)rank], b[(size_t)rank + 1], {}};
   if (shard.tokens() <= 0)
     return InvalidArgument("a prompt of " + std::to_string(n) + " tokens leaves shard rank " + std::to_string(rank) +
                            " of " + std::to_string(world) + " no positions (shards are runs of " +
@@ -34,10 +34,15 @@ Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size,
   return shard;
 }
 
-Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens) {
+Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens,
+                                       const ShardCostModel& cost) {
   for (int r = 0; r < world; ++r)
-    STRIDE_RETURN_IF_ERROR(shard_positions(n, world, r, page_size, shard_tokens).status());
-  return shard_positions(n, world, rank, page_size, shard_tokens);
+    STRIDE_RETURN_IF_ERROR(shard_positions(n, world, r, page_size, shard_tokens, cost).status());
+  return shard_positions(n, world, rank, page_size, shard_tokens, cost);
+}
+
+ShardCostModel engine_shard_cost(const Engine& engine) {
+  return shard_cost_model(engine.config(), engine.layer_policies());
 }
 
 Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std::vector<int32_t>& ids, int chunk,
@@ -48,7 +53,8 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
   const int ps = kv.config().page_size;
   const int64_t n = (int64_t)ids.size(), n_vocab = engine.config().n_vocab;
   ShardScore r;
-  STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), group.rank(), ps, shard_tokens));
+  const ShardCostModel cost = engine_shard_cost(engine);
+  STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), group.rank(), ps, shard_tokens, cost));
   STRIDE_RETURN_IF_ERROR(agree_on_prompt_and_layout(group, ids, shard_tokens));
   STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, r.shard.pos_begin));
   ScopedSequence seq(kv, sid);
@@ -75,7 +81,7 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
     r.logits.resize((size_t)(n * n_vocab));
     std::copy(mine.begin(), mine.end(), r.logits.begin());
     for (int from = 1; from < group.world(); ++from) {
-      STRIDE_ASSIGN_OR_RETURN(const KvShard theirs, shard_positions(n, group.world(), from, ps, shard_tokens));
+      STRIDE_ASSIGN_OR_RETURN(const KvShard theirs, shard_positions(n, group.world(), from, ps, shard_tokens, cost));
       STRIDE_RETURN_IF_ERROR(group.recv(from, r.logits.data() + theirs.pos_begin * n_vocab,
                                         (size_t)(theirs.tokens() * n_vocab) * sizeof(float), kLogitsTag));
     }

@@ -17,17 +17,22 @@
 #include "dist/kv_shard.h"
 #include "dist/shard_group.h"
 #include "engine/engine.h"
+#include "kv/shard_cost.h"
 
 namespace stride::dist {
 
 // The positions `rank` holds of n tokens: contiguous runs of whole pages in
-// rank order, the last rank the rest, each run shard_stride(n, ...) tokens
-// (kv/shard_layout.h; shard_tokens a resolved S: 0 the balanced cut).
+// rank order, cut by shard_boundaries (kv/shard_layout.h; shard_tokens a
+// resolved S, 0 the balanced cut, which weighs each rank's prefill by cost).
 // InvalidArgument when a rank would hold none.
-Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens = 0);
+Expected<KvShard> shard_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens,
+                                  const ShardCostModel& cost);
 // shard_positions of `rank`, refused alike on every rank when any rank
 // would hold none (so every rank can check before it connects).
-Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens = 0);
+Expected<KvShard> every_rank_positions(int64_t n, int world, int rank, int page_size, int64_t shard_tokens,
+                                       const ShardCostModel& cost);
+// The cost model the engine's model and layer policies give (kv/shard_cost.h).
+ShardCostModel engine_shard_cost(const Engine& engine);
 
 struct ShardScore {
   KvShard shard;               // this rank's positions

@@ -60,7 +60,8 @@ bool ShardSetRoute::takes(const serving::ServeRequest& r) const {
 Expected<int64_t> ShardSetRoute::rank0_pages(const serving::ServeRequest& r, int world) const {
   const int page = engine_.kv().config().page_size;
   STRIDE_ASSIGN_OR_RETURN(const KvShard mine,
-                          every_rank_positions((int64_t)r.prompt.size(), world, 0, page, opts_.shard_tokens));
+                          every_rank_positions((int64_t)r.prompt.size(), world, 0, page, opts_.shard_tokens,
+                                                       engine_shard_cost(engine_)));
   // Rank 0 runs its shard as one step; alone (a world of 1) it is also the root and keeps the generated tokens.
   const int64_t n = mine.tokens() + (world == 1 ? r.max_tokens : 0);
   return pages_for_growth(engine_.layer_policies(), page, 0, n, (int)mine.tokens());

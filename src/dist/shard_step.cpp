@@ -5,6 +5,8 @@
 #include <span>
 #include <string>
 
+#include "kv/kv_pages_needed.h"
+
 namespace stride::dist {
 
 namespace {
@@ -63,6 +65,23 @@ Status agree_on_admission(ShardGroup& group, const Status& mine) {
   STRIDE_RETURN_IF_ERROR(group.broadcast(why.data(), why.size(), from));
   return Status((StatusCode)*failed, "shard rank " + std::to_string(from) + " of " + std::to_string(w) +
                                          " cannot take its part of the request: " + std::string(why.data()));
+}
+
+Status decode_growth_fits(const KvManager& kv, std::span<const PolicySpec> layers, int64_t shard_tokens,
+                          int max_tokens) {
+  const int ps = kv.config().page_size;
+  const int64_t steps = std::max(0, max_tokens - 1);
+  if (steps == 0) return Status::Ok();
+  const int64_t prefill = pages_for_growth(layers, ps, 0, shard_tokens, (int)std::max<int64_t>(1, shard_tokens));
+  const int64_t decode = pages_for_growth(layers, ps, shard_tokens, steps, 1);
+  const int64_t more = decode - prefill;
+  const KvStats ks = kv.stats();
+  const int64_t free_pages = ks.pages_total - ks.pages_used;
+  if (more <= free_pages) return Status::Ok();
+  return ResourceExhausted("KV pool exhausted: the " + std::to_string(max_tokens) +
+                           " tokens to generate need " + std::to_string(more) +
+                           " more pages on the rank that keeps them, " + std::to_string(free_pages) + " free of " +
+                           std::to_string(ks.pages_total));
 }
 
 Status run_shard_step(Engine& engine, const SequenceStep& step, ShardedAttention& sharded) {

@@ -5,6 +5,7 @@
 // shard, or a decode step's partials gathered across ranks).
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "core/status.h"
@@ -31,6 +32,19 @@ Expected<int64_t> agree_on_prompt_and_reuse(ShardGroup& group, const std::vector
 // ("shard rank 1 of 2 cannot take its part of the request: KV pool
 // exhausted: ..."). The ranks stay in step either way.
 Status agree_on_admission(ShardGroup& group, const Status& mine);
+
+// On the rank that keeps the generated tokens (the root), once its prefill
+// step's pages are reserved: whether its pool has the pages the generation
+// adds, so a request whose max_tokens would fill it is refused at admission
+// (agree_on_admission) rather than failing the group mid-decode. The
+// sequence grows from the shard's shard_tokens by max_tokens - 1 decode
+// steps (the last token is sampled, not run); the pages it then holds at
+// most beyond its prefill's, by the policy predicate (kv/kv_pages_needed.h,
+// counted from position 0: exact for dense and windows, at most the sink
+// pages more under R-SWA), must be free now. Free counts cached pages no
+// sequence references, as allocation evicts them.
+Status decode_growth_fits(const KvManager& kv, std::span<const PolicySpec> layers, int64_t shard_tokens,
+                          int max_tokens);
 
 // The step's tokens through every layer as one step (the model's chunk
 // limit raised to step.n for it), attention through `sharded`: a decode step.

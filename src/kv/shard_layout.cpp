@@ -1,5 +1,7 @@
 #include "kv/shard_layout.h"
 
+#include <algorithm>
+
 #include "attention/work_partition.h"
 
 namespace stride {
@@ -7,6 +9,30 @@ namespace stride {
 namespace {
 
 int64_t whole_pages(int64_t tokens, int page_size) { return (tokens + page_size - 1) / page_size * page_size; }
+
+// The cut of n tokens into `world` runs, the inner boundaries on multiples
+// of `unit`, whose costliest run costs at most `limit`, each run ending as
+// late as it may; empty when none does.
+std::vector<int64_t> cut_within(int64_t n, int world, int64_t unit, const ShardCostModel& cost, int64_t limit) {
+  const int64_t units = (n + unit - 1) / unit;  // the last one may be partial
+  std::vector<int64_t> b{0};
+  int64_t at = 0;  // units before the run
+  for (int r = 0; r + 1 < world; ++r) {
+    // The latest end leaving each later rank a unit; cost grows with the end.
+    int64_t lo = at + 1, hi = units - (world - 1 - r);
+    if (lo > hi || shard_prefill_cost(cost, at * unit, lo * unit) > limit) return {};
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (shard_prefill_cost(cost, at * unit, mid * unit) <= limit) lo = mid;
+      else hi = mid - 1;
+    }
+    at = lo;
+    b.push_back(at * unit);
+  }
+  if (shard_prefill_cost(cost, at * unit, n) > limit) return {};
+  b.push_back(n);
+  return b;
+}
 
 }  // namespace
 
@@ -20,9 +46,43 @@ int64_t resolve_shard_tokens(int64_t requested, int64_t max_context, int world, 
   return requested == kAutoShardTokens ? automatic_shard_tokens(max_context, world, page_size) : requested;
 }
 
-int64_t shard_stride(int64_t n, int world, int page_size, int64_t shard_tokens) {
+std::vector<int64_t> balanced_boundaries(int64_t n, int world, int page_size, const ShardCostModel& cost) {
+  const int64_t segment = (int64_t)kSegmentPages * page_size;
+  const int64_t unit = (n + segment - 1) / segment >= world ? segment : page_size;
+  if ((n + unit - 1) / unit < world) {  // too short for every rank: whole pages in rank order, the last ranks none
+    std::vector<int64_t> b;
+    for (int r = 0; r < world; ++r) b.push_back(std::min(n, (int64_t)r * page_size));
+    b.push_back(n);
+    return b;
+  }
+  // The least limit some cut meets: cut_within succeeds from it upwards.
+  int64_t lo = 0, hi = shard_prefill_cost(cost, 0, n);
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (cut_within(n, world, unit, cost, mid).empty()) lo = mid + 1;
+    else hi = mid;
+  }
+  return cut_within(n, world, unit, cost, lo);
+}
+
+std::vector<int64_t> shard_boundaries(int64_t n, int world, int page_size, int64_t shard_tokens,
+                                      const ShardCostModel& cost) {
   const int64_t fixed = whole_pages(shard_tokens, page_size);
-  return fixed > 0 && (world - 1) * fixed < n ? fixed : whole_pages((n + world - 1) / world, page_size);
+  if (fixed <= 0 || (world - 1) * fixed >= n) return balanced_boundaries(n, world, page_size, cost);
+  std::vector<int64_t> b;
+  for (int r = 0; r < world; ++r) b.push_back(r * fixed);
+  b.push_back(n);
+  return b;
+}
+
+int64_t largest_shard_tokens(int64_t n, int world, int page_size, int64_t shard_tokens) {
+  if (world < 1 || page_size < 1 || n < 1) return n;
+  const std::vector<int64_t> b = shard_boundaries(n, world, page_size, shard_tokens, steepest_shard_cost());
+  int64_t largest = 0;
+  for (size_t r = 0; r + 1 < b.size(); ++r) largest = std::max(largest, b[r + 1] - b[r]);
+  const int64_t fixed = whole_pages(shard_tokens, page_size);
+  if (fixed > 0 && (world - 1) * fixed < n) return largest;  // the fixed runs: the same for every model
+  return std::min(n, largest + (int64_t)kSegmentPages * page_size);
 }
 
 }  // namespace stride

@@ -1,7 +1,8 @@
 // How `stride score --shard-world` cuts a prompt (shard_positions): runs of
 // whole pages, contiguous and in rank order, covering every position once,
-// each rank holding ceil(n / world) tokens rounded up to pages and the last
-// the rest; a prompt that leaves a rank no position is refused.
+// by the fixed runs of --shard-tokens or balanced (kv/shard_layout.h, whose
+// cut is checked against brute force in tests/unit/kv/test_shard_cost.cpp);
+// a prompt that leaves a rank no position is refused.
 #include <gtest/gtest.h>
 
 #include "dist/kv_shard.h"
@@ -10,55 +11,60 @@
 namespace stride::dist {
 namespace {
 
+const ShardCostModel kTokensOnly{1, {}};               // equal tokens cost equally
+const ShardCostModel kDense{18432, {{0, 30}}};          // SmolLM2-135M's proportions, dense
+
 TEST(ShardPositions, CoverThePromptInContiguousRunsOfPages) {
-  for (const int64_t n : {64, 100, 512, 700, 1024, 1025, 4097}) {
-    for (const int world : {1, 2, 3, 4}) {
-      int64_t next = 0;
-      for (int rank = 0; rank < world; ++rank) {
-        const auto shard = shard_positions(n, world, rank, 32);
-        if (!shard.ok()) {
-          // Refused only when the runs before it already cover the prompt.
-          EXPECT_GE(((n + world - 1) / world + 31) / 32 * 32 * rank, n) << n << " " << world << " " << rank;
-          next = n;
-          break;
+  for (const ShardCostModel& cost : {kTokensOnly, kDense, steepest_shard_cost()})
+    for (const int64_t n : {64, 100, 512, 700, 1024, 1025, 4097}) {
+      for (const int world : {1, 2, 3, 4}) {
+        int64_t next = 0;
+        for (int rank = 0; rank < world; ++rank) {
+          const auto shard = shard_positions(n, world, rank, 32, 0, cost);
+          if (!shard.ok()) {
+            // Refused only when the prompt has fewer pages than ranks.
+            EXPECT_LT((n + 31) / 32, world) << n << " " << world << " " << rank;
+            next = n;
+            break;
+          }
+          EXPECT_EQ(shard->pos_begin, next) << n << " tokens, rank " << rank << "/" << world;
+          EXPECT_EQ(shard->pos_begin % 32, 0);  // so every run but the last is whole pages
+          EXPECT_GT(shard->tokens(), 0);
+          next = shard->pos_end;
         }
-        EXPECT_EQ(shard->pos_begin, next) << n << " tokens, rank " << rank << "/" << world;
-        EXPECT_EQ(shard->pos_begin % 32, 0);  // so every run but the last is whole pages
-        EXPECT_GT(shard->tokens(), 0);
-        next = shard->pos_end;
+        EXPECT_EQ(next, n) << n << " tokens over " << world << " ranks";
       }
-      EXPECT_EQ(next, n) << n << " tokens over " << world << " ranks";
     }
-  }
 }
 
-TEST(ShardPositions, SplitEvenlyOnPageBoundaries) {
-  EXPECT_EQ(shard_positions(1024, 4, 2, 32)->pos_begin, 512);
-  EXPECT_EQ(shard_positions(1024, 4, 2, 32)->pos_end, 768);
-  EXPECT_EQ(shard_positions(700, 2, 1, 32)->pos_begin, 352);  // 350 rounded up to 11 pages
-  EXPECT_EQ(shard_positions(700, 2, 1, 32)->pos_end, 700);
+TEST(ShardPositions, SplitOnSegmentsOrPages) {
+  EXPECT_EQ(shard_positions(1024, 4, 2, 32, 0, kTokensOnly)->pos_begin, 512);
+  EXPECT_EQ(shard_positions(1024, 4, 2, 32, 0, kDense)->pos_end, 768);  // one segment each: the only cut
+  EXPECT_EQ(shard_positions(700, 2, 1, 32, 0, kTokensOnly)->pos_begin, 256);  // 3 segments: 256 + 444 beats 512 + 188
+  EXPECT_EQ(shard_positions(700, 3, 1, 32, 0, kTokensOnly)->pos_begin, 256);
+  EXPECT_EQ(shard_positions(700, 4, 1, 32, 0, kTokensOnly)->pos_begin, 192);  // under a segment a rank: 6 pages each
 }
 
 TEST(ShardPositions, AFixedRunKeepsEveryBoundaryAsThePromptGrows) {
   // --shard-tokens 256 over 4 ranks: ranks 0-2 hold [256 r, 256 (r + 1)) for any prompt past 768 tokens.
   for (const int64_t n : {769, 896, 1024, 5000}) {
     for (int rank = 0; rank < 3; ++rank) {
-      EXPECT_EQ(shard_positions(n, 4, rank, 32, 256)->pos_begin, 256 * rank) << n;
-      EXPECT_EQ(shard_positions(n, 4, rank, 32, 256)->pos_end, 256 * (rank + 1)) << n;
+      EXPECT_EQ(shard_positions(n, 4, rank, 32, 256, kDense)->pos_begin, 256 * rank) << n;
+      EXPECT_EQ(shard_positions(n, 4, rank, 32, 256, kDense)->pos_end, 256 * (rank + 1)) << n;
     }
-    EXPECT_EQ(shard_positions(n, 4, 3, 32, 256)->pos_begin, 768);
-    EXPECT_EQ(shard_positions(n, 4, 3, 32, 256)->pos_end, n);
+    EXPECT_EQ(shard_positions(n, 4, 3, 32, 256, kDense)->pos_begin, 768);
+    EXPECT_EQ(shard_positions(n, 4, 3, 32, 256, kDense)->pos_end, n);
   }
-  EXPECT_EQ(shard_positions(1024, 2, 1, 32, 250)->pos_begin, 256);  // rounded up to 8 pages
+  EXPECT_EQ(shard_positions(1024, 2, 1, 32, 250, kDense)->pos_begin, 256);  // rounded up to 8 pages
   // A prompt of (world - 1) runs or fewer is cut balanced.
-  EXPECT_EQ(shard_positions(768, 4, 1, 32, 256)->pos_begin, 192);
-  EXPECT_EQ(shard_positions(100, 2, 1, 32, 256)->pos_begin, 64);
+  EXPECT_EQ(shard_positions(768, 4, 1, 32, 256, kTokensOnly)->pos_begin, 192);
+  EXPECT_EQ(shard_positions(100, 2, 1, 32, 256, kTokensOnly)->pos_begin, 64);
 }
 
 TEST(ShardPositions, RefuseARankWithoutPositions) {
-  EXPECT_EQ(shard_positions(40, 4, 2, 32).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(shard_positions(100, 2, 2, 32).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(shard_positions(0, 1, 0, 32).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard_positions(40, 4, 2, 32, 0, kDense).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard_positions(100, 2, 2, 32, 0, kDense).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard_positions(0, 1, 0, 32, 0, kDense).status().code(), StatusCode::kInvalidArgument);
 }
 
 // The root of a decode folds its keys one kernel segment at a time

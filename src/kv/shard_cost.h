@@ -1,0 +1,44 @@
+#pragma once
+// What a rank's prefill of positions [begin, end) costs, so a shard set can
+// cut a prompt where every rank does about the same work (shard_layout.h).
+// A token pays its matmuls (the same at every position) and, on each layer,
+// one unit per key its query reads: every earlier key under dense and top-k
+// with prefill=dense, at most window (+ sinks) under a window or R-SWA. With
+// a contiguous cut the last rank's queries read the most keys, so an equal
+// number of tokens leaves it the most work.
+//
+// Costs are whole numbers (key reads on one layer), so every rank computes
+// the same cut bit for bit.
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "attention/policy.h"
+#include "loader/model_config.h"
+
+namespace stride {
+
+struct ShardCostModel {
+  // A token's matmuls over every layer, in key reads on one layer.
+  int64_t token_cost = 0;
+  // (horizon, layers): how many layers read at most `horizon` keys per query
+  // (0: every earlier key).
+  std::vector<std::pair<int64_t, int>> horizons;
+};
+
+// The model's cost: matmul multiply-adds per token against the attention's
+// per key read, the latter weighted by kAttentionFlopWeight.
+ShardCostModel shard_cost_model(const ModelConfig& config, std::span<const PolicySpec> layers);
+
+// The most uneven cut any model gives a prompt: attention only, dense. It
+// bounds the largest shard before the model is loaded (pool sizing).
+ShardCostModel steepest_shard_cost();
+
+// The most keys a query of this layer reads (0: every earlier key).
+int64_t key_horizon(const PolicySpec& p);
+
+// The prefill cost of positions [begin, end) under the model.
+int64_t shard_prefill_cost(const ShardCostModel& cost, int64_t begin, int64_t end);
+
+}  // namespace stride
