@@ -50,7 +50,7 @@ def prompt_ids(binary, model, n):
     return ids[:n]
 
 
-def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv, chunk=0):
+def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv, chunk=0, shard_tokens=None):
     """Every rank's JSON line of one `stride run --shard-world world`."""
     with tempfile.TemporaryDirectory() as meet:
         prefix = f"bench-{time.time_ns()}"  # one for the whole set
@@ -64,6 +64,8 @@ def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv, chunk=0)
                    "--ignore-eos", "--threads", "1", "--json", "--shard-world", str(world), "--shard-rank", str(rank),
                    "--rendezvous", f"file:{meet}", "--shard-prefix", prefix,
                    "--shard-timeout-ms", str(timeout_s * 1000), "--shard-chunk", str(chunk)]
+            if shard_tokens is not None:
+                cmd += ["--shard-tokens", str(shard_tokens)]
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         rows = []
         for rank, p in enumerate(procs):
@@ -82,6 +84,8 @@ def summarise(rows, n_layer, n_tokens, decode, one=None):
     s = {
         "ranks": world,
         "tokens": n_tokens,
+        # Each rank's positions [pos_begin, pos_end): the layout the set cut the prompt by.
+        "shard_positions": [[r.get("pos_begin"), r.get("pos_end")] for r in rows],
         "prefill_cpu_seconds": [r["prefill_cpu_seconds"] for r in rows],
         "prefill_wall_seconds": [r["prefill_seconds"] for r in rows],
         "decode_cpu_seconds_per_token": [r["decode_cpu_seconds"] / steps for r in rows],
@@ -116,6 +120,11 @@ def main():
     ap.add_argument("--kv", default="f16", choices=["f16", "f32", "int8"], help="KV storage (stride run --kv-type)")
     ap.add_argument("--chunk", type=int, default=0,
                     help="tokens of a rank's shard run through a layer at a time (stride run --shard-chunk; 0: the prefill chunk)")
+    ap.add_argument("--shard-tokens", default=None,
+                    help="stride run --shard-tokens (0: the balanced cut, by prefill cost; default: auto)")
+    ap.add_argument("--machine", default="ranks as processes of one shared, loaded 2-vCPU machine (they share its "
+                    "2 cores): CPU seconds per rank are the figure, wall times are not")
+    ap.add_argument("--tag", default="", help="added to the output's name")
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
     ap.add_argument("--replot", metavar="JSON", help="only draw the PNG of an earlier report")
@@ -132,7 +141,8 @@ def main():
     runs, one = [], None
     for world in [int(w) for w in a.ranks.split(",")]:
         t0 = time.monotonic()
-        rows = run_ranks(a.binary, a.model, ids, world, a.decode, a.timeout, a.attention, a.kv, a.chunk)
+        rows = run_ranks(a.binary, a.model, ids, world, a.decode, a.timeout, a.attention, a.kv, a.chunk,
+                         a.shard_tokens)
         s = summarise(rows, n_layer, a.tokens, a.decode, one)
         s["wall_seconds"] = time.monotonic() - t0
         if world == 1:
@@ -154,8 +164,8 @@ def main():
     report = {
         "date": time.strftime("%Y-%m-%d"),
         "model": os.path.basename(a.model),
-        "machine": "ranks as processes of one shared, loaded 2-vCPU Xeon (they share its 2 cores): "
-                   "CPU seconds per rank are the figure, wall times are not",
+        "machine": a.machine,
+        "shard_tokens": a.shard_tokens if a.shard_tokens is not None else "auto",
         "threads_per_rank": 1,
         "attention": a.attention,
         "kv_type": a.kv,
@@ -166,7 +176,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     tag = "" if a.attention == "dense" and a.kv == "f16" else "_" + "".join(
         c if c.isalnum() else "-" for c in f"{a.attention}_{a.kv}")
-    stem = os.path.join(a.out, f"context_parallel_{a.tokens}{tag}")
+    stem = os.path.join(a.out, f"context_parallel_{a.tokens}{tag}{a.tag}")
     with open(stem + ".json", "w") as f:
         json.dump(report, f, indent=1)
     plot(report, stem)

@@ -18,7 +18,7 @@ HostPlan plan_hosts(const MemoryPlanInput& in, int hosts) {
   const std::vector<int64_t> cut = shard_boundaries(in.context, hosts, ps, h.shard_tokens, cost);
   for (size_t r = 0; r + 1 < cut.size(); ++r) h.tokens_per_rank = std::max(h.tokens_per_rank, cut[r + 1] - cut[r]);
   h.balanced_tokens = h.shard_tokens > 0 ? (int64_t)(hosts - 1) * h.shard_tokens : in.context;
-  h.balanced_boundaries = balanced_boundaries(h.balanced_tokens, hosts, ps, cost);
+  h.balanced_boundaries = shard_boundaries(h.balanced_tokens, hosts, ps, h.shard_tokens, cost);
   const int64_t pages = (h.tokens_per_rank + ps - 1) / ps;
   const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, ps, in.kv_storage};
   h.weight_bytes = in.weight_bytes;

@@ -36,16 +36,20 @@ int64_t resolve_shard_tokens(int64_t requested, int64_t max_context, int world, 
 // Where an n-token prompt is cut: world + 1 positions, rank r holding
 // [b[r], b[r + 1]), b[0] = 0 and b[world] = n. Under shard_tokens (a resolved
 // S) rank r < world - 1 holds [r * S, (r + 1) * S) with S rounded up to pages
-// when n > (world - 1) * S; else the balanced cut (balanced_boundaries).
+// when n > (world - 1) * S; else the balanced cut (balanced_boundaries) with
+// no rank above S.
 std::vector<int64_t> shard_boundaries(int64_t n, int world, int page_size, int64_t shard_tokens,
                                       const ShardCostModel& cost);
 
-// The cut whose costliest rank costs the least, boundaries on whole
-// segments (kSegmentPages pages; whole pages when the prompt has fewer
-// segments than ranks); of the cuts that cost as little, the one whose
+// The cut whose costliest rank costs the least, no rank holding more than
+// `most` tokens (0: no bound; the fixed run S, so the pools the layout was
+// sized for hold it), boundaries on whole segments (kSegmentPages pages;
+// whole pages when the prompt has fewer segments than ranks or `most` is
+// not whole segments); of the cuts that cost as little, the one whose
 // earlier ranks hold the most. A prompt of fewer pages than ranks leaves the
 // last ranks empty (b[r] == b[r + 1]).
-std::vector<int64_t> balanced_boundaries(int64_t n, int world, int page_size, const ShardCostModel& cost);
+std::vector<int64_t> balanced_boundaries(int64_t n, int world, int page_size, const ShardCostModel& cost,
+                                         int64_t most = 0);
 
 // The most tokens a rank holds of an n-token prompt under any cost model,
 // for sizing a pool before the model is loaded: the largest shard of the

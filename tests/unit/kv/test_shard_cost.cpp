@@ -48,18 +48,19 @@ int64_t costliest(const ShardCostModel& cost, const std::vector<int64_t>& b) {
   return worst;
 }
 
-// Every cut with its inner boundaries on multiples of unit, each rank non-empty: the least costliest rank.
-int64_t best_by_brute_force(const ShardCostModel& cost, int64_t n, int world, int64_t unit) {
+// Every cut with its inner boundaries on multiples of unit, each rank non-empty and holding at most
+// `most` tokens (0: any): the least costliest rank, LLONG_MAX when there is no such cut.
+int64_t best_by_brute_force(const ShardCostModel& cost, int64_t n, int world, int64_t unit, int64_t most = 0) {
   int64_t best = LLONG_MAX;
   std::vector<int64_t> b{0};
   std::function<void(int64_t)> place = [&](int64_t from) {
     if ((int)b.size() == world) {
       b.push_back(n);
-      best = std::min(best, costliest(cost, b));
+      if (most == 0 || n - from <= most) best = std::min(best, costliest(cost, b));
       b.pop_back();
       return;
     }
-    for (int64_t at = from + unit; at < n; at += unit) {
+    for (int64_t at = from + unit; at < n && (most == 0 || at - from <= most); at += unit) {
       b.push_back(at);
       place(at);
       b.pop_back();
@@ -106,6 +107,23 @@ TEST(ShardCost, TheCutCostsWhatTheBestSegmentAlignedCutCosts) {
             << "n " << n << " world " << world << " token cost " << token_cost;
       }
   }
+}
+
+TEST(ShardCost, NoRankTakesMoreThanTheFixedRun) {
+  // The balanced cut under --shard-tokens S keeps every rank within S: segments where a segment cut
+  // does, else pages.
+  const ShardCostModel cost = model_of(3, {policy(PolicyKind::Dense)});
+  for (const int world : {2, 3, 4})
+    for (int64_t n = world * kPage; n <= 9 * kSegment; n += 23)
+      for (const int64_t most : {(n + world - 1) / world, n / (world - 1) - 5, n / world + kSegment}) {
+        const int64_t run = (most + kPage - 1) / kPage * kPage;  // whole pages, as the layout rounds S
+        if ((world - 1) * run >= n + run || run * world < n) continue;
+        const std::vector<int64_t> b = balanced_boundaries(n, world, kPage, cost, run);
+        for (int r = 0; r < world; ++r) EXPECT_LE(b[r + 1] - b[r], run) << n << " " << world << " " << run;
+        const int64_t by_segments = best_by_brute_force(cost, n, world, kSegment, run);
+        const int64_t want = by_segments != LLONG_MAX ? by_segments : best_by_brute_force(cost, n, world, kPage, run);
+        EXPECT_EQ(costliest(cost, b), want) << n << " " << world << " " << run;
+      }
 }
 
 TEST(ShardCost, DenseAttentionGivesTheFirstRanksMoreTokensAndWindowsAboutEqualOnes) {
