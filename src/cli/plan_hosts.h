@@ -24,7 +24,7 @@ namespace stride::cli {
 
 struct HostPlan {
   int hosts = 1;
-  int64_t shard_tokens = 0;     // S: what ranks 0 .. N-2 hold (0: the balanced cut, ceil(context / N) each)
+  int64_t shard_tokens = 0;     // S: what ranks 0 .. N-2 hold (0: the balanced cut, by prefill cost)
   int64_t tokens_per_rank = 0;  // the largest shard at the whole context
   // The balanced cut (by prefill cost) of the longest prompt cut balanced:
   // (N - 1) * S tokens, or the whole context when S is 0. hosts + 1 positions.

@@ -35,7 +35,8 @@ void add_shard_options(CLI::App* cmd, ShardArgs& a) {
   cmd->add_option("--shard-tokens", a.shard_tokens,
                   "every rank but the last holds this many prompt tokens (rounded up to pages) when the prompt is "
                   "longer than world-1 of them, so a longer prompt with the same prefix reuses each rank's cached "
-                  "pages; a shorter prompt, or 0: ceil(n / world) each; auto (the default): the context over the "
+                  "pages; a shorter prompt, or 0: cut where every rank's prefill costs about the same, on 256-token "
+                  "segments; auto (the default): the context over the "
                   "world, rounded down to 256-token kernel segments (serve: rank 0's is sent to the set)")
       ->transform(CLI::Transformer(std::map<std::string, std::string>{{"auto", "-1"}}))
       ->check(CLI::Range((int64_t)-1, std::numeric_limits<int64_t>::max()))

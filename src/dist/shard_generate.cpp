@@ -9,6 +9,7 @@
 #include "dist/shard_score.h"
 #include "dist/shard_step.h"
 #include "dist/shard_topk.h"
+#include "kv/shard_layout.h"
 #include "sampler/logprobs.h"
 
 namespace stride::dist {
@@ -59,6 +60,7 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   const int64_t cached_end = cached_shard_end(kv, prompt, shard.pos_begin, shard.pos_end);
   STRIDE_ASSIGN_OR_RETURN(const int64_t reuse_stop,
                           agree_on_prompt_and_reuse(group, prompt, opts.shard_tokens,
+                                                    shard_boundaries(n, group.world(), ps, opts.shard_tokens, cost),
                                                     cached_end < shard.pos_end ? cached_end : INT64_MAX));
   // From the first position any rank must compute: a rank before it is wholly reused, one after it reuses nothing.
   const int64_t compute_from = std::clamp(reuse_stop, shard.pos_begin, shard.pos_end);

@@ -55,7 +55,8 @@ Expected<ShardScore> score_sharded(Engine& engine, ShardGroup& group, const std:
   ShardScore r;
   const ShardCostModel cost = engine_shard_cost(engine);
   STRIDE_ASSIGN_OR_RETURN(r.shard, every_rank_positions(n, group.world(), group.rank(), ps, shard_tokens, cost));
-  STRIDE_RETURN_IF_ERROR(agree_on_prompt_and_layout(group, ids, shard_tokens));
+  STRIDE_RETURN_IF_ERROR(agree_on_prompt_and_layout(group, ids, shard_tokens,
+                                                    shard_boundaries(n, group.world(), ps, shard_tokens, cost)));
   STRIDE_ASSIGN_OR_RETURN(const KvManager::SeqId sid, add_sequence_at(kv, r.shard.pos_begin));
   ScopedSequence seq(kv, sid);
   std::vector<float> mine((size_t)(r.shard.tokens() * n_vocab));  // [shard tokens, n_vocab]

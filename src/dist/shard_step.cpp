@@ -11,11 +11,12 @@ namespace stride::dist {
 
 namespace {
 
-// FNV-1a over the ids, so the ranks can check that they were given one prompt.
-int64_t prompt_digest(const std::vector<int32_t>& ids) {
+// FNV-1a over the values, so the ranks can check that they were given one prompt and cut it alike.
+template <typename T>
+int64_t digest(const std::vector<T>& values) {
   uint64_t h = 1469598103934665603ull;
-  for (const int32_t id : ids) {
-    h ^= (uint32_t)id;
+  for (const T v : values) {
+    h ^= (uint64_t)v;
     h *= 1099511628211ull;
   }
   return (int64_t)(h >> 2);  // non-negative, so its negation is exact
@@ -25,14 +26,17 @@ int64_t prompt_digest(const std::vector<int32_t>& ids) {
 // values, max-allreduced: a value's max and its negation's are the same
 // value only if every rank gave it.
 Expected<std::vector<int64_t>> agree_with_layout(ShardGroup& group, const std::vector<int32_t>& ids,
-                                                 int64_t shard_tokens, std::vector<int64_t> extra) {
-  const int64_t digest = prompt_digest(ids);
-  std::vector<int64_t> agree{digest, -digest, shard_tokens, -shard_tokens};
+                                                 int64_t shard_tokens, const std::vector<int64_t>& cut,
+                                                 std::vector<int64_t> extra) {
+  const int64_t prompt = digest(ids), layout = digest(cut);
+  std::vector<int64_t> agree{prompt, -prompt, shard_tokens, -shard_tokens, layout, -layout};
   agree.insert(agree.end(), extra.begin(), extra.end());
   STRIDE_RETURN_IF_ERROR(group.allreduce_max(agree.data(), agree.size()));
   if (agree[0] != -agree[1]) return InvalidArgument("the shard ranks were given different prompts");
   if (agree[2] != -agree[3]) return InvalidArgument("the shard ranks were given different --shard-tokens");
-  return std::vector<int64_t>(agree.begin() + 4, agree.end());
+  if (agree[4] != -agree[5])
+    return InvalidArgument("the shard ranks cut the prompt differently (their models or attention policies differ)");
+  return std::vector<int64_t>(agree.begin() + 6, agree.end());
 }
 
 // The failing rank's error as every rank reports it, cut to this many bytes.
@@ -40,13 +44,15 @@ constexpr size_t kAdmissionMessageBytes = 512;
 
 }  // namespace
 
-Status agree_on_prompt_and_layout(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens) {
-  return agree_with_layout(group, ids, shard_tokens, {}).status();
+Status agree_on_prompt_and_layout(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens,
+                                  const std::vector<int64_t>& cut) {
+  return agree_with_layout(group, ids, shard_tokens, cut, {}).status();
 }
 
 Expected<int64_t> agree_on_prompt_and_reuse(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens,
-                                            int64_t reuse_stop) {
-  STRIDE_ASSIGN_OR_RETURN(const std::vector<int64_t> agreed, agree_with_layout(group, ids, shard_tokens, {-reuse_stop}));
+                                            const std::vector<int64_t>& cut, int64_t reuse_stop) {
+  STRIDE_ASSIGN_OR_RETURN(const std::vector<int64_t> agreed,
+                          agree_with_layout(group, ids, shard_tokens, cut, {-reuse_stop}));
   return -agreed[0];
 }
 

@@ -16,14 +16,16 @@
 
 namespace stride::dist {
 
-// InvalidArgument on every rank when any rank's ids or shard_tokens (every
-// rank's layout follows from it) differ.
-Status agree_on_prompt_and_layout(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens);
+// InvalidArgument on every rank when any rank's ids, shard_tokens or cut
+// (shard_boundaries: it follows from them and the rank's model and policies)
+// differ.
+Status agree_on_prompt_and_layout(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens,
+                                  const std::vector<int64_t>& cut);
 // agree_on_prompt_and_layout in one allreduce with the positions the set reuses from the ranks' prefix
 // caches: the smallest reuse_stop of any rank (a rank's first position not
 // cached; INT64_MAX when its whole shard is), so the reuse runs from 0.
 Expected<int64_t> agree_on_prompt_and_reuse(ShardGroup& group, const std::vector<int32_t>& ids, int64_t shard_tokens,
-                                            int64_t reuse_stop);
+                                            const std::vector<int64_t>& cut, int64_t reuse_stop);
 
 // Every rank's part of a request taken or refused together, once the ranks
 // agreed on the prompt and before any page travels: `mine` is how adding

@@ -122,7 +122,7 @@ def test_a_longer_prompt_reuses_every_ranks_cached_pages_and_gives_the_one_host_
 
 def test_without_shard_tokens_the_automatic_layout_reuses_the_prefix(tmp_path):
     """No --shard-tokens: rank 0's context (-c 520) over 2 ranks gives S = 256 (260 rounded down to a
-    kernel segment), so a 384-token prompt is cut [0, 256) + [256, 384) (balanced would be 192 + 192,
+    kernel segment), so a 384-token prompt is cut [0, 256) + [256, 384) (an equal cut would be 192 + 192,
     and the 512-token one after it 256 + 256, every boundary moved) and the 512-token prompt that
     extends it reuses all 384 positions, with the one host's text and log-probabilities."""
     ids = [int(i) for i in prompt_ids(2 * SEGMENT)]

@@ -41,10 +41,10 @@ def smol_info():
 def expected_payload(policy, world, rank, info, n_prompt):
     """Bytes rank `rank` sends (the exchange's byte formula, from the model's shape)."""
     layers, heads, kv_heads = info["n_layer"], info["n_head"], info["n_head_kv"]
-    # 40 bytes agreeing on the prompt, the shard layout and the reused positions; 8 per rank agreeing
+    # 56 bytes agreeing on the prompt, the shard layout (S and the cut) and the reused positions; 8 per rank agreeing
     # that every rank took its part (its status); then the ring prefill of every layer.
     shards = [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
-    total = 40 + 8 * world + layers * ring_bytes_per_layer(policy, shards, rank, info)
+    total = 56 + 8 * world + layers * ring_bytes_per_layer(policy, shards, rank, info)
     # Per decode step (N_NEW - 1: the last token is not run) and layer, the root sends its query
     # (H * dk floats) to every rank holding a key the query sees; each such rank sends back a
     # partial state (H * (dv + 2) floats). Top-k adds each rank's page scores (kv heads x pages
@@ -159,7 +159,7 @@ def test_a_prompt_too_short_for_the_ranks_is_refused_on_every_rank(tmp_path):
 def test_shard_tokens_fixes_every_boundary_but_the_last(tmp_path):
     """--shard-tokens 256 on 2 ranks: rank 0 holds [0, 256) of a 768-token prompt, the last rank the
     rest. Two segments on the last rank merge in another order than the one host's, and the model's
-    quantized activations carry the rounding on: the balanced cut of this prompt, (0, 384), is off
+    quantized activations carry the rounding on: an equal cut of this prompt, (0, 384), is off
     the one host's log-probabilities by up to 0.07, this one by up to 0.11."""
     ids, n_new = prompt_ids(3 * SEGMENT), 8  # greedy texts that part where two tokens are nearly tied end later
     want = one_host_run(ids, n_new)

@@ -53,13 +53,13 @@ def test_shards_on_segment_boundaries_give_the_one_host_bytes(world, n, policy, 
     assert len(bad) == 0, f"{len(bad)} of {n} positions differ, the first at {bad[0]} by up to {diff.max():.3g}"
 
     # Payload: per layer, the ring prefill (the pages of earlier ranks the next rank sees, and every
-    # rank's positions agreed); 32 bytes agreeing on the prompt and the layout; ranks after 0 also send
+    # rank's positions agreed); 48 bytes agreeing on the prompt and the layout (S and the cut); ranks after 0 also send
     # their logits rows.
     shards = [(r * SEGMENT, (r + 1) * SEGMENT) for r in range(world)]
     for m in metas:
         want_ring = smol_info["n_layer"] * ring_bytes_per_layer(policy, shards, m["shard_rank"], smol_info)
         assert m["ring_bytes"] == want_ring, m
-        assert m["payload_bytes_sent"] - m["logits_bytes_sent"] - 32 == want_ring, m
+        assert m["payload_bytes_sent"] - m["logits_bytes_sent"] - 48 == want_ring, m
         rows = m["pos_end"] - m["pos_begin"]
         assert m["logits_bytes_sent"] == (0 if m["shard_rank"] == 0 else rows * m["n_vocab"] * 4)
         # A rank's pool holds its own positions only: a 1/W share of the prompt's KV.
@@ -68,7 +68,7 @@ def test_shards_on_segment_boundaries_give_the_one_host_bytes(world, n, policy, 
 
 
 def test_a_fixed_run_gives_the_one_host_bytes(tmp_path):
-    """--shard-tokens 256 on 2 ranks: a 384-token prompt is cut [0, 256) + [256, 384), not balanced
+    """--shard-tokens 256 on 2 ranks: a 384-token prompt is cut [0, 256) + [256, 384), not equally
     (192 + 192): on the kernel's segment boundary, so the logits are the one host's bytes."""
     ids = prompt_ids(SEGMENT + SEGMENT // 2)
     want = one_host_logits(ids, tmp_path)
@@ -79,13 +79,13 @@ def test_a_fixed_run_gives_the_one_host_bytes(tmp_path):
 
 # The layout: balanced (--shard-tokens 0) or automatic (the default: the context, here the prompt,
 # over the ranks in whole segments: 256).
-@pytest.mark.parametrize("layout,cut", [(["--shard-tokens", "0"], 352), ([], SEGMENT)], ids=["balanced", "auto"])
+@pytest.mark.parametrize("layout,cut", [(["--shard-tokens", "0"], 2 * SEGMENT), ([], SEGMENT)], ids=["balanced", "auto"])
 def test_other_splits_agree_to_rounding(layout, cut, tmp_path):
     """Rounding moved by a different grouping of the same sums is amplified by the
     quantized activations; its yardstick is the one host's own change from f16
     to f32 KV, a change of the same kind (SmolLM2, 2026-12-06: both move a row's
     largest logit by 0.6 on average and flip 5% of the argmaxes, at near-ties)."""
-    ids = prompt_ids(700)  # 2 ranks, rank 1 spans two segments: balanced 352 + 348, automatic 256 + 444
+    ids = prompt_ids(700)  # 2 ranks on segments: balanced by prefill cost 512 + 188, automatic 256 + 444
     want = one_host_logits(ids, tmp_path)
     yardstick = one_host_logits(ids, tmp_path, kv="f32")
     got, metas = run_sharded_score(ids, 2, tmp_path, extra=lambda rank: layout)
