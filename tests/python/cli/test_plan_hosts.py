@@ -3,7 +3,10 @@ one sequence is spread by position over a shard set, against the KV byte
 formula computed here from the model's shape (`stride info`): a rank holds
 its shard on every layer (the largest: the last rank's under the automatic layout), K and V
 of every kv head at 2 bytes (f16) or 1 byte and a 4-byte scale per token and
-head (int8); and the fewest hosts whose memory holds a rank's total."""
+head (int8); and the fewest hosts whose memory holds a rank's total. The
+balanced cut plan prints is checked against trying every segment-aligned cut
+under the prefill cost docs/deploy.md states."""
+import itertools
 import json
 import subprocess
 
@@ -24,7 +27,7 @@ def plan(*args):
 
 def largest_shard(context, hosts):
     """The automatic layout (docs/deploy.md): ranks 0 .. N-2 hold S = floor(context / N) rounded down
-    to 256-token segments, the last rank the rest; balanced (ceil(context / N) in pages) when S is 0."""
+    to 256-token segments, the last rank the rest (the tests here keep S above 0)."""
     s = context // hosts // SEGMENT * SEGMENT
     if hosts == 1 or s == 0:
         return min(context, -(-(-(-context // hosts)) // PAGE) * PAGE)
@@ -74,3 +77,31 @@ def test_a_host_smaller_than_the_weights_is_refused():
     r = subprocess.run([binary(), "plan", "-m", SMOL, "--context", "4096", "--host-memory", "1M"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "no shard set" in r.stderr, r.stderr
+
+
+def dense_prefill_cost(info, begin, end):
+    """docs/deploy.md's balanced cut: a token's matmul multiply-adds over every layer, counted in key
+    reads of n_head * (dk + dv) multiply-adds weighed 5 each, plus one per key a query reads per layer."""
+    c = info
+    q, k = c["n_head"] * c["head_dim"], c["n_head_kv"] * c["head_dim"]
+    v, o = c["n_head_kv"] * c["head_dim_v"], c["n_head"] * c["head_dim_v"]
+    per_layer = c["n_embd"] * (q + k + v) + o * c["n_embd"] + 3 * c["n_embd"] * c["n_ff"]
+    token_cost = per_layer * c["n_layer"] // (c["n_head"] * (c["head_dim"] + c["head_dim_v"]) * 5)
+    keys = end * (end + 1) // 2 - begin * (begin + 1) // 2  # query p reads p + 1 keys under dense
+    return token_cost * (end - begin) + c["n_layer"] * keys
+
+
+@pytest.mark.parametrize("context,hosts", [(4096, 2), (6144, 3), (8192, 4)])
+def test_the_balanced_cut_is_the_cheapest_on_segments(context, hosts, info):
+    s = plan("--context", str(context), "--hosts", str(hosts))["shard"]
+    n, cut, most = s["balanced_tokens"], s["balanced_boundaries"], s["shard_tokens"]
+    assert n == (hosts - 1) * most and cut[0] == 0 and cut[-1] == n and len(cut) == hosts + 1
+    assert all(b % SEGMENT == 0 for b in cut[1:-1]) and all(cut[r + 1] - cut[r] <= most for r in range(hosts))
+
+    def costliest(b):
+        return max(dense_prefill_cost(info, b[r], b[r + 1]) for r in range(hosts))
+
+    best = min(costliest((0, *inner, n)) for inner in itertools.combinations(range(SEGMENT, n, SEGMENT), hosts - 1)
+               if all(y - x <= most for x, y in zip((0, *inner), (*inner, n))))
+    assert costliest(cut) == best
+    assert cut[1] - cut[0] > cut[-1] - cut[-2]  # dense: the first rank's queries read fewer keys, so it takes more
