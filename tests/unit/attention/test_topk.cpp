@@ -244,6 +244,11 @@ TEST(SparsePrefill, ParsesWithItsDefaultsAndPrints) {
   EXPECT_DOUBLE_EQ(p->mass, 0.95);
   EXPECT_TRUE(p->dense_layers.empty());
   EXPECT_TRUE(p->last_chunk_dense) << "the prompt's last chunk reads every page by default";
+  EXPECT_EQ(p->window, 512) << "each prompt block reads the 512 tokens before it";
+  auto one_page = parse_policy("sparse_prefill:window=32");  // the definition before 2026-12-07
+  ASSERT_TRUE(one_page.ok()) << one_page.status().to_string();
+  EXPECT_EQ(one_page->window, 32);
+  EXPECT_TRUE(one_page->last_chunk_dense);
   auto every = parse_policy("sparse_prefill:last=topk");
   ASSERT_TRUE(every.ok()) << every.status().to_string();
   EXPECT_FALSE(every->last_chunk_dense);
@@ -252,7 +257,7 @@ TEST(SparsePrefill, ParsesWithItsDefaultsAndPrints) {
   EXPECT_DOUBLE_EQ(fixed->mass, 0.0);
   EXPECT_DOUBLE_EQ(fixed->sparsity, 0.8);
   EXPECT_FALSE(fixed->pooled_estimate);
-  for (const PolicySpec& spec : {*p, *every, *fixed}) {
+  for (const PolicySpec& spec : {*p, *every, *fixed, *one_page}) {
     auto rt = parse_policy(policy_to_string(spec));
     ASSERT_TRUE(rt.ok()) << policy_to_string(spec);
     EXPECT_EQ(*rt, spec) << policy_to_string(spec);
@@ -272,6 +277,9 @@ TEST(SparsePrefill, PromptChunksMatchTheSelectionAndDecodeReadsEveryPage) {
   check_topk("sparse_prefill:sparsity=0.6,block=32,sinks=20,window=40", 300, {130, 170}, 2);
   check_topk("sparse_prefill:mass=0.8", 260, {100, 160}, 2);
   check_topk("sparse_prefill", 300, {130, 170}, 2);
+  // Past the 512-token window: blocks select among the pages before it.
+  check_topk("sparse_prefill", 1200, {600, 600}, 2);
+  check_topk("sparse_prefill:window=100", 700, {350, 350}, 2);
   // 960-token prompt then 64 decode steps: the decode steps read every page.
   std::vector<int> chunks = {960};
   chunks.resize(65, 1);
