@@ -332,14 +332,15 @@ TEST(SparsePrefill, LastDenseReadsEveryPageOnThePromptsLastChunk) {
     return std::vector<float>(out.begin() + (int64_t)first * qr, out.end());
   };
   bool selected = false;
+  // window=32: one page back, so the selecting chunk leaves pages of 300 tokens out.
   const std::vector<float> dense = second_chunk("dense", true, false, selected);
-  EXPECT_EQ(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", true, false, selected), dense), 0.f);
+  EXPECT_EQ(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense,window=32", true, false, selected), dense), 0.f);
   EXPECT_FALSE(selected);
-  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", false, false, selected), dense), 1e-3f);
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense,window=32", false, false, selected), dense), 1e-3f);
   EXPECT_TRUE(selected) << "a chunk without logits is not the prompt's last";
-  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", false, true, selected), dense), 1e-3f);
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense,window=32", false, true, selected), dense), 1e-3f);
   EXPECT_TRUE(selected) << "a scoring chunk (logits for every row) selects";
-  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=topk", true, false, selected), dense), 1e-3f);
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=topk,window=32", true, false, selected), dense), 1e-3f);
   EXPECT_TRUE(selected);
 }
 
