@@ -1,8 +1,8 @@
 // Policy grammar: "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk:sparsity=R|mass=P[,min=T,max=T],block=B[,sinks=S,window=W,resident=N,decode=dense|prefill=dense,
 //        last=dense,estimate=pooled|oracle|rerank,shortlist=F,dense_layers=A-B+C]"
-// | "sparse_prefill[:...]" (topk's keys; decode=dense, select=block, estimate=pooled, mass=0.95
-//        and last=dense by default;
+// | "sparse_prefill[:...]" (topk's keys; decode=dense, select=block, estimate=pooled, mass=0.95,
+//        window=512 and last=dense by default;
 //        estimate=rerank keeps the pooled estimate as its first stage)
 // | "strided:window=W,stride=S[,globals=G,block=B,ranges=A-B+C-D]".
 // Arguments are comma-separated key=value; a list inside one value uses '+'.

@@ -137,7 +137,8 @@ struct PolicySpec {
 //   (the prompt's last chunk reads every page) needs prompt chunks to select;
 //   dense_layers=L (layers L attend densely; "none" for no layer) refuses prefill=dense
 // | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,
-//        estimate=pooled, last=dense and mass=0.95 unless given (last=topk: every chunk selects)
+//        estimate=pooled, last=dense, window=512 and mass=0.95 unless given (last=topk: every
+//        chunk selects; window=32: one page back, the definition before 2026-12-07)
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);

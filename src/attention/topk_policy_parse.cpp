@@ -58,6 +58,11 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
       return kv.key == "sparsity" || kv.key == "mass";
     });
     if (!budget_given) spec.mass = 0.95;
+    // Every query of a prompt block reads the 512 tokens before the block:
+    // with one page back, a needle sentence cut by a page boundary lost the
+    // binding of its key to its value and the model answered with a
+    // distractor's value (docs/long-context.md, "Sparse prefill").
+    spec.window = kSparsePrefillWindow;
     // The prompt's last chunk reads every page: on Qwen2.5-Coder-0.5B at 8K it
     // brings back most of the multi-key needles and passkeys the sparse chunk
     // lost (docs/long-context.md, "Sparse prefill").

@@ -96,15 +96,16 @@ TEST(PrefillRetrievalHeads, RetrievalHeadIsDenseAndStreamingHeadSelects) {
   const int n = 512;
   const Inputs in = random_inputs(Shape{}, n, 23);
   const auto dense = run_prompt(*parse_policy("dense"), in, n);
-  const auto sparse = run_prompt(*parse_policy("sparse_prefill:sparsity=0.8,last=topk"), in, n);
-  const auto heads = run_prompt(with_profile("sparse_prefill:sparsity=0.8,heads=h.json,last=topk"), in, n);
+  // window=32: one page back, so the streaming head leaves pages of 512 tokens out.
+  const auto sparse = run_prompt(*parse_policy("sparse_prefill:sparsity=0.8,last=topk,window=32"), in, n);
+  const auto heads = run_prompt(with_profile("sparse_prefill:sparsity=0.8,heads=h.json,last=topk,window=32"), in, n);
   EXPECT_LT(kv_head_diff(heads.first, dense.first, n, 0), 2e-5f);
   EXPECT_GT(kv_head_diff(heads.first, dense.first, n, 1), 1e-3f);
   EXPECT_LT(kv_head_diff(heads.first, sparse.first, n, 1), 2e-5f) << "the streaming head selects as without a profile";
   EXPECT_LT(sparse.second, heads.second);
   EXPECT_LT(heads.second, dense.second);
   // retrieval=1: every head is a retrieval head, so the prompt is dense's.
-  const auto all = run_prompt(with_profile("sparse_prefill:sparsity=0.8,heads=h.json,retrieval=1,last=topk"), in, n);
+  const auto all = run_prompt(with_profile("sparse_prefill:sparsity=0.8,heads=h.json,retrieval=1,last=topk,window=32"), in, n);
   EXPECT_LT(max_abs_diff(all.first, dense.first), 2e-5f);
 }
 

@@ -244,6 +244,11 @@ TEST(SparsePrefill, ParsesWithItsDefaultsAndPrints) {
   EXPECT_DOUBLE_EQ(p->mass, 0.95);
   EXPECT_TRUE(p->dense_layers.empty());
   EXPECT_TRUE(p->last_chunk_dense) << "the prompt's last chunk reads every page by default";
+  EXPECT_EQ(p->window, 512) << "each prompt block reads the 512 tokens before it";
+  auto one_page = parse_policy("sparse_prefill:window=32");  // the definition before 2026-12-07
+  ASSERT_TRUE(one_page.ok()) << one_page.status().to_string();
+  EXPECT_EQ(one_page->window, 32);
+  EXPECT_TRUE(one_page->last_chunk_dense);
   auto every = parse_policy("sparse_prefill:last=topk");
   ASSERT_TRUE(every.ok()) << every.status().to_string();
   EXPECT_FALSE(every->last_chunk_dense);
@@ -252,7 +257,7 @@ TEST(SparsePrefill, ParsesWithItsDefaultsAndPrints) {
   EXPECT_DOUBLE_EQ(fixed->mass, 0.0);
   EXPECT_DOUBLE_EQ(fixed->sparsity, 0.8);
   EXPECT_FALSE(fixed->pooled_estimate);
-  for (const PolicySpec& spec : {*p, *every, *fixed}) {
+  for (const PolicySpec& spec : {*p, *every, *fixed, *one_page}) {
     auto rt = parse_policy(policy_to_string(spec));
     ASSERT_TRUE(rt.ok()) << policy_to_string(spec);
     EXPECT_EQ(*rt, spec) << policy_to_string(spec);
@@ -272,6 +277,9 @@ TEST(SparsePrefill, PromptChunksMatchTheSelectionAndDecodeReadsEveryPage) {
   check_topk("sparse_prefill:sparsity=0.6,block=32,sinks=20,window=40", 300, {130, 170}, 2);
   check_topk("sparse_prefill:mass=0.8", 260, {100, 160}, 2);
   check_topk("sparse_prefill", 300, {130, 170}, 2);
+  // Past the 512-token window: blocks select among the pages before it.
+  check_topk("sparse_prefill", 1200, {600, 600}, 2);
+  check_topk("sparse_prefill:window=100", 700, {350, 350}, 2);
   // 960-token prompt then 64 decode steps: the decode steps read every page.
   std::vector<int> chunks = {960};
   chunks.resize(65, 1);
@@ -324,14 +332,15 @@ TEST(SparsePrefill, LastDenseReadsEveryPageOnThePromptsLastChunk) {
     return std::vector<float>(out.begin() + (int64_t)first * qr, out.end());
   };
   bool selected = false;
+  // window=32: one page back, so the selecting chunk leaves pages of 300 tokens out.
   const std::vector<float> dense = second_chunk("dense", true, false, selected);
-  EXPECT_EQ(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", true, false, selected), dense), 0.f);
+  EXPECT_EQ(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense,window=32", true, false, selected), dense), 0.f);
   EXPECT_FALSE(selected);
-  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", false, false, selected), dense), 1e-3f);
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense,window=32", false, false, selected), dense), 1e-3f);
   EXPECT_TRUE(selected) << "a chunk without logits is not the prompt's last";
-  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense", false, true, selected), dense), 1e-3f);
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=dense,window=32", false, true, selected), dense), 1e-3f);
   EXPECT_TRUE(selected) << "a scoring chunk (logits for every row) selects";
-  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=topk", true, false, selected), dense), 1e-3f);
+  EXPECT_GT(max_abs_diff(second_chunk("sparse_prefill:sparsity=0.9,last=topk,window=32", true, false, selected), dense), 1e-3f);
   EXPECT_TRUE(selected);
 }
 

@@ -259,8 +259,9 @@ TEST(TopkRerank, PromptChunkFindsTheNeedleTheLastQueryAsksFor) {
   for (const int page : decoys)
     for (int t = 0; t < s.page; ++t)
       for (int c = 0; c < s.hd; ++c) in.k[((size_t)(page * s.page + t) * s.n_kv) * s.hd + c] = c % s.page == t ? 4.f : -4.f;
-  check_topk_inputs("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=100", in.q, in.k, in.v, n, {n});
-  check_topk_inputs("sparse_prefill:estimate=rerank", in.q, in.k, in.v, n, {n});
+  // window=32: one page back, so the needle's page is outside the window.
+  check_topk_inputs("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=100,window=32", in.q, in.k, in.v, n, {n});
+  check_topk_inputs("sparse_prefill:estimate=rerank,window=32", in.q, in.k, in.v, n, {n});
   for (int c = 0; c < s.hd; ++c) in.v[(size_t)needle * s.n_kv * s.hd + c] = 100.f;
   auto needle_read = [&](const char* policy) {
     const std::vector<float> out = run_policy(policy, in, n, 0).first;
@@ -271,9 +272,9 @@ TEST(TopkRerank, PromptChunkFindsTheNeedleTheLastQueryAsksFor) {
     return worst < 1.f;
   };
   EXPECT_TRUE(needle_read("dense"));
-  EXPECT_FALSE(needle_read("sparse_prefill:sparsity=0.8"));
-  EXPECT_TRUE(needle_read("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=100"));
-  EXPECT_TRUE(needle_read("sparse_prefill:estimate=rerank")) << "mass=0.95 over the exact shares";
+  EXPECT_FALSE(needle_read("sparse_prefill:sparsity=0.8,window=32"));
+  EXPECT_TRUE(needle_read("sparse_prefill:sparsity=0.8,estimate=rerank,shortlist=100,window=32"));
+  EXPECT_TRUE(needle_read("sparse_prefill:estimate=rerank,window=32")) << "mass=0.95 over the exact shares";
 }
 
 }  // namespace stride
