@@ -13,6 +13,7 @@ void matmul_f32(const kernels::FloatMatmul& p, const detail::WorkRange& wr, Work
 void matmul_f16(const kernels::FloatMatmul& p, const detail::WorkRange& wr, WorkerScratch& ws);
 void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr, WorkerScratch& ws);  // weights widened to f32
 void packed_run_range(const packed::Problem& p, const detail::WorkRange& wr, WorkerScratch& ws);
+void packed_stage_acts(const packed::Problem& p, int64_t t0, int64_t t1);
 void quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);
 void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
@@ -31,6 +32,7 @@ void matmul_f16(const kernels::FloatMatmul& p, const detail::WorkRange& wr, Work
 void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr, WorkerScratch& ws);
 void matmul_bf16_dot(const kernels::FloatMatmul& p, const detail::WorkRange& wr, WorkerScratch& ws);
 void packed_run_range(const packed::Problem& p, const detail::WorkRange& wr, WorkerScratch& ws);
+void packed_stage_acts(const packed::Problem& p, int64_t t0, int64_t t1);
 void quantize_act_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);
 void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
@@ -51,6 +53,7 @@ void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr, Wor
 void prepare_x_tiles(const float* x, int64_t n_tok, int64_t n_in, uint16_t* out, int64_t tile_begin,
                      int64_t tile_end);
 void packed_run_range(const packed::Problem& p, const detail::WorkRange& wr, WorkerScratch& ws);
+void packed_stage_acts(const packed::Problem& p, int64_t t0, int64_t t1);
 }  // namespace stride::isa::amx
 namespace stride::isa::amx_model {
 void matmul_f32(const kernels::FloatMatmul& p, const detail::WorkRange& wr, WorkerScratch& ws);
@@ -59,4 +62,5 @@ void matmul_bf16(const kernels::FloatMatmul& p, const detail::WorkRange& wr, Wor
 void prepare_x_tiles(const float* x, int64_t n_tok, int64_t n_in, uint16_t* out, int64_t tile_begin,
                      int64_t tile_end);
 void packed_run_range(const packed::Problem& p, const detail::WorkRange& wr, WorkerScratch& ws);
+void packed_stage_acts(const packed::Problem& p, int64_t t0, int64_t t1);
 }  // namespace stride::isa::amx_model

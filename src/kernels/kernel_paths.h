@@ -58,6 +58,7 @@ using FloatRangeFn = void (*)(const FloatMatmul& p, const detail::WorkRange& wr,
 struct KernelTable {
   FloatRangeFn matmul_f32, matmul_f16, matmul_bf16;
   packed::RunRangeFn packed_tiles;  // the quantized matmul's tiles (packed_tiles.h)
+  packed::StageActsFn packed_stage_acts;  // their activations, staged once per dispatch
   bool bf16_terms;  // matmul_bf16 reads FloatMatmul::x_bf16
   // quantize_acts_rows (quant_act.h) of rows [t_begin, t_end); out already sized.
   void (*quantize_act_rows)(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);

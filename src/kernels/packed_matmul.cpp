@@ -3,6 +3,7 @@
 // path in use (packed_tiles.h).
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "kernels/kernel_paths.h"
@@ -40,6 +41,43 @@ packed::ActStage packed::act_stage(WorkerScratch& ws, int64_t n_blocks) {
 }
 
 namespace {
+
+// A buffer that only grows, left uninitialised: only the parts a layout and
+// path stage are written (xt: the AMX tiles only), and pages never written
+// never become resident.
+template <typename T>
+class GrowBuffer {
+ public:
+  T* at_least(size_t n) {
+    if (size_ < n) {
+      data_ = std::make_unique_for_overwrite<T[]>(n);
+      size_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  size_t size_ = 0;
+};
+
+// The buffers behind packed::StagedActs (packed_tiles.h).
+struct StagedActBuffers {
+  GrowBuffer<float> d, s;
+  GrowBuffer<int32_t> hs, qs;
+  GrowBuffer<uint8_t> xu;
+  GrowBuffer<int8_t> xt;
+
+  packed::StagedActs for_tokens(int64_t n_tok, int64_t n_blocks) {
+    const int64_t tok_blocks = (n_tok + packed::kActStageToks - 1) / packed::kActStageToks;
+    const size_t n = (size_t)(tok_blocks * packed::kActStageToks * n_blocks);
+    return {n_blocks, d.at_least(n), s.at_least(n), hs.at_least(n), qs.at_least(n), xu.at_least(n * 32),
+            xt.at_least(n * 32)};
+  }
+};
+
+// Fewer tokens run the streaming tiles, which read no staged activations.
+constexpr int64_t kStagedMinToks = 4;
 
 // The decode step's granule of work: small enough that the threads finish
 // within a few microseconds of each other, large enough that claiming it
@@ -81,42 +119,62 @@ void stream_groups(packed::RunRangeFn run_range, const packed::Problem* probs, c
   });
 }
 
-void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float* const* ys, int n_mats,
-              const float* x, int64_t n_tok, ThreadPool& pool) {
+// A path's tiles and the staging of their activations (null: per chunk).
+struct TilePath {
+  packed::RunRangeFn run_range;
+  packed::StageActsFn stage_acts;
+};
+
+void multi_on(const TilePath& path, const PackedMatrix* const* ws, float* const* ys, int n_mats, const float* x,
+              int64_t n_tok, ThreadPool& pool) {
   if (n_tok <= 0 || n_mats <= 0) return;
   if (is_packable_float(ws[0]->type)) {  // float weights: the float matmul of the active path
     detail::matmul_float_packed_on(kernels::active_kernels(), *ws[0], x, ys[0], n_tok, pool);
-    multi_on(run_range, ws + 1, ys + 1, n_mats - 1, x, n_tok, pool);
+    multi_on(path, ws + 1, ys + 1, n_mats - 1, x, n_tok, pool);
     return;
   }
   const int64_t n_in = ws[0]->n_in;
   for (int i = 1; i < n_mats; ++i) {
     if (ws[i]->n_in != n_in || is_packable_float(ws[i]->type)) {  // programmer error: each x row fits one row length
-      for (int j = 0; j < n_mats; ++j) multi_on(run_range, ws + j, ys + j, 1, x, n_tok, pool);
+      for (int j = 0; j < n_mats; ++j) multi_on(path, ws + j, ys + j, 1, x, n_tok, pool);
       return;
     }
   }
   QuantizedActs& acts = pool.scratch(0).get<QuantizedActs>();  // the caller's
   quantize_acts_prepare(n_tok, n_in, acts);
-  if (n_tok >= 8 && pool.size() > 1) {
-    // A few chunks per thread, claimed dynamically (see ThreadPool::run_chunks).
-    const int chunks = (int)std::min<int64_t>(n_tok / 4, 4 * (int64_t)pool.size());
-    pool.run_chunks(chunks, [&](int c, int nc) {
-      const int64_t t0 = n_tok * c / nc, t1 = n_tok * (c + 1) / nc;
-      if (t0 < t1) quantize_acts_rows(x, t0, t1, acts);
-    });
-  } else {
-    quantize_acts_rows(x, 0, n_tok, acts);
-  }
   // The matrices' groups, concatenated, are the work units of one dispatch.
   constexpr int kMaxMats = 4;
   packed::Problem probs[kMaxMats];
   int64_t first[kMaxMats + 1] = {0};
   const int n = std::min(n_mats, kMaxMats);
+  // The activations are staged once, as they are quantized, for every chunk
+  // and matrix of the dispatch: once per distinct weight type (its layout
+  // decides what the tiles read).
+  packed::StagedActs staged;
+  const bool stage = path.stage_acts && n_tok >= kStagedMinToks;
+  if (stage) staged = pool.scratch(0).get<StagedActBuffers>().for_tokens(n_tok, n_in / 32);
+  bool stage_type[kMaxMats] = {};
   for (int i = 0; i < n; ++i) {
-    probs[i] = packed::Problem{ws[i], &acts, ys[i]};
+    probs[i] = packed::Problem{ws[i], &acts, ys[i], stage ? &staged : nullptr};
     first[i + 1] = first[i] + ws[i]->n_groups;
+    stage_type[i] = stage && std::none_of(ws, ws + i, [&](const PackedMatrix* w) { return w->type == ws[i]->type; });
   }
+  const auto quantize_rows = [&](int64_t t0, int64_t t1) {
+    quantize_acts_rows(x, t0, t1, acts);
+    for (int i = 0; i < n; ++i)
+      if (stage_type[i]) path.stage_acts(probs[i], t0, t1);
+  };
+  if (n_tok >= 8 && pool.size() > 1) {
+    // A few chunks per thread, claimed dynamically (see ThreadPool::run_chunks).
+    const int chunks = (int)std::min<int64_t>(n_tok / 4, 4 * (int64_t)pool.size());
+    pool.run_chunks(chunks, [&](int c, int nc) {
+      const int64_t t0 = n_tok * c / nc, t1 = n_tok * (c + 1) / nc;
+      if (t0 < t1) quantize_rows(t0, t1);
+    });
+  } else {
+    quantize_rows(0, n_tok);
+  }
+  const packed::RunRangeFn run_range = path.run_range;
   const int64_t units = first[n];
   if (n_tok <= packed::kStreamMaxToks && pool.size() > 1) {
     stream_groups(run_range, probs, first, n, n_tok, pool);
@@ -131,18 +189,19 @@ void multi_on(packed::RunRangeFn run_range, const PackedMatrix* const* ws, float
     });
   }
   // More matrices than one dispatch holds: the rest in further dispatches.
-  if (n_mats > kMaxMats) multi_on(run_range, ws + kMaxMats, ys + kMaxMats, n_mats - kMaxMats, x, n_tok, pool);
+  if (n_mats > kMaxMats) multi_on(path, ws + kMaxMats, ys + kMaxMats, n_mats - kMaxMats, x, n_tok, pool);
 }
 
 }  // namespace
 
 void matmul_packed_multi(const PackedMatrix* const* ws, float* const* ys, int n_mats,
                          const float* x, int64_t n_tok, ThreadPool& pool) {
-  multi_on(kernels::active_kernels().packed_tiles, ws, ys, n_mats, x, n_tok, pool);
+  const kernels::KernelTable& k = kernels::active_kernels();
+  multi_on({k.packed_tiles, k.packed_stage_acts}, ws, ys, n_mats, x, n_tok, pool);
 }
 
 void packed::matmul_packed_on(RunRangeFn run_range, const PackedMatrix& w, const float* x, float* y,
-                              int64_t n_tok, ThreadPool& pool) {
+                              int64_t n_tok, ThreadPool& pool, StageActsFn stage_acts) {
   if (n_tok <= 0 || w.n_out <= 0) return;
   if (!packable(w.type)) {
     // Programmer error (pack_matrix produces only packable types).
@@ -151,12 +210,13 @@ void packed::matmul_packed_on(RunRangeFn run_range, const PackedMatrix& w, const
   }
   const PackedMatrix* ws[1] = {&w};
   float* ys[1] = {y};
-  multi_on(run_range, ws, ys, 1, x, n_tok, pool);
+  multi_on({run_range, stage_acts}, ws, ys, 1, x, n_tok, pool);
 }
 
 void matmul_packed(const PackedMatrix& w, const float* x, float* y, int64_t n_tok,
                    ThreadPool& pool) {
-  packed::matmul_packed_on(kernels::active_kernels().packed_tiles, w, x, y, n_tok, pool);
+  const kernels::KernelTable& k = kernels::active_kernels();
+  packed::matmul_packed_on(k.packed_tiles, w, x, y, n_tok, pool, k.packed_stage_acts);
 }
 
 }  // namespace stride

@@ -9,10 +9,15 @@
 
 namespace stride::packed {
 
+struct StagedActs;
+
 struct Problem {
   const PackedMatrix* w;
   const QuantizedActs* a;
   float* y;  // [n_tok, n_out]
+  // The dispatch's activations staged once for every chunk and matrix
+  // (StageActsFn), or null: each chunk stages its token blocks itself.
+  const StagedActs* staged = nullptr;
 };
 
 // A worker's buffers for one token block's per-block activation factors,
@@ -37,6 +42,30 @@ struct ActStage {
 };
 ActStage act_stage(WorkerScratch& ws, int64_t n_blocks);
 
+// All tokens of a dispatch staged once, token block i (tokens [64 i, 64 i + 64))
+// laid out as one ActStage, so that every chunk and every matrix of the
+// dispatch reads the same copy instead of staging its own (packed_matmul.cpp
+// owns the buffers, the path's StageActsFn fills them).
+struct StagedActs {
+  int64_t n_blocks = 0;
+  float* d = nullptr;     // [n_tok_blocks, n_blocks, kActStageToks]
+  float* s = nullptr;     // as d
+  int32_t* hs = nullptr;  // as d
+  int32_t* qs = nullptr;  // as d
+  uint8_t* xu = nullptr;  // [n_tok, n_blocks * 32]
+  int8_t* xt = nullptr;   // [n_tok_blocks, n_blocks, kActStageToks, 32]
+  // The token block starting at token tb (a multiple of kActStageToks).
+  ActStage at(int64_t tb) const {
+    const int64_t f = tb / kActStageToks * n_blocks * kActStageToks;
+    return {d + f, s + f, hs + f, qs + f, xu + tb * n_blocks * 32, xt + f * 32};
+  }
+};
+
+// Stages tokens [t0, t1) of p.a into *p.staged for p.w's layout, as the
+// path's RunRangeFn would stage them for itself (called from any thread, for
+// disjoint token ranges, before the dispatch that reads them).
+using StageActsFn = void (*)(const Problem& p, int64_t t0, int64_t t1);
+
 // Decode (tiles of at most kStreamMaxToks tokens) streams every weight byte
 // once from DRAM: its tile prefetches kStreamPrefetchAhead bytes ahead in the
 // group's stream while a block computes.
@@ -48,8 +77,9 @@ constexpr int kStreamPrefetchAhead = 6144;
 using RunRangeFn = void (*)(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws);
 
 
-// matmul_packed (kernels/matmul.h) through the tiles of run_range.
+// matmul_packed (kernels/matmul.h) through the tiles of run_range; with
+// stage_acts (the same path's), the activations are staged once per call.
 void matmul_packed_on(RunRangeFn run_range, const PackedMatrix& w, const float* x, float* y, int64_t n_tok,
-                      ThreadPool& pool);
+                      ThreadPool& pool, StageActsFn stage_acts = nullptr);
 
 }  // namespace stride::packed

@@ -96,6 +96,17 @@ void run_group(const Problem& p, int64_t g, int64_t tb, int64_t te) {
   }
 }
 
+// The factors (and int8 rows) of token block [tb, te) for layout L: the
+// dispatch's staged copy where it has one (a block it staged whole: tb on a
+// multiple of kActStageToks), else staged into the worker's buffers.
+template <const Layout& L, bool kAmx>
+packed::ActStage block_acts(const Problem& p, WorkerScratch& ws, int64_t n_blocks, int64_t tb, int64_t te) {
+  if (p.staged && tb % packed::kActStageToks == 0) return p.staged->at(tb);
+  const packed::ActStage as = packed::act_stage(ws, n_blocks);
+  stage_acts<L, kAmx>(*p.a, n_blocks, tb, te, as);
+  return as;
+}
+
 // Groups [g0, g1) x tokens [t0, t1) of weights of type T: token blocks
 // outermost so their int8 activations stay cached while the groups stream
 // past; each group's weights stay in L1 across the token tiles of a block.
@@ -112,16 +123,12 @@ void run_range_of(const Problem& p, const detail::WorkRange& wr, WorkerScratch& 
     int64_t g = wr.r0;
 #if STRIDE_ISA_LEVEL >= 1
     if (te - tb >= kVnniMinToks && g + 1 < wr.r1) {
-      const int64_t n_blocks = p.w->n_in / 32;
-      const packed::ActStage as = packed::act_stage(ws, n_blocks);
-      stage_acts<L, kAmx>(*p.a, n_blocks, tb, te, as);
+      const packed::ActStage as = block_acts<L, kAmx>(p, ws, p.w->n_in / 32, tb, te);
       for (; g + 1 < wr.r1; g += 2) run_group_pair_staged<L, kAmx>(p, g, tb, te, as);
     }
 #else
     if (kStaged<L> && te - tb >= kStageMinToks) {
-      const int64_t n_blocks = p.w->n_in / 32;
-      const packed::ActStage as = packed::act_stage(ws, n_blocks);
-      stage_acts<L>(*p.a, n_blocks, tb, te, as);
+      const packed::ActStage as = block_acts<L, kAmx>(p, ws, p.w->n_in / 32, tb, te);
       for (; g < wr.r1; ++g) run_group_staged<L>(p, g, tb, te, as);
     }
 #endif
@@ -129,30 +136,60 @@ void run_range_of(const Problem& p, const detail::WorkRange& wr, WorkerScratch& 
   }
 }
 
-// run_range_of for the layout of p.w's type.
-void run_range_typed(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
+// Tokens [t0, t1) staged into *p.staged as block_acts stages a whole token
+// block, a token block's share at a time.
+template <DType T, const Layout& L>
+void stage_range_of(const Problem& p, int64_t t0, int64_t t1) {
+  constexpr bool kAmx = STRIDE_ISA_LEVEL >= 2 && kernels::amx_int8_tiles_for(T);
+#if STRIDE_ISA_LEVEL == 0
+  if constexpr (!kStaged<L>) return;
+#endif
+  constexpr int64_t S = packed::kActStageToks;
+  for (int64_t t = t0; t < t1;) {
+    const int64_t tb = t / S * S, te = std::min(t1, tb + S);
+    stage_acts<L, kAmx>(*p.a, p.staged->n_blocks, t, te, p.staged->at(tb), t - tb);
+    t = te;
+  }
+}
+
+// F<T, layout of T>(args...) for p.w's type T.
+template <template <DType, const Layout&> class F, typename... Args>
+void for_type(const Problem& p, Args&&... args) {
   switch (p.w->type) {
-    case DType::Q4_0: return run_range_of<DType::Q4_0, packed::kQ4_0>(p, wr, ws);
-    case DType::Q4_1: return run_range_of<DType::Q4_1, packed::kQ4_1>(p, wr, ws);
-    case DType::Q5_0: return run_range_of<DType::Q5_0, packed::kQ5_0>(p, wr, ws);
-    case DType::Q5_1: return run_range_of<DType::Q5_1, packed::kQ5_1>(p, wr, ws);
-    case DType::Q8_0: return run_range_of<DType::Q8_0, packed::kQ8_0>(p, wr, ws);
-    case DType::Q4_K: return run_range_of<DType::Q4_K, packed::kQ4_K>(p, wr, ws);
-    case DType::Q5_K: return run_range_of<DType::Q5_K, packed::kQ5_K>(p, wr, ws);
-    case DType::Q6_K: return run_range_of<DType::Q6_K, packed::kQ6_K>(p, wr, ws);
-    case DType::Q2_K: return run_range_of<DType::Q2_K, packed::kQ2_K>(p, wr, ws);
-    case DType::Q3_K: return run_range_of<DType::Q3_K, packed::kQ3_K>(p, wr, ws);
-    case DType::IQ4_NL: return run_range_of<DType::IQ4_NL, packed::kIQ4_NL>(p, wr, ws);
-    case DType::IQ4_XS: return run_range_of<DType::IQ4_XS, packed::kIQ4_XS>(p, wr, ws);
-    case DType::MXFP4: return run_range_of<DType::MXFP4, packed::kMXFP4>(p, wr, ws);
+    case DType::Q4_0: return F<DType::Q4_0, packed::kQ4_0>::run(p, args...);
+    case DType::Q4_1: return F<DType::Q4_1, packed::kQ4_1>::run(p, args...);
+    case DType::Q5_0: return F<DType::Q5_0, packed::kQ5_0>::run(p, args...);
+    case DType::Q5_1: return F<DType::Q5_1, packed::kQ5_1>::run(p, args...);
+    case DType::Q8_0: return F<DType::Q8_0, packed::kQ8_0>::run(p, args...);
+    case DType::Q4_K: return F<DType::Q4_K, packed::kQ4_K>::run(p, args...);
+    case DType::Q5_K: return F<DType::Q5_K, packed::kQ5_K>::run(p, args...);
+    case DType::Q6_K: return F<DType::Q6_K, packed::kQ6_K>::run(p, args...);
+    case DType::Q2_K: return F<DType::Q2_K, packed::kQ2_K>::run(p, args...);
+    case DType::Q3_K: return F<DType::Q3_K, packed::kQ3_K>::run(p, args...);
+    case DType::IQ4_NL: return F<DType::IQ4_NL, packed::kIQ4_NL>::run(p, args...);
+    case DType::IQ4_XS: return F<DType::IQ4_XS, packed::kIQ4_XS>::run(p, args...);
+    case DType::MXFP4: return F<DType::MXFP4, packed::kMXFP4>::run(p, args...);
     default: return;  // pack_matrix produces only the types above
   }
 }
 
+template <DType T, const Layout& L>
+struct RunRange {
+  static void run(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) { run_range_of<T, L>(p, wr, ws); }
+};
+template <DType T, const Layout& L>
+struct StageRange {
+  static void run(const Problem& p, int64_t t0, int64_t t1) { stage_range_of<T, L>(p, t0, t1); }
+};
+
 }  // namespace
 
 void packed_run_range(const Problem& p, const detail::WorkRange& wr, WorkerScratch& ws) {
-  run_range_typed(p, wr, ws);
+  for_type<RunRange>(p, wr, ws);
+}
+
+void packed_stage_acts(const Problem& p, int64_t t0, int64_t t1) {
+  for_type<StageRange>(p, t0, t1);
 }
 
 }  // namespace stride::isa::STRIDE_ISA_NS

@@ -274,14 +274,15 @@ constexpr bool kSignedStaged = L.is_signed || kQuantOffset<L> > 0;
 template <const Layout& L>
 constexpr bool kUnsignedActs = STRIDE_ISA_LEVEL >= 1 ? kSignedStaged<L> : L.q6 && !L.min16 && L.group < 4;
 
-// The factors of tokens [tb, te) (at most kActStageToks) that layout L's
-// tiles read, copied block-major into as; kTileActs: the int8 activations
-// too (ActStage::xt, the AMX tiles' A operand).
+// The factors of tokens [tb, te) that layout L's tiles read, copied
+// block-major into as from its token k0 on (k0 + te - tb <= kActStageToks);
+// kTileActs: the int8 activations too (ActStage::xt, the AMX tiles' A operand).
 template <const Layout& L, bool kTileActs = false>
-void stage_acts(const QuantizedActs& a, int64_t n_blocks, int64_t tb, int64_t te, const packed::ActStage& as) {
+void stage_acts(const QuantizedActs& a, int64_t n_blocks, int64_t tb, int64_t te, const packed::ActStage& as,
+                int64_t k0 = 0) {
   constexpr int64_t S = packed::kActStageToks;
   for (int64_t t = tb; t < te; ++t) {
-    const int64_t k = t - tb;
+    const int64_t k = k0 + t - tb;
     if constexpr (kUnsignedActs<L>) {
       const int8_t* q = a.q_row(t);
       uint8_t* xu = as.xu + k * n_blocks * 32;

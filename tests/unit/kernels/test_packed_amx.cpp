@@ -155,9 +155,11 @@ TEST_P(AmxModelTypes, MatchesTheAvx512PathBitForBitAndTheReference) {
         else EXPECT_EQ(tmul_model::dots_run(), dots);
         EXPECT_EQ(std::memcmp(tiles.data(), wide.data(), tiles.size() * sizeof(float)), 0)
             << "the tile path differs from the AVX-512 path";
-        // Two threads split the tokens and groups otherwise: the same rows.
+        // Two threads split the tokens and groups otherwise, here with the
+        // activations staged once for the call: the same rows.
         std::vector<float> tiles2(ref.size(), NAN);
-        packed::matmul_packed_on(&isa::amx_model::packed_run_range, pm.value(), x.data(), tiles2.data(), n_tok, pool2);
+        packed::matmul_packed_on(&isa::amx_model::packed_run_range, pm.value(), x.data(), tiles2.data(), n_tok, pool2,
+                                 &isa::amx_model::packed_stage_acts);
         EXPECT_EQ(std::memcmp(tiles2.data(), wide.data(), tiles2.size() * sizeof(float)), 0)
             << "the tile path on two threads differs from the AVX-512 path";
         double scale = 0;

@@ -12,9 +12,11 @@
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "kernels/dequantize.h"
+#include "kernels/kernel_paths.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_reference.h"
 #include "kernels/packed_matrix.h"
+#include "kernels/packed_tiles.h"
 #include "kernels/quant_act.h"
 #include "random_weight.h"
 
@@ -216,6 +218,53 @@ TEST(PackedMatrix, MultiMatchesSingle) {
       for (int i = 0; i < 3; ++i) EXPECT_LT(rel_error(ys[i], refs[i]), 1e-5) << i << " " << n_tok;
     }
   }
+}
+
+// A dispatch stages its activations once for every chunk and matrix
+// (packed_tiles.h, StagedActs): matrices whose layouts read different staged
+// parts (Q4_K: factors and mins; Q6_K and Q4_0: the activations + 128 too;
+// Q8_0: none on the AVX2 path), tokens over several token blocks, and thread
+// counts that split by rows (chunks on token block boundaries, reading the
+// shared copy) or by tokens (chunks that start mid-block stage their own).
+// On every CPU path against the reference, and bit for bit against the same
+// path staging per chunk (matmul_packed_on without a StageActsFn).
+TEST(PackedMatrix, ActivationsStagedOncePerDispatch) {
+  const int64_t n_in = 512;
+  RandomWeight a(DType::Q4_K, n_in, 203, 31), b(DType::Q6_K, n_in, 40, 32), c(DType::Q4_0, n_in, 9, 33),
+      d(DType::Q8_0, n_in, 16, 34);
+  const std::vector<PackedMatrix> pms = pack_all({&a, &b, &c, &d});
+  ASSERT_EQ(pms.size(), 4u);
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  for (const CpuPath path : paths) {
+    ASSERT_TRUE(set_cpu_path(path).ok());
+    const kernels::KernelTable& k = kernels::kernel_table(path);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (int64_t n_tok : {4, 70, 130}) {
+        const auto x = random_acts(n_in * n_tok, (uint32_t)(200 + n_tok));
+        const auto refs = reference_outputs({&a, &b, &c, &d}, x, n_tok);
+        // All four in one dispatch (row split), and each alone: the small
+        // ones split by tokens on 2+ threads.
+        const auto ys = multi_outputs(pms, x, n_tok, pool);
+        for (size_t i = 0; i < pms.size(); ++i) {
+          SCOPED_TRACE(testing::Message() << dtype_name(pms[i].type) << " n_tok=" << n_tok << " threads=" << threads
+                                          << " path=" << cpu_path_name(path));
+          std::vector<float> alone(ys[i].size(), NAN), per_chunk(ys[i].size(), NAN);
+          packed::matmul_packed_on(k.packed_tiles, pms[i], x.data(), alone.data(), n_tok, pool, k.packed_stage_acts);
+          packed::matmul_packed_on(k.packed_tiles, pms[i], x.data(), per_chunk.data(), n_tok, pool);
+          double scale = 0;
+          for (float v : refs[i]) scale = std::max(scale, (double)std::fabs(v));
+          for (size_t j = 0; j < ys[i].size(); ++j) {
+            ASSERT_NEAR(ys[i][j], refs[i][j], 1e-4 * scale + 1e-6) << "element " << j;
+            ASSERT_NEAR(alone[j], refs[i][j], 1e-4 * scale + 1e-6) << "element " << j;
+          }
+          EXPECT_EQ(std::memcmp(ys[i].data(), per_chunk.data(), ys[i].size() * sizeof(float)), 0);
+          EXPECT_EQ(std::memcmp(alone.data(), per_chunk.data(), alone.size() * sizeof(float)), 0);
+        }
+      }
+    }
+  }
+  ASSERT_TRUE(set_cpu_path(paths.back()).ok());
 }
 
 TEST(PackedMatrix, DecodeStepsCoverEveryRowOnce) {
