@@ -76,13 +76,14 @@ void ShardSetRoute::enqueue(std::shared_ptr<RequestChannel> ch) {
 
 void ShardSetRoute::fail(RequestChannel& ch, const Status& st) {
   std::fprintf(stderr, "shard set: request %s failed: %s\n", ch.request.id.c_str(), st.message().c_str());
+  // Counted before the client can see the error, so its next /metrics read includes it.
+  ++metrics_.sharded_failures;
+  metrics_.count_finish("error");
   Event e;
   e.kind = EventKind::Error;
   e.code = st.code();
   e.message = st.message();
   ch.push(std::move(e));
-  ++metrics_.sharded_failures;
-  metrics_.count_finish("error");
 }
 
 void ShardSetRoute::advance() {
@@ -219,9 +220,9 @@ void ShardSetRoute::finish(RequestChannel& ch, const std::string& reason, int n_
   done.prompt_tokens = (int)ch.request.prompt.size();
   done.cached_tokens = (int)cached;
   done.completion_tokens = n_generated;
-  ch.push(std::move(done));
   metrics_.e2e.observe(seconds(Clock::now() - ch.arrived));
   metrics_.count_finish(reason);
+  ch.push(std::move(done));
 }
 
 }  // namespace stride::dist
