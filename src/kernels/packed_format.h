@@ -174,27 +174,42 @@ inline __m256 e8m0_half8(const uint8_t* p) {
   return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, is_tiny));
 }
 
-// Per-row float factors of block s of a record: x = D * q + M.
+// The per-row factors of a record, converted once for all its blocks: the
+// fp16 d (and dmin, Q2_K's negated) of the header. A K-quant record's 8
+// blocks share them; converting them per block cost about a tenth of the
+// staging's instructions (docs/performance.md).
 template <const Layout& L>
-inline void block_scales(const uint8_t* rec, int s, __m256& D, __m256& M) {
-  if constexpr (L.min16) {  // M: the factor of the integer min sums
-    D = half8(rec);
-    M = _mm256_sub_ps(_mm256_setzero_ps(), half8(rec + 16));
-  } else if constexpr (L.lut == Lut::kMxfp4) {
-    D = e8m0_half8(rec);
-  } else if constexpr (L.lut == Lut::kIq4 && L.blocks > 1) {  // IQ4_XS: scale per block
-    int64_t v;
-    std::memcpy(&v, rec + 16 + 8 * s, 8);
-    D = _mm256_mul_ps(half8(rec), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(v))));
-  } else if constexpr (L.offset == Offset::kKQuant) {
-    D = _mm256_mul_ps(half8(rec), u8x8_to_f32(rec + 32 + 8 * s));
-    M = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(half8(rec + 16), u8x8_to_f32(rec + 96 + 8 * s)));
-  } else {
-    D = half8(rec);
-    if constexpr (L.offset == Offset::kMin) M = half8(rec + 16);
-    if constexpr (L.offset == Offset::kMinus8) M = _mm256_mul_ps(D, _mm256_set1_ps(-8.0f));
-    if constexpr (L.offset == Offset::kMinus16) M = _mm256_mul_ps(D, _mm256_set1_ps(-16.0f));
+struct RecordScales {
+  __m256 d;
+  __m256 dmin;  // Q4_K, Q5_K: dmin; Q2_K: -dmin; unused otherwise
+  explicit RecordScales(const uint8_t* rec) {
+    if constexpr (L.lut == Lut::kMxfp4) {
+      d = e8m0_half8(rec);
+    } else {
+      d = half8(rec);
+    }
+    if constexpr (L.min16) dmin = _mm256_sub_ps(_mm256_setzero_ps(), half8(rec + 16));
+    if constexpr (L.offset == Offset::kKQuant) dmin = half8(rec + 16);
   }
-}
+  // Per-row float factors of block s of the record rec: x = D * q + M.
+  void block(const uint8_t* rec, int s, __m256& D, __m256& M) const {
+    if constexpr (L.min16) {  // M: the factor of the integer min sums
+      D = d;
+      M = dmin;
+    } else if constexpr (L.lut == Lut::kIq4 && L.blocks > 1) {  // IQ4_XS: scale per block
+      int64_t v;
+      std::memcpy(&v, rec + 16 + 8 * s, 8);
+      D = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(v))));
+    } else if constexpr (L.offset == Offset::kKQuant) {
+      D = _mm256_mul_ps(d, u8x8_to_f32(rec + 32 + 8 * s));
+      M = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(dmin, u8x8_to_f32(rec + 96 + 8 * s)));
+    } else {
+      D = d;
+      if constexpr (L.offset == Offset::kMin) M = half8(rec + 16);
+      if constexpr (L.offset == Offset::kMinus8) M = _mm256_mul_ps(D, _mm256_set1_ps(-8.0f));
+      if constexpr (L.offset == Offset::kMinus16) M = _mm256_mul_ps(D, _mm256_set1_ps(-16.0f));
+    }
+  }
+};
 
 }  // namespace stride::packed

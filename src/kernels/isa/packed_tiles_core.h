@@ -174,6 +174,7 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
   const int64_t n_records = w.n_in / (32 * L.blocks);
   const uint8_t* rec = w.data.data() + grp * w.group_bytes;
   for (int64_t ri = 0; ri < n_records; ++ri, rec += L.record()) {
+    const packed::RecordScales<L> scales(rec);
     for (int s = 0; s < L.blocks; ++s) {
       const int64_t b = ri * L.blocks + s;
       const uint8_t* sub = rec + L.header + s * L.sub;
@@ -218,7 +219,7 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
           idot[t] = _mm256_sub_epi32(idot[t], _mm256_slli_epi32(_mm256_set1_epi32(xqs[t][b]), shift));
       }
       __m256 D, M;
-      packed::block_scales<L>(rec, s, D, M);
+      scales.block(rec, s, D, M);
       for (int t = 0; t < T; ++t) {
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(idot[t]), _mm256_mul_ps(D, _mm256_set1_ps(xd[t][b])),
                                  acc[t]);

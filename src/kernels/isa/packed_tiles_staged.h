@@ -52,51 +52,59 @@ constexpr bool kStaged = L.lut != packed::Lut::kNone || !L.is_signed;
 template <const Layout& L>
 constexpr bool kUnsignedQ6 = kUnsignedActs<L>;
 
+// Block s of the record rec (scales: the record's factors) into out.
+template <const Layout& L>
+inline void stage_block256(const uint8_t* rec, int s, const packed::RecordScales<L>& scales, StagedBlock256& out) {
+  const uint8_t* sub = rec + L.header + s * L.sub;
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    __m256i v = packed::vec<L>(sub, g);
+    if constexpr (kUnsignedQ6<L>) v = _mm256_sub_epi8(v, _mm256_set1_epi8((char)kQuantOffset<L>));
+    if constexpr (L.is_signed) {
+      _mm256_store_si256(&out.v[g], _mm256_sign_epi8(v, v));
+      _mm256_store_si256(&out.sgn[g], v);
+    } else {
+      _mm256_store_si256(&out.v[g], v);
+    }
+  }
+  __m256 D, M;
+  scales.block(rec, s, D, M);
+  _mm256_store_ps((float*)&out.D, D);
+  if constexpr (kFloatOffset<L> || L.min16) _mm256_store_ps((float*)&out.M, M);
+  if constexpr (L.q6) {
+    _mm256_store_si256(&out.f[0], packed::madd_factor<L>(sub, 0));
+    _mm256_store_si256(&out.f[1], packed::madd_factor<L>(sub, 4));
+  }
+  if constexpr (kUnsignedQ6<L>) {
+    // Σ sc * w per row: maddubs with ones sums byte pairs (|.| <= 64), four vectors stay in int16.
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256i half[2];
+    for (int h = 0; h < 2; ++h) {
+      half[h] = _mm256_maddubs_epi16(ones, _mm256_load_si256(&out.v[4 * h]));
+      for (int g = 4 * h + 1; g < 4 * h + 4; ++g)
+        half[h] = _mm256_add_epi16(half[h], _mm256_maddubs_epi16(ones, _mm256_load_si256(&out.v[g])));
+    }
+    const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(half[0], _mm256_load_si256(&out.f[0])),
+                                         _mm256_madd_epi16(half[1], _mm256_load_si256(&out.f[1])));
+    _mm256_store_si256(&out.bias, _mm256_slli_epi32(sum, 7));
+  } else if constexpr (L.q6 && !L.min16) {
+    _mm256_store_si256(&out.pairs, packed::q6_scale_pairs(sub));
+  }
+  if constexpr (L.min16) _mm256_store_si256(&out.mp, packed::min16_pairs(sub));
+}
+
 // Blocks [b0, b0 + nb) of group grp into st.
 template <const Layout& L>
 void stage_blocks256(const PackedMatrix& w, int64_t grp, int64_t b0, int nb, StagedBlock256* st) {
   const uint8_t* gp = w.data.data() + grp * w.group_bytes;
-  for (int i = 0; i < nb; ++i) {
+  // A record's blocks at a time, its header's factors converted once.
+  for (int i = 0; i < nb;) {
     const int64_t b = b0 + i;
-    const int s = (int)(b % L.blocks);
+    const int s0 = (int)(b % L.blocks);
+    const int s1 = std::min(L.blocks, s0 + nb - i);
     const uint8_t* rec = gp + (b / L.blocks) * L.record();
-    const uint8_t* sub = rec + L.header + s * L.sub;
-    StagedBlock256& out = st[i];
-#pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-      __m256i v = packed::vec<L>(sub, g);
-      if constexpr (kUnsignedQ6<L>) v = _mm256_sub_epi8(v, _mm256_set1_epi8((char)kQuantOffset<L>));
-      if constexpr (L.is_signed) {
-        _mm256_store_si256(&out.v[g], _mm256_sign_epi8(v, v));
-        _mm256_store_si256(&out.sgn[g], v);
-      } else {
-        _mm256_store_si256(&out.v[g], v);
-      }
-    }
-    __m256 D, M;
-    packed::block_scales<L>(rec, s, D, M);
-    _mm256_store_ps((float*)&out.D, D);
-    if constexpr (kFloatOffset<L> || L.min16) _mm256_store_ps((float*)&out.M, M);
-    if constexpr (L.q6) {
-      _mm256_store_si256(&out.f[0], packed::madd_factor<L>(sub, 0));
-      _mm256_store_si256(&out.f[1], packed::madd_factor<L>(sub, 4));
-    }
-    if constexpr (kUnsignedQ6<L>) {
-      // Σ sc * w per row: maddubs with ones sums byte pairs (|.| <= 64), four vectors stay in int16.
-      const __m256i ones = _mm256_set1_epi8(1);
-      __m256i half[2];
-      for (int h = 0; h < 2; ++h) {
-        half[h] = _mm256_maddubs_epi16(ones, _mm256_load_si256(&out.v[4 * h]));
-        for (int g = 4 * h + 1; g < 4 * h + 4; ++g)
-          half[h] = _mm256_add_epi16(half[h], _mm256_maddubs_epi16(ones, _mm256_load_si256(&out.v[g])));
-      }
-      const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(half[0], _mm256_load_si256(&out.f[0])),
-                                           _mm256_madd_epi16(half[1], _mm256_load_si256(&out.f[1])));
-      _mm256_store_si256(&out.bias, _mm256_slli_epi32(sum, 7));
-    } else if constexpr (L.q6 && !L.min16) {
-      _mm256_store_si256(&out.pairs, packed::q6_scale_pairs(sub));
-    }
-    if constexpr (L.min16) _mm256_store_si256(&out.mp, packed::min16_pairs(sub));
+    const packed::RecordScales<L> scales(rec);
+    for (int s = s0; s < s1; ++s, ++i) stage_block256<L>(rec, s, scales, st[i]);
   }
 }
 

@@ -82,41 +82,86 @@ struct StagedBlock {
 // token block's int8 activations.
 constexpr int kStageBlocks = 16;
 
-// Blocks [b0, b0 + nb) of groups grp and grp + 1 into st.
+// A record's factors for both groups of a pair (RecordScales, 16 rows);
+// a K-quant block's scales and mins of the two groups convert as one vector.
+template <const Layout& L>
+struct PairRecordScales {
+  static constexpr bool kKQuant = L.offset == packed::Offset::kKQuant;
+  packed::RecordScales<L> a, b;
+  __m512 d, dmin;  // kKQuant: a's and b's d, dmin
+  PairRecordScales(const uint8_t* ra, const uint8_t* rb) : a(ra), b(rb) {
+    if constexpr (kKQuant) {
+      d = pair512(a.d, b.d);
+      dmin = pair512(a.dmin, b.dmin);
+    }
+  }
+  // Block s's factors (RecordScales::block) of the records ra and rb.
+  void block(const uint8_t* ra, const uint8_t* rb, int s, __m512& D, __m512& M) const {
+    if constexpr (kKQuant) {
+      D = _mm512_mul_ps(d, u8x16_to_f32(ra + 32 + 8 * s, rb + 32 + 8 * s));
+      M = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dmin, u8x16_to_f32(ra + 96 + 8 * s, rb + 96 + 8 * s)));
+    } else {
+      __m256 Da, Ma, Db, Mb;
+      a.block(ra, s, Da, Ma);
+      b.block(rb, s, Db, Mb);
+      D = pair512(Da, Db);
+      if constexpr (kFloatOffset<L> || L.min16) M = pair512(Ma, Mb);
+    }
+  }
+
+ private:
+  // 8 bytes at pa (the low 8 lanes) and 8 at pb, as floats.
+  static __m512 u8x16_to_f32(const uint8_t* pa, const uint8_t* pb) {
+    int64_t va, vb;
+    std::memcpy(&va, pa, 8);
+    std::memcpy(&vb, pb, 8);
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x(vb, va)));
+  }
+};
+
+// Block s of the records ra and rb (scales: their factors) into out.
+template <const Layout& L>
+inline void stage_block(const uint8_t* ra, const uint8_t* rb, int s, const PairRecordScales<L>& scales,
+                        StagedBlock& out) {
+  const uint8_t* sa = ra + L.header + s * L.sub;
+  const uint8_t* sb = rb + L.header + s * L.sub;
+  [[maybe_unused]] __m512i q_sum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    __m512i v = vec2<L>(sa, sb, g);
+    if constexpr (kQuantOffset<L> > 0) v = _mm512_sub_epi8(v, _mm512_set1_epi8((char)kQuantOffset<L>));
+    out.v[g] = v;
+    if constexpr (kSignedStaged<L>)
+      q_sum[L.q6 && g >= 4] = _mm512_dpbusd_epi32(q_sum[L.q6 && g >= 4], _mm512_set1_epi8(1), v);
+  }
+  // Σ (x + 128) q - 128 Σ q = Σ x q, exactly (int32, no saturation).
+  if constexpr (kSignedStaged<L>) {
+    out.bias = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(q_sum[0], 7));
+    if constexpr (L.q6) out.bias_hi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(q_sum[1], 7));
+  }
+  __m512 D, M;
+  scales.block(ra, rb, s, D, M);
+  out.D = D;
+  if constexpr (kFloatOffset<L> || L.min16) out.M = M;
+  if constexpr (L.q6) out.pairs = pair512(packed::q6_scale_pairs(sa), packed::q6_scale_pairs(sb));
+  if constexpr (L.min16) out.mp = pair512(packed::min16_pairs(sa), packed::min16_pairs(sb));
+}
+
+// Blocks [b0, b0 + nb) of groups grp and grp + 1 into st, a record's blocks
+// at a time.
 template <const Layout& L>
 void stage_blocks(const PackedMatrix& w, int64_t grp, int64_t b0, int nb, StagedBlock* st) {
   const uint8_t* ga = w.data.data() + grp * w.group_bytes;
   const uint8_t* gb = ga + w.group_bytes;
-  for (int i = 0; i < nb; ++i) {
+  for (int i = 0; i < nb;) {
     const int64_t b = b0 + i;
+    const int s0 = (int)(b % L.blocks);
+    const int s1 = std::min(L.blocks, s0 + nb - i);
     const int64_t rec = b / L.blocks;
-    const int s = (int)(b % L.blocks);
     const uint8_t* ra = ga + rec * L.record();
     const uint8_t* rb = gb + rec * L.record();
-    const uint8_t* sa = ra + L.header + s * L.sub;
-    const uint8_t* sb = rb + L.header + s * L.sub;
-    StagedBlock& out = st[i];
-    [[maybe_unused]] __m512i q_sum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-#pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-      __m512i v = vec2<L>(sa, sb, g);
-      if constexpr (kQuantOffset<L> > 0) v = _mm512_sub_epi8(v, _mm512_set1_epi8((char)kQuantOffset<L>));
-      out.v[g] = v;
-      if constexpr (kSignedStaged<L>)
-        q_sum[L.q6 && g >= 4] = _mm512_dpbusd_epi32(q_sum[L.q6 && g >= 4], _mm512_set1_epi8(1), v);
-    }
-    // Σ (x + 128) q - 128 Σ q = Σ x q, exactly (int32, no saturation).
-    if constexpr (kSignedStaged<L>) {
-      out.bias = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(q_sum[0], 7));
-      if constexpr (L.q6) out.bias_hi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(q_sum[1], 7));
-    }
-    __m256 Da, Ma, Db, Mb;
-    packed::block_scales<L>(ra, s, Da, Ma);
-    packed::block_scales<L>(rb, s, Db, Mb);
-    out.D = pair512(Da, Db);
-    if constexpr (kFloatOffset<L> || L.min16) out.M = pair512(Ma, Mb);
-    if constexpr (L.q6) out.pairs = pair512(packed::q6_scale_pairs(sa), packed::q6_scale_pairs(sb));
-    if constexpr (L.min16) out.mp = pair512(packed::min16_pairs(sa), packed::min16_pairs(sb));
+    const PairRecordScales<L> scales(ra, rb);
+    for (int s = s0; s < s1; ++s, ++i) stage_block<L>(ra, rb, s, scales, st[i]);
   }
 }
 
