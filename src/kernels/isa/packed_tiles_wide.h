@@ -82,17 +82,23 @@ struct StagedBlock {
 // token block's int8 activations.
 constexpr int kStageBlocks = 16;
 
-// A record's factors for both groups of a pair (RecordScales, 16 rows);
-// a K-quant block's scales and mins of the two groups convert as one vector.
+// A record's factors for both groups of a pair (RecordScales, 16 rows).
+// Where they are the same for every block of the record (all layouts but
+// Q4_K, Q5_K and IQ4_XS) they are joined once; a K-quant block's scales and
+// mins of the two groups convert as one vector.
 template <const Layout& L>
 struct PairRecordScales {
   static constexpr bool kKQuant = L.offset == packed::Offset::kKQuant;
+  static constexpr bool kPerBlock = kKQuant || (L.lut == packed::Lut::kIq4 && L.blocks > 1);
+  static constexpr bool kHasM = kFloatOffset<L> || L.min16;
   packed::RecordScales<L> a, b;
-  __m512 d, dmin;  // kKQuant: a's and b's d, dmin
+  __m512 d, dmin;  // kKQuant: a's and b's d, dmin; !kPerBlock: every block's D, M
   PairRecordScales(const uint8_t* ra, const uint8_t* rb) : a(ra), b(rb) {
     if constexpr (kKQuant) {
       d = pair512(a.d, b.d);
       dmin = pair512(a.dmin, b.dmin);
+    } else if constexpr (!kPerBlock) {
+      join(ra, rb, 0, d, dmin);
     }
   }
   // Block s's factors (RecordScales::block) of the records ra and rb.
@@ -100,16 +106,22 @@ struct PairRecordScales {
     if constexpr (kKQuant) {
       D = _mm512_mul_ps(d, u8x16_to_f32(ra + 32 + 8 * s, rb + 32 + 8 * s));
       M = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dmin, u8x16_to_f32(ra + 96 + 8 * s, rb + 96 + 8 * s)));
+    } else if constexpr (kPerBlock) {
+      join(ra, rb, s, D, M);
     } else {
-      __m256 Da, Ma, Db, Mb;
-      a.block(ra, s, Da, Ma);
-      b.block(rb, s, Db, Mb);
-      D = pair512(Da, Db);
-      if constexpr (kFloatOffset<L> || L.min16) M = pair512(Ma, Mb);
+      D = d;
+      if constexpr (kHasM) M = dmin;
     }
   }
 
  private:
+  void join(const uint8_t* ra, const uint8_t* rb, int s, __m512& D, __m512& M) const {
+    __m256 Da, Ma, Db, Mb;
+    a.block(ra, s, Da, Ma);
+    b.block(rb, s, Db, Mb);
+    D = pair512(Da, Db);
+    if constexpr (kHasM) M = pair512(Ma, Mb);
+  }
   // 8 bytes at pa (the low 8 lanes) and 8 at pb, as floats.
   static __m512 u8x16_to_f32(const uint8_t* pa, const uint8_t* pb) {
     int64_t va, vb;
@@ -142,7 +154,7 @@ inline void stage_block(const uint8_t* ra, const uint8_t* rb, int s, const PairR
   __m512 D, M;
   scales.block(ra, rb, s, D, M);
   out.D = D;
-  if constexpr (kFloatOffset<L> || L.min16) out.M = M;
+  if constexpr (PairRecordScales<L>::kHasM) out.M = M;
   if constexpr (L.q6) out.pairs = pair512(packed::q6_scale_pairs(sa), packed::q6_scale_pairs(sb));
   if constexpr (L.min16) out.mp = pair512(packed::min16_pairs(sa), packed::min16_pairs(sb));
 }
