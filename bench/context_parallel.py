@@ -21,7 +21,7 @@ the same sharded path on one rank (a rendezvous, no peers).
     bench/context_parallel.py --tokens 131072 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8
     bench/context_parallel.py --tokens 1048576 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8 --decode 8
 Past the model's trained context pass the RoPE scaling to every rank:
-    bench/context_parallel.py --tokens 131072 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8 \
+    bench/context_parallel.py --tokens 131072 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8
         --run-args "--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768"
 A long run's rank counts may run apart, at once, then join in one report (the
 projection needs the one-rank run, the longest):
