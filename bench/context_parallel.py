@@ -20,6 +20,12 @@ the same sharded path on one rank (a rendezvous, no peers).
     bench/context_parallel.py --tokens 8192 --ranks 1,2,4 --decode 32
     bench/context_parallel.py --tokens 131072 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8
     bench/context_parallel.py --tokens 1048576 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8 --decode 8
+Past the model's trained context pass the RoPE scaling to every rank:
+    bench/context_parallel.py --tokens 131072 --ranks 4 --attention rswa:sinks=4,window=1024 --kv int8
+        --run-args "--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768"
+A long run's rank counts may run apart, at once, then join in one report (the
+projection needs the one-rank run, the longest):
+    bench/context_parallel.py --combine out_1.json out_2.json log_with_summary_lines.txt --tag _joined
 Writes bench/out/context_parallel_<tokens>[_<policy>_<kv>].json and .png.
 --attention sets every layer's policy (R-SWA and windows send a rank only
 the pages its queries see; top-k needs prefill=dense across ranks), --kv the
@@ -50,7 +56,7 @@ def prompt_ids(binary, model, n):
     return ids[:n]
 
 
-def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv, chunk=0, shard_tokens=None):
+def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv, chunk=0, shard_tokens=None, run_args=()):
     """Every rank's JSON line of one `stride run --shard-world world`."""
     with tempfile.TemporaryDirectory() as meet:
         prefix = f"bench-{time.time_ns()}"  # one for the whole set
@@ -66,6 +72,7 @@ def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv, chunk=0,
                    "--shard-timeout-ms", str(timeout_s * 1000), "--shard-chunk", str(chunk)]
             if shard_tokens is not None:
                 cmd += ["--shard-tokens", str(shard_tokens)]
+            cmd += list(run_args)
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         rows = []
         for rank, p in enumerate(procs):
@@ -103,6 +110,7 @@ def summarise(rows, n_layer, n_tokens, decode, one=None):
         # the pages its plans read; under a window or R-SWA neither grows with the shard.
         "decode_partials_per_token": [r.get("decode_partials", 0) / steps if steps else 0 for r in rows],
         "decode_pages_read_per_token": [r.get("decode_pages_read", 0) / steps if steps else 0 for r in rows],
+        "generated_ids": rows[0]["generated_ids"],
         "same_tokens_as_one_rank": None if one is None else rows[0]["generated_ids"] == one["generated_ids"],
     }
     return s
@@ -125,10 +133,17 @@ def main():
     ap.add_argument("--machine", default="ranks as processes of one shared, loaded 2-vCPU machine (they share its "
                     "2 cores): CPU seconds per rank are the figure, wall times are not")
     ap.add_argument("--tag", default="", help="added to the output's name")
+    ap.add_argument("--run-args", default="",
+                    help="more `stride run` flags for every rank, e.g. \"--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768\"")
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out"))
     ap.add_argument("--replot", metavar="JSON", help="only draw the PNG of an earlier report")
+    ap.add_argument("--combine", nargs="+", metavar="FILE",
+                    help="one report of rank counts run apart: reports, or the summary lines a run printed")
     a = ap.parse_args()
+    if a.combine:
+        combine(a.combine, a.binary, a.rtt_us, a.out, a.tag)
+        return
     if a.replot:
         with open(a.replot) as f:
             plot(json.load(f), a.replot[:-len(".json")])
@@ -142,25 +157,14 @@ def main():
     for world in [int(w) for w in a.ranks.split(",")]:
         t0 = time.monotonic()
         rows = run_ranks(a.binary, a.model, ids, world, a.decode, a.timeout, a.attention, a.kv, a.chunk,
-                         a.shard_tokens)
+                         a.shard_tokens, a.run_args.split())
         s = summarise(rows, n_layer, a.tokens, a.decode, one)
         s["wall_seconds"] = time.monotonic() - t0
         if world == 1:
             one = rows[0]
         runs.append(s)
         print(json.dumps(s), flush=True)
-    base = next((r for r in runs if r["ranks"] == 1), None)  # a long run may leave out one rank
-    for r in runs:
-        # The busiest rank's prefill CPU seconds per token of its shard (tokens / ranks): under a
-        # window the cost of a token does not grow with the context, so a longer prompt costs this per token.
-        r["prefill_cpu_seconds_per_shard_token"] = max(r["prefill_cpu_seconds"]) * r["ranks"] / a.tokens
-        if base is None:
-            continue
-        r["projected_prefill_speedup"] = base["prefill_cpu_seconds"][0] / max(r["prefill_cpu_seconds"])
-        latency = (n_layer * a.rtt_us * 1e-6) if r["ranks"] > 1 else 0.0
-        r["projected_decode_speedup"] = base["decode_cpu_seconds_per_token"][0] / (
-            max(r["decode_cpu_seconds_per_token"]) + latency)
-        r["projected_prefill_efficiency"] = r["projected_prefill_speedup"] / r["ranks"]
+    project(runs, n_layer, a.tokens, a.rtt_us)
     report = {
         "date": time.strftime("%Y-%m-%d"),
         "model": os.path.basename(a.model),
@@ -171,15 +175,71 @@ def main():
         "kv_type": a.kv,
         "shard_chunk": a.chunk,
         "rtt_us_assumed": a.rtt_us,
+        "run_args": a.run_args,
+        "n_layer": n_layer,
+        "tokens": a.tokens,
         "runs": runs,
     }
-    os.makedirs(a.out, exist_ok=True)
-    tag = "" if a.attention == "dense" and a.kv == "f16" else "_" + "".join(
-        c if c.isalnum() else "-" for c in f"{a.attention}_{a.kv}")
-    stem = os.path.join(a.out, f"context_parallel_{a.tokens}{tag}{a.tag}")
+    write(report, a.out, a.tag)
+
+
+def project(runs, n_layer, n_tokens, rtt_us):
+    """Each run's projection for ranks on separate hosts, against the one-rank run where there is one."""
+    base = next((r for r in runs if r["ranks"] == 1), None)  # a long run may leave out one rank
+    for r in runs:
+        # The ranks may run in any order (the fastest first): compare with the one-rank tokens at the end.
+        if base is not None and r["ranks"] > 1 and "generated_ids" in base:
+            r["same_tokens_as_one_rank"] = r.get("generated_ids") == base["generated_ids"]
+        # The busiest rank's prefill CPU seconds per token of its shard (tokens / ranks): under a
+        # window the cost of a token does not grow with the context, so a longer prompt costs this per token.
+        r["prefill_cpu_seconds_per_shard_token"] = max(r["prefill_cpu_seconds"]) * r["ranks"] / n_tokens
+        if base is None:
+            continue
+        r["projected_prefill_speedup"] = base["prefill_cpu_seconds"][0] / max(r["prefill_cpu_seconds"])
+        latency = (n_layer * rtt_us * 1e-6) if r["ranks"] > 1 else 0.0
+        r["projected_decode_speedup"] = base["decode_cpu_seconds_per_token"][0] / (
+            max(r["decode_cpu_seconds_per_token"]) + latency)
+        r["projected_prefill_efficiency"] = r["projected_prefill_speedup"] / r["ranks"]
+        r["projected_decode_efficiency"] = r["projected_decode_speedup"] / r["ranks"]
+
+
+def write(report, out, tag_suffix):
+    os.makedirs(out, exist_ok=True)
+    tag = "" if report["attention"] == "dense" and report["kv_type"] == "f16" else "_" + "".join(
+        c if c.isalnum() else "-" for c in f"{report['attention']}_{report['kv_type']}")
+    stem = os.path.join(out, f"context_parallel_{report['tokens']}{tag}{tag_suffix}")
     with open(stem + ".json", "w") as f:
         json.dump(report, f, indent=1)
     plot(report, stem)
+
+
+def combine(paths, binary, rtt_us, out, tag_suffix):
+    """One report of rank counts run apart (in parallel, so none waits on another): each path a report
+    or the summary lines a run printed; the first report gives the settings, the projection is redone."""
+    report, runs = None, {}
+    for path in paths:
+        with open(path) as f:
+            text = f.read()
+        try:
+            parts = [json.loads(text)]
+        except json.JSONDecodeError:
+            parts = [json.loads(line) for line in text.splitlines() if line.startswith('{"ranks"')]
+        for part in parts:
+            if "runs" in part:
+                report = report or part
+                runs.update({r["ranks"]: r for r in part["runs"]})
+            else:
+                runs[part["ranks"]] = part
+    if report is None:
+        raise SystemExit("--combine needs one report among its files (the settings)")
+    report = dict(report, runs=[runs[w] for w in sorted(runs)], combined_from=[os.path.basename(p) for p in paths])
+    if "n_layer" not in report:
+        info = json.loads(subprocess.run([binary, "info", "--model", os.path.join(ROOT, "models", report["model"]),
+                                          "--json"], capture_output=True, text=True, check=True).stdout)
+        report["n_layer"] = info.get("config", info)["n_layer"]
+    report.setdefault("tokens", report["runs"][0]["tokens"])
+    project(report["runs"], report["n_layer"], report["tokens"], rtt_us)
+    write(report, out, tag_suffix)
 
 
 def plot(report, stem):

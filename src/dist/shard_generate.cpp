@@ -68,7 +68,8 @@ Expected<std::unique_ptr<ShardedGenerator>> ShardedGenerator::start(Engine& engi
   auto admit = [&](const Status& prepared) {
     Status mine = prepared;
     if (mine.ok() && group.rank() == group.world() - 1)  // the root keeps the generated tokens
-      mine = decode_growth_fits(kv, engine.layer_policies(), shard.tokens(), opts.generate.max_tokens);
+      mine = decode_growth_fits(kv, engine.layer_policies(), shard.pos_begin, shard.pos_end,
+                                opts.generate.max_tokens);
     Status agreed = agree_on_admission(group, mine);
     if (refused_together && group.ok()) *refused_together = !agreed.ok();
     return agreed;

@@ -73,13 +73,15 @@ Status agree_on_admission(ShardGroup& group, const Status& mine) {
                                          " cannot take its part of the request: " + std::string(why.data()));
 }
 
-Status decode_growth_fits(const KvManager& kv, std::span<const PolicySpec> layers, int64_t shard_tokens,
-                          int max_tokens) {
+Status decode_growth_fits(const KvManager& kv, std::span<const PolicySpec> layers, int64_t pos_begin,
+                          int64_t pos_end, int max_tokens) {
   const int ps = kv.config().page_size;
   const int64_t steps = std::max(0, max_tokens - 1);
   if (steps == 0) return Status::Ok();
-  const int64_t prefill = pages_for_growth(layers, ps, 0, shard_tokens, (int)std::max<int64_t>(1, shard_tokens));
-  const int64_t decode = pages_for_growth(layers, ps, shard_tokens, steps, 1);
+  const int64_t shard_tokens = pos_end - pos_begin;
+  const int64_t prefill = shard_pages_for_growth(layers, ps, pos_begin, pos_begin, shard_tokens,
+                                                 (int)std::max<int64_t>(1, shard_tokens));
+  const int64_t decode = shard_pages_for_growth(layers, ps, pos_begin, pos_end, steps, 1);
   const int64_t more = decode - prefill;
   const KvStats ks = kv.stats();
   const int64_t free_pages = ks.pages_total - ks.pages_used;

@@ -38,15 +38,15 @@ Status agree_on_admission(ShardGroup& group, const Status& mine);
 // On the rank that keeps the generated tokens (the root), once its prefill
 // step's pages are reserved: whether its pool has the pages the generation
 // adds, so a request whose max_tokens would fill it is refused at admission
-// (agree_on_admission) rather than failing the group mid-decode. The
-// sequence grows from the shard's shard_tokens by max_tokens - 1 decode
+// (agree_on_admission) rather than failing the group mid-decode. Its
+// sequence holds [pos_begin, pos_end) and grows by max_tokens - 1 decode
 // steps (the last token is sampled, not run); the pages it then holds at
-// most beyond its prefill's, by the policy predicate (kv/kv_pages_needed.h,
-// counted from position 0: exact for dense and windows, at most the sink
-// pages more under R-SWA), must be free now. Free counts cached pages no
-// sequence references, as allocation evicts them.
-Status decode_growth_fits(const KvManager& kv, std::span<const PolicySpec> layers, int64_t shard_tokens,
-                          int max_tokens);
+// most beyond its prefill's, by the policy predicate counted from pos_begin
+// as the KV manager holds them (kv/kv_pages_needed.h: no sink page on a rank
+// after the first), must be free now. Free counts cached pages no sequence
+// references, as allocation evicts them.
+Status decode_growth_fits(const KvManager& kv, std::span<const PolicySpec> layers, int64_t pos_begin,
+                          int64_t pos_end, int max_tokens);
 
 // The step's tokens through every layer as one step (the model's chunk
 // limit raised to step.n for it), attention through `sharded`: a decode step.

@@ -27,4 +27,10 @@ bool page_needed(const PolicySpec& p, int page_size, int64_t page, int64_t next_
 // The same summed over the layers.
 int64_t pages_for_growth(std::span<const PolicySpec> layers, int page_size, int64_t from, int64_t n, int chunk);
 
+// The same for a sequence whose first position is first_pos (a multiple of
+// page_size: a shard, add_sequence_at): it holds no page before first_pos,
+// so neither the sinks of R-SWA nor any key a policy keeps for good there.
+int64_t shard_pages_for_growth(std::span<const PolicySpec> layers, int page_size, int64_t first_pos, int64_t from,
+                               int64_t n, int chunk);
+
 }  // namespace stride

@@ -4,7 +4,9 @@ namespace that stands for the switch, with an address of 10.231.0.0/24. The
 ranks reach each other over those links with Gloo's TCP transport (each
 namespace's loopback is its own), and must give what the loopback tests give:
 the one-host logits bit for bit where shards fall on the kernel's segments,
-and the one host's greedy tokens and log-probabilities in generation.
+and the one host's greedy tokens and log-probabilities in generation, run
+as one command or served (`stride serve`, 4 ranks, the official openai client
+in rank 0's namespace).
 
 Needs root (CAP_NET_ADMIN); the namespaces are removed in every path."""
 import json
@@ -17,9 +19,36 @@ import pytest
 
 from shard_ranks import (N_NEW, SEGMENT, finish, one_host_logits, one_host_run, prompt_ids, run_sharded_score,
                          start_ranks)
-from stride_server import SMOL
+from stride_server import SMOL, binary
 
 SUBNET = "10.231.0"
+SERVED_TOKENS = 8
+# Run in rank 0's namespace (its HTTP server's loopback is its own): waits for the set to connect, then
+# completes argv[2]'s prompt ids greedily with log-probabilities; prints the text, log-probs and metrics.
+SERVE_CLIENT = """
+import json, sys, time, urllib.request
+import openai
+url, ids, n = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+def metrics():
+    text = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
+    return {l.rsplit(" ", 1)[0]: float(l.rsplit(" ", 1)[1]) for l in text.splitlines() if l and not l.startswith("#")}
+deadline = time.monotonic() + 120
+while True:
+    try:
+        if metrics().get("stride_shard_set_connected") == 1:
+            break
+    except OSError:
+        pass
+    if time.monotonic() > deadline:
+        sys.exit("the shard set did not connect")
+    time.sleep(0.2)
+c = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=300)
+model = c.models.list().data[0].id
+r = c.completions.create(model=model, prompt=ids, max_tokens=n, temperature=0, logprobs=0,
+                         extra_body={"ignore_eos": True})
+print(json.dumps({"text": r.choices[0].text, "logprobs": r.choices[0].logprobs.token_logprobs,
+                  "completion_tokens": r.usage.completion_tokens, "metrics": metrics()}))
+"""
 
 
 def ip(*args):
@@ -127,6 +156,42 @@ def test_generation_across_namespaces_gives_the_one_host_tokens(hosts_of, tmp_pa
         assert rc == 0, f"rank {rank} exit {rc}: {err[-2000:]}"
         m = json.loads(out.strip().splitlines()[-1])
         assert m["generated_ids"] == want["generated_ids"] and m["logprobs"] == want["logprobs"]
+
+
+def test_serving_across_four_namespaces_gives_the_one_host_tokens(hosts_of, tmp_path):
+    """`stride serve` as a set of 4 hosts: rank 0's HTTP server sends a 4 x 256-token prompt to the set
+    (--shard-min-tokens) and the workers answer over the bridge only."""
+    world = 4
+    h = hosts_of(world)
+    ids = prompt_ids(world * SEGMENT)
+    want = one_host_run(ids, SERVED_TOKENS)
+    meet = tmp_path / "rendezvous"
+    meet.mkdir()
+    logs = [tmp_path / f"rank{r}.log" for r in range(world)]
+    procs = []
+    try:
+        for r in range(world):
+            cmd = [binary(), "serve", "-m", SMOL, "--threads", "1", "--port", "8080", "--shard-min-tokens",
+                   str(world * SEGMENT), "--shard-world", str(world), "--shard-rank", str(r), "--rendezvous",
+                   f"file:{meet}", "--shard-prefix", "netns-serve", "--shard-timeout-ms", "60000"] + h.host_option(r)
+            with open(logs[r], "wb") as log:
+                procs.append(subprocess.Popen(h.wrap(r, cmd), stdout=log, stderr=subprocess.STDOUT,
+                                              stdin=subprocess.DEVNULL))
+        client = subprocess.run(h.wrap(0, [sys.executable, "-c", SERVE_CLIENT, "http://127.0.0.1:8080",
+                                           json.dumps([int(i) for i in ids]), str(SERVED_TOKENS)]),
+                                capture_output=True, text=True, timeout=600)
+        ranks_said = "".join(f"\n--- rank {r}:\n" + logs[r].read_text()[-1500:] for r in range(world))
+        assert client.returncode == 0, client.stderr[-2000:] + ranks_said
+        got = json.loads(client.stdout.strip().splitlines()[-1])
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert got["text"] == want["text"]
+    assert got["logprobs"] == want["logprobs"]  # exact: both round-trip a float
+    assert got["completion_tokens"] == SERVED_TOKENS
+    assert got["metrics"]["stride_sharded_requests_total"] == 1
+    assert got["metrics"]["stride_sharded_request_failures_total"] == 0
 
 
 def test_a_rank_listening_on_its_own_loopback_is_not_reached(hosts_of, tmp_path):
