@@ -148,6 +148,16 @@ Expected<PolicySpec> parse_policy(std::string_view text) {
                          "strided:window=W,stride=S,globals=G[,ranges=A-B+C-D])");
 }
 
+const char* pick_neighbors_name(PickNeighbors n) {
+  switch (n) {
+    case PickNeighbors::None: return "none";
+    case PickNeighbors::Before: return "before";
+    case PickNeighbors::After: return "after";
+    case PickNeighbors::Both: return "both";
+  }
+  return "none";
+}
+
 const char* policy_kind_name(PolicyKind k) {
   switch (k) {
     case PolicyKind::Dense: return "dense";
@@ -194,6 +204,7 @@ std::string policy_to_string(const PolicySpec& p) {
       }
       for (size_t i = 0; i < p.dense_layers.size(); ++i)
         s += (i == 0 ? ",dense_layers=" : "+") + std::to_string(p.dense_layers[i]);
+      if (p.neighbors != PickNeighbors::None) s += std::string(",neighbors=") + pick_neighbors_name(p.neighbors);
       return s;
     }
     case PolicyKind::Strided: {

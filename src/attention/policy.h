@@ -24,6 +24,10 @@ const char* policy_kind_name(PolicyKind k);
 //     past the training length stays in distribution. The default.
 enum class PositionMode { Absolute, CacheRelative };
 
+// TopK (neighbors=...): which neighbouring groups each picked group brings
+// with it, so a sentence cut by a page boundary is read whole.
+enum class PickNeighbors { None, Before, After, Both };
+
 // Token positions [first, last], both included.
 struct TokenRange {
   int64_t first = 0;
@@ -84,6 +88,10 @@ struct PolicySpec {
   // instead of every query's bound (cheaper by the block size; an estimate,
   // not a bound, as block-sparse prefill methods use).
   bool pooled_estimate = false;
+  // TopK: each group picked by score also reads the group before it, after
+  // it or both (sinks and window are fixed and bring none). The neighbours
+  // are read beside the budget's picks, not counted in it.
+  PickNeighbors neighbors = PickNeighbors::None;
   // TopK: selection granularity in tokens (0: the page size; else a multiple of it).
   // Strided: the size of the blocks the stride counts.
   int64_t block = 0;
@@ -126,7 +134,7 @@ struct PolicySpec {
 // "dense" | "window:size=W" | "rswa:sinks=S,window=W[,pos=rel|abs]"
 // | "topk[:sparsity=R|mass=P[,min=T][,max=T]][,block=B][,sinks=S][,window=W][,resident=N][,select=query|block]
 //        [,decode=dense|prefill=dense][,last=dense|topk][,estimate=bound|pooled|oracle|rerank][,shortlist=F][,rerank_keys=pool|int8][,rows=N]
-//        [,heads=FILE[,retrieval=F]][,dense_layers=A-B[+C...]]"
+//        [,heads=FILE[,retrieval=F]][,dense_layers=A-B[+C...]][,neighbors=none|before|after|both]"
 //   heads=FILE (per-head budgets, retrieval=F of the heads, default 0.5) needs sparsity=R and no resident=N,
 //   or decode=dense (then mass=P too: the retrieval heads read every page of prompt chunks);
 //   rows=N (queries per prompt block that rerank scores) needs estimate=rerank and decode=dense;
@@ -135,13 +143,16 @@ struct PolicySpec {
 //   decode=dense (then mass=P too); rerank refuses resident=N; rerank_keys=int8
 //   (its second stage on int8 copies of the keys) needs estimate=rerank; last=dense
 //   (the prompt's last chunk reads every page) needs prompt chunks to select;
-//   dense_layers=L (layers L attend densely; "none" for no layer) refuses prefill=dense
+//   dense_layers=L (layers L attend densely; "none" for no layer) refuses prefill=dense;
+//   neighbors=before|after|both: each group picked by score also reads the group(s) beside it
 // | "sparse_prefill[:mass=P|sparsity=R,...]": topk with decode=dense, select=block,
 //        estimate=pooled, last=dense, window=512 and mass=0.95 unless given (last=topk: every
 //        chunk selects; window=32: one page back, the definition before 2026-12-07)
 // | "strided:window=W,stride=S[,globals=G][,block=B][,ranges=A-B[+C-D...]]"
 Expected<PolicySpec> parse_policy(std::string_view text);
 std::string policy_to_string(const PolicySpec& p);
+// "none", "before", "after", "both".
+const char* pick_neighbors_name(PickNeighbors n);
 
 // Does a top-k layer select pages for a step of n_new tokens? A decode step
 // is one token, or a step whose tail may be dropped (speculative

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <string>
 
 namespace stride {
@@ -135,6 +136,15 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
     } else if (kv.key == "dense_layers") {
       spec.dense_layers.clear();
       if (kv.value != "none") { STRIDE_ASSIGN_OR_RETURN(spec.dense_layers, parse_layer_list(kv.value)); }
+    } else if (kv.key == "neighbors") {
+      const PickNeighbors all[] = {PickNeighbors::None, PickNeighbors::Before, PickNeighbors::After,
+                                   PickNeighbors::Both};
+      const auto it = std::find_if(std::begin(all), std::end(all),
+                                   [&](PickNeighbors n) { return kv.value == pick_neighbors_name(n); });
+      if (it == std::end(all))
+        return InvalidArgument("policy 'topk': neighbors must be 'none', 'before', 'after' or 'both', got '" +
+                               std::string(kv.value) + "'");
+      spec.neighbors = *it;
     } else if (kv.key == "retrieval") {  // in (0, 1]; 1: every head, picks by its distant mass
       spec.retrieval = 1.0;
       if (kv.value != "1") { STRIDE_ASSIGN_OR_RETURN(spec.retrieval, parse_fraction("topk", kv)); }
@@ -142,7 +152,7 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
     } else {
       return unknown_key("topk", kv,
                          "sparsity, mass, min, max, block, sinks, window, resident, select, decode, prefill, "
-                         "last, estimate, shortlist, rerank_keys, rows, heads, retrieval, dense_layers");
+                         "last, estimate, shortlist, rerank_keys, rows, heads, retrieval, dense_layers, neighbors");
     }
   }
   if (spec.retrieval > 0.0 && spec.heads_file.empty())
@@ -156,6 +166,9 @@ Expected<PolicySpec> parse_topk(const std::vector<KeyValue>& kvs, bool sparse_pr
                              "without mass=P or resident=N (with decode=dense, as sparse_prefill, mass=P is "
                              "allowed: the retrieval heads read every page of prompt chunks)");
   }
+  if (spec.neighbors != PickNeighbors::None && spec.resident > 0)
+    return InvalidArgument("policy 'topk': neighbors=... reads pages beside the budget's picks, beyond what "
+                           "resident=N reserves in the pool: drop one");
   if (spec.rerank_rows > 0 && !(spec.rerank_estimate && spec.decode_dense))
     return InvalidArgument("policy 'topk': rows=N is how many of a prompt block's queries estimate=rerank scores: "
                            "give estimate=rerank with decode=dense (as sparse_prefill)");

@@ -119,6 +119,20 @@ bool retrieval_head_reads_all(const PolicySpec& p, int h, int n_kv_heads) {
   return i < p.head_shares.size() && p.head_shares[i] > 0.0;
 }
 
+// neighbors=...: the groups beside each of the first n_picks ranked ones are
+// read too, so a needle sentence cut by a group boundary is read whole.
+void read_pick_neighbors(PickNeighbors n, const std::vector<uint64_t>& ranked, int64_t n_picks, int64_t n_groups,
+                         std::vector<uint8_t>& chosen) {
+  if (n == PickNeighbors::None) return;
+  const bool before = n == PickNeighbors::Before || n == PickNeighbors::Both;
+  const bool after = n == PickNeighbors::After || n == PickNeighbors::Both;
+  for (int64_t i = 0; i < n_picks; ++i) {
+    const int64_t G = rank_group(ranked[(size_t)i]);
+    if (before && G > 0) chosen[(size_t)G - 1] = 1;
+    if (after && G + 1 < n_groups) chosen[(size_t)G + 1] = 1;
+  }
+}
+
 // Buffers one selection reuses across calls on the same thread (selection
 // runs per layer and step; the largest hold a few floats per page).
 struct SelectScratch {
@@ -313,6 +327,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
           }
         }
         for (int64_t i = 0; i < extra; ++i) x.chosen[rank_group(x.ranked[i])] = 1;
+        read_pick_neighbors(p.neighbors, x.ranked, extra, geo.n_groups, x.chosen);
         for (int64_t i = extra; i < std::min<int64_t>(ranked, extra + std::max(0, n_next)); ++i) {
           const int64_t G = rank_group(x.ranked[i]);
           for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L)
