@@ -75,7 +75,7 @@ void matmul_ref(const TensorView& w, const float* x, float* y, int64_t n_tok) {
 void matmul_ref_int8_acts(const TensorView& w, const float* x, float* y, int64_t n_tok) {
   const int64_t n_in = w.ne[0];
   QuantizedActs acts;
-  quantize_acts_ref(x, n_tok, n_in, acts);
+  quantize_acts_ref(x, n_tok, n_in, acts, act_scale_blocks(w.type));
   std::vector<float> xq((size_t)(n_tok * n_in));  // [n_tok, n_in] d * q
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t i = 0; i < n_in; ++i) {

@@ -140,7 +140,7 @@ void run(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPoo
   const int64_t n_in = w.ne[0], n_out = w.rows();
   // The caller's, reused across calls: no large allocation per decode step.
   QuantizedActs& acts = pool.scratch(0).get<QuantizedActs>();
-  quantize_acts_prepare(n_tok, n_in, acts);
+  quantize_acts_prepare(n_tok, n_in, acts, act_scale_blocks(w.type));
   if (n_tok >= 8 && pool.size() > 1) {
     pool.parallel_for(n_tok, 4, [&](int64_t t0, int64_t t1) { quantize_acts_rows(x, t0, t1, acts); });
   } else {

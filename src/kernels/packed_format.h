@@ -156,6 +156,25 @@ inline __m256i madd_factor(const uint8_t* sub, int g0) {
   }
 }
 
+// Q4_K, Q5_K: the 6-bit scales of block s of the record rec as int32 per row.
+inline __m256i kquant_scales(const uint8_t* rec, int s) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(rec + 32 + 8 * s)));
+}
+
+// Q4_K, Q5_K: int16 lanes (min of block 2i, min of block 2i + 1) of each row
+// of the record rec: the multiplier of madd (vpdpwssd) for the activations'
+// pair of block sums (ActStage::ps).
+inline __m256i kquant_min_pairs(const uint8_t* rec, int i) {
+  const __m128i lo = _mm_loadl_epi64((const __m128i*)(rec + 96 + 16 * i));
+  const __m128i hi = _mm_loadl_epi64((const __m128i*)(rec + 96 + 16 * i + 8));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(lo, hi));
+}
+
+// The int16 pair (Σq of block b, Σq of block b + 1) of an activation row's block sums qs.
+inline int32_t block_sum_pair(const int32_t* qs, int64_t b) {
+  return (int32_t)((uint32_t)(uint16_t)(int16_t)qs[b] | ((uint32_t)qs[b + 1] << 16));
+}
+
 inline __m256 half8(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
 inline __m256 u8x8_to_f32(const uint8_t* p) {
   int64_t v;

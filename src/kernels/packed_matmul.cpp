@@ -19,7 +19,7 @@ namespace {
 // The buffers behind packed::ActStage (packed_tiles.h).
 struct ActStageBuffers {
   std::vector<float> d, s;
-  std::vector<int32_t> hs, qs;
+  std::vector<int32_t> hs, qs, ps;
   std::vector<uint8_t> xu;
   std::vector<int8_t> xt;
 };
@@ -36,8 +36,9 @@ packed::ActStage packed::act_stage(WorkerScratch& ws, int64_t n_blocks) {
     b.qs.resize(n);
     b.xu.resize(n * 32);
     b.xt.resize(n * 32);
+    b.ps.resize(n / 2 + 1);
   }
-  return {b.d.data(), b.s.data(), b.hs.data(), b.qs.data(), b.xu.data(), b.xt.data()};
+  return {b.d.data(), b.s.data(), b.hs.data(), b.qs.data(), b.xu.data(), b.xt.data(), b.ps.data()};
 }
 
 namespace {
@@ -64,7 +65,7 @@ class GrowBuffer {
 // The buffers behind packed::StagedActs (packed_tiles.h).
 struct StagedActBuffers {
   GrowBuffer<float> d, s;
-  GrowBuffer<int32_t> hs, qs;
+  GrowBuffer<int32_t> hs, qs, ps;
   GrowBuffer<uint8_t> xu;
   GrowBuffer<int8_t> xt;
 
@@ -72,7 +73,7 @@ struct StagedActBuffers {
     const int64_t tok_blocks = (n_tok + packed::kActStageToks - 1) / packed::kActStageToks;
     const size_t n = (size_t)(tok_blocks * packed::kActStageToks * n_blocks);
     return {n_blocks, d.at_least(n), s.at_least(n), hs.at_least(n), qs.at_least(n), xu.at_least(n * 32),
-            xt.at_least(n * 32)};
+            xt.at_least(n * 32), ps.at_least(n / 2 + 1)};
   }
 };
 
@@ -134,14 +135,17 @@ void multi_on(const TilePath& path, const PackedMatrix* const* ws, float* const*
     return;
   }
   const int64_t n_in = ws[0]->n_in;
+  const int64_t scale_blocks = act_scale_blocks(ws[0]->type);
   for (int i = 1; i < n_mats; ++i) {
-    if (ws[i]->n_in != n_in || is_packable_float(ws[i]->type)) {  // programmer error: each x row fits one row length
+    // Programmer error (each x row fits one row length), or matrices whose
+    // activations take different scales: one dispatch each.
+    if (ws[i]->n_in != n_in || is_packable_float(ws[i]->type) || act_scale_blocks(ws[i]->type) != scale_blocks) {
       for (int j = 0; j < n_mats; ++j) multi_on(path, ws + j, ys + j, 1, x, n_tok, pool);
       return;
     }
   }
   QuantizedActs& acts = pool.scratch(0).get<QuantizedActs>();  // the caller's
-  quantize_acts_prepare(n_tok, n_in, acts);
+  quantize_acts_prepare(n_tok, n_in, acts, scale_blocks);
   // The matrices' groups, concatenated, are the work units of one dispatch.
   constexpr int kMaxMats = 4;
   packed::Problem probs[kMaxMats];

@@ -39,6 +39,9 @@ struct ActStage {
   // 16 tokens of a block lie in 512 contiguous bytes (the AMX tiles' A
   // operand; rows n_in bytes apart would share a few L1 sets).
   int8_t* xt;
+  // [n_blocks / 2, kActStageToks]: int16 pairs (Σq of block 2i, of block
+  // 2i + 1), the K-quant mins' integer sums (kIntSums tiles).
+  int32_t* ps;
 };
 ActStage act_stage(WorkerScratch& ws, int64_t n_blocks);
 
@@ -54,10 +57,11 @@ struct StagedActs {
   int32_t* qs = nullptr;  // as d
   uint8_t* xu = nullptr;  // [n_tok, n_blocks * 32]
   int8_t* xt = nullptr;   // [n_tok_blocks, n_blocks, kActStageToks, 32]
+  int32_t* ps = nullptr;  // [n_tok_blocks, n_blocks / 2, kActStageToks]
   // The token block starting at token tb (a multiple of kActStageToks).
   ActStage at(int64_t tb) const {
     const int64_t f = tb / kActStageToks * n_blocks * kActStageToks;
-    return {d + f, s + f, hs + f, qs + f, xu + tb * n_blocks * 32, xt + f * 32};
+    return {d + f, s + f, hs + f, qs + f, xu + tb * n_blocks * 32, xt + f * 32, ps + f / 2};
   }
 };
 

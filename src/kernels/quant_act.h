@@ -1,8 +1,12 @@
 #pragma once
-// Int8 quantization of f32 activation rows (Q8_0-style, one scale per 32
-// elements) for the integer dot products of quantized-weight matmuls.
+// Int8 quantization of f32 activation rows for the integer dot products of
+// quantized-weight matmuls: one scale per 32 elements (Q8_0-style), or for
+// K-quant weights one per 256-element super-block (Q8_K-style), so that the
+// tiles can sum a super-block's 8 sub-blocks in integers.
 #include <cstdint>
 #include <vector>
+
+#include "core/dtype.h"
 
 namespace stride {
 
@@ -12,8 +16,18 @@ namespace stride {
 constexpr int64_t kActBlock = 32;
 constexpr int64_t kActChunkBlocks = 8;
 
+// Blocks of 32 that share one activation scale for weights of type t: 8 (a
+// super-block) for the K-quants, whose tiles then scale each sub-block's dot
+// by its integer weight scale and convert to float once per super-block.
+constexpr int64_t act_scale_blocks(DType t) {
+  return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K
+             ? kActChunkBlocks
+             : 1;
+}
+
 struct QuantizedActs {
   int64_t n_tok = 0;
+  int64_t scale_blocks = 1;  // blocks sharing one scale (act_scale_blocks); d repeats across them
   int64_t n_blocks = 0;      // real blocks per row (n_in / 32)
   int64_t row_blocks = 0;    // padded blocks per row (multiple of 8)
   std::vector<int8_t> q;     // [n_tok, row_blocks, 32]
@@ -30,14 +44,15 @@ struct QuantizedActs {
 };
 
 // Resizes `out` (reusing its capacity) and quantizes x: [n_tok, n_in], n_in % 32 == 0.
-// Scale d = max|x| / 127, q = round-half-even(x * 127 / max|x|); a block with
-// max|x| < 1e-30 gets d = 0 and q = 0. Identical bytes in every version.
-void quantize_acts(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out);
-void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out);
+// Scale d = max|x| / 127 over the scale_blocks blocks (1 or 8) that share it,
+// q = round-half-even(x * 127 / max|x|); where max|x| < 1e-30, d = 0 and q = 0.
+// Identical bytes in every version.
+void quantize_acts(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out, int64_t scale_blocks = 1);
+void quantize_acts_ref(const float* x, int64_t n_tok, int64_t n_in, QuantizedActs& out, int64_t scale_blocks = 1);
 
 // The two halves of quantize_acts, so that rows can be quantized in parallel:
 // size `out` once, then quantize rows [t_begin, t_end) of x from any thread.
-void quantize_acts_prepare(int64_t n_tok, int64_t n_in, QuantizedActs& out);
+void quantize_acts_prepare(int64_t n_tok, int64_t n_in, QuantizedActs& out, int64_t scale_blocks = 1);
 void quantize_acts_rows(const float* x, int64_t t_begin, int64_t t_end, QuantizedActs& out);
 
 }  // namespace stride

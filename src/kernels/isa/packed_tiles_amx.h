@@ -11,7 +11,8 @@
 // activations x unsigned weights; tdpbssd for weights staged signed,
 // kSignedStaged) gives per block the [16 tokens, 16 rows] int32 sums the
 // 512-bit tile gets from 128 vpdpbusd, and the float epilogue is the wide
-// tile's, lane for lane (finish_block): results are bit-identical to the
+// tile's, lane for lane (finish_block; Q4_K and Q5_K: the scaled sums of a
+// record, then finish_record_wide): results are bit-identical to the
 // AVX-512 path.
 //
 // Every block has its own per-row scales, so each block's sums leave the tile
@@ -72,14 +73,34 @@ inline void store_block(int32_t* c) {
   Tiles::store<kTC[S], kSpanC>(c, 64);
 }
 
-// The epilogue of one block for the 16 tokens: c as store_block wrote it; k:
-// the first token's index in the block-major factors of as.
+// The epilogue of staged block i (block b0 + i) for the 16 tokens from tt of
+// the token block: c as store_block wrote it. kIntSums layouts add the
+// block's scaled sums to isum [16 tokens, 16 rows] and finish a record at
+// its last block (record_wide's operations, so the same bits).
 template <const Layout& L>
-[[gnu::always_inline]] inline void finish_tile_block(const StagedBlock& sb, const int32_t* c,
-                                                     const packed::ActStage& as, int64_t k, __m512* acc) {
+[[gnu::always_inline]] inline void finish_tile_block(const StagedBlock* st, int i, int64_t b0, const int32_t* c,
+                                                     const packed::ActStage& as, int64_t tt, int32_t* isum,
+                                                     __m512* acc) {
+  if constexpr (kIntSums<L>) {
+    const __m512i sc = _mm512_load_si512(&st[i].sc);
+    const bool first = i % 8 == 0;  // chunks start on records
+#pragma GCC unroll 16
+    for (int t = 0; t < kAmxToks; ++t) {
+      const __m512i m = _mm512_mullo_epi32(_mm512_load_si512(c + 16 * t), sc);
+      _mm512_store_si512(isum + 16 * t, first ? m : _mm512_add_epi32(_mm512_load_si512(isum + 16 * t), m));
+    }
+    if (i % 8 == 7) {
+#pragma GCC unroll 16
+      for (int t = 0; t < kAmxToks; ++t)
+        finish_record_wide(st + i - 7, _mm512_load_si512(isum + 16 * t), as, b0 + i - 7, tt + t, acc[t]);
+    }
+    return;
+  }
+  constexpr int64_t S = packed::kActStageToks;
+  const int64_t k = (b0 + i) * S + tt;
   // Unrolled, so that acc stays in 16 registers rather than on the stack.
 #pragma GCC unroll 16
-  for (int t = 0; t < kAmxToks; ++t) finish_block<L>(sb, _mm512_load_si512(c + 16 * t), as, k + t, acc[t]);
+  for (int t = 0; t < kAmxToks; ++t) finish_block<L>(st[i], _mm512_load_si512(c + 16 * t), as, k + t, acc[t]);
 }
 
 // Token tiles [tb + 16k, tb + 16k + 16), k < n_tiles, of groups grp and
@@ -95,6 +116,7 @@ void tiles_amx(const Problem& p, int64_t grp, int64_t tb, int n_tiles, const Sta
   static_assert(!L.q6, "a scale per 16 weights: see amx_int8_tiles_for");
   constexpr int64_t S = packed::kActStageToks;
   alignas(64) int32_t c[2][kAmxToks * 16];  // per set: [16 tokens, 16 rows]
+  alignas(64) int32_t isum[kAmxToks * 16];  // kIntSums: the record's sums so far, [16 tokens, 16 rows]
   const int n_steps = n_tiles * nb;
   // Block i of token tile k: its 16 tokens' activations.
   auto x_of = [&](int j) { return as.xt + ((b0 + j % nb) * S + kAmxToks * (j / nb)) * 32; };
@@ -115,10 +137,10 @@ void tiles_amx(const Problem& p, int64_t grp, int64_t tb, int n_tiles, const Sta
         store_block<0>(c[0]);
         if (j2 < n_steps) issue_block<L, 0>(st[j2 % nb], x_of(j2));
       }
-      if (i > 0) finish_tile_block<L>(st[i - 1], c[(j - 1) & 1], as, (b0 + i - 1) * S + kAmxToks * k, acc);
+      if (i > 0) finish_tile_block<L>(st, i - 1, b0, c[(j - 1) & 1], as, kAmxToks * k, isum, acc);
     }
     // The tile's last block, stored in the last step.
-    finish_tile_block<L>(st[nb - 1], c[(k * nb + nb - 1) & 1], as, (b0 + nb - 1) * S + kAmxToks * k, acc);
+    finish_tile_block<L>(st, nb - 1, b0, c[(k * nb + nb - 1) & 1], as, kAmxToks * k, isum, acc);
     store_tile_rows<kAmxToks>(p, grp, tb + kAmxToks * k, acc, tile_io, last);
   }
 }

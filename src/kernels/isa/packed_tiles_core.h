@@ -39,6 +39,15 @@ constexpr int kPrefetchAhead = packed::kStreamPrefetchAhead;  // bytes ahead in 
 
 using packed::Problem;
 
+// Q4_K and Q5_K with activations scaled per super-block (act_scale_blocks):
+// each block's int32 dot is multiplied by its integer scale, a record's 8
+// blocks are summed in int32, and the mins come in as Σ m_j * Σq_j in
+// integers, so the float work (d * dx * sum - dmin * dx * mins) runs once per
+// record instead of once per block. Exact integers and the same float
+// operations make every tile (streaming, staged, 512-bit, AMX) bit-identical.
+template <const Layout& L>
+constexpr bool kIntSums = L.offset == packed::Offset::kKQuant;
+
 // The weight bytes that a staged tile loop's next staging reads: blocks
 // [b, b + kBlocks) of `groups` adjacent groups from grp (past a group's end,
 // the next group's first: groups are contiguous). Staging reads a chunk in
@@ -152,6 +161,14 @@ __attribute__((always_inline)) inline void block_dot_maddubs(const uint8_t* sub,
   }
 }
 
+// The float work of a kIntSums record for one token (every tile's, the same
+// operations in the same order): acc += d * dx * isum - dmin * dx * mins.
+inline void finish_record(__m256i isum, __m256i mins, __m256 d, __m256 neg_dmin, float dx, __m256& acc) {
+  const __m256 vdx = _mm256_set1_ps(dx);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, vdx), acc);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(neg_dmin, vdx), acc);
+}
+
 // y[t0..t0+T, rows of group grp].
 template <const Layout& L, int T>
 void tile(const Problem& p, int64_t grp, int64_t t0) {
@@ -175,6 +192,7 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
   const uint8_t* rec = w.data.data() + grp * w.group_bytes;
   for (int64_t ri = 0; ri < n_records; ++ri, rec += L.record()) {
     const packed::RecordScales<L> scales(rec);
+    [[maybe_unused]] __m256i isum[T];  // kIntSums: Σ over the record's blocks of sc * dot
     for (int s = 0; s < L.blocks; ++s) {
       const int64_t b = ri * L.blocks + s;
       const uint8_t* sub = rec + L.header + s * L.sub;
@@ -218,6 +236,14 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
         for (int t = 0; t < T; ++t)
           idot[t] = _mm256_sub_epi32(idot[t], _mm256_slli_epi32(_mm256_set1_epi32(xqs[t][b]), shift));
       }
+      if constexpr (kIntSums<L>) {
+        const __m256i sc = packed::kquant_scales(rec, s);
+        for (int t = 0; t < T; ++t) {
+          const __m256i m = _mm256_mullo_epi32(idot[t], sc);
+          isum[t] = s == 0 ? m : _mm256_add_epi32(isum[t], m);
+        }
+        continue;
+      }
       __m256 D, M;
       scales.block(rec, s, D, M);
       for (int t = 0; t < T; ++t) {
@@ -233,6 +259,18 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
           const __m256i m32 = _mm256_madd_epi16(_mm256_set1_epi32(xh[t][b]), mp);
           acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m32), _mm256_mul_ps(M, _mm256_set1_ps(xd[t][b])), acc[t]);
         }
+      }
+    }
+    if constexpr (kIntSums<L>) {
+      const int64_t b = ri * L.blocks;
+      __m256i mins[4];
+      for (int i = 0; i < 4; ++i) mins[i] = packed::kquant_min_pairs(rec, i);
+      const __m256 neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), scales.dmin);
+      for (int t = 0; t < T; ++t) {
+        __m256i m = _mm256_madd_epi16(_mm256_set1_epi32(packed::block_sum_pair(xqs[t], b)), mins[0]);
+        for (int i = 1; i < 4; ++i)
+          m = _mm256_add_epi32(m, _mm256_madd_epi16(_mm256_set1_epi32(packed::block_sum_pair(xqs[t], b + 2 * i)), mins[i]));
+        finish_record(isum[t], m, scales.d, neg_dmin, xd[t][b], acc[t]);
       }
     }
   }
@@ -295,13 +333,17 @@ void stage_acts(const QuantizedActs& a, int64_t n_blocks, int64_t tb, int64_t te
     }
     const float* d = a.d_row(t);
     for (int64_t b = 0; b < n_blocks; ++b) as.d[b * S + k] = d[b];
-    if constexpr (kFloatOffset<L>) {
+    if constexpr (kFloatOffset<L> && !kIntSums<L>) {
       const float* s = a.s_row(t);
       for (int64_t b = 0; b < n_blocks; ++b) as.s[b * S + k] = s[b];
     }
     if constexpr (L.q6 && !kUnsignedActs<L>) {  // the offset's or the mins' half sums
       const int32_t* h = a.hs_row(t);
       for (int64_t b = 0; b < n_blocks; ++b) as.hs[b * S + k] = h[b];
+    }
+    if constexpr (kIntSums<L>) {
+      const int32_t* q = a.qs_row(t);
+      for (int64_t b = 0; b + 1 < n_blocks; b += 2) as.ps[b / 2 * S + k] = packed::block_sum_pair(q, b);
     }
     if constexpr (!kFloatOffset<L> && L.offset != packed::Offset::kNone && !kUnsignedActs<L>) {
       const int32_t* q = a.qs_row(t);

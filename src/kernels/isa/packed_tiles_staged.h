@@ -29,9 +29,14 @@ struct StagedBlock256 {
   __m256i mp;      // min16: int16 (min lo, min hi) per row
   __m256i bias;    // Q6_K: 128 * Σ sc * (q - 32) per row (kUnsignedActs)
 };
+// kIntSums layouts keep a record's factors in its blocks, as the 512-bit
+// tiles' StagedBlock: block s's scale in both int16 of f[0] (the madd factor,
+// so madd scales the dot), the record's d and -dmin in its first block's D
+// and M, the int16 min pairs of blocks (2i, 2i + 1) in block i's mp (i < 4).
 // 16 blocks: two K-quant records; at most 16 x 736 B = 11.5 KiB (the grid
 // layouts, which keep the sign source), 5-7 KiB for the others.
 constexpr int kStageBlocks256 = 16;
+static_assert(kStageBlocks256 % 8 == 0, "kIntSums tiles take whole records");
 // Token blocks at least this wide are staged; narrower ones (decode) stream.
 constexpr int64_t kStageMinToks = 4;
 // Q8_0's vectors are plain loads with nothing to unpack: staging |v| and v
@@ -66,6 +71,16 @@ inline void stage_block256(const uint8_t* rec, int s, const packed::RecordScales
     } else {
       _mm256_store_si256(&out.v[g], v);
     }
+  }
+  if constexpr (kIntSums<L>) {
+    const __m256i sc = packed::kquant_scales(rec, s);
+    _mm256_store_si256(&out.f[0], _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
+    if (s == 0) {
+      _mm256_store_ps((float*)&out.D, scales.d);
+      _mm256_store_ps((float*)&out.M, _mm256_sub_ps(_mm256_setzero_ps(), scales.dmin));
+    }
+    if (s < 4) _mm256_store_si256(&out.mp, packed::kquant_min_pairs(rec, s));
+    return;
   }
   __m256 D, M;
   scales.block(rec, s, D, M);
@@ -133,12 +148,62 @@ __attribute__((always_inline)) inline void block_dot_staged(const StagedBlock256
         asm("" : "+x"(i16[t]));
       }
     }
-    const __m256i f = L.q6 ? _mm256_load_si256(&sb.f[g0 < 4 ? 0 : 1]) : _mm256_set1_epi16(1);
+    const __m256i f = L.q6          ? _mm256_load_si256(&sb.f[g0 < 4 ? 0 : 1])
+                      : kIntSums<L> ? _mm256_load_si256(&sb.f[0])
+                                    : _mm256_set1_epi16(1);
     for (int t = 0; t < T; ++t) {
       const __m256i m = _mm256_madd_epi16(i16[t], f);
       idot[t] = g0 == 0 ? m : _mm256_add_epi32(idot[t], m);
       asm("" : "+x"(idot[t]));
     }
+  }
+}
+
+// T tokens' sums of 8 rows: kept in acc_io [T, 8] for the next chunk of
+// blocks, or after the last one written to the rows of y.
+template <int T>
+inline void store_tile(const Problem& p, int64_t grp, int64_t t0, const __m256* acc, float* acc_io, bool last) {
+  if (!last) {
+    for (int t = 0; t < T; ++t) _mm256_store_ps(acc_io + 8 * t, acc[t]);
+    return;
+  }
+  const int64_t n_out = p.w->n_out;
+  const int64_t r0 = grp * kPackRows;
+  const int64_t n_rows = std::min<int64_t>(kPackRows, n_out - r0);
+  for (int t = 0; t < T; ++t) {
+    float* dst = p.y + (t0 + t) * n_out + r0;
+    if (n_rows == kPackRows) {
+      _mm256_storeu_ps(dst, acc[t]);
+    } else {
+      alignas(32) float tmp[kPackRows];
+      _mm256_store_ps(tmp, acc[t]);
+      std::memcpy(dst, tmp, sizeof(float) * (size_t)n_rows);
+    }
+  }
+}
+
+// A kIntSums record (st: its 8 staged blocks, the first b) for T tokens: the
+// blocks' dots, scaled by madd (block_dot_staged), summed in int32, then the
+// record's float work once (finish_record).
+template <const Layout& L, int T>
+inline void record_staged(const StagedBlock256* st, const int8_t* const* xq, int64_t b, const packed::ActStage& as,
+                          int64_t tt0, __m256* acc) {
+  __m256i isum[T];
+  for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+  for (int s = 0; s < 8; ++s) {
+    __m256i idot[T];
+    block_dot_staged<L, T>(st[s], xq, b + s, idot);
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], idot[t]);
+  }
+  constexpr int64_t S = packed::kActStageToks;
+  const int64_t k = b * S + tt0;                // d of the record's first block: the super-block's
+  const int32_t* ps = as.ps + b / 2 * S + tt0;  // pairs of block sums, one row per pair
+  const __m256 d = _mm256_load_ps((const float*)&st[0].D), neg_dmin = _mm256_load_ps((const float*)&st[0].M);
+  for (int t = 0; t < T; ++t) {
+    __m256i m = _mm256_madd_epi16(_mm256_set1_epi32(ps[t]), _mm256_load_si256(&st[0].mp));
+    for (int i = 1; i < 4; ++i)
+      m = _mm256_add_epi32(m, _mm256_madd_epi16(_mm256_set1_epi32(ps[i * S + t]), _mm256_load_si256(&st[i].mp)));
+    finish_record(isum[t], m, d, neg_dmin, as.d[k + t], acc[t]);
   }
 }
 
@@ -156,6 +221,11 @@ void tile_staged(const Problem& p, int64_t grp, int64_t t0, const StagedBlock256
     xq[t] = kUnsignedQ6<L> ? (const int8_t*)as.xu + (tt0 + t) * (w.n_in / 32) * 32 : a.q_row(t0 + t);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_io + 8 * t);
+  if constexpr (kIntSums<L>) {  // chunks start on records (kStageBlocks256: two)
+    for (int i = 0; i < nb; i += 8) record_staged<L, T>(st + i, xq, b0 + i, as, tt0, acc);
+    store_tile<T>(p, grp, t0, acc, acc_io, last);
+    return;
+  }
   for (int i = 0; i < nb; ++i) {
     const int64_t b = b0 + i;
     const StagedBlock256& sb = st[i];
@@ -198,22 +268,7 @@ void tile_staged(const Problem& p, int64_t grp, int64_t t0, const StagedBlock256
       }
     }
   }
-  if (!last) {
-    for (int t = 0; t < T; ++t) _mm256_store_ps(acc_io + 8 * t, acc[t]);
-    return;
-  }
-  const int64_t r0 = grp * kPackRows;
-  const int64_t n_rows = std::min<int64_t>(kPackRows, w.n_out - r0);
-  for (int t = 0; t < T; ++t) {
-    float* dst = p.y + (t0 + t) * w.n_out + r0;
-    if (n_rows == kPackRows) {
-      _mm256_storeu_ps(dst, acc[t]);
-    } else {
-      alignas(32) float tmp[kPackRows];
-      _mm256_store_ps(tmp, acc[t]);
-      std::memcpy(dst, tmp, sizeof(float) * (size_t)n_rows);
-    }
-  }
+  store_tile<T>(p, grp, t0, acc, acc_io, last);
 }
 
 // Tokens [tb, te) (kStageMinToks to kTokenBlock) of group g, a chunk of

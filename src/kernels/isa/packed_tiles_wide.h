@@ -70,17 +70,22 @@ inline __m512i vec2(const uint8_t* sa, const uint8_t* sb, int g) {
 // offset have it taken off (kSignedStaged): vpdpbusd takes these as its signed
 // operand against the activations + 128 (kUnsignedActs), and tdpbssd (AMX)
 // as they are.
+// kIntSums layouts keep a record's factors in its blocks: block s's integer
+// scales in sc, the record's d and -dmin in its first block's D and M, and
+// the int16 min pairs of blocks (2i, 2i + 1) in block i's mp (i < 4).
 struct StagedBlock {
   __m512i v[8];     // vector g
   __m512 D, M;      // per-row factors: x = D * q (+ M, see tile_wide)
   __m512i pairs;    // q6: int16 (scale lo, scale hi) per row
   __m512i mp;       // min16: int16 (min lo, min hi) per row
+  __m512i sc;       // kIntSums: the block's scales, int32 per row
   __m512i bias;     // kSignedStaged: -128 * Σ q per row over vectors 0-7 (q6: 0-3)
   __m512i bias_hi;  // kSignedStaged q6 layouts: -128 * Σ q over vectors 4-7
 };
 // 16 blocks (16 x 896 B = 14 KiB): two K-quant records, in L1 beside the
 // token block's int8 activations.
 constexpr int kStageBlocks = 16;
+static_assert(kStageBlocks % 8 == 0, "kIntSums tiles take whole records");
 
 // A record's factors for both groups of a pair (RecordScales, 16 rows).
 // Where they are the same for every block of the record (all layouts but
@@ -150,6 +155,15 @@ inline void stage_block(const uint8_t* ra, const uint8_t* rb, int s, const PairR
   if constexpr (kSignedStaged<L>) {
     out.bias = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(q_sum[0], 7));
     if constexpr (L.q6) out.bias_hi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(q_sum[1], 7));
+  }
+  if constexpr (kIntSums<L>) {
+    out.sc = pair512(packed::kquant_scales(ra, s), packed::kquant_scales(rb, s));
+    if (s == 0) {
+      out.D = scales.d;
+      out.M = _mm512_sub_ps(_mm512_setzero_ps(), scales.dmin);
+    }
+    if (s < 4) out.mp = pair512(packed::kquant_min_pairs(ra, s), packed::kquant_min_pairs(rb, s));
+    return;
   }
   __m512 D, M;
   scales.block(ra, rb, s, D, M);
@@ -228,6 +242,37 @@ inline void finish_block(const StagedBlock& sb, __m512i idot, const packed::ActS
   }
 }
 
+// The float work of a kIntSums record (st: its 8 staged blocks, the first b)
+// for token tt of the token block (finish_record, 16 rows): isum, the
+// token's Σ sc * dot over the record's blocks.
+inline void finish_record_wide(const StagedBlock* st, __m512i isum, const packed::ActStage& as, int64_t b,
+                               int64_t tt, __m512& acc) {
+  constexpr int64_t S = packed::kActStageToks;
+  const int32_t* ps = as.ps + b / 2 * S + tt;  // pairs of block sums, one row per pair
+  __m512i m = _mm512_setzero_si512();
+  for (int i = 0; i < 4; ++i) m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32(ps[i * S]), _mm512_load_si512(&st[i].mp));
+  const __m512 dx = _mm512_set1_ps(as.d[b * S + tt]);  // the record's first block's d: the super-block's
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(_mm512_load_ps(&st[0].D), dx), acc);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(_mm512_load_ps(&st[0].M), dx), acc);
+}
+
+// A kIntSums record (st: its 8 staged blocks, the first b) for T tokens:
+// each block's dots times its integer scales, summed in int32, then the
+// record's float work once (finish_record, 16 rows).
+template <const Layout& L, int T>
+inline void record_wide(const StagedBlock* st, const int8_t* const* xq, int64_t b, const packed::ActStage& as,
+                        int64_t tt0, __m512* acc) {
+  __m512i isum[T];
+  for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+  for (int s = 0; s < 8; ++s) {
+    __m512i idot[T];
+    block_dot_wide<L, T>(st[s], xq, b + s, idot);
+    const __m512i sc = _mm512_load_si512(&st[s].sc);
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(idot[t], sc));
+  }
+  for (int t = 0; t < T; ++t) finish_record_wide(st, isum[t], as, b, tt0 + t, acc[t]);
+}
+
 // T tokens' sums of 16 rows: kept in acc_io [T, 16] for the next chunk of
 // blocks, or after the last one written to the rows of y.
 template <int T>
@@ -256,6 +301,11 @@ void tile_wide(const Problem& p, int64_t grp, int64_t t0, const StagedBlock* st,
     xq[t] = kUnsignedActs<L> ? (const int8_t*)as.xu + (tt0 + t) * (p.w->n_in / 32) * 32 : a.q_row(t0 + t);
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc_io + 16 * t);
+  if constexpr (kIntSums<L>) {  // chunks start on records (kStageBlocks: two)
+    for (int i = 0; i < nb; i += 8) record_wide<L, T>(st + i, xq, b0 + i, as, tt0, acc);
+    store_tile_rows<T>(p, grp, t0, acc, acc_io, last);
+    return;
+  }
   for (int i = 0; i < nb; ++i) {
     const int64_t b = b0 + i;
     __m512i idot[T];

@@ -102,7 +102,7 @@ std::vector<double> quantization_bound(const TensorView& w, const std::vector<fl
                                        int64_t n_tok) {
   const int64_t n_in = w.ne[0], n_out = w.rows();
   QuantizedActs a;
-  quantize_acts_ref(x.data(), n_tok, n_in, a);
+  quantize_acts_ref(x.data(), n_tok, n_in, a, act_scale_blocks(w.type));
   std::vector<float> row((size_t)n_in);
   std::vector<double> bound((size_t)(n_out * n_tok));
   for (int64_t r = 0; r < n_out; ++r) {
