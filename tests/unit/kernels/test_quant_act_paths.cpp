@@ -4,6 +4,7 @@
 // subnormals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -96,6 +97,42 @@ TEST(QuantActPaths, BytesEqualTheReferenceOnEveryPath) {
       }
     }
   EXPECT_EQ(cases, 21 * (int)paths.size());
+  ASSERT_TRUE(set_cpu_path(paths.back()).ok());
+}
+
+// K-quant weights take one scale per 256 elements (act_scale_blocks): every
+// path writes the reference's bytes, and each block's d is max|x| over its
+// super-block / 127 (computed here, in double), the same for all 8 blocks.
+TEST(QuantActPaths, SuperBlockScalesEqualTheReferenceOnEveryPath) {
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  ASSERT_EQ(act_scale_blocks(DType::Q4_K), 8);
+  ASSERT_EQ(act_scale_blocks(DType::Q4_0), 1);
+  for (int64_t n_in : {256, 512, 2304})
+    for (int64_t n_tok : {1, 5}) {
+      SCOPED_TRACE(testing::Message() << "n_in=" << n_in << " n_tok=" << n_tok);
+      const auto x = tricky_acts(n_tok, n_in, (uint32_t)(n_in * 3 + n_tok));
+      QuantizedActs ref;
+      quantize_acts_ref(x.data(), n_tok, n_in, ref, 8);
+      for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t sb = 0; sb < n_in / 256; ++sb) {
+          double amax = 0;
+          for (int64_t i = 0; i < 256; ++i) amax = std::max(amax, std::fabs((double)x[(size_t)(t * n_in + sb * 256 + i)]));
+          const float want = amax >= 1e-30 ? (float)amax / 127.0f : 0.0f;
+          for (int64_t b = 0; b < 8; ++b) ASSERT_EQ(ref.d_row(t)[sb * 8 + b], want) << "token " << t << " block " << b;
+        }
+      for (const CpuPath p : paths) {
+        SCOPED_TRACE(cpu_path_name(p));
+        ASSERT_TRUE(set_cpu_path(p).ok());
+        QuantizedActs got;
+        quantize_acts(x.data(), n_tok, n_in, got, 8);
+        expect_same(got, ref);
+        QuantizedActs rows;
+        quantize_acts_prepare(n_tok, n_in, rows, 8);
+        quantize_acts_rows(x.data(), n_tok / 2, n_tok, rows);
+        quantize_acts_rows(x.data(), 0, n_tok / 2, rows);
+        expect_same(rows, ref);
+      }
+    }
   ASSERT_TRUE(set_cpu_path(paths.back()).ok());
 }
 
