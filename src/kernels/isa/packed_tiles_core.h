@@ -169,6 +169,25 @@ inline void finish_record(__m256i isum, __m256i mins, __m256 d, __m256 neg_dmin,
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(neg_dmin, vdx), acc);
 }
 
+// T tokens' sums of group grp's 8 rows (acc [T]) into y; a padded last
+// group writes only its real rows.
+template <int T>
+inline void store_rows(const Problem& p, int64_t grp, int64_t t0, const __m256* acc) {
+  const int64_t n_out = p.w->n_out;
+  const int64_t r0 = grp * kPackRows;
+  const int64_t n_rows = std::min<int64_t>(kPackRows, n_out - r0);
+  for (int t = 0; t < T; ++t) {
+    float* dst = p.y + (t0 + t) * n_out + r0;
+    if (n_rows == kPackRows) {
+      _mm256_storeu_ps(dst, acc[t]);
+    } else {
+      alignas(32) float tmp[kPackRows];
+      _mm256_store_ps(tmp, acc[t]);
+      std::memcpy(dst, tmp, sizeof(float) * (size_t)n_rows);
+    }
+  }
+}
+
 // y[t0..t0+T, rows of group grp].
 template <const Layout& L, int T>
 void tile(const Problem& p, int64_t grp, int64_t t0) {
@@ -274,18 +293,7 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
       }
     }
   }
-  const int64_t r0 = grp * kPackRows;
-  const int64_t n_rows = std::min<int64_t>(kPackRows, w.n_out - r0);
-  for (int t = 0; t < T; ++t) {
-    float* dst = p.y + (t0 + t) * w.n_out + r0;
-    if (n_rows == kPackRows) {
-      _mm256_storeu_ps(dst, acc[t]);
-    } else {
-      alignas(32) float tmp[kPackRows];
-      _mm256_store_ps(tmp, acc[t]);
-      std::memcpy(dst, tmp, sizeof(float) * (size_t)n_rows);
-    }
-  }
+  store_rows<T>(p, grp, t0, acc);
 }
 
 // Whether a layout's blocks carry a per-row float factor M (tile's epilogue).

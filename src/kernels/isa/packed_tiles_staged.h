@@ -167,19 +167,7 @@ inline void store_tile(const Problem& p, int64_t grp, int64_t t0, const __m256* 
     for (int t = 0; t < T; ++t) _mm256_store_ps(acc_io + 8 * t, acc[t]);
     return;
   }
-  const int64_t n_out = p.w->n_out;
-  const int64_t r0 = grp * kPackRows;
-  const int64_t n_rows = std::min<int64_t>(kPackRows, n_out - r0);
-  for (int t = 0; t < T; ++t) {
-    float* dst = p.y + (t0 + t) * n_out + r0;
-    if (n_rows == kPackRows) {
-      _mm256_storeu_ps(dst, acc[t]);
-    } else {
-      alignas(32) float tmp[kPackRows];
-      _mm256_store_ps(tmp, acc[t]);
-      std::memcpy(dst, tmp, sizeof(float) * (size_t)n_rows);
-    }
-  }
+  store_rows<T>(p, grp, t0, acc);
 }
 
 // A kIntSums record (st: its 8 staged blocks, the first b) for T tokens: the

@@ -5,8 +5,8 @@ package's quantizer).
 Run: ~/.cache/stride/venv/bin/python -m pytest -q tests/python/models/test_quant_types.py -s
 Models and goldens come from scripts/oracles/quant_type_models.py (via
 scripts/setup): llama.cpp's greedy continuations and teacher-forced top-K
-log-probs. Each engine quantizes activations its own way (llama.cpp to 8 bits
-per 32 or 256 elements, stride to 8 bits per 32), so the comparison is the
+log-probs. Each engine quantizes activations its own way (both to 8 bits per
+32 elements, or per 256 for K-quant weights), so the comparison is the
 same as for the real models (test_real_models.py): top-1 agreement where
 llama.cpp's choice is decisive, and a small KL.
 """
