@@ -57,7 +57,7 @@ StepPlan open_step(KvManager& cache, const SequenceStep& step, const std::vector
 void attend(KvManager& cache, StepPlan& plan, const float* q, const AttentionParams& p, float* out, ThreadPool& threads) {
   if (plan.seqs.empty()) return;
   plan.seqs[0].layers[0].needs_selection = cache.config().layer_policies[0].kind == PolicyKind::TopK;
-  (void)cache.select(plan, 0, 0, q, p.n_head, 0.f, threads.scratch(0));
+  (void)cache.select(plan, 0, 0, q, p.n_head, 0.f, threads);
   if (!attention_paged(cache.pool(), plan.seqs[0].layers[0].pages, cache.config().layer_policies[0], p, q, out, threads).ok())
     std::abort();  // the plan came from prepare(): a failure here is a bug
 }
