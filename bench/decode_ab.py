@@ -36,15 +36,15 @@ def run(binary, model, ids_file, policy, n, threads):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--base", required=True)
-    ap.add_argument("--new", required=True)
+    ap.add_argument("--policies", nargs="+", required=True)
+    ap.add_argument("--base", required=True, help="stride binary A")
+    ap.add_argument("--new", required=True, help="stride binary B")
     ap.add_argument("--model", default="models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
     ap.add_argument("--length", type=int, default=8192)
     ap.add_argument("--n-vocab", type=int, default=151936)
     ap.add_argument("--tokens", type=int, default=65)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--policies", nargs="+", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     runs = []

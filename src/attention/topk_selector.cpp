@@ -253,28 +253,13 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
     // The second stage's rows: a prompt chunk's sampled queries (keys past
     // the block's last query count for none of them), else the step's own.
     const BlockRows& exact_rows = sampled ? x.sampled : x.br;
-    TopkBlockInputs in;
-    in.policy = &p;
-    in.budget = budget;
-    in.ranks = ranks;
-    in.n_present = n_present;
-    in.n_scored = n_scored;
-    in.kv_len = kv_len;
-    in.q_last = qb;
-    in.page_size = page_size;
-    in.n_kv_heads = n_kv_heads;
-    in.n_next = n_next;
-    in.scale = s;
-    in.page_table = &page_table;
-    in.cold = cold;
-    in.page_scores = x.page_scores.data();
-    in.log_keys = x.log_keys.data();
-    in.head_picks = &head_picks;
-    in.keys = keys;
-    in.key_codes = key_codes;
-    in.exact_rows = exact_rows.rows.data();
-    in.n_exact_rows = exact_rows.n_rows;
-    in.exact_len = sampled ? std::min<int64_t>(kv_len, qb + 1) : kv_len;
+    const TopkBlockInputs in{.policy = &p, .budget = budget, .ranks = ranks, .n_present = n_present,
+                             .n_scored = n_scored, .kv_len = kv_len, .q_last = qb, .page_size = page_size,
+                             .n_kv_heads = n_kv_heads, .n_next = n_next, .scale = s, .page_table = &page_table,
+                             .cold = cold, .page_scores = x.page_scores.data(), .log_keys = x.log_keys.data(),
+                             .head_picks = &head_picks, .keys = keys, .key_codes = key_codes,
+                             .exact_rows = exact_rows.rows.data(), .n_exact_rows = exact_rows.n_rows,
+                             .exact_len = sampled ? std::min<int64_t>(kv_len, qb + 1) : kv_len};
     select_block_heads(in, threads, scratch, x, sel);
   }
   return sel;
