@@ -57,7 +57,7 @@ StepPlan open_step(KvManager& cache, const SequenceStep& step, const std::vector
 void attend(KvManager& cache, StepPlan& plan, const float* q, const AttentionParams& p, float* out, ThreadPool& threads) {
   if (plan.seqs.empty()) return;
   plan.seqs[0].layers[0].needs_selection = cache.config().layer_policies[0].kind == PolicyKind::TopK;
-  (void)cache.select(plan, 0, 0, q, p.n_head, 0.f, threads.scratch(0));
+  (void)cache.select(plan, 0, 0, q, p.n_head, 0.f, threads);
   if (!attention_paged(cache.pool(), plan.seqs[0].layers[0].pages, cache.config().layer_policies[0], p, q, out, threads).ok())
     std::abort();  // the plan came from prepare(): a failure here is a bug
 }
@@ -136,10 +136,10 @@ void BM_TopkSelection(benchmark::State& state) {
   StepPlan& step = d.step;
   const KvManager::SeqId seq = d.request->seq;
   const auto q = random_vec((size_t)kHeads * kHeadDim, 2);
-  WorkerScratch scratch;
+  ThreadPool one_thread(1);  // the selection alone, on the calling thread
   for (auto _ : state) {
     step.seqs[0].layers[0].needs_selection = true;
-    if (!cache->select(step, 0, 0, q.data(), kHeads, 0.f, scratch).ok()) std::abort();
+    if (!cache->select(step, 0, 0, q.data(), kHeads, 0.f, one_thread).ok()) std::abort();
     benchmark::DoNotOptimize(step.seqs[0].layers[0].pages.page_ids.data());
   }
   const AttentionPlan& plan = step.seqs[0].layers[0].pages;

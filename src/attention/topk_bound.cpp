@@ -103,7 +103,7 @@ namespace {
 // Every page's scores, page by page: one page's summaries of all kv heads
 // are contiguous and stream once.
 void bounds_pages(const float* const* rows, int n_rows, const float* sums, const int32_t* ids, int64_t n,
-                  int n_kv, int dim, float* out) {
+                  int n_kv, int dim, float* out, int64_t stride) {
   const int64_t page_floats = (int64_t)n_kv * 2 * dim;  // one page's summaries
   const int64_t page_bytes = page_floats * 4;
   std::vector<TiledRows> split;  // [n_kv]
@@ -116,13 +116,13 @@ void bounds_pages(const float* const* rows, int n_rows, const float* sums, const
       _mm_prefetch(ahead + page_bytes - 1, _MM_HINT_T0);  // the summaries need not start a line
     }
     if (ids[i] < 0) {
-      for (int h = 0; h < n_kv; ++h) out[h * n + i] = -INFINITY;
+      for (int h = 0; h < n_kv; ++h) out[h * stride + i] = -INFINITY;
       continue;
     }
     const float* page = sums + ids[i] * page_floats;
     for (int h = 0; h < n_kv; ++h) {
       const float* mn = page + (int64_t)h * 2 * dim;
-      out[h * n + i] = bound_one(rows + (int64_t)h * n_rows, split[(size_t)h], n_rows, mn, mn + dim, dim);
+      out[h * stride + i] = bound_one(rows + (int64_t)h * n_rows, split[(size_t)h], n_rows, mn, mn + dim, dim);
     }
   }
 }
@@ -130,8 +130,8 @@ void bounds_pages(const float* const* rows, int n_rows, const float* sums, const
 }  // namespace
 
 void max_summary_bounds(const float* const* rows, int n_rows, const float* sums, const int32_t* ids,
-                        int64_t n, int n_kv, int dim, float* out) {
-  bounds_pages(rows, n_rows, sums, ids, n, n_kv, dim, out);
+                        int64_t n, int n_kv, int dim, float* out, int64_t out_stride) {
+  bounds_pages(rows, n_rows, sums, ids, n, n_kv, dim, out, out_stride > 0 ? out_stride : n);
 }
 
 float max_summary_bound_ref(const float* const* rows, int n_rows, const float* mn,

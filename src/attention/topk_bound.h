@@ -20,9 +20,10 @@ float max_summary_bound(const float* const* rows, int n_rows, const float* mn, c
 //   rows: [n_kv][n_rows] pointers to [dim] query rows (kv head h's rows first)
 //   sums: [pages, n_kv, 2 (min, max), dim], the PageSummaries layout
 //   ids:  [n] physical pages; ids[i] < 0 is not scored (its scores are -inf)
-//   out:  [n_kv, n] scores
+//   out:  [n_kv, out_stride] scores, page i of head h at out[h * out_stride + i]
+//   out_stride: 0 means n
 void max_summary_bounds(const float* const* rows, int n_rows, const float* sums, const int32_t* ids,
-                        int64_t n, int n_kv, int dim, float* out);
+                        int64_t n, int n_kv, int dim, float* out, int64_t out_stride = 0);
 
 // Scalar reference of max_summary_bound (summary_bound per row).
 float max_summary_bound_ref(const float* const* rows, int n_rows, const float* mn,

@@ -10,6 +10,8 @@ namespace stride {
 
 namespace {
 
+constexpr size_t kPrefetchGroupsAhead = 2;
+
 // x[i] = exp(x[i]) over n values, 8 lanes at a time (simd::exp_ps, 1-2 ulp).
 void exp_in_place(float* x, size_t n) {
   size_t i = 0;
@@ -37,8 +39,18 @@ void rerank_group_scores(const KvPool& pool, const PageKeyCodes* codes, const st
   x.page_sum.resize(R);
   x.work.resize((size_t)std::max(4, kInt8RowTile) * (codes ? std::max(ps, codes->padded_page()) : ps));
   if (codes) x.quantized.quantize(rows, n_rows, pool.shape().head_dim_k);
+  auto group_of = [&](size_t i) { return i < shortlist.size() ? shortlist[i] : fixed[i - shortlist.size()]; };
+  // The shortlist's copies lie anywhere in memory: a group's first page is
+  // requested kPrefetchGroupsAhead groups before it is scored.
+  auto prefetch = [&](size_t i) {
+    if (!codes || i >= n_scored) return;
+    const int64_t L = group_of(i) * group_pages;
+    if (L < n_present && page_table[(size_t)L] >= 0) codes->prefetch(page_table[(size_t)L], head);
+  };
+  for (size_t i = 0; i < std::min<size_t>(kPrefetchGroupsAhead, n_scored); ++i) prefetch(i);
   for (size_t i = 0; i < n_scored; ++i) {
-    const int64_t G = i < shortlist.size() ? shortlist[i] : fixed[i - shortlist.size()];
+    prefetch(i + kPrefetchGroupsAhead);
+    const int64_t G = group_of(i);
     float* top = x.top.data() + i * R;
     float* sum = x.sum.data() + i * R;
     bool first = true;

@@ -10,6 +10,8 @@
 #include "attention/head_budget.h"
 #include "attention/topk_bound.h"
 #include "attention/topk_rerank.h"
+#include "attention/topk_select_head.h"
+#include "core/thread_pool.h"
 #include "core/worker_scratch.h"
 
 namespace stride {
@@ -99,54 +101,63 @@ void gather_rows(BlockRows& br, const float* q, int q_first, int nq, int n_head,
   }
 }
 
-// A candidate as one integer ordered like the pair (-score, group): best
-// score first, ties to the lower group. Sorting integers instead of pairs
-// makes the ranking cheap over tens of thousands of groups.
-uint64_t rank_key(float score, int64_t G) {
-  float neg = -score;
-  if (neg == 0.f) neg = 0.f;  // -0 and +0 compare equal as floats
-  uint32_t u = std::bit_cast<uint32_t>(neg);
-  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // IEEE order as unsigned order
-  return ((uint64_t)u << 32) | (uint64_t)(uint32_t)G;
-}
-int64_t rank_group(uint64_t key) { return (int64_t)(key & 0xffffffffu); }
-
-// heads=FILE on prompt chunks (decode=dense): a retrieval head of the
-// profile reads every page, as DuoAttention's retrieval heads do.
-bool retrieval_head_reads_all(const PolicySpec& p, int h, int n_kv_heads) {
-  if (!p.decode_dense || p.head_shares.empty() || p.head_layer < 0) return false;
-  const size_t i = (size_t)p.head_layer * n_kv_heads + h;
-  return i < p.head_shares.size() && p.head_shares[i] > 0.0;
-}
-
-// neighbors=...: the groups beside each of the first n_picks ranked ones are
-// read too, so a needle sentence cut by a group boundary is read whole.
-void read_pick_neighbors(PickNeighbors n, const std::vector<uint64_t>& ranked, int64_t n_picks, int64_t n_groups,
-                         std::vector<uint8_t>& chosen) {
-  if (n == PickNeighbors::None) return;
-  const bool before = n == PickNeighbors::Before || n == PickNeighbors::Both;
-  const bool after = n == PickNeighbors::After || n == PickNeighbors::Both;
-  for (int64_t i = 0; i < n_picks; ++i) {
-    const int64_t G = rank_group(ranked[(size_t)i]);
-    if (before && G > 0) chosen[(size_t)G - 1] = 1;
-    if (after && G + 1 < n_groups) chosen[(size_t)G + 1] = 1;
-  }
-}
-
 // Buffers one selection reuses across calls on the same thread (selection
 // runs per layer and step; the largest hold a few floats per page).
 struct SelectScratch {
   BlockRows br;
   BlockRows sampled;                // estimate=rerank's rows on prompt chunks
   std::vector<float> page_scores;   // [n_kv_heads, n_scored] by logical page
-  std::vector<float> group_scores;  // [n_groups] one kv head's
-  std::vector<uint64_t> ranked;     // [candidates] rank_key, best first up to the cut
-  std::vector<uint8_t> chosen;      // [n_groups]
-  std::vector<float> est_fixed, est_ranked, log_keys;
-  std::vector<int64_t> shortlist, fixed;  // estimate=rerank's groups
-  std::vector<float> exact;               // [shortlist] their stage-2 scores
-  RerankScratch rerank;
+  std::vector<float> log_keys;      // [group_pages + 1]
+  std::vector<std::vector<int64_t>> head_pages, head_next;  // [n_kv_heads] a parallel selection's lists
 };
+
+// Pages a pool's thread scores at least: fewer cost less than waking it.
+constexpr int64_t kBoundPagesPerThread = 64;
+
+// The bounds of pages [0, n) of every kv head (max_summary_bounds), split
+// by pages over the pool's threads when there are enough.
+//   out: [n_kv, n]
+void page_bounds(const BlockRows& br, const PageSummaries& sums, const std::vector<int32_t>& page_table, int64_t n,
+                 int n_kv, float* out, ThreadPool* threads) {
+  const int dim = sums.head_dim();
+  if (!threads || threads->size() < 2 || n < 2 * kBoundPagesPerThread) {
+    max_summary_bounds(br.rows.data(), br.n_rows, sums.data(), page_table.data(), n, n_kv, dim, out);
+    return;
+  }
+  threads->parallel_for(n, kBoundPagesPerThread, [&](int64_t a, int64_t b) {
+    max_summary_bounds(br.rows.data(), br.n_rows, sums.data(), page_table.data() + a, b - a, n_kv, dim, out + a, n);
+  });
+}
+
+// Every kv head's pages of one block, appended to sel in head order. With a
+// pool, heads whose selection reads keys run on its threads, each into its
+// own lists, which join in head order: the same selection as one thread's.
+void select_block_heads(const TopkBlockInputs& in, ThreadPool* threads, WorkerScratch* scratch, SelectScratch& x,
+                        TopkSelection& sel) {
+  const int n_kv = in.n_kv_heads;
+  if (!threads || threads->size() < 2 || !head_selection_is_heavy(in)) {
+    std::optional<TopkHeadScratch> own;
+    TopkHeadScratch& hx = scratch ? scratch->get<TopkHeadScratch>() : own.emplace();
+    for (int h = 0; h < n_kv; ++h) {
+      select_head_pages(in, h, hx, sel.pages, sel.next_pages);
+      sel.head_indptr.push_back((int32_t)sel.pages.size());
+    }
+    return;
+  }
+  x.head_pages.resize((size_t)n_kv);
+  x.head_next.resize((size_t)n_kv);
+  threads->run_chunks(n_kv, [&](int h, int, int worker) {
+    x.head_pages[(size_t)h].clear();
+    x.head_next[(size_t)h].clear();
+    select_head_pages(in, h, threads->scratch(worker).get<TopkHeadScratch>(), x.head_pages[(size_t)h],
+                      x.head_next[(size_t)h]);
+  });
+  for (int h = 0; h < n_kv; ++h) {
+    sel.pages.insert(sel.pages.end(), x.head_pages[(size_t)h].begin(), x.head_pages[(size_t)h].end());
+    sel.next_pages.insert(sel.next_pages.end(), x.head_next[(size_t)h].begin(), x.head_next[(size_t)h].end());
+    sel.head_indptr.push_back((int32_t)sel.pages.size());
+  }
+}
 
 }  // namespace
 
@@ -173,7 +184,8 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                           const TopkColdPages* cold, int n_next, float scale, WorkerScratch* scratch,
-                          const std::vector<float>* exact, const KvPool* keys, const PageKeyCodes* key_codes) {
+                          const std::vector<float>* exact, const KvPool* keys, const PageKeyCodes* key_codes,
+                          ThreadPool* threads) {
   TopkSelection sel;
   sel.q_block = std::max(1, q_block);
   sel.n_q = n_q;
@@ -184,10 +196,6 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
   const int64_t n_logical =
       std::min<int64_t>((int64_t)page_table.size(), (kv_len + page_size - 1) / page_size);
   const int dim = sums.head_dim();
-  // A page is present when the pool or the tier holds it.
-  auto present = [&](int64_t L) {
-    return page_table[L] >= 0 || (cold && (*cold->tier_key)[L] != 0);
-  };
   const float s = scale > 0.f ? scale : 1.f / std::sqrt((float)dim);
   std::optional<SelectScratch> own;
   SelectScratch& x = scratch ? scratch->get<SelectScratch>() : own.emplace();
@@ -214,9 +222,7 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
       if (sampled && keys) gather_sampled_rows(x.sampled, q, q_first, nq, n_head, n_kv_heads, dim, p.rerank_rows);
       x.page_scores.resize((size_t)n_kv_heads * n_scored);  // [n_kv_heads, n_scored]
       // Given scores cover every scored page (ceil(kv_len / page_size) per head): no bounds to compute.
-      if (!exact)
-        max_summary_bounds(x.br.rows.data(), x.br.n_rows, sums.data(), page_table.data(), n_scored,
-                           n_kv_heads, dim, x.page_scores.data());
+      if (!exact) page_bounds(x.br, sums, page_table, n_scored, n_kv_heads, x.page_scores.data(), threads);
       if (cold)
         for (int64_t L = 0; L < n_scored; ++L) {
           if (page_table[L] >= 0 || (*cold->tier_key)[L] == 0) continue;
@@ -235,24 +241,6 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
       x.log_keys.resize((size_t)gp + 1);
       for (int64_t j = 1; j <= gp; ++j) x.log_keys[(size_t)j] = std::log((float)(j * page_size));
     }
-    // The second stage's rows: a prompt chunk's sampled queries (keys past
-    // the block's last query count for none of them), else the step's own.
-    const BlockRows& exact_rows = sampled ? x.sampled : x.br;
-    const int64_t exact_len = sampled ? std::min<int64_t>(kv_len, qb + 1) : kv_len;
-    // Ranks the first n_short candidates by their exact scores (stage 2), which land in x.exact.
-    auto rerank_top = [&](int h, int64_t n_short) {
-      x.shortlist.clear();
-      x.fixed.clear();
-      for (int64_t i = 0; i < n_short; ++i) x.shortlist.push_back(rank_group(x.ranked[(size_t)i]));
-      for (int64_t G = 0; G < geo.n_groups; ++G)
-        if (G < geo.n_sink || G >= geo.local_from) x.fixed.push_back(G);
-      x.exact.resize(x.shortlist.size());
-      rerank_group_scores(*keys, key_codes, page_table, gp, n_present, exact_len,
-                          exact_rows.rows.data() + (size_t)h * exact_rows.n_rows, exact_rows.n_rows, h, s,
-                          x.shortlist, x.fixed, x.rerank, x.exact.data());
-      for (int64_t i = 0; i < n_short; ++i) x.ranked[(size_t)i] = rank_key(x.exact[(size_t)i], x.shortlist[(size_t)i]);
-      std::sort(x.ranked.begin(), x.ranked.begin() + n_short);
-    };
     // heads=FILE on decode steps: this layer's share of the picks every top-k (layer, kv head) pools.
     std::vector<int64_t> head_picks;
     if (!p.head_shares.empty() && p.mass <= 0.0 && !p.decode_dense) {
@@ -262,88 +250,17 @@ TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_
       if (p.head_layer >= 0 && row + n_kv_heads <= all.size())
         head_picks.assign(all.begin() + (std::ptrdiff_t)row, all.begin() + (std::ptrdiff_t)(row + n_kv_heads));
     }
-    for (int h = 0; h < n_kv_heads; ++h) {
-      x.chosen.assign(geo.n_groups, 1);
-      if (ranks && !retrieval_head_reads_all(p, h, n_kv_heads)) {
-        const float* sc = x.page_scores.data() + (size_t)h * n_scored;  // [n_scored]
-        // A group's score: its best page's (absent pages score -inf).
-        auto group_score = [&](int64_t G) {
-          float best = -INFINITY;
-          for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L) best = std::max(best, sc[L]);
-          return best;
-        };
-        x.ranked.clear();
-        x.group_scores.resize(geo.n_groups);
-        for (int64_t G = geo.n_sink; G < geo.local_from; ++G) {
-          const float best = gp == 1 ? std::max(-INFINITY, sc[G]) : group_score(G);
-          x.group_scores[G] = best;
-          x.ranked.push_back(rank_key(best, G));
-          x.chosen[G] = 0;
-        }
-        int64_t extra = head_picks.empty() ? keep - n_fixed : head_picks[(size_t)h];
-        // Keys are distinct and totally ordered: the first `ranked` after a
-        // partition and a sort of them are what a full sort would give.
-        const int64_t n_cand = (int64_t)x.ranked.size();
-        int64_t ranked = std::min<int64_t>(n_cand, extra + std::max(0, n_next));
-        // estimate=rerank: the bound's best shortlist x extra go to the second stage.
-        const bool rerank = keys && p.rerank_estimate && extra > 0;
-        if (rerank)
-          ranked = std::max(ranked, std::min<int64_t>(n_cand, (int64_t)std::ceil(p.shortlist * (double)extra - 1e-9)));
-        if (ranked < n_cand) std::nth_element(x.ranked.begin(), x.ranked.begin() + ranked, x.ranked.end());
-        std::sort(x.ranked.begin(), x.ranked.begin() + ranked);
-        if (rerank && p.mass <= 0.0 && ranked > extra) rerank_top(h, ranked);
-        if (p.mass > 0.0) {
-          // mass=P: a group's estimated log-mass, as if its keys all scored its bound.
-          x.est_fixed.clear();
-          x.est_ranked.clear();
-          for (int64_t G = 0; G < geo.n_groups; ++G) {
-            if (G >= geo.n_sink && G < geo.local_from) continue;
-            float best = -INFINITY;
-            int64_t keys = 0;
-            for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L) {
-              if (!present(L)) continue;
-              best = std::max(best, sc[L]);
-              keys += std::max<int64_t>(0, std::min<int64_t>({L * page_size + page_size, kv_len, qb + 1}) - L * page_size);
-            }
-            x.est_fixed.push_back(keys > 0 ? s * best + std::log((float)keys) : -INFINITY);
-          }
-          // Candidates are whole groups before the window: every page's keys count.
-          for (const uint64_t key : x.ranked) {
-            const int64_t G = rank_group(key);
-            const float neg = -x.group_scores[G];
-            int64_t n_in = 0;
-            for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L) n_in += present(L);
-            x.est_ranked.push_back(n_in > 0 ? -s * neg + x.log_keys[(size_t)n_in] : -INFINITY);
-          }
-          extra = topk_mass_picks(p.mass, x.est_fixed, x.est_ranked, budget.min_picks, extra);
-          // estimate=rerank: the bound's picks x shortlist go to the second
-          // stage, and mass=P is then taken over their exact shares.
-          if (rerank && extra > 0) {
-            const int64_t n_short =
-                std::min<int64_t>(ranked, (int64_t)std::ceil(p.shortlist * (double)extra - 1e-9));
-            rerank_top(h, n_short);
-            std::sort(x.exact.begin(), x.exact.end(), std::greater<float>());
-            extra = rerank_mass_picks(p.mass, x.exact, budget.min_picks, std::min(n_short, keep - n_fixed));
-          }
-        }
-        for (int64_t i = 0; i < extra; ++i) x.chosen[rank_group(x.ranked[i])] = 1;
-        read_pick_neighbors(p.neighbors, x.ranked, extra, geo.n_groups, x.chosen);
-        for (int64_t i = extra; i < std::min<int64_t>(ranked, extra + std::max(0, n_next)); ++i) {
-          const int64_t G = rank_group(x.ranked[i]);
-          for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L)
-            if (present(L)) sel.next_pages.push_back(L);
-        }
-      }
-      for (int64_t G = 0; G < geo.n_groups; ++G) {
-        if (!x.chosen[G]) continue;
-        for (int64_t L = G * gp; L < std::min(n_present, (G + 1) * gp); ++L) {
-          if (!present(L)) continue;
-          if (std::min<int64_t>(L * page_size + page_size, kv_len) <= L * page_size) continue;  // no key yet
-          sel.pages.push_back(L);
-        }
-      }
-      sel.head_indptr.push_back((int32_t)sel.pages.size());
-    }
+    // The second stage's rows: a prompt chunk's sampled queries (keys past
+    // the block's last query count for none of them), else the step's own.
+    const BlockRows& exact_rows = sampled ? x.sampled : x.br;
+    const TopkBlockInputs in{.policy = &p, .budget = budget, .ranks = ranks, .n_present = n_present,
+                             .n_scored = n_scored, .kv_len = kv_len, .q_last = qb, .page_size = page_size,
+                             .n_kv_heads = n_kv_heads, .n_next = n_next, .scale = s, .page_table = &page_table,
+                             .cold = cold, .page_scores = x.page_scores.data(), .log_keys = x.log_keys.data(),
+                             .head_picks = &head_picks, .keys = keys, .key_codes = key_codes,
+                             .exact_rows = exact_rows.rows.data(), .n_exact_rows = exact_rows.n_rows,
+                             .exact_len = sampled ? std::min<int64_t>(kv_len, qb + 1) : kv_len};
+    select_block_heads(in, threads, scratch, x, sel);
   }
   return sel;
 }
@@ -387,9 +304,9 @@ Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t
                         int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                         float scale, WorkerScratch* scratch, const std::vector<float>* exact,
-                        const KvPool* keys, const PageKeyCodes* key_codes) {
+                        const KvPool* keys, const PageKeyCodes* key_codes, ThreadPool* threads) {
   return topk_plan(select_topk(p, page_table, page_size, kv_len, q_pos0, n_q, q_block, sums, q,
-                               n_head, n_kv_heads, nullptr, 0, scale, scratch, exact, keys, key_codes),
+                               n_head, n_kv_heads, nullptr, 0, scale, scratch, exact, keys, key_codes, threads),
                    page_table, page_size, kv_len);
 }
 

@@ -15,6 +15,7 @@
 namespace stride {
 class KvPool;
 class PageKeyCodes;
+class ThreadPool;
 class WorkerScratch;
 }
 
@@ -92,12 +93,16 @@ struct TopkSelection {
 // second stage.
 // key_codes: null, or int8 copies of the pool's keys for that second stage
 // (rerank_keys=int8; pages without a current copy are scored from the pool).
+// threads: null, or the caller's pool (the caller is its worker 0, and
+// scratch is worker 0's): the page bounds and the kv heads' second stages
+// are split over its threads, with the selection one thread makes.
 TopkSelection select_topk(const PolicySpec& p, const std::vector<int32_t>& page_table, int page_size,
                           int64_t kv_len, int64_t q_pos0, int n_q, int q_block,
                           const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                           const TopkColdPages* cold = nullptr, int n_next = 0, float scale = 0.f,
                           WorkerScratch* scratch = nullptr, const std::vector<float>* exact = nullptr,
-                          const KvPool* keys = nullptr, const PageKeyCodes* key_codes = nullptr);
+                          const KvPool* keys = nullptr, const PageKeyCodes* key_codes = nullptr,
+                          ThreadPool* threads = nullptr);
 
 // The plan of a selection over the current page table; a selected page not
 // in the pool is an Internal error (never skipped). The plan always carries
@@ -111,6 +116,6 @@ Expected<AttentionPlan> plan_topk(const PolicySpec& p, const std::vector<int32_t
                         const PageSummaries& sums, const float* q, int n_head, int n_kv_heads,
                         float scale = 0.f, WorkerScratch* scratch = nullptr,
                         const std::vector<float>* exact = nullptr, const KvPool* keys = nullptr,
-                        const PageKeyCodes* key_codes = nullptr);
+                        const PageKeyCodes* key_codes = nullptr, ThreadPool* threads = nullptr);
 
 }  // namespace stride

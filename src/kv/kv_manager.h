@@ -129,9 +129,10 @@ class KvManager final : public StepKv {
   // q: [n, n_head, head_dim_k]. Fills a top-k layer's page lists; with a
   // hot set it first moves pages between the pool and the tier.
   // scale: the layer's softmax scale (top-k mass=P estimates mass with it; 0: 1/sqrt(head_dim)).
-  // scratch: the calling worker's (the selection's buffers).
+  // threads: the calling thread's pool (worker 0's scratch holds the
+  // selection's buffers; the kv heads' second stages split over its threads).
   Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale,
-                WorkerScratch& scratch) override;
+                ThreadPool& threads) override;
   // Whether select() on this layer changes shared state (so calls for
   // different sequences must not run at once).
   bool select_is_serial(int layer) const override { return topk_hot_set(cfg_.layer_policies[layer]); }

@@ -8,6 +8,7 @@
 #include "attention/page_mass.h"
 #include "attention/topk_selector.h"
 #include "kv/kv_manager.h"
+#include "core/thread_pool.h"
 #include "kv/layer_pages.h"
 
 namespace stride {
@@ -141,7 +142,8 @@ Status KvManager::write_rows(StepPlan& plan, int i, int layer, int row0, int row
 }
 
 Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale,
-                         WorkerScratch& scratch) {
+                         ThreadPool& threads) {
+  WorkerScratch& scratch = threads.scratch(0);
   if (plan.owner_ != this || i < 0 || i >= (int)plan.seqs.size() || layer < 0 || layer >= cfg_.n_layer)
     return InvalidArgument("KV manager: select outside the step plan");
   const SequenceStep& step = plan.steps[(size_t)i];
@@ -170,7 +172,7 @@ Status KvManager::select(StepPlan& plan, int i, int layer, const float* q, int n
                                                 policy_q_block(policy, step.n), *summaries_, q, n_head,
                                                 cfg_.n_kv_heads, scale, &scratch, exact ? &*exact : nullptr,
                                                 policy.rerank_estimate ? pool_.get() : nullptr,
-                                                policy.rerank_int8 ? key_codes_.get() : nullptr));
+                                                policy.rerank_int8 ? key_codes_.get() : nullptr, &threads));
   }
   finish_layer_plan(pt, cfg_.page_size, cfg_.n_kv_heads, lp);
   lp.needs_selection = false;

@@ -12,6 +12,7 @@
 
 namespace stride {
 
+class ThreadPool;
 class WorkerScratch;
 
 class StepKv {
@@ -36,9 +37,10 @@ class StepKv {
   virtual Status layer_done(StepPlan& plan, int i, int layer) = 0;
   // q: [n, n_head, head_dim_k]: fills a top-k layer's page lists (a no-op
   // on other layers and once selected); scale: the layer's softmax scale
-  // (0: 1/sqrt(head_dim)); scratch: the calling worker's.
+  // (0: 1/sqrt(head_dim)); threads: the calling thread's pool (the caller
+  // is its worker 0), which the selection may split its work over.
   virtual Status select(StepPlan& plan, int i, int layer, const float* q, int n_head, float scale,
-                        WorkerScratch& scratch) = 0;
+                        ThreadPool& threads) = 0;
   // Whether select() on this layer changes shared state, so that calls for
   // different sequences must not run at once.
   virtual bool select_is_serial(int layer) const = 0;

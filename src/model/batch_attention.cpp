@@ -52,14 +52,14 @@ Status attend_batch(StepKv& kv, StepPlan& plan, int layer, const AttentionParams
   for (int i = 0; i < n_seqs; ++i) {
     STRIDE_RETURN_IF_ERROR(kv.write(plan, i, layer, io.k + row[i] * io.k_row, io.v + row[i] * io.v_row));
     if (serial_select)
-      STRIDE_RETURN_IF_ERROR(kv.select(plan, i, layer, io.q + row[i] * io.q_row, ap.n_head, scale, pool.scratch(0)));
+      STRIDE_RETURN_IF_ERROR(kv.select(plan, i, layer, io.q + row[i] * io.q_row, ap.n_head, scale, pool));
   }
   std::vector<Status> failures(n_seqs);
   auto attend = [&](int i, ThreadPool& threads) {
     const auto t0 = std::chrono::steady_clock::now();
     const float* q = io.q + row[i] * io.q_row;
     // A no-op once selected. The calling thread is worker 0 of `threads`.
-    failures[i] = kv.select(plan, i, layer, q, ap.n_head, scale, threads.scratch(0));
+    failures[i] = kv.select(plan, i, layer, q, ap.n_head, scale, threads);
     LayerStepPlan& lp = plan.seqs[(size_t)i].layers[(size_t)layer];
     if (failures[i].ok()) failures[i] = attention_paged(kv.pool(), lp.pages, policy, ap, q, io.out + row[i] * io.out_row, threads);
     lp.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -10,6 +10,8 @@
 // A page is encoded once, when it fills; a later store or load_page into it
 // (page_version in kv_pool.h) makes the copy stale, and readers fall back to the
 // pool's own keys. Half the bytes of f16 keys, a quarter of f32 ones.
+#include <immintrin.h>
+
 #include <cstdint>
 #include <memory>
 
@@ -33,6 +35,15 @@ class PageKeyCodes {
   const int8_t* codes(int32_t page, int head) const { return codes_.get() + slot(page, head) * head_dim_; }
   const float* scales(int32_t page, int head) const { return scales_.get() + slot(page, head); }
   const int32_t* sums(int32_t page, int head) const { return sums_.get() + slot(page, head); }
+  // Requests kv head `head`'s codes, scales and sums of `page` into the cache
+  // ahead of a read: pages lie anywhere in the pool.
+  void prefetch(int32_t page, int head) const {
+    const char* c = (const char*)codes(page, head);
+    const int64_t bytes = (int64_t)head_dim_ * padded_;
+    for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(c + b, _MM_HINT_T0);
+    for (const char* p : {(const char*)scales(page, head), (const char*)sums(page, head)})
+      for (int64_t b = 0; b < (int64_t)padded_ * 4; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+  }
 
   int head_dim() const { return head_dim_; }
   int page_size() const { return page_size_; }

@@ -248,6 +248,21 @@ TEST(RerankInt8, PicksMatchTheFullPrecisionRerankWhereMarginsExceedTheError) {
   ASSERT_TRUE(set_cpu_path(paths.back()).ok());
 }
 
+// Over enough pages that the decode step's bounds are split over the pool's
+// threads as well as the kv heads' second stages: the KvManager still reads
+// exactly the pages of the full-precision two-stage selection, with the int8
+// copies and with the pool's keys, and the Quest bound's selection without
+// the second stage.
+TEST(RerankInt8, PicksOverManyPagesMatchTheDefinitionOnThreads) {
+  const Shape s;
+  const int n = 2112;  // 132 pages of 16: 131 candidates, above two threads' share of bounds
+  const Inputs in = margin_inputs(s, n, 43);
+  for (const char* policy : {"topk:sparsity=0.9,prefill=dense,estimate=rerank,rerank_keys=int8",
+                             "topk:sparsity=0.9,prefill=dense,estimate=rerank", "topk:sparsity=0.9,prefill=dense"})
+    for (const int threads : {2, 3})
+      check_topk_inputs(policy, in.q, in.k, in.v, n, {n - 1, 1}, threads);
+}
+
 // Without constructed margins the int8 scores break some near-ties the
 // other way: the KvManager's decode steps then read other pages than with
 // the pool's keys (the copies are what it scored), as many of them.

@@ -324,7 +324,7 @@ TEST(SparsePrefill, LastDenseReadsEveryPageOnThePromptsLastChunk) {
       EXPECT_TRUE(plan.ok());
       selected = plan->seqs[0].layers[0].needs_selection;
       EXPECT_TRUE(kv->write(*plan, 0, 0, in.k.data() + pos * kr, in.v.data() + pos * kr).ok());
-      EXPECT_TRUE(kv->select(*plan, 0, 0, in.q.data() + pos * qr, s.n_head, 0.f, threads.scratch(0)).ok());
+      EXPECT_TRUE(kv->select(*plan, 0, 0, in.q.data() + pos * qr, s.n_head, 0.f, threads).ok());
       EXPECT_TRUE(attention_paged(kv->pool(), plan->seqs[0].layers[0].pages, kv->config().layer_policies[0], params,
                                   in.q.data() + pos * qr, out.data() + pos * qr, threads).ok());
       EXPECT_TRUE(kv->commit(*plan).ok());

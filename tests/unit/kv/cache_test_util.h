@@ -98,7 +98,7 @@ class StepDriver {
   void attend(int layer, KvManager::SeqId seq, const float* q, int n, const AttentionParams& p, float* out,
               ThreadPool& threads) {
     StepPlan& plan = plan_of(seq, n);
-    const Status st = kv_.select(plan, 0, layer, q, p.n_head, 0.f, threads.scratch(0));
+    const Status st = kv_.select(plan, 0, layer, q, p.n_head, 0.f, threads);
     EXPECT_TRUE(st.ok()) << st.to_string();
     const Status ran = attention_paged(kv_.pool(), plan.seqs[0].layers[(size_t)layer].pages,
                                        kv_.config().layer_policies[(size_t)layer], p, q, out, threads);

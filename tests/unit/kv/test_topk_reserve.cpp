@@ -89,7 +89,7 @@ bool feed(KvManager& kv, KvManager::SeqId seq, int64_t from, const std::vector<i
     }
     for (int l = 0; l < kLayers; ++l) {
       EXPECT_TRUE(kv.write(*plan, 0, l, d.k[l].data() + pos * kr, d.v[l].data() + pos * kr).ok());
-      const Status sel = kv.select(*plan, 0, l, d.q[l].data() + pos * qr, p.n_head, 0.f, threads.scratch(0));
+      const Status sel = kv.select(*plan, 0, l, d.q[l].data() + pos * qr, p.n_head, 0.f, threads);
       EXPECT_TRUE(sel.ok()) << "select failed after prepare succeeded: " << sel.to_string();
       if (!sel.ok()) return false;
       const Status ran = attention_paged(kv.pool(), plan->seqs[0].layers[(size_t)l].pages,
