@@ -1,7 +1,8 @@
 // The balanced shard cut against brute force: the prefill cost of a run of
-// positions against counting, query by query and layer by layer, the keys
-// the layer's policy lets it read (policy_attends); and the cut against
-// trying every segment-aligned set of boundaries for small prompts.
+// positions, and a decode step's cost to it, against counting, query by
+// query and layer by layer, the keys the layer's policy lets it read
+// (policy_attends); and the cut against trying every segment-aligned set of
+// boundaries for small prompts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -109,6 +110,26 @@ TEST(ShardCost, TheCutCostsWhatTheBestSegmentAlignedCutCosts) {
   }
 }
 
+TEST(ShardCost, ADecodeStepCostsTheKeysOfTheRunItsQueryReads) {
+  const std::vector<std::vector<PolicySpec>> models{
+      {policy(PolicyKind::Dense)},
+      {policy(PolicyKind::Window, 37)},
+      {policy(PolicyKind::RSWA, 20, 4), policy(PolicyKind::Dense), policy(PolicyKind::RSWA, 20, 4)},
+      {policy(PolicyKind::Window, 1), policy(PolicyKind::RSWA, 64, 1)}};
+  for (const auto& layers : models) {
+    DecodeCostModel cost = decode_cost_model(ModelConfig{}, layers);
+    cost.token_cost = 777;
+    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {0, 90}, {13, 14}, {17, 200}, {64, 300}})
+      for (const int64_t n : {end, end + 1, end + 19, end + 70, int64_t{400}}) {
+        int64_t counted = 0;
+        for (const PolicySpec& p : layers)
+          for (int64_t k = begin; k < end; ++k) counted += policy_attends(p, n, k) ? 1 : 0;
+        EXPECT_EQ(shard_decode_cost(cost, begin, end, n, false), counted) << begin << " " << end << " " << n;
+        EXPECT_EQ(shard_decode_cost(cost, begin, end, n, true), counted + 777);
+      }
+  }
+}
+
 TEST(ShardCost, NoRankTakesMoreThanTheFixedRun) {
   // The balanced cut under --shard-tokens S keeps every rank within S: segments where a segment cut
   // does, else pages.
@@ -148,6 +169,8 @@ TEST(ShardCost, TheModelWeighsMatmulsAgainstKeyReads) {
   // Per layer 576 x (576 + 192 + 192) + 576 x 576 + 3 x 576 x 1536 multiply-adds, over 9 x 128 x 5 per key read.
   EXPECT_EQ(m.token_cost, (int64_t)3538944 * 30 / 5760);
   EXPECT_EQ(m.horizons, (std::vector<std::pair<int64_t, int>>{{0, 30}}));
+  // In decode a key read weighs 3 multiply-adds: 9 x 128 x 3 per key read.
+  EXPECT_EQ(decode_cost_model(c, layers).token_cost, (int64_t)3538944 * 30 / 3456);
 }
 
 }  // namespace
