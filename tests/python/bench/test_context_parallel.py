@@ -1,26 +1,18 @@
 """bench/context_parallel.py's prompt source: a fixed text (its sha256 as coreutils' sha256sum gives
 it), refused when missing, and --combine telling reports from before it ("docs prompt") from reports of
 another prompt, which it will not join."""
-import importlib.util
+import importlib
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
 import stride_cli
 
-BENCH = os.path.join(stride_cli.ROOT, "bench")
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cp = load("context_parallel")
+sys.path.insert(0, os.path.join(stride_cli.ROOT, "bench"))
+cp = importlib.import_module("context_parallel")
 
 
 def report(prompt=None, ranks=1):

@@ -36,6 +36,14 @@ int64_t counted_cost(int64_t token_cost, const std::vector<PolicySpec>& layers, 
   return total;
 }
 
+// Layer policies of a few models: dense, a window, R-SWA beside dense, the narrowest window.
+std::vector<std::vector<PolicySpec>> layer_models() {
+  return {{policy(PolicyKind::Dense)},
+          {policy(PolicyKind::Window, 37)},
+          {policy(PolicyKind::RSWA, 20, 4), policy(PolicyKind::Dense), policy(PolicyKind::RSWA, 20, 4)},
+          {policy(PolicyKind::Window, 1), policy(PolicyKind::RSWA, 64, 1)}};
+}
+
 ShardCostModel model_of(int64_t token_cost, const std::vector<PolicySpec>& layers) {
   ModelConfig c;  // only the horizons are used: the token cost is set below
   ShardCostModel m = shard_cost_model(c, layers);
@@ -72,12 +80,7 @@ int64_t best_by_brute_force(const ShardCostModel& cost, int64_t n, int world, in
 }
 
 TEST(ShardCost, ARunCostsTheKeysItsQueriesRead) {
-  const std::vector<std::vector<PolicySpec>> models{
-      {policy(PolicyKind::Dense)},
-      {policy(PolicyKind::Window, 37)},
-      {policy(PolicyKind::RSWA, 20, 4), policy(PolicyKind::Dense), policy(PolicyKind::RSWA, 20, 4)},
-      {policy(PolicyKind::Window, 1), policy(PolicyKind::RSWA, 64, 1)}};
-  for (const auto& layers : models)
+  for (const auto& layers : layer_models())
     for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {0, 90}, {13, 14}, {17, 200}, {64, 300}})
       EXPECT_EQ(shard_prefill_cost(model_of(7, layers), begin, end), counted_cost(7, layers, begin, end))
           << policy_to_string(layers[0]) << " [" << begin << ", " << end << ")";
@@ -111,12 +114,7 @@ TEST(ShardCost, TheCutCostsWhatTheBestSegmentAlignedCutCosts) {
 }
 
 TEST(ShardCost, ADecodeStepCostsTheKeysOfTheRunItsQueryReads) {
-  const std::vector<std::vector<PolicySpec>> models{
-      {policy(PolicyKind::Dense)},
-      {policy(PolicyKind::Window, 37)},
-      {policy(PolicyKind::RSWA, 20, 4), policy(PolicyKind::Dense), policy(PolicyKind::RSWA, 20, 4)},
-      {policy(PolicyKind::Window, 1), policy(PolicyKind::RSWA, 64, 1)}};
-  for (const auto& layers : models) {
+  for (const auto& layers : layer_models()) {
     DecodeCostModel cost = decode_cost_model(ModelConfig{}, layers);
     cost.token_cost = 777;
     for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {0, 90}, {13, 14}, {17, 200}, {64, 300}})
