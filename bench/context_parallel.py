@@ -26,12 +26,16 @@ Past the model's trained context pass the RoPE scaling to every rank:
 A long run's rank counts may run apart, at once, then join in one report (the
 projection needs the one-rank run, the longest):
     bench/context_parallel.py --combine out_1.json out_2.json log_with_summary_lines.txt --tag _joined
+The prompt is --text (default: the long validation text scripts/setup installs,
+~/.cache/stride/debian-reference.txt) tokenized and repeated to --tokens; the
+report records its path, sha256 and the prompt's first and last ids.
 Writes bench/out/context_parallel_<tokens>[_<policy>_<kv>].json and .png.
 --attention sets every layer's policy (R-SWA and windows send a rank only
 the pages its queries see; top-k needs prefill=dense across ranks), --kv the
 KV storage (int8 pages travel with their scales).
 """
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -40,20 +44,42 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What reports from before --text record as their prompt: the docs/*.md of the checkout they ran in.
+DOCS_PROMPT = "docs prompt"
 
 
-def prompt_ids(binary, model, n):
-    """n token ids of the repository's docs, repeated as needed."""
-    with tempfile.NamedTemporaryFile("w", suffix=".md") as f:
-        for name in sorted(os.listdir(os.path.join(ROOT, "docs"))):
-            if name.endswith(".md"):
-                f.write(open(os.path.join(ROOT, "docs", name)).read())
-        f.flush()
-        r = subprocess.run([binary, "tokenize", "-m", model, "-f", f.name], capture_output=True, text=True, check=True)
+def default_text():
+    """The long validation text that scripts/setup installs (its LONG_TEXT)."""
+    return os.path.join(os.path.expanduser("~"), ".cache", "stride", "debian-reference.txt")
+
+
+def prompt_source(text_path):
+    """The fixed text a run's prompt is cut from, and its identity for the report; it is not the
+    repository's docs, so a docs change does not change later runs' prompts."""
+    if not os.path.isfile(text_path) or os.path.getsize(text_path) == 0:
+        raise SystemExit(f"prompt text {text_path} is missing or empty: run scripts/setup (it installs "
+                         "~/.cache/stride/debian-reference.txt) or pass --text FILE")
+    with open(text_path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    return {"path": text_path, "sha256": digest}
+
+
+def prompt_ids(binary, model, n, text_path):
+    """n token ids of the text, repeated as needed."""
+    r = subprocess.run([binary, "tokenize", "-m", model, "-f", text_path], capture_output=True, text=True, check=True)
     ids = r.stdout.split()
+    if not ids:
+        raise SystemExit(f"{text_path} tokenizes to no ids")
+    text_tokens = len(ids)
     while len(ids) < n:
         ids += ids
-    return ids[:n]
+    return ids[:n], text_tokens
+
+
+def prompt_record(source, ids, text_tokens):
+    """What the report says of its prompt: the text (path, sha256), its length in tokens, the ends of the ids."""
+    return dict(source, text_tokens=text_tokens, first_ids=[int(i) for i in ids[:8]],
+                last_ids=[int(i) for i in ids[-8:]])
 
 
 def run_ranks(binary, model, ids, world, decode, timeout_s, policy, kv, chunk=0, shard_tokens=None, run_args=()):
@@ -120,6 +146,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
     ap.add_argument("--binary", default=os.environ.get("STRIDE_BIN", os.path.join(ROOT, "build", "stride")))
+    ap.add_argument("--text", default=default_text(),
+                    help="the text the prompt is cut from, repeated to --tokens (default: the long validation text "
+                    "scripts/setup installs)")
     ap.add_argument("--tokens", type=int, default=8192)
     ap.add_argument("--ranks", default="1,2,4")
     ap.add_argument("--decode", type=int, default=32, help="tokens generated (decode steps + 1)")
@@ -152,7 +181,8 @@ def main():
     info = json.loads(subprocess.run([a.binary, "info", "--model", a.model, "--json"], capture_output=True,
                                      text=True, check=True).stdout)
     n_layer = info.get("config", info)["n_layer"]
-    ids = prompt_ids(a.binary, a.model, a.tokens)
+    source = prompt_source(a.text)
+    ids, text_tokens = prompt_ids(a.binary, a.model, a.tokens, a.text)
     runs, one = [], None
     for world in [int(w) for w in a.ranks.split(",")]:
         t0 = time.monotonic()
@@ -178,6 +208,7 @@ def main():
         "run_args": a.run_args,
         "n_layer": n_layer,
         "tokens": a.tokens,
+        "prompt": prompt_record(source, ids, text_tokens),
         "runs": runs,
     }
     write(report, a.out, a.tag)
@@ -213,10 +244,15 @@ def write(report, out, tag_suffix):
     plot(report, stem)
 
 
+def report_prompt(report):
+    """A report's prompt record; reports from before the fixed text cut theirs from the repository's docs."""
+    return report.get("prompt", DOCS_PROMPT)
+
+
 def combine(paths, binary, rtt_us, out, tag_suffix):
     """One report of rank counts run apart (in parallel, so none waits on another): each path a report
     or the summary lines a run printed; the first report gives the settings, the projection is redone."""
-    report, runs = None, {}
+    report, runs, prompts = None, {}, []
     for path in paths:
         with open(path) as f:
             text = f.read()
@@ -226,13 +262,17 @@ def combine(paths, binary, rtt_us, out, tag_suffix):
             parts = [json.loads(line) for line in text.splitlines() if line.startswith('{"ranks"')]
         for part in parts:
             if "runs" in part:
+                prompts.append(report_prompt(part))
                 report = report or part
                 runs.update({r["ranks"]: r for r in part["runs"]})
             else:
                 runs[part["ranks"]] = part
     if report is None:
         raise SystemExit("--combine needs one report among its files (the settings)")
-    report = dict(report, runs=[runs[w] for w in sorted(runs)], combined_from=[os.path.basename(p) for p in paths])
+    if any(p != prompts[0] for p in prompts):
+        raise SystemExit(f"--combine: the reports ran different prompts: {prompts}")
+    report = dict(report, prompt=prompts[0], runs=[runs[w] for w in sorted(runs)],
+                  combined_from=[os.path.basename(p) for p in paths])
     if "n_layer" not in report:
         info = json.loads(subprocess.run([binary, "info", "--model", os.path.join(ROOT, "models", report["model"]),
                                           "--json"], capture_output=True, text=True, check=True).stdout)

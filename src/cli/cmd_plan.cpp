@@ -41,13 +41,37 @@ std::string human(int64_t b) {
   return buf;
 }
 
+std::string cut_text(const std::vector<int64_t>& b) {
+  std::string cut;
+  for (size_t r = 0; r + 1 < b.size(); ++r)
+    cut += (r ? " " : "") + std::string("[") + std::to_string(b[r]) + ", " + std::to_string(b[r + 1]) + ")";
+  return cut;
+}
+
+nlohmann::json cut_json(const CutProjection& p) {
+  return {{"boundaries", p.boundaries}, {"prefill_speedup", p.prefill_speedup}, {"decode_speedup", p.decode_speedup}};
+}
+
+// Which cut suits which work: the layout's equal runs spread a decode step's
+// keys evenly, the balanced cut the prefill.
+void print_cut_choice(const HostPlan& h) {
+  if (h.hosts < 2) return;
+  std::printf("cuts       a prompt of the whole context, projected over one host by the cost model: the layout %s: "
+              "prefill %.2fx, decode %.2fx; --shard-tokens 0 %s: prefill %.2fx, decode %.2fx\n",
+              cut_text(h.layout_cut.boundaries).c_str(), h.layout_cut.prefill_speedup, h.layout_cut.decode_speedup,
+              cut_text(h.prefill_cut.boundaries).c_str(), h.prefill_cut.prefill_speedup,
+              h.prefill_cut.decode_speedup);
+  const CutProjection &layout = h.layout_cut, &balanced = h.prefill_cut;
+  const bool trade = (layout.decode_speedup > balanced.decode_speedup) != (layout.prefill_speedup > balanced.prefill_speedup);
+  if (!trade) return;  // one cut is as fast in both phases (windows, R-SWA)
+  std::printf("           long prompts with short answers: the cut with the faster prefill; long generations: the one "
+              "with the faster decode (docs/deploy.md, \"Which cut\")\n");
+}
+
 // The layout the shard set cuts prompts by (kv/shard_layout.h), as --shard-tokens auto derives it.
 void print_shard_layout(const HostPlan& h, int64_t context) {
   if (h.hosts < 2) return;
-  std::string cut;
-  for (size_t r = 0; r + 1 < h.balanced_boundaries.size(); ++r)
-    cut += (r ? " " : "") + std::string("[") + std::to_string(h.balanced_boundaries[r]) + ", " +
-           std::to_string(h.balanced_boundaries[r + 1]) + ")";
+  const std::string cut = cut_text(h.balanced_boundaries);
   if (h.shard_tokens == 0) {
     std::printf("layout     balanced by prefill cost (a rank's share of the context is under a kernel segment): "
                 "%lld tokens cut %s\n", (long long)h.balanced_tokens, cut.c_str());
@@ -133,7 +157,9 @@ int plan(const PlanArgs& a) {
                   {"kv_bytes_per_rank", hosts.kv_bytes},
                   {"activation_bytes_per_rank", hosts.activation_bytes},
                   {"ring_bytes_per_rank", hosts.ring_bytes},
-                  {"total_bytes_per_rank", hosts.total_bytes}};
+                  {"total_bytes_per_rank", hosts.total_bytes},
+                  {"layout_cut", cut_json(hosts.layout_cut)},
+                  {"prefill_cut", cut_json(hosts.prefill_cut)}};
   }
   if (a.json) {
     std::printf("%s\n", j.dump().c_str());
@@ -171,6 +197,7 @@ int plan(const PlanArgs& a) {
                 human(hosts.kv_bytes).c_str(), human(hosts.activation_bytes).c_str(), human(hosts.ring_bytes).c_str(),
                 human(hosts.total_bytes).c_str());
     print_shard_layout(hosts, a.context);
+    print_cut_choice(hosts);
   }
   return 0;
 }

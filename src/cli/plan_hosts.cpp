@@ -2,11 +2,30 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "kv/shard_layout.h"
 #include "kv/store/kv_pool.h"
 
 namespace stride::cli {
+
+namespace {
+
+CutProjection project_cut(const ShardCostModel& cost, const DecodeCostModel& decode_cost, std::vector<int64_t> cut) {
+  const int64_t n = cut.back();
+  int64_t prefill = 0, decode = 0;
+  for (size_t r = 0; r + 1 < cut.size(); ++r) {
+    prefill = std::max(prefill, shard_prefill_cost(cost, cut[r], cut[r + 1]));
+    decode = std::max(decode, shard_decode_cost(decode_cost, cut[r], cut[r + 1], n, r + 2 == cut.size()));
+  }
+  CutProjection p;
+  p.prefill_speedup = (double)shard_prefill_cost(cost, 0, n) / (double)std::max<int64_t>(1, prefill);
+  p.decode_speedup = (double)shard_decode_cost(decode_cost, 0, n, n, true) / (double)std::max<int64_t>(1, decode);
+  p.boundaries = std::move(cut);
+  return p;
+}
+
+}  // namespace
 
 HostPlan plan_hosts(const MemoryPlanInput& in, int hosts) {
   const ModelConfig& c = in.config;
@@ -19,6 +38,9 @@ HostPlan plan_hosts(const MemoryPlanInput& in, int hosts) {
   for (size_t r = 0; r + 1 < cut.size(); ++r) h.tokens_per_rank = std::max(h.tokens_per_rank, cut[r + 1] - cut[r]);
   h.balanced_tokens = h.shard_tokens > 0 ? (int64_t)(hosts - 1) * h.shard_tokens : in.context;
   h.balanced_boundaries = shard_boundaries(h.balanced_tokens, hosts, ps, h.shard_tokens, cost);
+  const DecodeCostModel decode_cost = decode_cost_model(c, in.layer_policies);
+  h.layout_cut = project_cut(cost, decode_cost, cut);
+  h.prefill_cut = project_cut(cost, decode_cost, balanced_boundaries(in.context, hosts, ps, cost));
   const int64_t pages = (h.tokens_per_rank + ps - 1) / ps;
   const KvPoolShape shape{c.n_head_kv, c.head_dim, c.head_dim_v, ps, in.kv_storage};
   h.weight_bytes = in.weight_bytes;

@@ -22,6 +22,15 @@
 
 namespace stride::cli {
 
+// A cut of a prompt of the whole context, and what it projects over one host
+// by the cost model (kv/shard_cost.h): the one host's cost over the costliest
+// rank's, in prefill and in a decode step at the end of the prompt.
+struct CutProjection {
+  std::vector<int64_t> boundaries;  // hosts + 1 positions
+  double prefill_speedup = 1;
+  double decode_speedup = 1;
+};
+
 struct HostPlan {
   int hosts = 1;
   int64_t shard_tokens = 0;     // S: what ranks 0 .. N-2 hold (0: the balanced cut, by prefill cost)
@@ -30,6 +39,11 @@ struct HostPlan {
   // (N - 1) * S tokens, or the whole context when S is 0. hosts + 1 positions.
   int64_t balanced_tokens = 0;
   std::vector<int64_t> balanced_boundaries;
+  // A prompt of the whole context cut by the layout (equal runs when S > 0)
+  // and by --shard-tokens 0 (balanced by prefill cost): the balanced cut
+  // prefills faster, the layout's even key counts decode faster under dense.
+  CutProjection layout_cut;
+  CutProjection prefill_cut;
   int64_t weight_bytes = 0;
   int64_t kv_bytes = 0;
   int64_t activation_bytes = 0;

@@ -5,7 +5,9 @@ its shard on every layer (the largest: the last rank's under the automatic layou
 of every kv head at 2 bytes (f16) or 1 byte and a 4-byte scale per token and
 head (int8); and the fewest hosts whose memory holds a rank's total. The
 balanced cut plan prints is checked against trying every segment-aligned cut
-under the prefill cost docs/deploy.md states."""
+under the prefill cost docs/deploy.md states, and the projections of the two
+cuts of a whole-context prompt against that cost and a decode step's, its
+keys counted per rank by the policy here."""
 import itertools
 import json
 import subprocess
@@ -105,3 +107,33 @@ def test_the_balanced_cut_is_the_cheapest_on_segments(context, hosts, info):
                if all(y - x <= most for x, y in zip((0, *inner), (*inner, n))))
     assert costliest(cut) == best
     assert cut[1] - cut[0] > cut[-1] - cut[-2]  # dense: the first rank's queries read fewer keys, so it takes more
+
+
+def dense_decode_cost(info, begin, end, n, keeps_tokens):
+    """docs/deploy.md's decode cost of a step at position n to the rank holding [begin, end): under dense
+    the query reads every key it holds on every layer; the rank keeping the tokens also runs the matmuls,
+    counted in key reads of n_head * (dk + dv) multiply-adds weighed 3 each."""
+    c = info
+    q, k = c["n_head"] * c["head_dim"], c["n_head_kv"] * c["head_dim"]
+    v, o = c["n_head_kv"] * c["head_dim_v"], c["n_head"] * c["head_dim_v"]
+    per_layer = c["n_embd"] * (q + k + v) + o * c["n_embd"] + 3 * c["n_embd"] * c["n_ff"]
+    token_cost = per_layer * c["n_layer"] // (c["n_head"] * (c["head_dim"] + c["head_dim_v"]) * 3)
+    keys = sum(1 for key in range(begin, end) if key < n)
+    return (token_cost if keeps_tokens else 0) + c["n_layer"] * keys
+
+
+@pytest.mark.parametrize("context,hosts", [(8192, 2), (16384, 4)])
+def test_the_two_cuts_trade_prefill_for_decode_under_dense(context, hosts, info):
+    s = plan("--context", str(context), "--hosts", str(hosts))["shard"]
+    layout, balanced = s["layout_cut"], s["prefill_cut"]
+    step = context // hosts // SEGMENT * SEGMENT
+    assert layout["boundaries"] == [r * step for r in range(hosts)] + [context]  # the layout's equal runs
+    assert balanced["boundaries"][-1] == context and all(b % SEGMENT == 0 for b in balanced["boundaries"])
+    for cut in (layout, balanced):
+        b = cut["boundaries"]
+        prefill = max(dense_prefill_cost(info, b[r], b[r + 1]) for r in range(hosts))
+        decode = max(dense_decode_cost(info, b[r], b[r + 1], context, r == hosts - 1) for r in range(hosts))
+        assert cut["prefill_speedup"] == pytest.approx(dense_prefill_cost(info, 0, context) / prefill)
+        assert cut["decode_speedup"] == pytest.approx(dense_decode_cost(info, 0, context, context, True) / decode)
+    assert balanced["prefill_speedup"] > layout["prefill_speedup"]
+    assert layout["decode_speedup"] > balanced["decode_speedup"]

@@ -1,7 +1,8 @@
 // The balanced shard cut against brute force: the prefill cost of a run of
-// positions against counting, query by query and layer by layer, the keys
-// the layer's policy lets it read (policy_attends); and the cut against
-// trying every segment-aligned set of boundaries for small prompts.
+// positions, and a decode step's cost to it, against counting, query by
+// query and layer by layer, the keys the layer's policy lets it read
+// (policy_attends); and the cut against trying every segment-aligned set of
+// boundaries for small prompts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +34,14 @@ int64_t counted_cost(int64_t token_cost, const std::vector<PolicySpec>& layers, 
     for (int64_t q = begin; q < end; ++q)
       for (int64_t k = 0; k <= q; ++k) total += policy_attends(p, q, k) ? 1 : 0;
   return total;
+}
+
+// Layer policies of a few models: dense, a window, R-SWA beside dense, the narrowest window.
+std::vector<std::vector<PolicySpec>> layer_models() {
+  return {{policy(PolicyKind::Dense)},
+          {policy(PolicyKind::Window, 37)},
+          {policy(PolicyKind::RSWA, 20, 4), policy(PolicyKind::Dense), policy(PolicyKind::RSWA, 20, 4)},
+          {policy(PolicyKind::Window, 1), policy(PolicyKind::RSWA, 64, 1)}};
 }
 
 ShardCostModel model_of(int64_t token_cost, const std::vector<PolicySpec>& layers) {
@@ -71,12 +80,7 @@ int64_t best_by_brute_force(const ShardCostModel& cost, int64_t n, int world, in
 }
 
 TEST(ShardCost, ARunCostsTheKeysItsQueriesRead) {
-  const std::vector<std::vector<PolicySpec>> models{
-      {policy(PolicyKind::Dense)},
-      {policy(PolicyKind::Window, 37)},
-      {policy(PolicyKind::RSWA, 20, 4), policy(PolicyKind::Dense), policy(PolicyKind::RSWA, 20, 4)},
-      {policy(PolicyKind::Window, 1), policy(PolicyKind::RSWA, 64, 1)}};
-  for (const auto& layers : models)
+  for (const auto& layers : layer_models())
     for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {0, 90}, {13, 14}, {17, 200}, {64, 300}})
       EXPECT_EQ(shard_prefill_cost(model_of(7, layers), begin, end), counted_cost(7, layers, begin, end))
           << policy_to_string(layers[0]) << " [" << begin << ", " << end << ")";
@@ -105,6 +109,21 @@ TEST(ShardCost, TheCutCostsWhatTheBestSegmentAlignedCutCosts) {
         EXPECT_LT(b[world - 1], n);
         EXPECT_EQ(costliest(cost, b), best_by_brute_force(cost, n, world, unit))
             << "n " << n << " world " << world << " token cost " << token_cost;
+      }
+  }
+}
+
+TEST(ShardCost, ADecodeStepCostsTheKeysOfTheRunItsQueryReads) {
+  for (const auto& layers : layer_models()) {
+    DecodeCostModel cost = decode_cost_model(ModelConfig{}, layers);
+    cost.token_cost = 777;
+    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {0, 90}, {13, 14}, {17, 200}, {64, 300}})
+      for (const int64_t n : {end, end + 1, end + 19, end + 70, int64_t{400}}) {
+        int64_t counted = 0;
+        for (const PolicySpec& p : layers)
+          for (int64_t k = begin; k < end; ++k) counted += policy_attends(p, n, k) ? 1 : 0;
+        EXPECT_EQ(shard_decode_cost(cost, begin, end, n, false), counted) << begin << " " << end << " " << n;
+        EXPECT_EQ(shard_decode_cost(cost, begin, end, n, true), counted + 777);
       }
   }
 }
@@ -148,6 +167,8 @@ TEST(ShardCost, TheModelWeighsMatmulsAgainstKeyReads) {
   // Per layer 576 x (576 + 192 + 192) + 576 x 576 + 3 x 576 x 1536 multiply-adds, over 9 x 128 x 5 per key read.
   EXPECT_EQ(m.token_cost, (int64_t)3538944 * 30 / 5760);
   EXPECT_EQ(m.horizons, (std::vector<std::pair<int64_t, int>>{{0, 30}}));
+  // In decode a key read weighs 3 multiply-adds: 9 x 128 x 3 per key read.
+  EXPECT_EQ(decode_cost_model(c, layers).token_cost, (int64_t)3538944 * 30 / 3456);
 }
 
 }  // namespace
