@@ -19,6 +19,7 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
 void softmax(float* x, int64_t n);
+double log_sum_exp(const float* x, int64_t n);
 void add_inplace(float* y, const float* x, int64_t n);
 void softcap(float* x, int64_t n, float cap);
 void rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim);
@@ -38,6 +39,7 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
 void softmax(float* x, int64_t n);
+double log_sum_exp(const float* x, int64_t n);
 void add_inplace(float* y, const float* x, int64_t n);
 void softcap(float* x, int64_t n, float cap);
 void rotate_adjacent(float* v, const float* cs, const float* sn, int rot_dim);

@@ -16,6 +16,7 @@ KernelTable avx2_table() {
           .packed_stage_acts = k::packed_stage_acts, .bf16_terms = false, .quantize_act_rows = k::quantize_act_rows,
           .rmsnorm = k::rmsnorm,
           .silu_mul = k::silu_mul, .gelu_tanh_mul = k::gelu_tanh_mul, .softmax = k::softmax,
+          .log_sum_exp = k::log_sum_exp,
           .add_inplace = k::add_inplace, .softcap = k::softcap, .rotate_adjacent = k::rotate_adjacent,
           .rotate_neox = k::rotate_neox};
 }
@@ -27,7 +28,8 @@ KernelTable avx512_table(bool bf16_dot) {
           .packed_tiles = k::packed_run_range,
           .packed_stage_acts = k::packed_stage_acts, .bf16_terms = bf16_dot,
           .quantize_act_rows = k::quantize_act_rows, .rmsnorm = k::rmsnorm, .silu_mul = k::silu_mul,
-          .gelu_tanh_mul = k::gelu_tanh_mul, .softmax = k::softmax, .add_inplace = k::add_inplace,
+          .gelu_tanh_mul = k::gelu_tanh_mul, .softmax = k::softmax, .log_sum_exp = k::log_sum_exp,
+          .add_inplace = k::add_inplace,
           .softcap = k::softcap, .rotate_adjacent = k::rotate_adjacent, .rotate_neox = k::rotate_neox};
 }
 

@@ -67,6 +67,7 @@ struct KernelTable {
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   void (*gelu_tanh_mul)(const float* gate, const float* up, float* out, int64_t n);
   void (*softmax)(float* x, int64_t n);
+  double (*log_sum_exp)(const float* x, int64_t n);
   void (*add_inplace)(float* y, const float* x, int64_t n);
   void (*softcap)(float* x, int64_t n, float cap);
   // One head's rotation (ops_rope.cpp). Adjacent pairs: cs = [c0 c0 c1 c1 ..],

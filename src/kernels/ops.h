@@ -39,6 +39,11 @@ void gelu_tanh_mul_ref(const float* gate, const float* up, float* out, int64_t n
 void softmax(float* x, int64_t n);
 void softmax_ref(float* x, int64_t n);
 
+// log(sum_i exp(x[i])) over n NaN-free values, in f64: the normalizer of a
+// log-softmax. -inf when every value is -inf (or n <= 0).
+double log_sum_exp(const float* x, int64_t n);
+double log_sum_exp_ref(const float* x, int64_t n);
+
 // out[i, :] = dequantized row ids[i] of table ([n_vocab rows, n_embd cols]) * scale.
 // Returns false when an id is out of range (nothing is read past the table).
 bool embed_rows(const TensorView& table, const int32_t* ids, int64_t n, float scale, float* out);

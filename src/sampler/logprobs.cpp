@@ -3,17 +3,22 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "sampler/sampler.h"
 
 namespace stride {
 
 TokenLogprob token_logprobs(const float* logits, int n_vocab, int32_t id, int top) {
-  std::vector<float> lp;
-  log_softmax(logits, n_vocab, lp);
   TokenLogprob t;
   t.id = id;
-  t.logprob = lp[(size_t)id];
   const int k = std::clamp(top, 0, n_vocab);
+  if (k == 0) {  // every decode step asks this much: one pass, nothing the size of the vocabulary
+    t.logprob = log_prob(logits[id], log_sum_exp(logits, n_vocab));
+    return t;
+  }
+  std::vector<float> lp;
+  log_softmax(logits, n_vocab, lp);
+  t.logprob = lp[(size_t)id];
   std::vector<int32_t> order((size_t)n_vocab);
   for (int i = 0; i < n_vocab; ++i) order[(size_t)i] = i;
   std::partial_sort(order.begin(), order.begin() + k, order.end(),

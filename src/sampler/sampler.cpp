@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/ops.h"
 #include "sampler/penalties.h"
 
 namespace stride {
@@ -27,6 +28,20 @@ bool better(const Candidate& a, const Candidate& b) {
 // Uniform in [0, 1) from 53 random bits: identical on every standard library,
 // unlike std::uniform_real_distribution.
 double uniform01(std::mt19937_64& rng) { return (double)(rng() >> 11) * 0x1.0p-53; }
+
+// The id of the largest logit, the lowest id on ties; NaN never wins, and
+// when nothing beats -inf the answer is id 0 (as `better` orders them).
+int32_t argmax_logit(const float* logits, int n) {
+  float best = kNegInf;
+  int32_t id = 0;
+  for (int i = 0; i < n; ++i) {
+    if (logits[i] > best) {  // false for NaN
+      best = logits[i];
+      id = i;
+    }
+  }
+  return id;
+}
 
 float max_logit(const std::vector<Candidate>& c, size_t n, size_t sorted) {
   if (sorted > 0) return c[0].first;
@@ -120,6 +135,14 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 size_t Sampler::weigh(const float* logits, int n_vocab, const std::vector<int32_t>& history, double* total,
                       bool* certain) {
   auto& c = candidates_;
+  *certain = true;
+  *total = 1.0;
+  if (params_.temperature <= 0.0f && params_.logit_bias.empty() && !penalties_active(params_)) {
+    // Plain greedy: one pass over the logits, no candidate list of the whole vocabulary.
+    const int32_t id = argmax_logit(logits, n_vocab);
+    c.assign(1, {std::isnan(logits[id]) ? kNegInf : logits[id], id});
+    return 1;
+  }
   c.resize((size_t)n_vocab);
   for (int i = 0; i < n_vocab; ++i) {
     c[(size_t)i] = {std::isnan(logits[i]) ? kNegInf : logits[i], i};  // NaN would break ordering
@@ -133,8 +156,6 @@ size_t Sampler::weigh(const float* logits, int n_vocab, const std::vector<int32_
       c[(size_t)tc.id].first = penalize(params_, c[(size_t)tc.id].first, tc.count);
     }
   }
-  *certain = true;
-  *total = 1.0;
   if (params_.temperature <= 0.0f) {
     std::iter_swap(c.begin(), std::min_element(c.begin(), c.end(), better));
     return 1;
@@ -224,12 +245,8 @@ double TokenDistribution::prob_of(int32_t id) const {
 void log_softmax(const float* logits, int n, std::vector<float>& out) {
   out.resize(n > 0 ? (size_t)n : 0);
   if (n <= 0) return;
-  double mx = logits[0];
-  for (int i = 1; i < n; ++i) mx = std::max(mx, (double)logits[i]);
-  double sum = 0.0;
-  for (int i = 0; i < n; ++i) sum += std::exp((double)logits[i] - mx);
-  const double lse = mx + std::log(sum);
-  for (int i = 0; i < n; ++i) out[(size_t)i] = (float)((double)logits[i] - lse);
+  const double lse = log_sum_exp(logits, n);
+  for (int i = 0; i < n; ++i) out[(size_t)i] = log_prob(logits[i], lse);
 }
 
 }  // namespace stride

@@ -64,5 +64,7 @@ class Sampler {
 
 // log-softmax of one logit row, for reporting log-probs.
 void log_softmax(const float* logits, int n, std::vector<float>& out);
+// One entry of it: logit less the row's log_sum_exp (kernels/ops.h).
+inline float log_prob(float logit, double log_sum_exp) { return (float)((double)logit - log_sum_exp); }
 
 }  // namespace stride

@@ -42,6 +42,20 @@ F tanh_v(F x) {
   return Vec::or_(Vec::select_lt(ax, Vec::set1(kTanhSmall), small, large), sign);
 }
 
+// The largest of x[0, n) (n >= 1): exact in any order, so every path agrees.
+float max_of(const float* x, int64_t n) {
+  int64_t i = 0;
+  float mx = x[0];
+  if (n >= 8) {
+    int64_t from = 0;
+    F vm = Vec::max_seed(x, from);
+    i = Vec::for_groups(from, n, [&](int64_t j, Mask m) { vm = Vec::max(m, vm, Vec::load(m, x + j)); });
+    mx = Vec::hmax(vm);
+  }
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  return mx;
+}
+
 }  // namespace
 
 void rmsnorm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
@@ -92,21 +106,13 @@ void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
 
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
-  int64_t i = 0;
-  float mx = x[0];
-  if (n >= 8) {
-    int64_t from = 0;
-    F vm = Vec::max_seed(x, from);
-    i = Vec::for_groups(from, n, [&](int64_t j, Mask m) { vm = Vec::max(m, vm, Vec::load(m, x + j)); });
-    mx = Vec::hmax(vm);
-  }
-  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  float mx = max_of(x, n);
   if (mx == -std::numeric_limits<float>::infinity()) mx = 0.0f;  // all masked: avoid NaN
 
   // The sum in f64 through one 4-lane accumulator, 4 elements at a time in order.
   const F vmx = Vec::set1(mx);
   __m256d acc = _mm256_setzero_pd();
-  i = Vec::for_groups(0, n, [&](int64_t j, Mask m) {
+  int64_t i = Vec::for_groups(0, n, [&](int64_t j, Mask m) {
     const F e = Vec::exp(Vec::sub(Vec::load(m, x + j), vmx));
     Vec::store(m, x + j, e);
     acc = Vec::add_widened(acc, e, m);
@@ -121,6 +127,22 @@ void softmax(float* x, int64_t n) {
   const F vinv = Vec::set1(inv);
   i = Vec::for_groups(0, n, [&](int64_t j, Mask m) { Vec::store(m, x + j, Vec::mul(Vec::load(m, x + j), vinv)); });
   for (; i < n; ++i) x[i] *= inv;
+}
+
+double log_sum_exp(const float* x, int64_t n) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  if (n <= 0) return kNegInf;
+  const float mx = max_of(x, n);
+  if (mx == kNegInf) return kNegInf;  // all masked
+  // softmax's exponentials and summation order, without storing them.
+  const F vmx = Vec::set1(mx);
+  __m256d acc = _mm256_setzero_pd();
+  int64_t i = Vec::for_groups(0, n, [&](int64_t j, Mask m) {
+    acc = Vec::add_widened(acc, Vec::exp(Vec::sub(Vec::load(m, x + j), vmx)), m);
+  });
+  double sum = simd::hsum_pd(acc);
+  for (; i < n; ++i) sum += std::exp(x[i] - mx);
+  return (double)mx + std::log(sum);
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

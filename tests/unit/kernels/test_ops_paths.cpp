@@ -135,6 +135,39 @@ TEST(OpsPaths, SoftmaxWithMaskedEntries) {
       });
 }
 
+// log_sum_exp against the f64 reference, and the same bits on every path.
+TEST(OpsPaths, LogSumExpWithMaskedEntries) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  ASSERT_FALSE(paths.empty());
+  std::vector<int64_t> sizes = kSizes;
+  sizes.push_back(128256);  // a vocabulary
+  for (int64_t n : sizes) {
+    SCOPED_TRACE(testing::Message() << "n=" << n);
+    auto x = random_vec(n, -30.0f, 30.0f, 40 + (uint32_t)n);
+    for (int64_t i = 3; i < n; i += 5) x[i] = ninf;
+    const double ref = log_sum_exp_ref(x.data(), n);
+    double first = 0.0;
+    for (const CpuPath p : paths) {
+      SCOPED_TRACE(cpu_path_name(p));
+      const double got = kernels::kernel_table(p).log_sum_exp(x.data(), n);
+      EXPECT_NEAR(got, ref, 1e-6 * std::fabs(ref) + 1e-7);
+      if (p == paths[0]) first = got;
+      else EXPECT_EQ(std::memcmp(&got, &first, sizeof(double)), 0) << "differs from " << cpu_path_name(paths[0]);
+    }
+  }
+  // The reference itself against the closed form: n equal values give v + log(n).
+  const std::vector<float> same(1000, 2.5f);
+  EXPECT_NEAR(log_sum_exp_ref(same.data(), 1000), 2.5 + std::log(1000.0), 1e-12);
+  // All masked, or nothing: -inf, not NaN.
+  const std::vector<float> masked(37, ninf);
+  for (const CpuPath p : paths) {
+    EXPECT_EQ(kernels::kernel_table(p).log_sum_exp(masked.data(), 37), (double)ninf);
+    EXPECT_EQ(kernels::kernel_table(p).log_sum_exp(masked.data(), 0), (double)ninf);
+  }
+  EXPECT_EQ(log_sum_exp_ref(masked.data(), 37), (double)ninf);
+}
+
 TEST(OpsPaths, AddAndSoftcap) {
   for (int64_t n : kSizes) {
     SCOPED_TRACE(testing::Message() << "n=" << n);

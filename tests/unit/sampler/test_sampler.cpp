@@ -2,6 +2,7 @@
 // empirical distribution of draws.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <set>
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sampler/logprobs.h"
 #include "sampler/sampler.h"
 
 namespace stride {
@@ -211,6 +213,39 @@ TEST(Sampler, NanLogitsAreNeverChosen) {
   for (int i = 0; i < 200; ++i) {
     const int32_t t = s.sample(logits.data(), 4, {});
     EXPECT_TRUE(t == 1 || t == 3);
+  }
+}
+
+TEST(Sampler, GreedyOverMaskedAndNanLogits) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const std::vector<float> masked = {ninf, NAN, ninf, ninf};  // nothing beats -inf: the lowest id
+  EXPECT_EQ(Sampler(plain(0.0f)).sample(masked.data(), 4, {}), 0);
+  const std::vector<float> nan_first = {NAN, -3.0f, NAN, -1.0f, -1.0f};
+  EXPECT_EQ(Sampler(plain(0.0f)).sample(nan_first.data(), 5, {}), 3);
+  const TokenDistribution d = Sampler(plain(0.0f)).distribution(nan_first.data(), 5, {});
+  ASSERT_EQ(d.ids.size(), 1u);
+  EXPECT_EQ(d.ids[0], 3);
+  EXPECT_EQ(d.probs[0], 1.0);
+}
+
+// A token's log-prob, alone (one pass) or with alternatives (the full
+// log-softmax): the f64 formula, and the same bits either way.
+TEST(TokenLogprobs, MatchesFormulaWithOrWithoutAlternatives) {
+  for (int n : {5, 577, 128256}) {
+    SCOPED_TRACE(n);
+    auto logits = random_logits(n, 4.0f, 23 + (uint32_t)n);
+    logits[(size_t)n / 2] = -std::numeric_limits<float>::infinity();
+    double mx = *std::max_element(logits.begin(), logits.end()), z = 0;
+    for (float l : logits) z += std::exp((double)l - mx);
+    for (int32_t id : {0, n - 1, argmax(logits)}) {
+      const TokenLogprob alone = token_logprobs(logits.data(), n, id, 0);
+      const TokenLogprob with_top = token_logprobs(logits.data(), n, id, 3);
+      EXPECT_TRUE(alone.top.empty());
+      ASSERT_EQ(with_top.top.size(), 3u);
+      EXPECT_NEAR(alone.logprob, (double)logits[(size_t)id] - mx - std::log(z), 1e-5);
+      EXPECT_EQ(alone.logprob, with_top.logprob);
+      EXPECT_EQ(with_top.top[0].id, argmax(logits));
+    }
   }
 }
 
