@@ -91,6 +91,59 @@ BENCHMARK(BM_DecodeSelection)
     ->ArgsProduct({{0, 1, 2}, {8192, 16384, 32768}})
     ->Unit(benchmark::kMicrosecond);
 
+// A decode step's selections over all 24 layers of the model at ctx tokens,
+// after a sweep of memory larger than the last-level cache (as the step's
+// weights sweep it): the shortlisted pages' codes come from DRAM, as they do
+// in a real decode step, instead of the cache the one-layer bench above
+// leaves them in. CPU time of the 24 calls.
+// args: policy index, context length
+void BM_DecodeStepSelectionCold(benchmark::State& state) {
+  constexpr int kLayers = 24;
+  const int ctx = (int)state.range(1), chunk = 1024;
+  KvManagerConfig cfg = qwen_layer(*parse_policy(kPolicies[state.range(0)]), ctx);
+  cfg.n_layer = kLayers;
+  cfg.layer_policies.assign(kLayers, cfg.layer_policies[0]);
+  cfg.budget_bytes *= kLayers;
+  auto cache = std::move(KvManager::create(cfg)).value();
+  const auto seq = *cache->add_sequence();
+  auto write_all = [&](const SequenceStep& r, const std::vector<float>& kv, bool keep_open) {
+    auto plan = cache->prepare(std::span<const SequenceStep>(&r, 1));
+    if (!plan.ok()) std::abort();
+    for (int l = 0; l < kLayers; ++l)
+      if (!cache->write(*plan, 0, l, kv.data(), kv.data()).ok()) std::abort();
+    if (!keep_open && !cache->commit(*plan).ok()) std::abort();
+    return std::move(plan).value();
+  };
+  for (int done = 0; done < ctx - 1; done += chunk) {
+    const int n = std::min(chunk, ctx - 1 - done);
+    write_all(SequenceStep{seq, nullptr, n}, uniform_rows((size_t)n * kKvHeads * kHeadDim, 100 + done), false);
+  }
+  const SequenceStep next{seq, nullptr, 1};
+  StepPlan open = write_all(next, uniform_rows((size_t)kKvHeads * kHeadDim, 3), true);
+  const auto q = uniform_rows((size_t)kHeads * kHeadDim, 2);
+  std::vector<uint8_t> sweep((size_t)256 << 20, 1);  // [256 MiB], past any last-level cache
+  ThreadPool one_thread(1);
+  uint64_t sink = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (size_t i = 0; i < sweep.size(); i += 64) sink += sweep[i]++;
+    state.ResumeTiming();
+    for (int l = 0; l < kLayers; ++l) {
+      open.seqs[0].layers[(size_t)l].needs_selection = true;
+      if (!cache->select(open, 0, l, q.data(), kHeads, 0.f, one_thread).ok()) std::abort();
+    }
+    benchmark::DoNotOptimize(open.seqs[0].layers[0].pages.page_ids.data());
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["pages_read"] = (double)open.seqs[0].layers[0].pages.n_entries() / kKvHeads;
+  state.SetLabel(kPolicies[state.range(0)]);
+}
+
+BENCHMARK(BM_DecodeStepSelectionCold)
+    ->ArgNames({"policy", "ctx"})
+    ->ArgsProduct({{0, 2}, {8192, 16384}})
+    ->Unit(benchmark::kMicrosecond);
+
 // args: CPU path (0: AVX2, 1: AVX-512), keys per page
 void BM_Int8PageMass(benchmark::State& state) {
   const CpuPath path = state.range(0) == 0 ? CpuPath::Avx2 : CpuPath::Avx512;

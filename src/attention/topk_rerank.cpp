@@ -10,7 +10,7 @@ namespace stride {
 
 namespace {
 
-constexpr size_t kPrefetchGroupsAhead = 2;
+constexpr size_t kPrefetchPagesAhead = 4;
 
 // x[i] = exp(x[i]) over n values, 8 lanes at a time (simd::exp_ps, 1-2 ulp).
 void exp_in_place(float* x, size_t n) {
@@ -40,42 +40,46 @@ void rerank_group_scores(const KvPool& pool, const PageKeyCodes* codes, const st
   x.work.resize((size_t)std::max(4, kInt8RowTile) * (codes ? std::max(ps, codes->padded_page()) : ps));
   if (codes) x.quantized.quantize(rows, n_rows, pool.shape().head_dim_k);
   auto group_of = [&](size_t i) { return i < shortlist.size() ? shortlist[i] : fixed[i - shortlist.size()]; };
-  // The shortlist's copies lie anywhere in memory: a group's first page is
-  // requested kPrefetchGroupsAhead groups before it is scored.
-  auto prefetch = [&](size_t i) {
-    if (!codes || i >= n_scored) return;
-    const int64_t L = group_of(i) * group_pages;
-    if (L < n_present && page_table[(size_t)L] >= 0) codes->prefetch(page_table[(size_t)L], head);
-  };
-  for (size_t i = 0; i < std::min<size_t>(kPrefetchGroupsAhead, n_scored); ++i) prefetch(i);
+  // The pages to score, in group order: the shortlist's copies lie anywhere
+  // in memory, so each is requested kPrefetchPagesAhead pages before it is read.
+  x.visits.clear();
   for (size_t i = 0; i < n_scored; ++i) {
-    prefetch(i + kPrefetchGroupsAhead);
     const int64_t G = group_of(i);
-    float* top = x.top.data() + i * R;
-    float* sum = x.sum.data() + i * R;
-    bool first = true;
     for (int64_t L = G * group_pages; L < std::min(n_present, (G + 1) * group_pages); ++L) {
       const int64_t n = std::min<int64_t>(ps, kv_len - L * ps);
       const int32_t page = page_table[(size_t)L];
       if (page < 0 || n <= 0) continue;
-      // A group's first page writes its parts directly.
-      float* ptop = first ? top : x.page_top.data();
-      float* psum = first ? sum : x.page_sum.data();
-      if (codes && n == ps && codes->current(pool, page)) {
-        page_logsumexp_int8(*codes, page, head, x.quantized, scale, x.work.data(), ptop, psum);
-      } else {
-        page_logsumexp(pool, page, head, (int)n, rows, n_rows, scale, x.work.data(), ptop);
-        std::fill(psum, psum + R, 1.f);
-      }
-      if (!first)
-        for (size_t r = 0; r < R; ++r) {
-          const float m = std::max(top[r], ptop[r]);
-          if (m == -INFINITY) continue;
-          sum[r] = sum[r] * std::exp(top[r] - m) + psum[r] * std::exp(ptop[r] - m);
-          top[r] = m;
-        }
-      first = false;
+      const bool int8 = codes && n == ps && codes->current(pool, page);
+      x.visits.push_back({page, (int32_t)n, (uint32_t)i, int8});
     }
+  }
+  const size_t ahead = kPrefetchPagesAhead;
+  auto prefetch = [&](size_t v) {
+    if (v < x.visits.size() && x.visits[v].int8) codes->prefetch(x.visits[v].page, head);
+  };
+  for (size_t v = 0; v < std::min(ahead, x.visits.size()); ++v) prefetch(v);
+  for (size_t v = 0; v < x.visits.size(); ++v) {
+    prefetch(v + ahead);
+    const RerankVisit& visit = x.visits[v];
+    float* top = x.top.data() + visit.group * R;
+    float* sum = x.sum.data() + visit.group * R;
+    // A group's first page writes its parts directly.
+    const bool first = v == 0 || x.visits[v - 1].group != visit.group;
+    float* ptop = first ? top : x.page_top.data();
+    float* psum = first ? sum : x.page_sum.data();
+    if (visit.int8) {
+      page_logsumexp_int8(*codes, visit.page, head, x.quantized, scale, x.work.data(), ptop, psum);
+    } else {
+      page_logsumexp(pool, visit.page, head, visit.n, rows, n_rows, scale, x.work.data(), ptop);
+      std::fill(psum, psum + R, 1.f);
+    }
+    if (!first)
+      for (size_t r = 0; r < R; ++r) {
+        const float m = std::max(top[r], ptop[r]);
+        if (m == -INFINITY) continue;
+        sum[r] = sum[r] * std::exp(top[r] - m) + psum[r] * std::exp(ptop[r] - m);
+        top[r] = m;
+      }
   }
   // Each row's normaliser over every scored group, shifted by the row's
   // largest top: w[i][r] = sum * exp(top - row top), one vector exp for all.

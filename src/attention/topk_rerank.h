@@ -27,8 +27,17 @@
 
 namespace stride {
 
+// One page the second stage scores: its physical page, keys, the index of
+// its group among the scored ones, and whether its int8 copy is current.
+struct RerankVisit {
+  int32_t page = 0, n = 0;
+  uint32_t group = 0;
+  bool int8 = false;
+};
+
 // Buffers one thread reuses across calls.
 struct RerankScratch {
+  std::vector<RerankVisit> visits;        // [pages scored] in group order
   std::vector<float> top, sum;            // [scored groups, n_rows] a group's mass per row: sum * exp(top)
   std::vector<float> page_top, page_sum;  // [n_rows] one page's, before it joins its group
   std::vector<float> row_top, row_total;  // [n_rows] each row's largest top, and its normaliser

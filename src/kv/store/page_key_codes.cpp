@@ -12,9 +12,9 @@ PageKeyCodes::PageKeyCodes(int32_t n_pages, int n_kv_heads, int head_dim, int pa
     : n_kv_heads_(n_kv_heads), head_dim_(head_dim), page_size_(page_size), padded_((page_size + 15) / 16 * 16) {
   assert(supported(head_dim));
   const int64_t keys = (int64_t)n_pages * n_kv_heads * padded_;
-  codes_ = std::make_unique_for_overwrite<int8_t[]>((size_t)(keys * head_dim));
-  scales_ = std::make_unique_for_overwrite<float[]>((size_t)keys);
-  sums_ = std::make_unique_for_overwrite<int32_t[]>((size_t)keys);
+  codes_.resize((size_t)(keys * head_dim));
+  scales_.resize((size_t)keys);
+  sums_.resize((size_t)keys);
   stamp_ = std::make_unique<uint64_t[]>((size_t)n_pages);
 }
 
@@ -24,9 +24,9 @@ void PageKeyCodes::encode(const KvPool& pool, int32_t page) {
   std::vector<float> row((size_t)dim);   // [dim] one key, widened
   std::vector<int8_t> code((size_t)dim);  // [dim] its codes
   for (int h = 0; h < n_kv_heads_; ++h) {
-    int8_t* out = codes_.get() + slot(page, h) * dim;  // [dim / 4, padded, 4]
-    float* scale = scales_.get() + slot(page, h);
-    int32_t* sum = sums_.get() + slot(page, h);
+    int8_t* out = codes_.data() + slot(page, h) * dim;  // [dim / 4, padded, 4]
+    float* scale = scales_.data() + slot(page, h);
+    int32_t* sum = sums_.data() + slot(page, h);
     for (int t = 0; t < padded_; ++t) {
       float s = 0.f;
       if (t >= ps) {

@@ -14,6 +14,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
+
+#include "core/huge_page_allocator.h"
 
 #include "kv/store/kv_pool.h"
 
@@ -32,9 +35,9 @@ class PageKeyCodes {
     return stamp_[page] == ((uint64_t)1 << 32 | page_version(pool, page));
   }
 
-  const int8_t* codes(int32_t page, int head) const { return codes_.get() + slot(page, head) * head_dim_; }
-  const float* scales(int32_t page, int head) const { return scales_.get() + slot(page, head); }
-  const int32_t* sums(int32_t page, int head) const { return sums_.get() + slot(page, head); }
+  const int8_t* codes(int32_t page, int head) const { return codes_.data() + slot(page, head) * head_dim_; }
+  const float* scales(int32_t page, int head) const { return scales_.data() + slot(page, head); }
+  const int32_t* sums(int32_t page, int head) const { return sums_.data() + slot(page, head); }
   // Requests kv head `head`'s codes, scales and sums of `page` into the cache
   // ahead of a read: pages lie anywhere in the pool.
   void prefetch(int32_t page, int head) const {
@@ -58,10 +61,13 @@ class PageKeyCodes {
   int64_t slot(int32_t page, int head) const { return ((int64_t)page * n_kv_heads_ + head) * padded_; }
 
   int n_kv_heads_, head_dim_, page_size_, padded_;
-  // Uninitialised but for the stamps, like the pool: pages never encoded cost nothing.
-  std::unique_ptr<int8_t[]> codes_;
-  std::unique_ptr<float[]> scales_;
-  std::unique_ptr<int32_t[]> sums_;
+  // Uninitialised but for the stamps, like the pool: pages never encoded cost
+  // nothing. On 2 MiB pages (huge_page_allocator.h): the second stage reads
+  // a few KiB at each of hundreds of scattered pages a step, and on 4 KiB
+  // pages each of those reads starts with a TLB miss.
+  std::vector<int8_t, HugePageAllocator<int8_t>> codes_;
+  std::vector<float, HugePageAllocator<float>> scales_;
+  std::vector<int32_t, HugePageAllocator<int32_t>> sums_;
   std::unique_ptr<uint64_t[]> stamp_;  // [n_pages] 1 << 32 | the pool's version when encoded; 0: never
 };
 
