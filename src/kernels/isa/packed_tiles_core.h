@@ -47,6 +47,16 @@ using packed::Problem;
 // operations make every tile (streaming, staged, 512-bit, AMX) bit-identical.
 template <const Layout& L>
 constexpr bool kIntSums = L.offset == packed::Offset::kKQuant;
+// Q6_K and Q3_K (a scale per 16 weights, an integer offset, one d per row and
+// record): a block's dot is already Σ sc * (q - c) * x in int32, so the
+// record's 8 blocks are summed in int32 and the float work (d * dx * sum)
+// runs once per record. Bounds of the record sum: Q6_K 8 blocks x 32 x
+// |sc| <= 128 x |q - 32| <= 32 x |x| <= 127 = 1.33e8; Q3_K (|sc| <= 32,
+// |q - 4| <= 4) 4.2e6; both far inside int32 (2.1e9). Intermediate sums taken
+// with the activations + 128 (kUnsignedActs) are at most 2.7e8 before their
+// bias, and wrap-around adds are exact in any case.
+template <const Layout& L>
+constexpr bool kScaledSums = L.q6 && !L.min16;
 
 // The weight bytes that a staged tile loop's next staging reads: blocks
 // [b, b + kBlocks) of `groups` adjacent groups from grp (past a group's end,
@@ -169,6 +179,12 @@ inline void finish_record(__m256i isum, __m256i mins, __m256 d, __m256 neg_dmin,
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(neg_dmin, vdx), acc);
 }
 
+// The float work of a kScaledSums record for one token (every tile's, the
+// same operations): acc += d * dx * isum.
+inline void finish_scaled_record(__m256i isum, __m256 d, float dx, __m256& acc) {
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(dx)), acc);
+}
+
 // T tokens' sums of group grp's 8 rows (acc [T]) into y; a padded last
 // group writes only its real rows.
 template <int T>
@@ -211,7 +227,7 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
   const uint8_t* rec = w.data.data() + grp * w.group_bytes;
   for (int64_t ri = 0; ri < n_records; ++ri, rec += L.record()) {
     const packed::RecordScales<L> scales(rec);
-    [[maybe_unused]] __m256i isum[T];  // kIntSums: Σ over the record's blocks of sc * dot
+    [[maybe_unused]] __m256i isum[T];  // kIntSums, kScaledSums: Σ over the record's blocks of sc * dot
     for (int s = 0; s < L.blocks; ++s) {
       const int64_t b = ri * L.blocks + s;
       const uint8_t* sub = rec + L.header + s * L.sub;
@@ -255,6 +271,10 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
         for (int t = 0; t < T; ++t)
           idot[t] = _mm256_sub_epi32(idot[t], _mm256_slli_epi32(_mm256_set1_epi32(xqs[t][b]), shift));
       }
+      if constexpr (kScaledSums<L>) {
+        for (int t = 0; t < T; ++t) isum[t] = s == 0 ? idot[t] : _mm256_add_epi32(isum[t], idot[t]);
+        continue;
+      }
       if constexpr (kIntSums<L>) {
         const __m256i sc = packed::kquant_scales(rec, s);
         for (int t = 0; t < T; ++t) {
@@ -279,6 +299,10 @@ void tile(const Problem& p, int64_t grp, int64_t t0) {
           acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m32), _mm256_mul_ps(M, _mm256_set1_ps(xd[t][b])), acc[t]);
         }
       }
+    }
+    if constexpr (kScaledSums<L>) {
+      const int64_t b = ri * L.blocks;
+      for (int t = 0; t < T; ++t) finish_scaled_record(isum[t], scales.d, xd[t][b], acc[t]);
     }
     if constexpr (kIntSums<L>) {
       const int64_t b = ri * L.blocks;

@@ -27,7 +27,7 @@ struct StagedBlock256 {
   __m256i f[2];    // q6: madd factors of vectors 0-3 and 4-7 (madd_factor)
   __m256i pairs;   // Q3_K: int16 (scale lo, scale hi) per row
   __m256i mp;      // min16: int16 (min lo, min hi) per row
-  __m256i bias;    // Q6_K: 128 * Σ sc * (q - 32) per row (kUnsignedActs)
+  __m256i bias;    // Q6_K: 128 * Σ sc * (q - 32) per row over the record's blocks, in its first (kUnsignedActs)
 };
 // kIntSums layouts keep a record's factors in its blocks, as the 512-bit
 // tiles' StagedBlock: block s's scale in both int16 of f[0] (the madd factor,
@@ -120,6 +120,11 @@ void stage_blocks256(const PackedMatrix& w, int64_t grp, int64_t b0, int nb, Sta
     const uint8_t* rec = gp + (b / L.blocks) * L.record();
     const packed::RecordScales<L> scales(rec);
     for (int s = s0; s < s1; ++s, ++i) stage_block256<L>(rec, s, scales, st[i]);
+    if constexpr (kUnsignedQ6<L>) {  // chunks start on records: st[i - 8] is the record's first block
+      __m256i sum = _mm256_load_si256(&st[i - 8].bias);
+      for (int k = i - 7; k < i; ++k) sum = _mm256_add_epi32(sum, _mm256_load_si256(&st[k].bias));
+      _mm256_store_si256(&st[i - 8].bias, sum);
+    }
   }
 }
 
@@ -195,6 +200,35 @@ inline void record_staged(const StagedBlock256* st, const int8_t* const* xq, int
   }
 }
 
+// A kScaledSums record (st: its 8 staged blocks, the first b) for T tokens:
+// the blocks' scaled dots summed in int32 (Q6_K: from minus the record's
+// bias; Q3_K: each block's offset taken off with the token's half sums), then
+// finish_scaled_record once.
+template <const Layout& L, int T>
+inline void scaled_record_staged(const StagedBlock256* st, const int8_t* const* xq, int64_t b,
+                                 const packed::ActStage& as, int64_t tt0, __m256* acc) {
+  constexpr int64_t S = packed::kActStageToks;
+  __m256i isum[T];
+  const __m256i start = kUnsignedQ6<L> ? _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_load_si256(&st[0].bias))
+                                       : _mm256_setzero_si256();
+  for (int t = 0; t < T; ++t) isum[t] = start;
+  for (int s = 0; s < 8; ++s) {
+    __m256i idot[T];
+    block_dot_staged<L, T>(st[s], xq, b + s, idot);
+    if constexpr (!kUnsignedQ6<L>) {
+      const __m256i pairs = _mm256_load_si256(&st[s].pairs);
+      const int32_t* xh = as.hs + (b + s) * S + tt0;
+      for (int t = 0; t < T; ++t) {
+        const __m256i corr = _mm256_madd_epi16(_mm256_set1_epi32(xh[t]), pairs);
+        idot[t] = _mm256_sub_epi32(idot[t], _mm256_slli_epi32(corr, L.bias_shift));
+      }
+    }
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_add_epi32(isum[t], idot[t]);
+  }
+  const __m256 d = _mm256_load_ps((const float*)&st[0].D);
+  for (int t = 0; t < T; ++t) finish_scaled_record(isum[t], d, as.d[b * S + tt0 + t], acc[t]);
+}
+
 // Tokens [t0, t0 + T) of group grp over the staged blocks [b0, b0 + nb):
 // acc_io [T, 8] holds the sums of the blocks before b0 (unless first); after
 // the last chunk the rows go to y. as: the token block's factors
@@ -214,6 +248,11 @@ void tile_staged(const Problem& p, int64_t grp, int64_t t0, const StagedBlock256
     store_tile<T>(p, grp, t0, acc, acc_io, last);
     return;
   }
+  if constexpr (kScaledSums<L>) {
+    for (int i = 0; i < nb; i += 8) scaled_record_staged<L, T>(st + i, xq, b0 + i, as, tt0, acc);
+    store_tile<T>(p, grp, t0, acc, acc_io, last);
+    return;
+  }
   for (int i = 0; i < nb; ++i) {
     const int64_t b = b0 + i;
     const StagedBlock256& sb = st[i];
@@ -225,16 +264,6 @@ void tile_staged(const Problem& p, int64_t grp, int64_t t0, const StagedBlock256
     [[maybe_unused]] const int32_t* xqs = as.qs + k;
     __m256i idot[T];
     block_dot_staged<L, T>(sb, xq, b, idot);
-    if constexpr (kUnsignedQ6<L>) {
-      const __m256i bias = _mm256_load_si256(&sb.bias);
-      for (int t = 0; t < T; ++t) idot[t] = _mm256_sub_epi32(idot[t], bias);
-    } else if constexpr (L.q6 && !L.min16) {
-      const __m256i pairs = _mm256_load_si256(&sb.pairs);
-      for (int t = 0; t < T; ++t) {
-        const __m256i corr = _mm256_madd_epi16(_mm256_set1_epi32(xh[t]), pairs);
-        idot[t] = _mm256_sub_epi32(idot[t], _mm256_slli_epi32(corr, L.bias_shift));
-      }
-    }
     constexpr bool kIntOffset = L.offset == packed::Offset::kMinus8 || L.offset == packed::Offset::kMinus16;
     if constexpr (kIntOffset) {
       constexpr int shift = L.offset == packed::Offset::kMinus8 ? 3 : 4;

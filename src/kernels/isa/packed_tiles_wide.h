@@ -273,6 +273,25 @@ inline void record_wide(const StagedBlock* st, const int8_t* const* xq, int64_t 
   for (int t = 0; t < T; ++t) finish_record_wide(st, isum[t], as, b, tt0 + t, acc[t]);
 }
 
+// A kScaledSums record (st: its 8 staged blocks, the first b) for T tokens:
+// the blocks' scaled dots (block_dot_wide) summed in int32, then the record's
+// float work once (finish_scaled_record, 16 rows).
+template <const Layout& L, int T>
+inline void scaled_record_wide(const StagedBlock* st, const int8_t* const* xq, int64_t b,
+                               const packed::ActStage& as, int64_t tt0, __m512* acc) {
+  constexpr int64_t S = packed::kActStageToks;
+  __m512i isum[T];
+  for (int s = 0; s < 8; ++s) {
+    __m512i idot[T];
+    block_dot_wide<L, T>(st[s], xq, b + s, idot);
+    for (int t = 0; t < T; ++t) isum[t] = s == 0 ? idot[t] : _mm512_add_epi32(isum[t], idot[t]);
+  }
+  const __m512 d = _mm512_load_ps(&st[0].D);
+  for (int t = 0; t < T; ++t)
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(as.d[b * S + tt0 + t])),
+                             acc[t]);
+}
+
 // T tokens' sums of 16 rows: kept in acc_io [T, 16] for the next chunk of
 // blocks, or after the last one written to the rows of y.
 template <int T>
@@ -303,6 +322,11 @@ void tile_wide(const Problem& p, int64_t grp, int64_t t0, const StagedBlock* st,
   for (int t = 0; t < T; ++t) acc[t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc_io + 16 * t);
   if constexpr (kIntSums<L>) {  // chunks start on records (kStageBlocks: two)
     for (int i = 0; i < nb; i += 8) record_wide<L, T>(st + i, xq, b0 + i, as, tt0, acc);
+    store_tile_rows<T>(p, grp, t0, acc, acc_io, last);
+    return;
+  }
+  if constexpr (kScaledSums<L>) {  // likewise
+    for (int i = 0; i < nb; i += 8) scaled_record_wide<L, T>(st + i, xq, b0 + i, as, tt0, acc);
     store_tile_rows<T>(p, grp, t0, acc, acc_io, last);
     return;
   }
