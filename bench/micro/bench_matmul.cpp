@@ -108,7 +108,7 @@ void register_all() {
       {DType::Q6_K, {gemma_down, l1b_down}}, {DType::Q5_K, {gemma_down}},
       {DType::Q4_K, {l1b_up}},             {DType::Q4_0, {l8b_up}},
       {DType::Q8_0, {l1b_up}},             {DType::Q6_K, {l1b_head}},
-      {DType::Q4_K, {long_q4k}},
+      {DType::Q4_K, {long_q4k, l1b_down}},
       {DType::F32, {smol_up}},             {DType::F16, {smol_up, l1b_up}},
       {DType::BF16, {smol_up, l1b_up, l1b_head}},
       // The low-bit types (docs/weight-types.md).

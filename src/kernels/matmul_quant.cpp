@@ -147,7 +147,7 @@ void run(const TensorView& w, const float* x, float* y, int64_t n_tok, ThreadPoo
     quantize_acts_rows(x, 0, n_tok, acts);
   }
   const DTypeInfo* info = dtype_info(w.type);
-  Problem p{&w, &acts, y, n_out, acts.row_blocks / kActChunkBlocks,
+  Problem p{&w, &acts, y, n_out, (acts.n_blocks + kActChunkBlocks - 1) / kActChunkBlocks,
             Dec::kSuper ? info->block_bytes : info->block_bytes * kActChunkBlocks, w.row_bytes()};
   const int64_t row_align = n_tok == 1 ? kDecodeRows : kPrefillRows;
   pool.run_chunks(work_chunks(n_out, n_tok, row_align, pool.size()), [&](int ci, int nc) {

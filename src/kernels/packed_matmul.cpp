@@ -34,7 +34,7 @@ packed::ActStage packed::act_stage(WorkerScratch& ws, int64_t n_blocks) {
     b.s.resize(n);
     b.hs.resize(n);
     b.qs.resize(n);
-    b.xu.resize(n * 32);
+    b.xu.resize((size_t)(kActStageToks * xu_row_bytes(n_blocks)));
     b.xt.resize(n * 32);
     b.ps.resize(n / 2 + 1);
   }
@@ -72,7 +72,8 @@ struct StagedActBuffers {
   packed::StagedActs for_tokens(int64_t n_tok, int64_t n_blocks) {
     const int64_t tok_blocks = (n_tok + packed::kActStageToks - 1) / packed::kActStageToks;
     const size_t n = (size_t)(tok_blocks * packed::kActStageToks * n_blocks);
-    return {n_blocks, d.at_least(n), s.at_least(n), hs.at_least(n), qs.at_least(n), xu.at_least(n * 32),
+    const size_t xu_bytes = (size_t)(tok_blocks * packed::kActStageToks * packed::xu_row_bytes(n_blocks));
+    return {n_blocks, d.at_least(n), s.at_least(n), hs.at_least(n), qs.at_least(n), xu.at_least(xu_bytes),
             xt.at_least(n * 32), ps.at_least(n / 2 + 1)};
   }
 };

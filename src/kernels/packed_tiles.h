@@ -26,12 +26,14 @@ struct Problem {
 // worker's scratch, reused; grown (in the baseline-ISA translation unit
 // packed_matmul.cpp) to n_blocks.
 constexpr int64_t kActStageToks = 64;
+// Bytes between two tokens' rows of ActStage::xu (act_row_stride, quant_act.h).
+constexpr int64_t xu_row_bytes(int64_t n_blocks) { return act_row_stride(n_blocks * 32); }
 struct ActStage {
   float* d;     // QuantizedActs::d
   float* s;     // QuantizedActs::s
   int32_t* hs;  // QuantizedActs::hs
   int32_t* qs;  // QuantizedActs::qs
-  // [kActStageToks, n_blocks * 32]: token-major int8 activations + 128
+  // [kActStageToks, xu_row_bytes(n_blocks)]: token-major int8 activations + 128
   // (x ^ 0x80), the unsigned operand of vpdpbusd against weights staged as
   // signed integers (the 512-bit tiles; see kUnsignedActs).
   uint8_t* xu;
@@ -55,13 +57,13 @@ struct StagedActs {
   float* s = nullptr;     // as d
   int32_t* hs = nullptr;  // as d
   int32_t* qs = nullptr;  // as d
-  uint8_t* xu = nullptr;  // [n_tok, n_blocks * 32]
+  uint8_t* xu = nullptr;  // [n_tok, xu_row_bytes(n_blocks)]
   int8_t* xt = nullptr;   // [n_tok_blocks, n_blocks, kActStageToks, 32]
   int32_t* ps = nullptr;  // [n_tok_blocks, n_blocks / 2, kActStageToks]
   // The token block starting at token tb (a multiple of kActStageToks).
   ActStage at(int64_t tb) const {
     const int64_t f = tb / kActStageToks * n_blocks * kActStageToks;
-    return {d + f, s + f, hs + f, qs + f, xu + tb * n_blocks * 32, xt + f * 32, ps + f / 2};
+    return {d + f, s + f, hs + f, qs + f, xu + tb * xu_row_bytes(n_blocks), xt + f * 32, ps + f / 2};
   }
 };
 

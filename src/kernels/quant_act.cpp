@@ -75,7 +75,8 @@ void resize(QuantizedActs& a, int64_t n_tok, int64_t n_in, int64_t scale_blocks)
   a.n_tok = n_tok;
   a.scale_blocks = scale_blocks;
   a.n_blocks = n_in / kActBlock;
-  a.row_blocks = (a.n_blocks + kActChunkBlocks - 1) / kActChunkBlocks * kActChunkBlocks;
+  const int64_t chunks = (a.n_blocks + kActChunkBlocks - 1) / kActChunkBlocks;
+  a.row_blocks = act_row_stride(chunks * kActChunkBlocks * kActBlock) / kActBlock;
   a.q.resize((size_t)(n_tok * a.row_blocks * kActBlock));
   a.d.resize((size_t)(n_tok * a.row_blocks));
   a.s.resize((size_t)(n_tok * a.row_blocks));

@@ -25,11 +25,16 @@ constexpr int64_t act_scale_blocks(DType t) {
              : 1;
 }
 
+// Bytes between two rows of int8 activations of `bytes` each: 256 more where
+// rows would be a multiple of 1 KiB apart. A tile reads 8 rows at once, and
+// rows 2^k bytes apart fall into the same few L1 sets.
+constexpr int64_t act_row_stride(int64_t bytes) { return bytes % 1024 == 0 ? bytes + 256 : bytes; }
+
 struct QuantizedActs {
   int64_t n_tok = 0;
   int64_t scale_blocks = 1;  // blocks sharing one scale (act_scale_blocks); d repeats across them
   int64_t n_blocks = 0;      // real blocks per row (n_in / 32)
-  int64_t row_blocks = 0;    // padded blocks per row (multiple of 8)
+  int64_t row_blocks = 0;    // the row stride in blocks: n_blocks padded (multiple of 8, act_row_stride)
   std::vector<int8_t> q;     // [n_tok, row_blocks, 32]
   std::vector<float> d;      // [n_tok, row_blocks]  scale: x ≈ d * q
   std::vector<float> s;      // [n_tok, row_blocks]  d * sum(q): for weight offsets (mins)

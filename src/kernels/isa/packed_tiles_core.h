@@ -356,7 +356,7 @@ void stage_acts(const QuantizedActs& a, int64_t n_blocks, int64_t tb, int64_t te
     const int64_t k = k0 + t - tb;
     if constexpr (kUnsignedActs<L>) {
       const int8_t* q = a.q_row(t);
-      uint8_t* xu = as.xu + k * n_blocks * 32;
+      uint8_t* xu = as.xu + k * packed::xu_row_bytes(n_blocks);
       for (int64_t i = 0; i < n_blocks * 32; ++i) xu[i] = (uint8_t)q[i] ^ 0x80u;
     }
     if constexpr (kTileActs) {

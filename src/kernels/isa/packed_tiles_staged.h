@@ -240,7 +240,8 @@ void tile_staged(const Problem& p, int64_t grp, int64_t t0, const StagedBlock256
   const QuantizedActs& a = *p.a;
   const int8_t* xq[T];
   for (int t = 0; t < T; ++t)
-    xq[t] = kUnsignedQ6<L> ? (const int8_t*)as.xu + (tt0 + t) * (w.n_in / 32) * 32 : a.q_row(t0 + t);
+    xq[t] = kUnsignedQ6<L> ? (const int8_t*)as.xu + (tt0 + t) * packed::xu_row_bytes(w.n_in / 32)
+                           : a.q_row(t0 + t);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_io + 8 * t);
   if constexpr (kIntSums<L>) {  // chunks start on records (kStageBlocks256: two)

@@ -317,7 +317,8 @@ void tile_wide(const Problem& p, int64_t grp, int64_t t0, const StagedBlock* st,
   const QuantizedActs& a = *p.a;
   const int8_t* xq[T];
   for (int t = 0; t < T; ++t)
-    xq[t] = kUnsignedActs<L> ? (const int8_t*)as.xu + (tt0 + t) * (p.w->n_in / 32) * 32 : a.q_row(t0 + t);
+    xq[t] = kUnsignedActs<L> ? (const int8_t*)as.xu + (tt0 + t) * packed::xu_row_bytes(p.w->n_in / 32)
+                             : a.q_row(t0 + t);
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc_io + 16 * t);
   if constexpr (kIntSums<L>) {  // chunks start on records (kStageBlocks: two)
