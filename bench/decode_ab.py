@@ -8,11 +8,16 @@ and the best decode tok/s (wall: read it as direction on a shared machine).
     bench/decode_ab.py --base /tmp/stride_main --new build/stride --length 8192 --rounds 3 \\
         --policies topk:sparsity=0.9,prefill=dense \\
         topk:sparsity=0.9,prefill=dense,estimate=rerank,rerank_keys=int8 --out bench/out/decode_ab.json
+
+One binary under two sets of flags: --base and --new the same binary, with
+--base-args / --new-args (one shell-quoted string each), e.g.
+    --base build/stride --new build/stride --base-args "--head-type file" --new-args "--head-type q4_k"
 """
 import argparse
 import datetime
 import json
 import os
+import shlex
 import subprocess
 import tempfile
 
@@ -23,9 +28,9 @@ def uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def run(binary, model, ids_file, policy, n, threads):
+def run(binary, model, ids_file, policy, n, threads, extra=()):
     cmd = [binary, "run", "-m", model, "--prompt-ids-file", ids_file, "-n", str(n), "--ignore-eos",
-           "--temperature", "0", "--json", "--threads", str(threads), "-a", policy]
+           "--temperature", "0", "--json", "--threads", str(threads), "-a", policy, *extra]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     d = json.loads(out.strip().splitlines()[-1])
     steps = d["generated_tokens"] - 1  # the first token comes from the prompt's logits
@@ -39,6 +44,8 @@ def main():
     ap.add_argument("--policies", nargs="+", required=True)
     ap.add_argument("--base", required=True, help="stride binary A")
     ap.add_argument("--new", required=True, help="stride binary B")
+    ap.add_argument("--base-args", default="", help="extra flags of A's runs (one shell-quoted string)")
+    ap.add_argument("--new-args", default="", help="extra flags of B's runs")
     ap.add_argument("--model", default="models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
     ap.add_argument("--length", type=int, default=8192)
     ap.add_argument("--n-vocab", type=int, default=151936)
@@ -49,7 +56,7 @@ def main():
     a = ap.parse_args()
     runs = []
     result = {"note": "per binary and policy: min decode CPU ms per token, max decode tok/s over interleaved rounds",
-              "base": a.base, "new": a.new, "model": a.model, "length": a.length, "tokens": a.tokens,
+              "base": a.base, "new": a.new, "base_args": a.base_args, "new_args": a.new_args, "model": a.model, "length": a.length, "tokens": a.tokens,
               "threads": a.threads, "start": datetime.datetime.now(datetime.timezone.utc).isoformat(),
               "load_start": uptime(), "runs": runs}
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
@@ -61,7 +68,8 @@ def main():
             order = ["base", "new"] if i % 2 == 0 else ["new", "base"]
             for policy in a.policies:
                 for which in order:
-                    r = run(getattr(a, which), a.model, ids_file, policy, a.tokens, a.threads)
+                    extra = shlex.split(getattr(a, which + "_args"))
+                    r = run(getattr(a, which), a.model, ids_file, policy, a.tokens, a.threads, extra)
                     runs.append(dict(r, round=i, which=which, policy=policy))
                     print(f"round {i} {which:4s} {policy}: {r['decode_cpu_ms_per_token']:.2f} ms CPU/token, "
                           f"{r['decode_tok_s']:.2f} tok/s ({r['load']})", flush=True)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli_common.h"
+#include "cli/head_type_option.h"
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "cli/eval_prompt_format.h"
@@ -104,6 +105,7 @@ std::string run_key(const ModelRunOptions& m, const std::string& policy, int chu
   std::string key = policy + ";kv=" + m.kv_type + ";page=" + std::to_string(m.page_size) +
                     ";chunk=" + std::to_string(chunk) + ";cpu=" + cpu_path_name(active_cpu_path());
   for (const std::string& l : m.layer_policies) key += ";layer=" + l;
+  if (m.head_type != "file") key += ";head=" + m.head_type;
   const RopeOverride& r = m.rope;
   auto num = [&](const char* name, const auto& v) {
     if (v) key += std::string(";") + name + "=" + std::to_string(*v);
@@ -307,6 +309,7 @@ void add_eval_command(CLI::App& app, int& exit_code) {
       "eval", "RULER-style long-context quality suite: dense and each policy on seeded retrieval tasks");
   cmd->add_option("--model,-m", args->model.model, "GGUF file")->required();
   add_rope_options(cmd, args->model.rope);
+  add_head_type_option(cmd, args->model.head_type);
   cmd->add_option("--attention,-a", args->policies, "policy to score against dense (repeatable)");
   cmd->add_option("--tasks", args->tasks,
                   "comma-separated: niah_single, niah_multikey, niah_multivalue, niah_multiquery, vt, cwe, "

@@ -1,15 +1,20 @@
 // `stride info`: the machine's kernel paths, and what a model file holds.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/head_type_option.h"
 #include "cli/rope_options.h"
 #include "core/cpu_features.h"
 #include "kernels/kernel_paths.h"
 #include "loader/model_info.h"
+#include "kernels/dequantize.h"
+#include "kernels/quantize_k.h"
 #include "loader/model_source.h"
+#include "model/head_type.h"
 #include "redis/redis_tier.h"
 
 namespace stride::cli {
@@ -52,12 +57,62 @@ std::string build_text() {
          (redis_tier_built() ? "redis (kv_shared_tier: redis://host:port)\n" : "not built (no hiredis)\n");
 }
 
+// The first n rows of the head as it runs in `type`: their bytes (hex) and
+// their values as the reference dequantizer reads them.
+nlohmann::json head_rows_json(const TensorView& head, DType type, int64_t n) {
+  nlohmann::json rows = nlohmann::json::array();
+  const int64_t cols = head.cols(), row_bytes = dtype_row_bytes(type, cols);
+  std::vector<float> x((size_t)cols), y((size_t)cols);
+  std::vector<uint8_t> q((size_t)row_bytes);
+  static const char* kHex = "0123456789abcdef";
+  for (int64_t r = 0; r < std::min(n, head.rows()); ++r) {
+    if (type == head.type) {
+      std::copy(head.row(r), head.row(r) + row_bytes, q.begin());
+    } else {
+      dequantize_tensor_row(head, r, x.data());
+      quantize_row_k(type, x.data(), q.data(), cols);
+    }
+    dequantize_row(type, q.data(), y.data(), cols);
+    std::string hex;
+    for (uint8_t b : q) hex += {kHex[b >> 4], kHex[b & 15]};
+    rows.push_back({{"row", r}, {"bytes_hex", hex}, {"values", y}});
+  }
+  return rows;
+}
+
+// The output head as loading with --head-type `asked` would run it: the
+// tensor it comes from, the file's type and the type in effect (and its
+// first n_rows rows).
+Expected<nlohmann::json> head_json(const ModelSource& src, HeadType asked, int64_t n_rows) {
+  const TensorView* t = src.tensor("output.weight");
+  const bool tied = t == nullptr;
+  if (tied) t = src.tensor("token_embd.weight");
+  if (!t) return NotFound("model has neither output.weight nor token_embd.weight");
+  STRIDE_ASSIGN_OR_RETURN(const DType type, head_type_in_effect(t->type, t->cols(), asked));
+  nlohmann::json j{{"tensor", tied ? "token_embd.weight" : "output.weight"},
+                    {"tied", tied},
+                    {"file_type", dtype_name(t->type)},
+                    {"type", dtype_name(type)},
+                    {"requantized", type != t->type}};
+  if (n_rows > 0) j["rows"] = head_rows_json(*t, type, n_rows);
+  return j;
+}
+
+std::string head_text(const nlohmann::json& h) {
+  std::string s = "output head:     " + h["type"].get<std::string>();
+  if (h["requantized"].get<bool>()) s += " (requantized at load from " + h["file_type"].get<std::string>() + ")";
+  else s += " (as stored)";
+  return s + ", " + h["tensor"].get<std::string>() + "\n";
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app, int& exit_code) {
   struct InfoArgs {
     std::string model;
     RopeOverride rope;
+    std::string head_type = "file";
+    int64_t head_rows = 0;
     bool json = false;
   };
   auto args = std::make_shared<InfoArgs>();
@@ -65,6 +120,9 @@ void add_info_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--model,-m", args->model, "GGUF file or HF folder (without: only the CPU and kernel path)");
   cmd->add_flag("--json", args->json, "print JSON");
   add_rope_options(cmd, args->rope);
+  add_head_type_option(cmd, args->head_type);
+  cmd->add_option("--head-rows", args->head_rows,
+                  "with --json: the first N rows of the head as it runs (bytes and values)");
   cmd->callback([args, &exit_code] {
     if (args->model.empty()) {
       if (args->json) std::printf("%s\n", nlohmann::json{{"cpu", cpu_json()}, {"build", build_json()}}.dump(2).c_str());
@@ -77,13 +135,21 @@ void add_info_command(CLI::App& app, int& exit_code) {
       exit_code = fail(src.status());
       return;
     }
+    auto head = head_json(**src, parse_head_type(args->head_type).value_or(HeadType::File),
+                          args->json ? args->head_rows : 0);
+    if (!head) {
+      exit_code = fail(head.status());
+      return;
+    }
     if (args->json) {
       nlohmann::json j = describe_model_json(**src);
+      j["output_head"] = *head;
       j["cpu"] = cpu_json();
       j["build"] = build_json();
       std::printf("%s\n", j.dump(2).c_str());
     } else {
-      std::printf("%s%s%s", describe_model(**src).c_str(), cpu_text().c_str(), build_text().c_str());
+      std::printf("%s%s%s%s", describe_model(**src).c_str(), head_text(*head).c_str(), cpu_text().c_str(),
+                  build_text().c_str());
     }
     exit_code = 0;
   });

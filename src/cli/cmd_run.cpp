@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/head_type_option.h"
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "cli/run_sharded.h"
@@ -87,6 +88,9 @@ int run(const RunArgs& a) {
   if (!created) return fail(created.status());
   engine = std::move(*created);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  if (engine_opts->head_type != HeadType::File)
+    std::fprintf(stderr, "output head: %s (--head-type %s)\n", dtype_name(engine->model().head_type()),
+                 head_type_name(engine_opts->head_type));
   if (prompt.empty()) {
     const Tokenizer* tok = engine->tokenizer();
     if (!tok) return fail("this model has no tokenizer; use --prompt-ids");
@@ -151,6 +155,7 @@ int run(const RunArgs& a) {
     j["peak_rss_bytes"] = peak_rss_bytes();
     j["attention"] = a.model.attention;
     j["threads"] = engine->pool().size();
+    j["head_type"] = dtype_name(engine->model().head_type());
     // Every KV counter, under its metric name (the rows /metrics publishes).
     nlohmann::json kv;
     serving::for_each_kv_metric(engine->kv().stats(), [&](const char* name, const char*, const char*, int64_t value) {
@@ -170,6 +175,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
   cmd->add_option("--model,-m", args->model.model, "GGUF file or HF folder")->required();
   add_rope_options(cmd, args->model.rope);
+  add_head_type_option(cmd, args->model.head_type);
   cmd->add_option("--prompt,-p", args->prompt, "prompt text");
   cmd->add_option("--prompt-ids", args->prompt_ids, "prompt as token ids (\"1 2 3\"); no BOS is added");
   cmd->add_option("--prompt-ids-file", args->prompt_ids_file, "file of the prompt's token ids, as --prompt-ids");

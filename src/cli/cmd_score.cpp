@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/head_type_option.h"
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "cli/shard_options.h"
@@ -142,6 +143,7 @@ void add_score_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("score", "Write the logits of every position of a token sequence");
   cmd->add_option("--model,-m", args->model.model, "GGUF file or HF folder")->required();
   add_rope_options(cmd, args->model.rope);
+  add_head_type_option(cmd, args->model.head_type);
   cmd->add_option("--ids", args->ids, "token ids, \"1 2 3\"");
   cmd->add_option("--ids-file", args->ids_file, "file of token ids");
   cmd->add_option("--out,-o", args->out, "output file (f32 [n_tokens, n_vocab])")->required();

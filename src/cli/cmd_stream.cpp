@@ -16,6 +16,7 @@
 #include "engine/step_runner.h"
 #include "serving/kv_metrics.h"
 #include "cli/cli_common.h"
+#include "cli/head_type_option.h"
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "eval/memory_plan.h"
@@ -229,6 +230,7 @@ void add_stream_command(CLI::App& app, int& exit_code) {
       "stream", "Stream a long text (to 1M+ tokens) through one sequence; KV bytes, RSS, decode tok/s and perplexity at checkpoints");
   cmd->add_option("--model,-m", args->model.model, "GGUF file")->required();
   add_rope_options(cmd, args->model.rope);
+  add_head_type_option(cmd, args->model.head_type);
   cmd->add_option("--attention,-a", args->model.attention, "policy for global layers, e.g. rswa:sinks=4,window=1020")
       ->capture_default_str();
   cmd->add_option("--tokens,-n", args->tokens, "tokens to stream")->capture_default_str();

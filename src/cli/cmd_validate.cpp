@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli_common.h"
+#include "cli/head_type_option.h"
 #include "cli/rope_options.h"
 #include "cli/commands.h"
 #include "eval/fidelity.h"
@@ -203,6 +204,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
       "validate", "Compare a sparse policy with dense attention (fidelity or passkey retrieval)");
   cmd->add_option("--model,-m", args->model.model, "GGUF file")->required();
   add_rope_options(cmd, args->model.rope);
+  add_head_type_option(cmd, args->model.head_type);
   cmd->add_option("--attention,-a", args->policies, "policy to compare with dense (repeatable)")
       ->required();
   cmd->add_option("--lengths", args->lengths, "comma-separated token counts")->capture_default_str();

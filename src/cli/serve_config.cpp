@@ -28,6 +28,8 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
        "share prefix KV pages with other replicas through Redis: redis://[:password@]host:port[/db] "
        "(needs kv_shared_tier_secret)");
   flag("--threads", "threads", a.threads, "compute threads (0 = all cores)");
+  flag("--head-type", "head_type", a.head_type,
+       "output head type: file | q4_k | q5_k (requantized at load when smaller; default file)");
   flag("--attention,-a", "attention", a.attention, "policy for global layers");
   flag("--log-level", "log_level", a.log_level, "DEBUG | INFO | WARNING | ERROR");
   flag("--api-keys-file", "api_keys_file", a.api_keys_file, "file with one API key per line");

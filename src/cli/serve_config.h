@@ -19,7 +19,7 @@ struct ServeArgs {
   std::string config;
   std::vector<std::pair<std::string, std::string*>> flags;  // key -> value given on the command line
   std::string model, host, port, max_batch, max_queue, kv_budget, threads, attention, log_level, api_keys_file,
-      max_context_length, request_timeout_s, audit_log, grpc_port, kv_shared_tier;
+      max_context_length, request_timeout_s, audit_log, grpc_port, kv_shared_tier, head_type;
   std::string model_dir, model_version, model_key_file, tls_cert, tls_key;
   std::vector<std::string> served_model_names;  // --served-model-name A B or A,B
   std::string embedding_pooling;

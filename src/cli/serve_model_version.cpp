@@ -59,6 +59,7 @@ Expected<EngineOptions> serve_engine_options(const serving::ServeConfig& cfg, co
   mo.kv_type = cfg.cache_compression == "int8" ? "int8" : cfg.kv_type;
   mo.layer_policies = cfg.layer_attention;
   mo.rope = cfg.rope;
+  mo.head_type = cfg.head_type;
   STRIDE_ASSIGN_OR_RETURN(EngineOptions eo, to_engine_options(mo, cfg.max_context_length));
   eo.prefill_chunk = cfg.prefill_chunk;
   eo.show_progress = false;

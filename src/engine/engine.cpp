@@ -63,7 +63,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions& opts) {
   }
   prefetch_weights(*source, opts.show_progress);
   e->pool_ = std::make_unique<ThreadPool>(opts.threads);
-  STRIDE_ASSIGN_OR_RETURN(e->model_, Transformer::create(std::move(source), opts.repack_weights, e->pool_.get()));
+  STRIDE_ASSIGN_OR_RETURN(e->model_, Transformer::create(std::move(source), opts.repack_weights, e->pool_.get(), opts.head_type));
   e->model_->set_max_chunk(opts.prefill_chunk);
   STRIDE_RETURN_IF_ERROR(e->model_->set_rope_context(opts.max_context));
   const ModelConfig& c = e->model_->config();

@@ -16,6 +16,7 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "loader/rope_override.h"
+#include "model/head_type.h"
 #include "model/transformer.h"
 #include "sampler/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -40,6 +41,9 @@ struct EngineOptions {
   // Quantized and float projections repacked for the fast kernels; off computes
   // from the mapped file's rows (slower; for comparisons and tiny hosts).
   bool repack_weights = true;
+  // The output head requantized at load to a smaller K-quant (--head-type);
+  // the embedding lookup keeps the file's rows.
+  HeadType head_type = HeadType::File;
   // Prefix cache: full KV pages of earlier prompts are reused by later ones
   // sharing the prefix (generate, the serving scheduler).
   bool prefix_cache = true;

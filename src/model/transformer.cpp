@@ -48,15 +48,31 @@ std::string weight_op(const OpProfile* profile, const char* op, std::initializer
 }  // namespace
 
 Expected<std::unique_ptr<Transformer>> Transformer::create(std::unique_ptr<ModelSource> source,
-                                                         bool repack_weights, ThreadPool* pool) {
+                                                         bool repack_weights, ThreadPool* pool, HeadType head_type) {
   if (!source) return InvalidArgument("no model source");
   std::unique_ptr<Transformer> t(new Transformer());
   STRIDE_ASSIGN_OR_RETURN(t->w_, bind_weights(*source));
+  const TensorView& e = t->w_.tok_embd;
+  const bool tied = e.valid() && t->w_.output.data == e.data;
+  STRIDE_ASSIGN_OR_RETURN(const DType head, head_type_in_effect(t->w_.output.type, t->w_.output.cols(), head_type));
+  const bool requantized = head != t->w_.output.type;
+  if (requantized) {
+    STRIDE_ASSIGN_OR_RETURN(t->head_bytes_, requantize_rows(t->w_.output, head, source.get(), pool));
+    TensorView& out = t->w_.output;
+    out.type = head;
+    out.data = t->head_bytes_.data();
+    out.nbytes = (int64_t)t->head_bytes_.size();
+  }
   if (repack_weights) {
     STRIDE_ASSIGN_OR_RETURN(t->packed_, pack_weights(t->w_, source.get(), pool));
   }
-  const TensorView& e = t->w_.tok_embd;
-  if (t->packed_.output && e.valid() && t->w_.output.data == e.data && e.row_bytes() > 0) {
+  if (requantized && t->packed_.output) {
+    // The packed copy is what runs: the unpacked bytes would only double the head.
+    t->head_bytes_ = std::vector<uint8_t>();
+    t->w_.output.data = nullptr;
+  }
+  // A tied table whose pages were dropped (packed or requantized head) is read with pread.
+  if ((t->packed_.output || requantized) && tied && e.row_bytes() > 0) {
     // Reading row 0 shows the table lies in a file read_back reaches.
     t->embed_row_.resize((size_t)e.row_bytes());
     t->embed_by_read_ = source->read_back(e.data, (uint64_t)e.row_bytes(), t->embed_row_.data());

@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "loader/model_source.h"
+#include "model/head_type.h"
 #include "model/model_weights.h"
 #include "model/moe_ffn.h"
 #include "model/op_profile.h"
@@ -31,12 +32,16 @@ class Transformer {
   // Takes ownership of the source (the mmap must outlive the weight views).
   // Quantized projections are repacked for the fast kernels unless
   // repack_weights is false (EngineOptions::repack_weights). pool, when
-  // given, repacks several matrices at once.
+  // given, repacks several matrices at once. head_type: the output head
+  // is requantized to it at load when smaller than the file's (head_type.h).
   static Expected<std::unique_ptr<Transformer>> create(std::unique_ptr<ModelSource> source,
-                                                       bool repack_weights = true, ThreadPool* pool = nullptr);
+                                                       bool repack_weights = true, ThreadPool* pool = nullptr,
+                                                       HeadType head_type = HeadType::File);
 
   const ModelConfig& config() const { return source_->config; }
   const ModelSource& source() const { return *source_; }
+  // The type the output head runs in (the file's unless requantized at load).
+  DType head_type() const { return w_.output.type; }
   int max_chunk() const { return max_chunk_; }
   void set_max_chunk(int n) { max_chunk_ = n > 0 ? n : 1; }
 
@@ -102,6 +107,9 @@ class Transformer {
   // was repacked: its rows are read with pread (ModelSource::read_back), so
   // looking them up does not map the file back into RSS.
   bool embed_by_read_ = false;
+  // The requantized output head when it runs unpacked ([n_vocab, row_bytes]);
+  // empty when the file's head is used or once its packed copy is made.
+  std::vector<uint8_t> head_bytes_;
   std::vector<uint8_t> embed_row_;  // [row_bytes] one row of the table
   int max_chunk_ = 256;
   RopeTable rope_global_;  // RoPE of the global layers

@@ -110,6 +110,12 @@ const std::map<std::string, Setter>& setters() {
          c.kv_type = v;
          return Status::Ok();
        }},
+      {"head_type",
+       [](ServeConfig& c, const std::string& v) {
+         STRIDE_RETURN_IF_ERROR(one_of("head_type", v, {"file", "q4_k", "q5_k"}));
+         c.head_type = v;
+         return Status::Ok();
+       }},
       {"threads", NUM("threads", threads, int, 0, 1024)},
       {"rope_scaling", ROPE("rope_scaling")},
       {"rope_scale", ROPE("rope_scale")},

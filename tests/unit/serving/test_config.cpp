@@ -60,3 +60,23 @@ TEST(Config, ErrorsNameTheKey) {
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("max_queue"), std::string::npos);
 }
+
+TEST(Config, HeadTypeFromFileEnvironmentAndFlag) {
+  EXPECT_EQ(ServeConfig{}.head_type, "file");
+  const std::string path = write_tmp("head_type: q5_k\n");
+  auto from_file = load_config(path, nullptr);
+  ASSERT_TRUE(from_file.ok()) << from_file.status().message();
+  EXPECT_EQ(from_file->head_type, "q5_k");
+  std::string e1 = "STRIDE_HEAD_TYPE=q4_k";
+  char* env[] = {e1.data(), nullptr};
+  auto c = load_config(path, env);
+  std::remove(path.c_str());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->head_type, "q4_k");
+  ASSERT_TRUE(set_config_value(*c, "head_type", "file").ok());
+  EXPECT_EQ(c->head_type, "file");
+  const stride::Status bad = set_config_value(*c, "head_type", "q3_k");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("head_type"), std::string::npos);
+  EXPECT_EQ(c->head_type, "file");
+}
