@@ -23,6 +23,23 @@ void exp_in_place(float* x, size_t n) {
   for (size_t j = 0; i + j < n; ++j) x[i + j] = tail[j];
 }
 
+// Reorders x.visits, whose groups each hold a contiguous run, so that the
+// runs come by their first page, ascending; each run keeps its order.
+void order_groups_by_first_page(RerankScratch& x) {
+  x.runs.clear();  // (first page << 32 | first visit), then sorted
+  for (size_t v = 0; v < x.visits.size(); ++v)
+    if (v == 0 || x.visits[v - 1].group != x.visits[v].group)
+      x.runs.push_back((uint64_t)(uint32_t)x.visits[v].page << 32 | (uint32_t)v);
+  std::sort(x.runs.begin(), x.runs.end());
+  x.ordered.clear();
+  for (const uint64_t run : x.runs) {
+    size_t v = (uint32_t)run;
+    const uint32_t group = x.visits[v].group;
+    for (; v < x.visits.size() && x.visits[v].group == group; ++v) x.ordered.push_back(x.visits[v]);
+  }
+  x.visits.swap(x.ordered);
+}
+
 }  // namespace
 
 void rerank_group_scores(const KvPool& pool, const PageKeyCodes* codes, const std::vector<int32_t>& page_table,
@@ -40,8 +57,12 @@ void rerank_group_scores(const KvPool& pool, const PageKeyCodes* codes, const st
   x.work.resize((size_t)std::max(4, kInt8RowTile) * (codes ? std::max(ps, codes->padded_page()) : ps));
   if (codes) x.quantized.quantize(rows, n_rows, pool.shape().head_dim_k);
   auto group_of = [&](size_t i) { return i < shortlist.size() ? shortlist[i] : fixed[i - shortlist.size()]; };
-  // The pages to score, in group order: the shortlist's copies lie anywhere
-  // in memory, so each is requested kPrefetchPagesAhead pages before it is read.
+  // The pages to score, in group order; then whole groups by their first
+  // page, so that the copies are read in ascending address order (a kv head's
+  // records are adjacent in page order, page_key_codes.h). A group's parts
+  // take only its own pages, in its own order: the order groups are visited
+  // in changes no arithmetic. Each page is still requested
+  // kPrefetchPagesAhead pages before it is read.
   x.visits.clear();
   for (size_t i = 0; i < n_scored; ++i) {
     const int64_t G = group_of(i);
@@ -53,6 +74,7 @@ void rerank_group_scores(const KvPool& pool, const PageKeyCodes* codes, const st
       x.visits.push_back({page, (int32_t)n, (uint32_t)i, int8});
     }
   }
+  order_groups_by_first_page(x);
   const size_t ahead = kPrefetchPagesAhead;
   auto prefetch = [&](size_t v) {
     if (v < x.visits.size() && x.visits[v].int8) codes->prefetch(x.visits[v].page, head);

@@ -37,7 +37,9 @@ struct RerankVisit {
 
 // Buffers one thread reuses across calls.
 struct RerankScratch {
-  std::vector<RerankVisit> visits;        // [pages scored] in group order
+  std::vector<RerankVisit> visits;        // [pages scored] each group's pages together, in its order
+  std::vector<RerankVisit> ordered;       // [pages scored] visits being reordered
+  std::vector<uint64_t> runs;             // [scored groups] where each group's pages start
   std::vector<float> top, sum;            // [scored groups, n_rows] a group's mass per row: sum * exp(top)
   std::vector<float> page_top, page_sum;  // [n_rows] one page's, before it joins its group
   std::vector<float> row_top, row_total;  // [n_rows] each row's largest top, and its normaliser

@@ -9,12 +9,10 @@
 namespace stride {
 
 PageKeyCodes::PageKeyCodes(int32_t n_pages, int n_kv_heads, int head_dim, int page_size)
-    : n_kv_heads_(n_kv_heads), head_dim_(head_dim), page_size_(page_size), padded_((page_size + 15) / 16 * 16) {
+    : n_pages_(n_pages), n_kv_heads_(n_kv_heads), head_dim_(head_dim), page_size_(page_size),
+      padded_((page_size + 15) / 16 * 16) {
   assert(supported(head_dim));
-  const int64_t keys = (int64_t)n_pages * n_kv_heads * padded_;
-  codes_.resize((size_t)(keys * head_dim));
-  scales_.resize((size_t)keys);
-  sums_.resize((size_t)keys);
+  records_.resize((size_t)((int64_t)n_pages * n_kv_heads * record_bytes() / 64));
   stamp_ = std::make_unique<uint64_t[]>((size_t)n_pages);
 }
 
@@ -24,9 +22,9 @@ void PageKeyCodes::encode(const KvPool& pool, int32_t page) {
   std::vector<float> row((size_t)dim);   // [dim] one key, widened
   std::vector<int8_t> code((size_t)dim);  // [dim] its codes
   for (int h = 0; h < n_kv_heads_; ++h) {
-    int8_t* out = codes_.data() + slot(page, h) * dim;  // [dim / 4, padded, 4]
-    float* scale = scales_.data() + slot(page, h);
-    int32_t* sum = sums_.data() + slot(page, h);
+    int8_t* out = record(page, h);  // [dim / 4, padded, 4]
+    float* scale = reinterpret_cast<float*>(out + (int64_t)padded_ * dim);
+    int32_t* sum = reinterpret_cast<int32_t*>(out + (int64_t)padded_ * (dim + 4));
     for (int t = 0; t < padded_; ++t) {
       float s = 0.f;
       if (t >= ps) {

@@ -197,6 +197,61 @@ TEST(RerankInt8, GroupScoresUseCurrentCopiesOnly) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(coded[(size_t)i], plain[(size_t)i]) << i;
 }
 
+// Groups of two pages scattered over the pool (the page table a
+// permutation), shortlisted out of page order: each group's score is its
+// share of the rows' softmax over the scored pages, as the scalar reference
+// kernel's log-sum-exps give it in double, on every CPU path. The second
+// stage reads the groups in page order; a page scored for the wrong group
+// would move the shares far past the tolerance.
+TEST(RerankInt8, GroupScoresOfScatteredGroupsMatchTheReference) {
+  const int dim = 64, ps = 32, n_pages = 24, gp = 2, n_rows = 7;
+  KvPoolShape shape{kHeads, dim, 8, ps};
+  auto pool = std::move(KvPool::create(shape, n_pages)).value();
+  PageKeyCodes codes(n_pages, kHeads, dim, ps);
+  std::vector<int32_t> table((size_t)n_pages);  // logical -> physical
+  for (int L = 0; L < n_pages; ++L) table[(size_t)L] = (L * 7 + 5) % n_pages;
+  const std::vector<float> v((size_t)ps * kHeads * 8, 0.f);
+  for (int L = 0; L < n_pages; ++L) {
+    std::vector<float> k = random_vec((size_t)ps * kHeads * dim, 70 + (uint32_t)L);
+    for (float& x : k) x *= 0.5f + 0.15f * (float)(L % 5);
+    pool->store(table[(size_t)L], 0, ps, k.data(), (int64_t)kHeads * dim, v.data(), kHeads * 8, L * ps);
+    codes.encode(*pool, table[(size_t)L]);
+  }
+  const std::vector<float> q = random_vec((size_t)n_rows * dim, 71);
+  const std::vector<const float*> rows = row_ptrs(q, n_rows, dim);
+  const std::vector<int64_t> shortlist = {9, 2, 6, 4, 10, 1, 7}, fixed = {0, 11};
+  const float scale = 0.125f;
+  const int head = 1;
+  // Reference: each scored group's log-sum-exp per row, in double.
+  Int8Rows quantized;
+  quantized.quantize(rows.data(), n_rows, dim);
+  std::vector<float> work((size_t)kInt8RowTile * codes.padded_page()), top(n_rows), sum(n_rows);
+  std::vector<int64_t> scored = shortlist;
+  scored.insert(scored.end(), fixed.begin(), fixed.end());
+  std::vector<std::vector<double>> lse(scored.size(), std::vector<double>(n_rows, 0.0));  // [scored, rows] mass
+  for (size_t i = 0; i < scored.size(); ++i)
+    for (int64_t L = scored[i] * gp; L < (scored[i] + 1) * gp; ++L) {
+      page_logsumexp_int8_ref(codes, table[(size_t)L], head, quantized, scale, work.data(), top.data(), sum.data());
+      for (int r = 0; r < n_rows; ++r) lse[i][(size_t)r] += std::exp((double)top[(size_t)r]) * sum[(size_t)r];
+    }
+  std::vector<double> want(shortlist.size(), 0.0);
+  for (int r = 0; r < n_rows; ++r) {
+    double total = 0;
+    for (size_t i = 0; i < scored.size(); ++i) total += lse[i][(size_t)r];
+    for (size_t i = 0; i < shortlist.size(); ++i) want[i] += lse[i][(size_t)r] / total / n_rows;
+  }
+  for (const CpuPath path : supported_cpu_paths()) {
+    ASSERT_TRUE(set_cpu_path(path).ok());
+    RerankScratch x;
+    std::vector<float> got(shortlist.size());
+    rerank_group_scores(*pool, &codes, table, gp, n_pages, (int64_t)n_pages * ps, rows.data(), n_rows, head, scale,
+                        shortlist, fixed, x, got.data());
+    for (size_t i = 0; i < shortlist.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 2e-5 * want[i] + 1e-7) << cpu_path_name(path) << " group " << shortlist[i];
+  }
+  ASSERT_TRUE(set_cpu_path(supported_cpu_paths().back()).ok());
+}
+
 namespace {
 
 // Inputs whose last query, on every kv head, ranks the candidate pages by

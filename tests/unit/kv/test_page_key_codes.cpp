@@ -106,4 +106,33 @@ TEST(PageKeyCodes, StaleAfterAnyLaterWriteToThePage) {
   EXPECT_TRUE(codes.current(*pool, 2));
 }
 
+// Every (page, kv head) has a record of its own: pages encoded in any order
+// each decode to their own keys, and re-encoding one leaves the others.
+TEST(PageKeyCodes, EveryPageAndHeadKeepsItsOwnRecord) {
+  auto pool = make_pool(KvStorage::F32);
+  std::vector<std::vector<float>> keys;
+  for (int p = 0; p < 3; ++p) keys.push_back(random_keys(kPage, 20 + (uint32_t)p));
+  PageKeyCodes codes(3, kHeads, kDim, kPage);
+  for (const int p : {2, 0, 1}) {
+    fill(*pool, p, keys[(size_t)p]);
+    codes.encode(*pool, p);
+  }
+  fill(*pool, 2, keys[2]);
+  codes.encode(*pool, 2);
+  for (int p = 0; p < 3; ++p)
+    for (int h = 0; h < kHeads; ++h)
+      for (int t = 0; t < kPage; ++t) {
+        const float scale = codes.scales(p, h)[t];
+        int32_t sum = 0;
+        for (int c = 0; c < kDim; ++c) {
+          const int code = codes.codes(p, h)[((c / 4) * codes.padded_page() + t) * 4 + c % 4];
+          sum += code;
+          EXPECT_LE(std::fabs(code * (double)scale - keys[(size_t)p][((size_t)t * kHeads + h) * kDim + c]),
+                    0.5 * scale + 1e-6)
+              << "p=" << p << " h=" << h << " t=" << t << " c=" << c;
+        }
+        EXPECT_EQ(codes.sums(p, h)[t], sum) << "p=" << p << " h=" << h << " t=" << t;
+      }
+}
+
 }  // namespace stride
