@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Rows quantized to Q4_K and Q5_K by llama.cpp's quantizer, the oracle of the
-load-time head quantizer (kernels/quantize_k.h) in tests/unit/kernels.
+"""Rows quantized to Q4_K, Q5_K, Q4_0 and Q5_0 by llama.cpp's quantizer, the
+oracle of the load-time head quantizers (kernels/quantize_k.h,
+kernels/quantize_legacy.h) in tests/unit/kernels.
 
 Usage:
   ~/.cache/stride/venv/bin/python scripts/oracles/head_quant_rows.py \
@@ -33,7 +34,8 @@ HEADS = {  # model file -> rows of its head to take
     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf": 16,
     "gemma-3-270m-q4_k_m.gguf": 16,
 }
-TYPES = {"Q4_K": gguf.GGMLQuantizationType.Q4_K, "Q5_K": gguf.GGMLQuantizationType.Q5_K}
+TYPES = {"Q4_K": gguf.GGMLQuantizationType.Q4_K, "Q5_K": gguf.GGMLQuantizationType.Q5_K,
+         "Q4_0": gguf.GGMLQuantizationType.Q4_0, "Q5_0": gguf.GGMLQuantizationType.Q5_0}
 
 
 def libggml():

@@ -1,20 +1,26 @@
 #!/usr/bin/env python3
 """A small random llama whose rows are whole K-quant super-blocks (n_embd
-256), and llama.cpp's logits with its output head quantized to Q4_K and Q5_K
-by llama.cpp's own quantizer: the oracle of `--head-type`
-(tests/python/models/test_head_type.py).
+256), and llama.cpp's logits with its output head quantized to Q4_K, Q5_K,
+Q4_0 and Q5_0 by llama.cpp's own quantizer; and Qwen2.5-Coder-0.5B (n_embd
+896, Q8_0 head) with its head quantized to Q5_0 by llama.cpp: the oracle of
+`--head-type` (tests/python/models/test_head_type.py).
 
 Usage:
   ~/.cache/stride/venv/bin/python scripts/oracles/head_type_model.py \
-      [--out-dir tests/data/generated/head_type]
+      [--out-dir tests/data/generated/head_type] [--models-dir models]
 
 Writes into --out-dir:
   model-f32.gguf        every weight f32 (2 layers, 4/2 heads, ffn 512, vocab 256)
-  model-<t>-head.gguf   the same with output.weight quantized to <t> (q4_k, q5_k)
-                        by ggml_quantize_chunk (llama-cpp-python's libggml)
+  model-<t>-head.gguf   the same with output.weight quantized to <t> (q4_k,
+                        q5_k, q4_0, q5_0) by ggml_quantize_chunk
+                        (llama-cpp-python's libggml)
   ids.json              the token sequence
   logits-<v>.npy        llama.cpp's logits [n_tokens, 256] on each file
-                        (v: f32, q4_k, q5_k), f32 KV cache
+                        (v: f32, q4_k, q5_k, q4_0, q5_0), f32 KV cache
+  qwen-ids.json         a token sequence for Qwen2.5-Coder-0.5B
+  qwen-logits-q5_0.npy  llama.cpp's logits [n_tokens, 151936] on that model
+                        with its output.weight requantized to Q5_0 (the
+                        requantized file itself is not kept)
 """
 import argparse
 import json
@@ -26,11 +32,15 @@ import gguf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tiny_gguf import write_gguf  # noqa: E402
-from head_quant_rows import libggml, llama_quantize_row  # noqa: E402
+from head_quant_rows import libggml  # noqa: E402
+from gguf.quants import dequantize  # noqa: E402
 
 SEED = 38
 N_TOKENS = 48
-HEAD_TYPES = {"q4_k": gguf.GGMLQuantizationType.Q4_K, "q5_k": gguf.GGMLQuantizationType.Q5_K}
+HEAD_TYPES = {"q4_k": gguf.GGMLQuantizationType.Q4_K, "q5_k": gguf.GGMLQuantizationType.Q5_K,
+              "q4_0": gguf.GGMLQuantizationType.Q4_0, "q5_0": gguf.GGMLQuantizationType.Q5_0}
+QWEN = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+QWEN_TOKENS = 32
 
 
 def make_config():
@@ -80,8 +90,8 @@ def with_quantized_head(src, dst, qtype, lib):
     for t in r.tensors:
         data = np.asarray(t.data)
         if t.name == "output.weight":
-            rows = data.reshape(-1, int(t.shape[0])).astype(np.float32)
-            q = np.stack([llama_quantize_row(lib, qtype, row) for row in rows])
+            rows = dequantize(data.copy(), t.tensor_type).reshape(-1, int(t.shape[0])).astype(np.float32)
+            q = quantize_rows(lib, qtype, rows)
             w.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=qtype)
         else:
             w.add_tensor(t.name, data, raw_shape=data.shape, raw_dtype=t.tensor_type)
@@ -89,6 +99,18 @@ def with_quantized_head(src, dst, qtype, lib):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def quantize_rows(lib, qtype, rows):
+    """rows [n, cols] f32 -> [n, row bytes] blocks, one ggml_quantize_chunk call."""
+    rows = np.ascontiguousarray(rows, dtype=np.float32)
+    elems, nbytes = gguf.GGML_QUANT_SIZES[qtype]
+    out = np.zeros((rows.shape[0], rows.shape[1] // elems * nbytes), dtype=np.uint8)
+    n = lib.ggml_quantize_chunk(int(qtype.value), rows.ctypes.data, out.ctypes.data, 0, rows.shape[0],
+                                rows.shape[1], None)
+    if n != out.size:
+        sys.exit(f"ggml_quantize_chunk wrote {n} bytes, expected {out.size}")
+    return out
 
 
 def llama_logits(path, ids):
@@ -103,6 +125,7 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-dir", default=os.path.join(root, "tests/data/generated/head_type"))
+    ap.add_argument("--models-dir", default=os.path.join(root, "models"))
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     rng = np.random.default_rng(SEED)
@@ -123,7 +146,23 @@ def main():
         top = np.sort(logits, axis=-1)
         print(f"{name}: logit spread {float(np.std(logits)):.2f}, mean top-2 gap "
               f"{float(np.mean(top[:, -1] - top[:, -2])):.3f}")
+    qwen_q5_0(os.path.join(args.models_dir, QWEN), args.out_dir, lib, rng)
     print(f"wrote {len(files)} models to {args.out_dir}")
+
+
+def qwen_q5_0(model, out_dir, lib, rng):
+    """llama.cpp's logits on Qwen2.5-Coder-0.5B with its Q8_0 head requantized to Q5_0."""
+    if not os.path.exists(model):
+        sys.exit(f"missing model {model}: run scripts/fetch_models")
+    ids = [int(i) for i in rng.integers(100, 30000, QWEN_TOKENS)]
+    with open(os.path.join(out_dir, "qwen-ids.json"), "w") as f:
+        json.dump(ids, f)
+    tmp = os.path.join(out_dir, "qwen-q5_0-head.gguf.tmp")
+    with_quantized_head(model, tmp, gguf.GGMLQuantizationType.Q5_0, lib)
+    try:
+        np.save(os.path.join(out_dir, "qwen-logits-q5_0.npy"), llama_logits(tmp, ids))
+    finally:
+        os.remove(tmp)
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t toke
   e.kv_storage = *storage;
   e.layer_policies = o.layer_policies;
   auto head = parse_head_type(o.head_type);
-  if (!head) return InvalidArgument("--head-type must be file, q4_k or q5_k, not '" + o.head_type + "'");
+  if (!head) return InvalidArgument("--head-type must be file, q4_k, q5_k, q4_0 or q5_0, not '" + o.head_type + "'");
   e.head_type = *head;
   if (!o.kv_budget.empty()) {
     STRIDE_ASSIGN_OR_RETURN(e.kv_budget_bytes, parse_bytes(o.kv_budget));

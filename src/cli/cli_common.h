@@ -34,7 +34,7 @@ struct ModelRunOptions {
   std::string kv_offload;       // offload tier bytes, empty: no tier
   std::string kv_offload_file;  // empty: the tier is anonymous RAM
   RopeOverride rope;            // --rope-scaling, --rope-scale, --yarn-orig-ctx ...
-  std::string head_type = "file";  // file | q4_k | q5_k (--head-type)
+  std::string head_type = "file";  // file | q4_k | q5_k | q4_0 | q5_0 (--head-type)
 };
 Expected<EngineOptions> to_engine_options(const ModelRunOptions& o, int64_t tokens_needed);
 

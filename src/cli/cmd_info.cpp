@@ -12,7 +12,6 @@
 #include "kernels/kernel_paths.h"
 #include "loader/model_info.h"
 #include "kernels/dequantize.h"
-#include "kernels/quantize_k.h"
 #include "loader/model_source.h"
 #include "model/head_type.h"
 #include "redis/redis_tier.h"
@@ -70,7 +69,7 @@ nlohmann::json head_rows_json(const TensorView& head, DType type, int64_t n) {
       std::copy(head.row(r), head.row(r) + row_bytes, q.begin());
     } else {
       dequantize_tensor_row(head, r, x.data());
-      quantize_row_k(type, x.data(), q.data(), cols);
+      quantize_head_row(type, x.data(), q.data(), cols);
     }
     dequantize_row(type, q.data(), y.data(), cols);
     std::string hex;

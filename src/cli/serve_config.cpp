@@ -29,7 +29,7 @@ void add_serve_options(CLI::App& cmd, ServeArgs& a) {
        "(needs kv_shared_tier_secret)");
   flag("--threads", "threads", a.threads, "compute threads (0 = all cores)");
   flag("--head-type", "head_type", a.head_type,
-       "output head type: file | q4_k | q5_k (requantized at load when smaller; default file)");
+       "output head type: file | q4_k | q5_k | q4_0 | q5_0 (requantized at load when smaller; default file)");
   flag("--attention,-a", "attention", a.attention, "policy for global layers");
   flag("--log-level", "log_level", a.log_level, "DEBUG | INFO | WARNING | ERROR");
   flag("--api-keys-file", "api_keys_file", a.api_keys_file, "file with one API key per line");

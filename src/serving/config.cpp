@@ -112,7 +112,7 @@ const std::map<std::string, Setter>& setters() {
        }},
       {"head_type",
        [](ServeConfig& c, const std::string& v) {
-         STRIDE_RETURN_IF_ERROR(one_of("head_type", v, {"file", "q4_k", "q5_k"}));
+         STRIDE_RETURN_IF_ERROR(one_of("head_type", v, {"file", "q4_k", "q5_k", "q4_0", "q5_0"}));
          c.head_type = v;
          return Status::Ok();
        }},

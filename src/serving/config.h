@@ -40,7 +40,7 @@ struct ServeConfig {
   int kv_shared_tier_timeout_ms = 50;        // a lookup's socket reads and writes
   std::string kv_shared_tier_queue = "64M";  // pages waiting to be published; more are dropped
   std::string kv_type = "f16";        // f16 | f32 | int8
-  std::string head_type = "file";     // file | q4_k | q5_k: the output head requantized at load
+  std::string head_type = "file";     // file | q4_k | q5_k | q4_0 | q5_0: the output head requantized at load
   int threads = 0;
   int page_size = 32;
   int prefill_chunk = 256;            // tokens per engine step (decode + prefill)

@@ -20,14 +20,17 @@ namespace {
 
 const std::string kGen = std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/";
 
-TEST(HeadType, ParsesTheThreeNames) {
+TEST(HeadType, ParsesTheFiveNames) {
   EXPECT_EQ(parse_head_type("file"), HeadType::File);
   EXPECT_EQ(parse_head_type("q4_k"), HeadType::Q4_K);
   EXPECT_EQ(parse_head_type("q5_k"), HeadType::Q5_K);
+  EXPECT_EQ(parse_head_type("q4_0"), HeadType::Q4_0);
+  EXPECT_EQ(parse_head_type("q5_0"), HeadType::Q5_0);
+  EXPECT_FALSE(parse_head_type("q8_0").has_value());
   EXPECT_FALSE(parse_head_type("Q4_K").has_value());
   EXPECT_FALSE(parse_head_type("q6_k").has_value());
   EXPECT_FALSE(parse_head_type("").has_value());
-  for (HeadType t : {HeadType::File, HeadType::Q4_K, HeadType::Q5_K})
+  for (HeadType t : {HeadType::File, HeadType::Q4_K, HeadType::Q5_K, HeadType::Q4_0, HeadType::Q5_0})
     EXPECT_EQ(parse_head_type(head_type_name(t)), t);
 }
 
@@ -55,6 +58,29 @@ TEST(HeadType, SmallerOnlyAndWholeSuperBlocks) {
     EXPECT_NE(refused.status().message().find("896"), std::string::npos);
   }
   EXPECT_EQ(*head_type_in_effect(DType::Q8_0, 896, HeadType::File), DType::Q8_0);
+}
+
+TEST(HeadType, LegacyTypesSmallerOnlyAndWholeBlocksOf32) {
+  auto in_effect = [](DType file, int64_t cols, HeadType asked) { return *head_type_in_effect(file, cols, asked); };
+  // Qwen2.5-0.5B's 896 is 28 blocks of 32.
+  EXPECT_EQ(in_effect(DType::Q8_0, 896, HeadType::Q5_0), DType::Q5_0);
+  EXPECT_EQ(in_effect(DType::Q8_0, 896, HeadType::Q4_0), DType::Q4_0);
+  EXPECT_EQ(in_effect(DType::F16, 896, HeadType::Q4_0), DType::Q4_0);
+  EXPECT_EQ(in_effect(DType::Q6_K, 2048, HeadType::Q5_0), DType::Q5_0);  // 6.5625 > 5.5
+  EXPECT_EQ(in_effect(DType::Q5_0, 896, HeadType::Q4_0), DType::Q4_0);
+  // At or below the asked bits per weight: left as stored.
+  EXPECT_EQ(in_effect(DType::Q4_K, 2048, HeadType::Q4_0), DType::Q4_K);  // 4.5 as Q4_0
+  EXPECT_EQ(in_effect(DType::Q5_K, 2048, HeadType::Q5_0), DType::Q5_K);  // 5.5 as Q5_0
+  EXPECT_EQ(in_effect(DType::Q4_0, 896, HeadType::Q5_0), DType::Q4_0);
+  EXPECT_EQ(in_effect(DType::Q5_0, 896, HeadType::Q5_0), DType::Q5_0);
+  EXPECT_EQ(in_effect(DType::Q4_1, 896, HeadType::Q5_0), DType::Q4_1);  // 5.0 < 5.5
+  for (HeadType asked : {HeadType::Q4_0, HeadType::Q5_0}) {
+    auto refused = head_type_in_effect(DType::Q8_0, 900, asked);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("multiple of 32"), std::string::npos) << refused.status().message();
+    EXPECT_NE(refused.status().message().find("900"), std::string::npos);
+  }
 }
 
 std::vector<int32_t> fixture_ids() {
@@ -96,7 +122,7 @@ TEST(HeadType, RequantizedHeadRunsAndIsReported) {
   // Bounds: the largest of 48 x 256 logits (spread ~2.4) moved by head rows with
   // ~4% (Q4_K) and ~2% (Q5_K) RMS error.
   float q4_diff = 0;
-  for (const auto [asked, type, bound] :
+  for (const auto& [asked, type, bound] :
        {std::tuple{HeadType::Q4_K, DType::Q4_K, 1.0f}, std::tuple{HeadType::Q5_K, DType::Q5_K, 0.6f}}) {
     std::vector<float> packed_logits;
     for (bool repack : {true, false}) {
@@ -113,6 +139,36 @@ TEST(HeadType, RequantizedHeadRunsAndIsReported) {
       else EXPECT_LT(max_diff(*logits, packed_logits), 0.05f) << "the packed and GGUF-layout heads disagree";
       if (type == DType::Q4_K) q4_diff = d;
       else EXPECT_LT(d, q4_diff) << "a Q5_K head strays further than a Q4_K one";
+    }
+  }
+}
+
+// The 32-element types run packed and in the GGUF layout alike, near the f32 head.
+TEST(HeadType, LegacyRequantizedHeadRunsPackedAndUnpacked) {
+  const std::vector<int32_t> ids = fixture_ids();
+  ASSERT_FALSE(ids.empty());
+  const std::string path = kGen + "head_type/model-f32.gguf";
+  auto file = engine_for(path, HeadType::File);
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto reference = (*file)->score(ids);
+  ASSERT_TRUE(reference.ok());
+  float q4_diff = 0;
+  for (const auto& [asked, type, bound] :
+       {std::tuple{HeadType::Q4_0, DType::Q4_0, 1.0f}, std::tuple{HeadType::Q5_0, DType::Q5_0, 0.6f}}) {
+    std::vector<float> packed_logits;
+    for (bool repack : {true, false}) {
+      auto e = engine_for(path, asked, repack);
+      ASSERT_TRUE(e.ok()) << e.status().to_string();
+      EXPECT_EQ((*e)->model().head_type(), type);
+      auto logits = (*e)->score(ids);
+      ASSERT_TRUE(logits.ok());
+      const float d = max_diff(*logits, *reference);
+      EXPECT_GT(d, 0.0f) << dtype_name(type);
+      EXPECT_LT(d, bound) << dtype_name(type) << " repack " << repack;
+      if (repack) packed_logits = *logits;
+      else EXPECT_LT(max_diff(*logits, packed_logits), 0.05f) << "the packed and GGUF-layout heads disagree";
+      if (type == DType::Q4_0) q4_diff = d;
+      else EXPECT_LT(d, q4_diff) << "a Q5_0 head strays further than a Q4_0 one";
     }
   }
 }

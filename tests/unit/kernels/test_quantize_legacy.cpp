@@ -1,0 +1,149 @@
+// The Q4_0 / Q5_0 quantizer against llama.cpp's: on seeded random rows and
+// real output-head rows (tests/data/generated/head_quant/rows.json, from
+// scripts/oracles/head_quant_rows.py), its error stays within 5% of
+// llama.cpp's on the same rows, and llama.cpp's own blocks decode here as the
+// `gguf` package decodes them (the layout both sides write).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/dequantize.h"
+#include "kernels/quantize_legacy.h"
+
+namespace stride {
+namespace {
+
+std::vector<uint8_t> from_hex(const std::string& h) {
+  std::vector<uint8_t> out(h.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = (uint8_t)std::stoi(h.substr(2 * i, 2), nullptr, 16);
+  return out;
+}
+
+// Ours: quantized, then decoded by the reference dequantizer.
+std::vector<float> round_trip(DType t, const std::vector<float>& x) {
+  const int64_t n = (int64_t)x.size();
+  std::vector<uint8_t> q((size_t)dtype_row_bytes(t, n), 0xAB);
+  quantize_row_legacy(t, x.data(), q.data(), n);
+  std::vector<float> y((size_t)n);
+  dequantize_row(t, q.data(), y.data(), n);
+  return y;
+}
+
+double sum_sq_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+  return s;
+}
+
+nlohmann::json load_rows() {
+  const std::string path = std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/head_quant/rows.json";
+  std::ifstream f(path);
+  EXPECT_TRUE(f.good()) << path << " missing: run scripts/setup";
+  if (!f.good()) return {};
+  return nlohmann::json::parse(f);
+}
+
+const std::map<std::string, DType> kTypes = {{"Q4_0", DType::Q4_0}, {"Q5_0", DType::Q5_0}};
+
+TEST(QuantizeLegacy, ErrorWithinLlamaCppOnRealAndRandomRows) {
+  const auto j = load_rows();
+  ASSERT_TRUE(j.contains("rows"));
+  ASSERT_GE(j["rows"].size(), 40u);
+  // Per source and type: squared errors summed over the rows (ours, llama.cpp's).
+  std::map<std::string, std::pair<double, double>> totals;
+  for (const auto& row : j["rows"]) {
+    const std::vector<float> x = row["values"].get<std::vector<float>>();
+    for (const auto& [name, type] : kTypes) {
+      ASSERT_TRUE(row["llama"].contains(name)) << "rows.json predates " << name << ": run scripts/setup";
+      const std::vector<float> theirs = row["llama"][name]["dequantized"].get<std::vector<float>>();
+      ASSERT_EQ(theirs.size(), x.size());
+      const double ours_e = sum_sq_error(round_trip(type, x), x), theirs_e = sum_sq_error(theirs, x);
+      EXPECT_LE(std::sqrt(ours_e), 1.05 * std::sqrt(theirs_e) + 1e-12)
+          << name << " " << row["source"] << " row " << row["index"];
+      auto& t = totals[name + " " + row["source"].get<std::string>()];
+      t.first += ours_e;
+      t.second += theirs_e;
+    }
+  }
+  for (const auto& [key, t] : totals) {
+    const double ratio = std::sqrt(t.first / t.second);
+    std::printf("%-70s RMSE ours / llama.cpp = %.4f\n", key.c_str(), ratio);
+    EXPECT_LE(ratio, 1.05) << key;
+  }
+}
+
+TEST(QuantizeLegacy, LlamaCppBlocksDecodeAsGgufDecodesThem) {
+  const auto j = load_rows();
+  ASSERT_TRUE(j.contains("rows"));
+  for (const auto& row : j["rows"]) {
+    for (const auto& [name, type] : kTypes) {
+      ASSERT_TRUE(row["llama"].contains(name)) << "rows.json predates " << name << ": run scripts/setup";
+      const auto bytes = from_hex(row["llama"][name]["bytes_hex"]);
+      const std::vector<float> want = row["llama"][name]["dequantized"].get<std::vector<float>>();
+      ASSERT_EQ((int64_t)bytes.size(), dtype_row_bytes(type, (int64_t)want.size()));
+      std::vector<float> y(want.size());
+      dequantize_row(type, bytes.data(), y.data(), (int64_t)y.size());
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << name << " " << row["source"] << " [" << i << "]";
+    }
+  }
+}
+
+// All zero, constant, negative only, one outlier, and a 32-element row: each
+// decodes finite, within half a step of a grid near the block's, and
+// all-zero exactly.
+TEST(QuantizeLegacy, DegenerateRows) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<std::vector<float>> rows = {std::vector<float>(96, 0.0f), std::vector<float>(96, 0.25f),
+                                          std::vector<float>(96, -0.75f)};
+  std::vector<float> neg(96), outlier(96), one(32);
+  for (float& v : neg) v = -std::fabs(g(rng));
+  for (float& v : outlier) v = 0.01f * g(rng);
+  for (float& v : one) v = g(rng);
+  outlier[77] = 5.0f;
+  rows.push_back(neg);
+  rows.push_back(outlier);
+  rows.push_back(one);
+  for (const auto& [name, type] : kTypes) {
+    const double half = type == DType::Q4_0 ? 8.0 : 16.0;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const auto y = round_trip(type, rows[r]);
+      for (size_t b = 0; b < y.size(); b += 32) {
+        double max_abs = 0, max_err = 0;
+        for (size_t i = b; i < b + 32; ++i) {
+          ASSERT_TRUE(std::isfinite(y[i])) << name << " row " << r;
+          max_abs = std::max(max_abs, (double)std::fabs(rows[r][i]));
+          max_err = std::max(max_err, (double)std::fabs(y[i] - rows[r][i]));
+        }
+        // Half a step of a grid at most a third coarser than the plain peak / half one.
+        EXPECT_LE(max_err, 0.5 * max_abs / (0.75 * half) + 1e-6) << name << " row " << r << " block " << b / 32;
+        if (max_abs == 0) {
+          EXPECT_EQ(max_err, 0.0) << name;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantizeLegacy, OnlyQ4_0AndQ5_0) {
+  EXPECT_TRUE(quantizable_legacy(DType::Q4_0));
+  EXPECT_TRUE(quantizable_legacy(DType::Q5_0));
+  EXPECT_FALSE(quantizable_legacy(DType::Q4_1));
+  EXPECT_FALSE(quantizable_legacy(DType::Q8_0));
+  EXPECT_FALSE(quantizable_legacy(DType::Q4_K));
+  std::vector<float> x(32, 1.0f);
+  std::vector<uint8_t> out(34, 0x5A);
+  quantize_row_legacy(DType::Q8_0, x.data(), out.data(), 32);  // not a type it writes: untouched
+  for (uint8_t b : out) EXPECT_EQ(b, 0x5A);
+  quantize_row_legacy(DType::Q4_0, x.data(), out.data(), 40);  // not whole blocks: untouched
+  for (uint8_t b : out) EXPECT_EQ(b, 0x5A);
+}
+
+}  // namespace
+}  // namespace stride
