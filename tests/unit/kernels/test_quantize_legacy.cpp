@@ -15,38 +15,17 @@
 
 #include "kernels/dequantize.h"
 #include "kernels/quantize_legacy.h"
+#include "quantize_test_rows.h"
 
 namespace stride {
 namespace {
 
-std::vector<uint8_t> from_hex(const std::string& h) {
-  std::vector<uint8_t> out(h.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = (uint8_t)std::stoi(h.substr(2 * i, 2), nullptr, 16);
-  return out;
-}
+using quantize_test::from_hex;
+using quantize_test::load_rows;
+using quantize_test::sum_sq_error;
 
-// Ours: quantized, then decoded by the reference dequantizer.
 std::vector<float> round_trip(DType t, const std::vector<float>& x) {
-  const int64_t n = (int64_t)x.size();
-  std::vector<uint8_t> q((size_t)dtype_row_bytes(t, n), 0xAB);
-  quantize_row_legacy(t, x.data(), q.data(), n);
-  std::vector<float> y((size_t)n);
-  dequantize_row(t, q.data(), y.data(), n);
-  return y;
-}
-
-double sum_sq_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-  return s;
-}
-
-nlohmann::json load_rows() {
-  const std::string path = std::string(STRIDE_SOURCE_DIR) + "/tests/data/generated/head_quant/rows.json";
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << path << " missing: run scripts/setup";
-  if (!f.good()) return {};
-  return nlohmann::json::parse(f);
+  return quantize_test::round_trip(&quantize_row_legacy, t, x);
 }
 
 const std::map<std::string, DType> kTypes = {{"Q4_0", DType::Q4_0}, {"Q5_0", DType::Q5_0}};
