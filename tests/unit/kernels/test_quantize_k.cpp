@@ -20,10 +20,6 @@
 namespace stride {
 namespace {
 
-using quantize_test::from_hex;
-using quantize_test::load_rows;
-using quantize_test::sum_sq_error;
-
 std::vector<float> round_trip(DType t, const std::vector<float>& x) {
   return quantize_test::round_trip(&quantize_row_k, t, x);
 }
@@ -31,46 +27,11 @@ std::vector<float> round_trip(DType t, const std::vector<float>& x) {
 const std::map<std::string, DType> kTypes = {{"Q4_K", DType::Q4_K}, {"Q5_K", DType::Q5_K}};
 
 TEST(QuantizeK, ErrorWithinLlamaCppOnRealAndRandomRows) {
-  const auto j = load_rows();
-  ASSERT_TRUE(j.contains("rows"));
-  ASSERT_GE(j["rows"].size(), 40u);
-  // Per source and type: squared errors summed over the rows (ours, llama.cpp's).
-  std::map<std::string, std::pair<double, double>> totals;
-  for (const auto& row : j["rows"]) {
-    const std::vector<float> x = row["values"].get<std::vector<float>>();
-    for (const auto& [name, type] : kTypes) {
-      const std::vector<float> theirs = row["llama"][name]["dequantized"].get<std::vector<float>>();
-      ASSERT_EQ(theirs.size(), x.size());
-      const double ours_e = sum_sq_error(round_trip(type, x), x), theirs_e = sum_sq_error(theirs, x);
-      // A single row may lose a little to llama.cpp's candidate order; 10% at most.
-      EXPECT_LE(std::sqrt(ours_e), 1.10 * std::sqrt(theirs_e) + 1e-12)
-          << name << " " << row["source"] << " row " << row["index"];
-      auto& t = totals[name + " " + row["source"].get<std::string>()];
-      t.first += ours_e;
-      t.second += theirs_e;
-    }
-  }
-  for (const auto& [key, t] : totals) {
-    const double ratio = std::sqrt(t.first / t.second);
-    std::printf("%-70s RMSE ours / llama.cpp = %.4f\n", key.c_str(), ratio);
-    EXPECT_LE(ratio, 1.05) << key;
-  }
+  // A single row may lose a little to llama.cpp's candidate order; 10% at most.
+  quantize_test::expect_error_within_llama_cpp(&quantize_row_k, kTypes, 1.10);
 }
 
-TEST(QuantizeK, LlamaCppBlocksDecodeAsGgufDecodesThem) {
-  const auto j = load_rows();
-  ASSERT_TRUE(j.contains("rows"));
-  for (const auto& row : j["rows"]) {
-    for (const auto& [name, type] : kTypes) {
-      const auto bytes = from_hex(row["llama"][name]["bytes_hex"]);
-      const std::vector<float> want = row["llama"][name]["dequantized"].get<std::vector<float>>();
-      ASSERT_EQ((int64_t)bytes.size(), dtype_row_bytes(type, (int64_t)want.size()));
-      std::vector<float> y(want.size());
-      dequantize_row(type, bytes.data(), y.data(), (int64_t)y.size());
-      for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << name << " " << row["source"] << " [" << i << "]";
-    }
-  }
-}
+TEST(QuantizeK, LlamaCppBlocksDecodeAsGgufDecodesThem) { quantize_test::expect_llama_cpp_blocks_decode_as_gguf(kTypes); }
 
 // Rows llama.cpp's search handles specially: all zero, constant, negative
 // only, one outlier. Each decodes finite and close to the source.

@@ -20,10 +20,6 @@
 namespace stride {
 namespace {
 
-using quantize_test::from_hex;
-using quantize_test::load_rows;
-using quantize_test::sum_sq_error;
-
 std::vector<float> round_trip(DType t, const std::vector<float>& x) {
   return quantize_test::round_trip(&quantize_row_legacy, t, x);
 }
@@ -31,47 +27,10 @@ std::vector<float> round_trip(DType t, const std::vector<float>& x) {
 const std::map<std::string, DType> kTypes = {{"Q4_0", DType::Q4_0}, {"Q5_0", DType::Q5_0}};
 
 TEST(QuantizeLegacy, ErrorWithinLlamaCppOnRealAndRandomRows) {
-  const auto j = load_rows();
-  ASSERT_TRUE(j.contains("rows"));
-  ASSERT_GE(j["rows"].size(), 40u);
-  // Per source and type: squared errors summed over the rows (ours, llama.cpp's).
-  std::map<std::string, std::pair<double, double>> totals;
-  for (const auto& row : j["rows"]) {
-    const std::vector<float> x = row["values"].get<std::vector<float>>();
-    for (const auto& [name, type] : kTypes) {
-      ASSERT_TRUE(row["llama"].contains(name)) << "rows.json predates " << name << ": run scripts/setup";
-      const std::vector<float> theirs = row["llama"][name]["dequantized"].get<std::vector<float>>();
-      ASSERT_EQ(theirs.size(), x.size());
-      const double ours_e = sum_sq_error(round_trip(type, x), x), theirs_e = sum_sq_error(theirs, x);
-      EXPECT_LE(std::sqrt(ours_e), 1.05 * std::sqrt(theirs_e) + 1e-12)
-          << name << " " << row["source"] << " row " << row["index"];
-      auto& t = totals[name + " " + row["source"].get<std::string>()];
-      t.first += ours_e;
-      t.second += theirs_e;
-    }
-  }
-  for (const auto& [key, t] : totals) {
-    const double ratio = std::sqrt(t.first / t.second);
-    std::printf("%-70s RMSE ours / llama.cpp = %.4f\n", key.c_str(), ratio);
-    EXPECT_LE(ratio, 1.05) << key;
-  }
+  quantize_test::expect_error_within_llama_cpp(&quantize_row_legacy, kTypes, 1.05);
 }
 
-TEST(QuantizeLegacy, LlamaCppBlocksDecodeAsGgufDecodesThem) {
-  const auto j = load_rows();
-  ASSERT_TRUE(j.contains("rows"));
-  for (const auto& row : j["rows"]) {
-    for (const auto& [name, type] : kTypes) {
-      ASSERT_TRUE(row["llama"].contains(name)) << "rows.json predates " << name << ": run scripts/setup";
-      const auto bytes = from_hex(row["llama"][name]["bytes_hex"]);
-      const std::vector<float> want = row["llama"][name]["dequantized"].get<std::vector<float>>();
-      ASSERT_EQ((int64_t)bytes.size(), dtype_row_bytes(type, (int64_t)want.size()));
-      std::vector<float> y(want.size());
-      dequantize_row(type, bytes.data(), y.data(), (int64_t)y.size());
-      for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << name << " " << row["source"] << " [" << i << "]";
-    }
-  }
-}
+TEST(QuantizeLegacy, LlamaCppBlocksDecodeAsGgufDecodesThem) { quantize_test::expect_llama_cpp_blocks_decode_as_gguf(kTypes); }
 
 // All zero, constant, negative only, one outlier, and a 32-element row: each
 // decodes finite, within half a step of a grid near the block's, and
