@@ -110,7 +110,12 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-TEST(HeadType, RequantizedHeadRunsAndIsReported) {
+// A coarser and a finer requantized head, each packed and in the GGUF layout:
+// near the f32 head's logits (spread ~2.4) but not equal to them, the two
+// layouts agreeing, and the finer type nearer than the coarser. Bounds: the
+// largest of 48 x 256 logits moved by head rows with ~4% (4-bit) and ~2%
+// (5-bit) RMS error.
+void expect_requantized_heads_near_f32(HeadType coarse, DType coarse_type, HeadType fine, DType fine_type) {
   const std::vector<int32_t> ids = fixture_ids();
   ASSERT_FALSE(ids.empty());
   const std::string path = kGen + "head_type/model-f32.gguf";
@@ -119,11 +124,9 @@ TEST(HeadType, RequantizedHeadRunsAndIsReported) {
   EXPECT_EQ((*file)->model().head_type(), DType::F32);
   auto reference = (*file)->score(ids);
   ASSERT_TRUE(reference.ok());
-  // Bounds: the largest of 48 x 256 logits (spread ~2.4) moved by head rows with
-  // ~4% (Q4_K) and ~2% (Q5_K) RMS error.
-  float q4_diff = 0;
+  float coarse_diff = 0;
   for (const auto& [asked, type, bound] :
-       {std::tuple{HeadType::Q4_K, DType::Q4_K, 1.0f}, std::tuple{HeadType::Q5_K, DType::Q5_K, 0.6f}}) {
+       {std::tuple{coarse, coarse_type, 1.0f}, std::tuple{fine, fine_type, 0.6f}}) {
     std::vector<float> packed_logits;
     for (bool repack : {true, false}) {
       auto e = engine_for(path, asked, repack);
@@ -131,46 +134,24 @@ TEST(HeadType, RequantizedHeadRunsAndIsReported) {
       EXPECT_EQ((*e)->model().head_type(), type);
       auto logits = (*e)->score(ids);
       ASSERT_TRUE(logits.ok());
-      // Near the f32 head's logits (spread ~2.4) but not equal to them: the head was requantized.
       const float d = max_diff(*logits, *reference);
       EXPECT_GT(d, 0.0f) << dtype_name(type);
       EXPECT_LT(d, bound) << dtype_name(type) << " repack " << repack;
       if (repack) packed_logits = *logits;
       else EXPECT_LT(max_diff(*logits, packed_logits), 0.05f) << "the packed and GGUF-layout heads disagree";
-      if (type == DType::Q4_K) q4_diff = d;
-      else EXPECT_LT(d, q4_diff) << "a Q5_K head strays further than a Q4_K one";
+      if (type == coarse_type) coarse_diff = d;
+      else EXPECT_LT(d, coarse_diff) << dtype_name(fine_type) << " strays further than " << dtype_name(coarse_type);
     }
   }
 }
 
+TEST(HeadType, RequantizedHeadRunsAndIsReported) {
+  expect_requantized_heads_near_f32(HeadType::Q4_K, DType::Q4_K, HeadType::Q5_K, DType::Q5_K);
+}
+
 // The 32-element types run packed and in the GGUF layout alike, near the f32 head.
 TEST(HeadType, LegacyRequantizedHeadRunsPackedAndUnpacked) {
-  const std::vector<int32_t> ids = fixture_ids();
-  ASSERT_FALSE(ids.empty());
-  const std::string path = kGen + "head_type/model-f32.gguf";
-  auto file = engine_for(path, HeadType::File);
-  ASSERT_TRUE(file.ok()) << file.status().to_string();
-  auto reference = (*file)->score(ids);
-  ASSERT_TRUE(reference.ok());
-  float q4_diff = 0;
-  for (const auto& [asked, type, bound] :
-       {std::tuple{HeadType::Q4_0, DType::Q4_0, 1.0f}, std::tuple{HeadType::Q5_0, DType::Q5_0, 0.6f}}) {
-    std::vector<float> packed_logits;
-    for (bool repack : {true, false}) {
-      auto e = engine_for(path, asked, repack);
-      ASSERT_TRUE(e.ok()) << e.status().to_string();
-      EXPECT_EQ((*e)->model().head_type(), type);
-      auto logits = (*e)->score(ids);
-      ASSERT_TRUE(logits.ok());
-      const float d = max_diff(*logits, *reference);
-      EXPECT_GT(d, 0.0f) << dtype_name(type);
-      EXPECT_LT(d, bound) << dtype_name(type) << " repack " << repack;
-      if (repack) packed_logits = *logits;
-      else EXPECT_LT(max_diff(*logits, packed_logits), 0.05f) << "the packed and GGUF-layout heads disagree";
-      if (type == DType::Q4_0) q4_diff = d;
-      else EXPECT_LT(d, q4_diff) << "a Q5_0 head strays further than a Q4_0 one";
-    }
-  }
+  expect_requantized_heads_near_f32(HeadType::Q4_0, DType::Q4_0, HeadType::Q5_0, DType::Q5_0);
 }
 
 TEST(HeadType, RefusesRowsThatAreNotWholeSuperBlocks) {
